@@ -1,0 +1,20 @@
+"""L1: authorization decisions with Kafka's StandardAuthorizer semantics, and their explanations."""
+
+from __future__ import annotations
+
+from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
+from kafkaguard.authorizer.rules import Decision, DefaultRule, MatchingAclRule, Rule, SuperUserRule
+from kafkaguard.authorizer.standard import AuthorizerSnapshot, StandardAuthorizer, parse_super_users
+
+__all__ = [
+    "AclCreateResult",
+    "AclDeleteResult",
+    "AuthorizerSnapshot",
+    "Decision",
+    "DefaultRule",
+    "MatchingAclRule",
+    "Rule",
+    "StandardAuthorizer",
+    "SuperUserRule",
+    "parse_super_users",
+]

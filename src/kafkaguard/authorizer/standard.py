@@ -1,0 +1,341 @@
+"""StandardAuthorizer: Kafka's KRaft StandardAuthorizer semantics over an immutable, indexed snapshot.
+
+Decision procedure (SEMANTICS.md §3), for principal P, host H, operation OP on resource (type, name):
+
+1. the resource must be LITERAL and OP concrete (not ANY/UNKNOWN), or the call is an error;
+2. a super user (exact ``Type:Name`` string in ``super.users``) is ALLOWED, before anything else;
+3. before the initial load completes, everyone else gets AuthorizerNotReadyError;
+4. a matching DENY on any relevant pattern → DENIED, whatever its specificity;
+5. else a matching ALLOW → ALLOWED (with ALLOW-only implication, see ``operations``);
+6. else, if no ACL at all applies to the resource → allow.everyone.if.no.acl.found decides;
+7. else DENIED.
+
+Concurrency: all state is one ``AuthorizerSnapshot`` behind one reference. Readers take it once per call and
+never lock; writers (serialised by a lock among themselves) build a new snapshot and swap the reference.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from kafkaguard.authorizer.by_resource_type import scan_by_resource_type
+from kafkaguard.authorizer.index import RELEVANT_BIT, AclIndex
+from kafkaguard.authorizer.operations import CONCRETE_OPERATIONS, allow_bit, covered_operations, deny_bit
+from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
+from kafkaguard.authorizer.rules import Decision, DefaultRule, MatchingAclRule, Rule, SuperUserRule
+from kafkaguard.errors import AuthorizerNotReadyError, InvalidAclError, InvalidActionError, InvalidConfigError
+from kafkaguard.model import (
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    AclBinding,
+    AclBindingFilter,
+    AclId,
+    AclOperation,
+    AclPermissionType,
+    Action,
+    AuthorizationResult,
+    PatternType,
+    RequestContext,
+    ResourcePattern,
+    ResourceType,
+    StoredAcl,
+    validate_new_binding,
+)
+
+ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
+LITERAL = PatternType.LITERAL
+_KNOWN_TYPES = frozenset(t for t in ResourceType if t is not ResourceType.ANY)
+
+#: Per operation code: (allow bit, deny bit); None for codes authorize() refuses (ANY, UNKNOWN, unknown).
+_BITS: dict[AclOperation, tuple[int, int]] = {op: (allow_bit(op), deny_bit(op)) for op in CONCRETE_OPERATIONS}
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizerSnapshot:
+    """Everything a decision reads, frozen together so that one request sees one consistent state."""
+
+    index: AclIndex
+    super_users: frozenset[str]
+    allow_everyone_if_no_acl_found: bool
+    ready: bool
+
+
+def parse_super_users(value: str | Iterable[str]) -> frozenset[str]:
+    """``super.users`` as Kafka parses it (SEMANTICS.md §3.1): split on ``;``, trim, drop empty entries; each
+    entry must contain a colon.
+
+    :raises InvalidConfigError: an entry is not ``principalType:principalName``.
+    """
+    entries = value.split(";") if isinstance(value, str) else value
+    users = {entry.strip() for entry in entries if entry.strip()}
+    for user in users:
+        if ":" not in user:
+            raise InvalidConfigError(
+                f"super.users: expected a string in format principalType:principalName but got {user}"
+            )
+    return frozenset(users)
+
+
+def _new_id() -> AclId:
+    return AclId(str(uuid.uuid4()))
+
+
+class StandardAuthorizer:
+    """The authorizer. See the module docstring for the rules; every method is safe under concurrent use."""
+
+    def __init__(
+        self,
+        super_users: str | Iterable[str] = (),
+        allow_everyone_if_no_acl_found: bool = False,
+        *,
+        acls: Iterable[StoredAcl] = (),
+        ready: bool = True,
+        id_factory: Callable[[], AclId] = _new_id,
+    ) -> None:
+        self._snapshot = AuthorizerSnapshot(
+            index=AclIndex.build(acls),
+            super_users=parse_super_users(super_users),
+            allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+            ready=ready,
+        )
+        self._id_factory = id_factory
+        self._write_lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, str], **kwargs: object) -> StandardAuthorizer:
+        """Build from Kafka's configuration keys ``super.users`` and ``allow.everyone.if.no.acl.found``
+        (Java ``Boolean.parseBoolean`` of the trimmed value: only ``true``, in any case, is true)."""
+        allow = config.get("allow.everyone.if.no.acl.found", "false").strip().lower() == "true"
+        return cls(config.get("super.users", ""), allow, **kwargs)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------------------------------ configuration
+
+    @property
+    def snapshot(self) -> AuthorizerSnapshot:
+        return self._snapshot
+
+    @property
+    def super_users(self) -> frozenset[str]:
+        return self._snapshot.super_users
+
+    @property
+    def allow_everyone_if_no_acl_found(self) -> bool:
+        return self._snapshot.allow_everyone_if_no_acl_found
+
+    @property
+    def acl_count(self) -> int:
+        return len(self._snapshot.index)
+
+    def complete_initial_load(self) -> None:
+        """Start answering everyone, not only super users (Kafka's ``completeInitialLoad``)."""
+        with self._write_lock:
+            self._snapshot = replace(self._snapshot, ready=True)
+
+    # ------------------------------------------------------------------------------------------------ deciding
+
+    def authorize(self, context: RequestContext, actions: Sequence[Action]) -> list[AuthorizationResult]:
+        """One result per action, in order, all decided against the same snapshot.
+
+        :raises InvalidActionError: an action is not on a LITERAL resource or its operation is ANY/UNKNOWN.
+        :raises AuthorizerNotReadyError: the initial load has not completed and the caller is no super user.
+        """
+        snap = self._snapshot
+        principal, host = context.principal, context.host
+        if principal in snap.super_users:
+            for action in actions:
+                _check_action(action)
+            return [ALLOWED] * len(actions)
+        if not snap.ready:
+            raise AuthorizerNotReadyError("the authorizer has not finished loading its ACLs; retry shortly")
+        match_mask = snap.index.match_mask
+        default = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
+        results: list[AuthorizationResult] = []
+        for action in actions:
+            # The checks of _check_action, inlined: this loop is the hot path.
+            pattern = action.resource_pattern
+            bits = _BITS.get(action.operation)
+            if bits is None or pattern.pattern_type is not LITERAL or pattern.resource_type not in _KNOWN_TYPES:
+                raise _invalid_action(action)
+            mask = match_mask(pattern.resource_type, pattern.name, principal, host)
+            if mask & bits[1]:
+                results.append(DENIED)
+            elif mask & bits[0]:
+                results.append(ALLOWED)
+            elif mask & RELEVANT_BIT:
+                results.append(DENIED)
+            else:
+                results.append(default)
+        return results
+
+    def authorize_one(self, context: RequestContext, action: Action) -> AuthorizationResult:
+        return self.authorize(context, (action,))[0]
+
+    def explain(self, context: RequestContext, action: Action) -> Decision:
+        """The decision for one action with the rule that made it and every ACL that matched.
+
+        Agrees with ``authorize`` by construction: the same snapshot, the same patterns, the same masks.
+        """
+        _check_action(action)
+        snap = self._snapshot
+        if context.principal in snap.super_users:
+            return Decision(context, action, ALLOWED, SuperUserRule(context.principal))
+        if not snap.ready:
+            raise AuthorizerNotReadyError("the authorizer has not finished loading its ACLs; retry shortly")
+        pattern = action.resource_pattern
+        groups = snap.index.relevant_groups(pattern.resource_type, pattern.name)
+        matching: list[StoredAcl] = []
+        relevant = 0
+        for group in groups:
+            relevant += len(group.acls)
+            for acl in group.acls:
+                if _entry_matches(acl, context, action.operation):
+                    matching.append(acl)
+        denies = [acl for acl in matching if acl.binding.entry.permission_type is AclPermissionType.DENY]
+        rule: Rule
+        if denies:
+            result, rule = DENIED, MatchingAclRule(denies[0])
+        elif matching:
+            result, rule = ALLOWED, MatchingAclRule(matching[0])
+        elif relevant:
+            result, rule = DENIED, DefaultRule(DENIED, resource_has_acls=True)
+        else:
+            result = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
+            rule = DefaultRule(result, resource_has_acls=False)
+        return Decision(context, action, result, rule, tuple(matching), relevant)
+
+    def authorize_by_resource_type(
+        self, context: RequestContext, operation: AclOperation, resource_type: ResourceType
+    ) -> AuthorizationResult:
+        """May the caller do ``operation`` on at least one resource of ``resource_type``? (SEMANTICS.md §5)
+
+        :raises InvalidActionError: ANY or UNKNOWN resource type or operation, as Kafka's argument checks.
+        """
+        if resource_type is ResourceType.ANY:
+            raise InvalidActionError("Must specify a non-filter resource type for authorizeByResourceType")
+        if resource_type.is_unknown:
+            raise InvalidActionError("Unknown resource type")
+        if operation is AclOperation.ANY:
+            raise InvalidActionError("Must specify a non-filter operation type for authorizeByResourceType")
+        if operation.is_unknown:
+            raise InvalidActionError("Unknown operation type")
+        snap = self._snapshot
+
+        def probe(name: str) -> AuthorizationResult:
+            action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
+            return self._authorize_in(snap, context, action)
+
+        return scan_by_resource_type(snap.index, context, operation, resource_type, probe)
+
+    def _authorize_in(self, snap: AuthorizerSnapshot, context: RequestContext, action: Action) -> AuthorizationResult:
+        if context.principal in snap.super_users:
+            return ALLOWED
+        if not snap.ready:
+            raise AuthorizerNotReadyError("the authorizer has not finished loading its ACLs; retry shortly")
+        pattern = action.resource_pattern
+        allow, deny = _BITS[action.operation]
+        mask = snap.index.match_mask(pattern.resource_type, pattern.name, context.principal, context.host)
+        if mask & deny:
+            return DENIED
+        if mask & allow:
+            return ALLOWED
+        if mask & RELEVANT_BIT or not snap.allow_everyone_if_no_acl_found:
+            return DENIED
+        return ALLOWED
+
+    # ----------------------------------------------------------------------------------------------- ACL state
+
+    def acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[AclBinding]:
+        """Every stored binding the filter matches (SEMANTICS.md §6)."""
+        return [acl.binding for acl in self._snapshot.index.find(acl_filter)]
+
+    def stored_acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[StoredAcl]:
+        """As ``acls``, with each binding's id."""
+        return list(self._snapshot.index.find(acl_filter))
+
+    def add_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
+        """Create ACLs; one result per binding, in order (SEMANTICS.md §8). An invalid binding fails alone; an
+        existing or repeated binding succeeds and is stored once. The valid ones are applied in one swap."""
+        with self._write_lock:
+            index = self._snapshot.index
+            results: list[AclCreateResult] = []
+            added: dict[AclBinding, StoredAcl] = {}
+            for binding in bindings:
+                reason = validate_new_binding(binding)
+                if reason is not None:
+                    results.append(AclCreateResult(binding, error=InvalidAclError(reason)))
+                    continue
+                existing = index.id_of(binding)
+                if existing is None:
+                    acl = added.get(binding)
+                    if acl is None:
+                        acl = added[binding] = StoredAcl(self._id_factory(), binding)
+                    existing = acl.id
+                results.append(AclCreateResult(binding, acl_id=existing))
+            if added:
+                self._snapshot = replace(self._snapshot, index=index.with_changes(added=added.values()))
+            return results
+
+    def remove_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
+        """Delete ACLs; one result per filter, in order, each listing every ACL it matched in the state before
+        the call (an ACL matched by several filters is listed under each and removed once, SEMANTICS.md §9)."""
+        with self._write_lock:
+            index = self._snapshot.index
+            results: list[AclDeleteResult] = []
+            removed: set[AclId] = set()
+            for acl_filter in filters:
+                if acl_filter.pattern_filter.is_unknown:
+                    results.append(AclDeleteResult(error=InvalidAclError("Unknown patternFilter.")))
+                    continue
+                if acl_filter.entry_filter.is_unknown:
+                    results.append(AclDeleteResult(error=InvalidAclError("Unknown entryFilter.")))
+                    continue
+                matched = tuple(index.find(acl_filter))
+                removed.update(acl.id for acl in matched)
+                results.append(AclDeleteResult(removed_acls=matched))
+            if removed:
+                self._snapshot = replace(self._snapshot, index=index.with_changes(removed=removed))
+            return results
+
+    def apply_changes(self, added: Iterable[StoredAcl] = (), removed: Iterable[AclId] = ()) -> None:
+        """Apply changes already made durable elsewhere (the service layer's path): ``removed`` ids first, then
+        ``added`` ACLs with the ids they are stored under. Unknown removals and duplicate additions are no-ops."""
+        with self._write_lock:
+            self._snapshot = replace(self._snapshot, index=self._snapshot.index.with_changes(added, removed))
+
+    def replace_acls(self, acls: Iterable[StoredAcl]) -> None:
+        """Replace the whole ACL set in one swap (initial load, full reload)."""
+        index = AclIndex.build(acls)
+        with self._write_lock:
+            self._snapshot = replace(self._snapshot, index=index)
+
+
+def _check_action(action: Action) -> None:
+    pattern = action.resource_pattern
+    if (
+        action.operation not in _BITS
+        or pattern.pattern_type is not LITERAL
+        or pattern.resource_type not in _KNOWN_TYPES
+    ):
+        raise _invalid_action(action)
+
+
+def _invalid_action(action: Action) -> InvalidActionError:
+    """The error for an action authorize() refuses (the caller has seen that one of these holds)."""
+    pattern = action.resource_pattern
+    if pattern.pattern_type is not LITERAL:
+        return InvalidActionError(f"Only literal resources are supported. Got: {pattern.pattern_type}")
+    if action.operation not in _BITS:
+        return InvalidActionError(f"Cannot authorize operation {action.operation!r}: name a concrete operation")
+    return InvalidActionError(f"Cannot authorize resource type {pattern.resource_type!r}")
+
+
+def _entry_matches(acl: StoredAcl, context: RequestContext, operation: AclOperation) -> bool:
+    entry = acl.binding.entry
+    if entry.principal != context.principal and entry.principal != WILDCARD_PRINCIPAL:
+        return False
+    if entry.host != context.host and entry.host != WILDCARD_HOST:
+        return False
+    return operation in covered_operations(entry.operation, entry.permission_type)
