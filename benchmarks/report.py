@@ -9,13 +9,17 @@ from __future__ import annotations
 import os
 import platform
 import re
+import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
-_HEADER = "# Benchmarks\n\nWritten by `scripts/bench` (see `benchmarks/`). Every result stands next to a baseline measured in the same run.\n"
+_HEADER = (
+    "# Benchmarks\n\nWritten by `scripts/bench` (see `benchmarks/`). "
+    "Every result stands next to a baseline measured in the same run.\n"
+)
 
 
 def machine() -> str:
@@ -35,7 +39,10 @@ def machine() -> str:
         mem = "?"
     java = ""
     try:
-        out = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=20, check=False)
+        java_bin = shutil.which("java")
+        if java_bin is None:
+            raise FileNotFoundError("java")
+        out = subprocess.run([java_bin, "-version"], capture_output=True, text=True, timeout=20, check=False)
         java = ", " + out.stderr.splitlines()[0].strip() if out.stderr else ""
     except (OSError, subprocess.SubprocessError):
         pass
