@@ -64,3 +64,16 @@ class UnacceptableCredentialError(ScramError, ValueError):
 
 class ScramAuthenticationError(ScramError):
     """The SASL/SCRAM exchange failed; the message is safe to send to the client."""
+
+
+class ScramProtocolError(ScramAuthenticationError):
+    """A SASL/SCRAM message that breaks RFC 5802's grammar, is too long, or asks for what kafkaguard refuses
+    (channel binding ``p=``, delegation tokens ``tokenauth=true``, mandatory extensions ``m=``).
+
+    Kafka answers SASL_AUTHENTICATION_FAILED. The message names the part at fault and never echoes proofs or keys.
+    """
+
+
+class ScramStateError(ScramError):
+    """A step of a SCRAM session called out of order, or after the session has finished or failed
+    (Kafka ILLEGAL_SASL_STATE). A programming error in the caller, not something a client can cause by itself."""
