@@ -1,0 +1,25 @@
+"""L3: the use cases, and the single writer: changes go to the store (durable), then to the authorizer."""
+
+from __future__ import annotations
+
+from kafkaguard.service.acls import AclService, ImportResult, SyncResult
+from kafkaguard.service.credentials import (
+    CredentialService,
+    ScramDeletion,
+    ScramUpsertion,
+    UserAlterationResult,
+    UserDescription,
+)
+from kafkaguard.service.errors import KafkaErrorCode
+
+__all__ = [
+    "AclService",
+    "CredentialService",
+    "ImportResult",
+    "KafkaErrorCode",
+    "ScramDeletion",
+    "ScramUpsertion",
+    "SyncResult",
+    "UserAlterationResult",
+    "UserDescription",
+]

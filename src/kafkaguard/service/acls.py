@@ -1,0 +1,212 @@
+"""ACL use cases: create, delete, describe, export and import, and keeping the authorizer in step with the store.
+
+The service is the single writer of its authorizer. Every change goes to the store first, in one transaction per
+request (durable when the store returns), and only then to the authorizer, so an authorizer never shows an ACL
+the store could lose. Changes made by other processes reach this one through ``poll()``/``sync()``: the store's
+ACL version says whether anything changed, its change log says what (a delta), and a full reload is the fallback
+when this process has fallen behind the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kafkaguard.authorizer import AclCreateResult, AclDeleteResult, StandardAuthorizer
+from kafkaguard.errors import InvalidAclError
+from kafkaguard.model import AclBinding, AclBindingFilter, StoredAcl, validate_new_binding
+from kafkaguard.model.acl_json import AclJsonError, AclJsonProblem, acls_from_document, acls_to_document
+from kafkaguard.store import AclDelta, AclStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    """What one ``sync`` did: the version reached, and either a delta's size or a full reload's."""
+
+    version: int
+    added: int
+    removed: int
+    full_reload: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ImportResult:
+    """``added``/``removed``: ACLs the import changed; ``unchanged``: bindings of the document already stored."""
+
+    added: int
+    removed: int
+    unchanged: int
+
+
+def _sort_key(acl: StoredAcl) -> tuple[str, ...]:
+    p, e = acl.binding.pattern, acl.binding.entry
+    return (p.resource_type.name, p.name, p.pattern_type.name, e.principal, e.host, e.operation.name,
+            e.permission_type.name)  # fmt: skip
+
+
+class AclService:
+    """ACL changes for one authorizer, backed by one store. Thread-safe."""
+
+    def __init__(self, store: AclStore, authorizer: StandardAuthorizer) -> None:
+        """Load every stored ACL into ``authorizer`` (replacing what it held) and mark its initial load complete.
+
+        :raises StoreError: the store cannot be read.
+        """
+        self._store = store
+        self._authorizer = authorizer
+        self._lock = threading.RLock()
+        self._version = -1
+        self.sync()
+        authorizer.complete_initial_load()
+
+    @property
+    def authorizer(self) -> StandardAuthorizer:
+        return self._authorizer
+
+    @property
+    def version(self) -> int:
+        """The store's ACL version the authorizer reflects."""
+        return self._version
+
+    # ---------------------------------------------------------------------------------------------- changes
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
+        """One result per binding, in order (SEMANTICS.md §8). An invalid binding fails alone (Kafka
+        INVALID_REQUEST with the reason); an identical ACL is stored once and creating it again succeeds.
+        The valid bindings are stored in one transaction.
+
+        :raises StoreError: nothing was stored (the whole request fails).
+        """
+        reasons = [validate_new_binding(binding) for binding in bindings]
+        valid = [binding for binding, reason in zip(bindings, reasons, strict=True) if reason is None]
+        stored: list[StoredAcl] = []
+        if valid:
+            with self._lock:
+                creation = self._store.create_acls(valid)
+                self._apply(creation.delta)
+            stored = list(creation.acls)
+            log.info("created ACLs: %d requested, %d new", len(bindings), len(creation.delta.added))
+        found = iter(stored)
+        return [
+            AclCreateResult(binding, error=InvalidAclError(reason))
+            if reason is not None
+            else AclCreateResult(binding, acl_id=next(found).id)
+            for binding, reason in zip(bindings, reasons, strict=True)
+        ]
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
+        """One result per filter, in order (SEMANTICS.md §9): each lists every ACL it matched in the state before
+        the request; an ACL matched by several filters is listed under each and removed once. All removals are
+        one transaction. A filter with an UNKNOWN code gets Kafka's "Unknown patternFilter." /
+        "Unknown entryFilter." error and matches nothing.
+
+        :raises StoreError: nothing was removed.
+        """
+        errors: list[InvalidAclError | None] = []
+        for acl_filter in filters:
+            if acl_filter.pattern_filter.is_unknown:
+                errors.append(InvalidAclError("Unknown patternFilter."))
+            elif acl_filter.entry_filter.is_unknown:
+                errors.append(InvalidAclError("Unknown entryFilter."))
+            else:
+                errors.append(None)
+        valid = [f for f, error in zip(filters, errors, strict=True) if error is None]
+        matched: list[tuple[StoredAcl, ...]] = []
+        if valid:
+            with self._lock:
+                deletion = self._store.delete_acls(valid)
+                self._apply(deletion.delta)
+            matched = list(deletion.matched)
+            log.info("deleted ACLs: %d filter(s), %d removed", len(filters), len(deletion.delta.removed))
+        found = iter(matched)
+        return [
+            AclDeleteResult(error=error) if error is not None else AclDeleteResult(removed_acls=next(found))
+            for error in errors
+        ]
+
+    def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[StoredAcl]:
+        """Every ACL the filter matches (SEMANTICS.md §6, §7), after catching up with other processes."""
+        self.poll()
+        return self._authorizer.stored_acls(acl_filter)
+
+    # ------------------------------------------------------------------------------------------- following
+
+    def poll(self) -> bool:
+        """Catch up if the store changed since the last look; cheap when it did not. True if anything changed.
+
+        :raises StoreError: the store cannot be read.
+        """
+        if self._store.acl_version() == self._version:
+            return False
+        result = self.sync()
+        return result.full_reload or bool(result.added or result.removed)
+
+    def sync(self) -> SyncResult:
+        """Bring the authorizer to the store's current version: by the change log when it reaches back to the
+        version we hold, else by a full reload.
+
+        :raises StoreError: the store cannot be read.
+        """
+        with self._lock:
+            delta = self._store.changes_since(self._version) if self._version >= 0 else None
+            if delta is None:
+                snapshot = self._store.load_acls()
+                self._authorizer.replace_acls(snapshot.acls)
+                self._version = snapshot.version
+                log.info("loaded %d ACLs at version %d", len(snapshot.acls), snapshot.version)
+                return SyncResult(snapshot.version, len(snapshot.acls), 0, full_reload=True)
+            self._authorizer.apply_changes(delta.added, delta.removed)
+            self._version = delta.version
+            return SyncResult(delta.version, len(delta.added), len(delta.removed), full_reload=False)
+
+    def _apply(self, delta: AclDelta) -> None:
+        """Apply this process's own write; if another process wrote in between, catch up through the log."""
+        if delta.base_version == self._version:
+            self._authorizer.apply_changes(delta.added, delta.removed)
+            self._version = delta.version
+        elif delta.version > self._version:
+            self.sync()
+
+    # ---------------------------------------------------------------------------------------- export/import
+
+    def export_document(self, *, with_ids: bool = False) -> dict[str, list[dict[str, str]]]:
+        """The whole stored ACL set as the JSON document of ``model.acl_json``, in a stable order (diffable).
+
+        :raises StoreError: the store cannot be read.
+        """
+        acls = sorted(self._store.load_acls().acls, key=_sort_key)
+        return acls_to_document(acls if with_ids else [acl.binding for acl in acls])
+
+    def export_json(self, *, with_ids: bool = False) -> str:
+        return json.dumps(self.export_document(with_ids=with_ids), indent=2) + "\n"
+
+    def import_document(self, document: object, *, replace: bool = False) -> ImportResult:
+        """Store every binding of the document in one transaction; with ``replace``, also remove every stored ACL
+        the document does not contain (a restore). Nothing changes unless every entry is valid.
+
+        :raises AclJsonError: listing every bad entry with its position and reason.
+        :raises StoreError: nothing was changed.
+        """
+        bindings = acls_from_document(document)
+        with self._lock:
+            delta = self._store.import_acls(bindings, replace=replace)
+            self._apply(delta)
+        distinct = len(set(bindings))
+        log.info("imported %d ACLs: %d added, %d removed", distinct, len(delta.added), len(delta.removed))
+        return ImportResult(len(delta.added), len(delta.removed), distinct - len(delta.added))
+
+    def import_json(self, text: str | bytes, *, replace: bool = False) -> ImportResult:
+        """As ``import_document``, from JSON text.
+
+        :raises AclJsonError: the text is not JSON, or bad entries (all listed).
+        """
+        try:
+            document: object = json.loads(text)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise AclJsonError([AclJsonProblem(-1, f"not valid JSON: {e}")]) from e
+        return self.import_document(document, replace=replace)

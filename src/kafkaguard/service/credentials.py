@@ -1,0 +1,285 @@
+"""SCRAM credential use cases: KIP-554 alter and describe, a password convenience, and lookup for SASL.
+
+Alter follows KIP-554 as SEMANTICS.md §11.3 describes it, amended by §16.5 and §16.6:
+
+* deletions are checked first, in request order, then upsertions; the first error recorded for a user sticks and
+  the user's later entries are ignored;
+* DUPLICATE_RESOURCE for a user named both in a deletion and an upsertion, or with one mechanism twice (several
+  mechanisms for one user in one request are fine, as KIP-554's own kafka-configs example needs);
+* empty user name, iterations outside 4096..16384, empty salt or salted password → UNACCEPTABLE_CREDENTIAL;
+  a mechanism other than 1/2 → UNSUPPORTED_SASL_MECHANISM; deleting what is not stored → RESOURCE_NOT_FOUND;
+* all of a user's alterations are applied or none is, every user's in one transaction; errors of one user never
+  affect another. One result per distinct user, in order of first mention (Kafka's order is a hash order).
+
+Secrets (salts, salted passwords, keys) never appear in results, logs, reprs or error messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
+from kafkaguard.scram import (
+    ScramCredential,
+    ScramMechanism,
+    check_iterations,
+    credential_from_salted_password,
+    salted_password,
+)
+from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.store import CredentialInfo, CredentialStore, UserAlteration
+
+log = logging.getLogger(__name__)
+
+_NONE = KafkaErrorCode.NONE
+DUPLICATE_ALTERATION = "A user credential cannot be altered twice in the same request"
+DELETE_MISSING = "Attempt to delete a user credential that does not exist"
+EMPTY_USER = "Username must not be empty"
+UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
+#: Bytes of random salt for ``upsert_password``.
+SALT_BYTES = 24
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScramDeletion:
+    """Delete ``user``'s credential for ``mechanism`` (a wire code, or a ScramMechanism)."""
+
+    user: str
+    mechanism: int | ScramMechanism
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScramUpsertion:
+    """Set ``user``'s credential for ``mechanism`` from what AlterUserScramCredentials carries."""
+
+    user: str
+    mechanism: int | ScramMechanism
+    iterations: int
+    salt: bytes = field(repr=False)
+    salted_password: bytes = field(repr=False)
+
+    def __repr__(self) -> str:
+        return (
+            f"ScramUpsertion(user={self.user!r}, mechanism={self.mechanism!r}, iterations={self.iterations}, "
+            "secrets=<masked>)"
+        )
+
+    __str__ = __repr__
+
+
+@dataclass(frozen=True, slots=True)
+class UserAlterationResult:
+    user: str
+    error_code: KafkaErrorCode = _NONE
+    error_message: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error_code is _NONE
+
+
+@dataclass(frozen=True, slots=True)
+class UserDescription:
+    """One user's described credentials (mechanism and iterations only), or the error for that name."""
+
+    user: str
+    error_code: KafkaErrorCode = _NONE
+    error_message: str | None = None
+    credentials: tuple[CredentialInfo, ...] = ()
+
+
+def _mechanism(code: int | ScramMechanism) -> ScramMechanism | None:
+    if isinstance(code, ScramMechanism):
+        return code
+    try:
+        return ScramMechanism.from_code(code)
+    except UnsupportedMechanismError:
+        return None
+
+
+def _code(mechanism: int | ScramMechanism) -> int:
+    return mechanism.code if isinstance(mechanism, ScramMechanism) else int(mechanism)
+
+
+class _Request:
+    """The per-user bookkeeping of one alter request."""
+
+    def __init__(self) -> None:
+        self.users: dict[str, None] = {}  # first-mention order
+        self.errors: dict[str, tuple[KafkaErrorCode, str]] = {}
+        self.deletions: dict[str, dict[int, ScramMechanism]] = {}
+        self.upsertions: dict[str, dict[int, ScramCredential]] = {}
+
+    def mention(self, user: str) -> bool:
+        """Record the user; False if it already failed (its later entries are ignored)."""
+        self.users.setdefault(user)
+        return user not in self.errors
+
+    def fail(self, user: str, code: KafkaErrorCode, message: str) -> None:
+        self.errors[user] = (code, message)
+        self.deletions.pop(user, None)
+        self.upsertions.pop(user, None)
+
+
+class CredentialService:
+    """SCRAM credentials backed by one store. Thread-safe as its store is."""
+
+    def __init__(self, store: CredentialStore, *, salt_factory: Callable[[], bytes] | None = None) -> None:
+        self._store = store
+        self._salt_factory = salt_factory or (lambda: secrets.token_bytes(SALT_BYTES))
+
+    def alter(
+        self, deletions: Sequence[ScramDeletion] = (), upsertions: Sequence[ScramUpsertion] = ()
+    ) -> list[UserAlterationResult]:
+        """AlterUserScramCredentials (see the module docstring): one result per distinct user.
+
+        :raises StoreError: nothing was changed (the whole request fails).
+        """
+        request = _Request()
+        for deletion in deletions:
+            user, code = deletion.user, _code(deletion.mechanism)
+            if not request.mention(user):
+                continue
+            pending = request.deletions.setdefault(user, {})
+            if code in pending:
+                request.fail(user, KafkaErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTERATION)
+                continue
+            error = self._check_deletion(user, deletion.mechanism)
+            if error is not None:
+                request.fail(user, *error)
+                continue
+            mechanism = _mechanism(deletion.mechanism)
+            if mechanism is not None:
+                pending[code] = mechanism
+        for upsertion in upsertions:
+            user, code = upsertion.user, _code(upsertion.mechanism)
+            if not request.mention(user):
+                continue
+            pending_upserts = request.upsertions.setdefault(user, {})
+            if request.deletions.get(user) or code in pending_upserts:
+                request.fail(user, KafkaErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTERATION)
+                continue
+            checked = _check_upsertion(upsertion)
+            if isinstance(checked, ScramCredential):
+                pending_upserts[code] = checked
+            else:
+                request.fail(user, *checked)
+        alterations = [
+            UserAlteration(
+                user,
+                tuple(request.deletions.get(user, {}).values()),
+                tuple(request.upsertions.get(user, {}).values()),
+            )
+            for user in request.users
+            if user not in request.errors and (request.deletions.get(user) or request.upsertions.get(user))
+        ]
+        if alterations:
+            # The store re-checks deletions inside its transaction (another process may have deleted meanwhile).
+            for user in self._store.alter_credentials(alterations):
+                request.fail(user, KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING)
+            log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(request.errors))
+        return [
+            UserAlterationResult(user, *request.errors[user]) if user in request.errors else UserAlterationResult(user)
+            for user in request.users
+        ]
+
+    def _check_deletion(self, user: str, mechanism_code: int | ScramMechanism) -> tuple[KafkaErrorCode, str] | None:
+        if not user:
+            return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_USER
+        mechanism = _mechanism(mechanism_code)
+        if mechanism is None:
+            return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+        if self._store.get_credential(user, mechanism) is None:
+            return KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING
+        return None
+
+    def upsert_password(
+        self, user: str, mechanism: int | ScramMechanism, password: str, iterations: int = 4096
+    ) -> UserAlterationResult:
+        """Set a credential from a password with a fresh random salt (for the CLI and the console); the password
+        is used for the derivation only and never stored.
+
+        :raises StoreError: nothing was changed.
+        """
+        error = _check_fields(user, mechanism, iterations)
+        if error is None and not password:
+            error = KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, "Password must not be empty"
+        resolved = _mechanism(mechanism)
+        if error is not None or resolved is None:
+            code, message = error or (KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
+            return UserAlterationResult(user, code, message)
+        salt = self._salt_factory()
+        upsertion = ScramUpsertion(
+            user=user,
+            mechanism=resolved,
+            iterations=iterations,
+            salt=salt,
+            salted_password=salted_password(resolved, password, salt, iterations),
+        )
+        return self.alter(upsertions=[upsertion])[0]
+
+    def describe(self, users: Sequence[str] | None = None) -> list[UserDescription]:
+        """DescribeUserScramCredentials (SEMANTICS.md §11.4): every user with a credential for None or an empty
+        list; else one result per distinct name (mechanism and iterations only).
+
+        :raises StoreError: the store cannot be read.
+        """
+        if not users:
+            return [
+                UserDescription(user, credentials=infos)
+                for user, infos in sorted(self._store.credential_infos().items())
+            ]
+        counts = Counter(users)
+        infos = self._store.credential_infos(set(counts))
+        results: list[UserDescription] = []
+        for user, count in counts.items():
+            if count > 1:
+                message = f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}"
+                results.append(UserDescription(user, KafkaErrorCode.DUPLICATE_RESOURCE, message))
+            elif user in infos:
+                results.append(UserDescription(user, credentials=infos[user]))
+            else:
+                message = f"Attempt to describe a user credential that does not exist: {user}"
+                results.append(UserDescription(user, KafkaErrorCode.RESOURCE_NOT_FOUND, message))
+        return results
+
+    def lookup(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        """The stored credential for the SASL server (read from the store, so always current).
+
+        :raises StoreError: the store cannot be read.
+        """
+        return self._store.get_credential(user, mechanism)
+
+
+def _check_fields(user: str, mechanism: int | ScramMechanism, iterations: int) -> tuple[KafkaErrorCode, str] | None:
+    """Kafka's checks of an upsertion, in Kafka's order: name, mechanism, iterations."""
+    if not user:
+        return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_USER
+    resolved = _mechanism(mechanism)
+    if resolved is None:
+        return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+    try:
+        check_iterations(resolved, iterations)
+    except UnacceptableCredentialError as e:
+        return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, str(e)
+    return None
+
+
+def _check_upsertion(upsertion: ScramUpsertion) -> ScramCredential | tuple[KafkaErrorCode, str]:
+    """The credential to store, or the error (SEMANTICS.md §11.3, §16.5)."""
+    error = _check_fields(upsertion.user, upsertion.mechanism, upsertion.iterations)
+    if error is not None:
+        return error
+    mechanism = _mechanism(upsertion.mechanism)
+    if mechanism is None:  # unreachable: _check_fields has resolved it
+        return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+    try:
+        return credential_from_salted_password(
+            mechanism, upsertion.salt, upsertion.salted_password, upsertion.iterations
+        )
+    except UnacceptableCredentialError as e:
+        return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, str(e)

@@ -1,0 +1,140 @@
+"""The store's ports: what the service layer needs from a durable store of ACLs and SCRAM credentials.
+
+Both protocols are synchronous (L2 imports no asyncio; the server calls them through ``asyncio.to_thread``), and
+every method is safe to call from several threads. Every write is one transaction: it is either wholly on disk
+when the call returns or not there at all.
+
+ACL changes are versioned. Each stored change (an ACL added or removed) takes the next number of one counter, the
+store's *ACL version*; ``changes_since(v)`` returns the net effect of every change after ``v``, so a process that
+has applied version ``v`` to its authorizer can catch up with a delta instead of reloading 100k ACLs. A store keeps
+a bounded change log: a version older than the log gives ``None``, and the caller reloads in full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
+from kafkaguard.scram import ScramCredential, ScramMechanism
+
+
+@dataclass(frozen=True, slots=True)
+class AclSnapshot:
+    """Every stored ACL at one version, read in one transaction."""
+
+    acls: tuple[StoredAcl, ...]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class AclDelta:
+    """The net effect of the changes after ``base_version`` up to ``version``.
+
+    ``removed`` are ids that existed at ``base_version``; ``added`` are ACLs that exist at ``version``. An ACL
+    added and removed inside the window appears in neither, so applying ``removed`` first and then ``added`` to
+    the state at ``base_version`` gives exactly the state at ``version``.
+    """
+
+    base_version: int
+    version: int
+    added: tuple[StoredAcl, ...] = ()
+    removed: tuple[AclId, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.added and not self.removed
+
+
+@dataclass(frozen=True, slots=True)
+class AclCreation:
+    """``acls[i]`` is the stored form of the i-th binding asked for: new, or the one already stored."""
+
+    acls: tuple[StoredAcl, ...]
+    delta: AclDelta
+
+
+@dataclass(frozen=True, slots=True)
+class AclDeletion:
+    """``matched[i]`` lists every ACL the i-th filter matched in the state before the call (an ACL matched by
+    several filters is listed under each and removed once)."""
+
+    matched: tuple[tuple[StoredAcl, ...], ...]
+    delta: AclDelta
+
+
+@runtime_checkable
+class AclStore(Protocol):
+    """Durable ACLs, each distinct binding stored once under a stable id."""
+
+    def load_acls(self) -> AclSnapshot:
+        """Every ACL and the version they are at."""
+        ...
+
+    def acl_version(self) -> int:
+        """The current ACL version; cheap enough to poll many times a second."""
+        ...
+
+    def changes_since(self, version: int) -> AclDelta | None:
+        """The net change from ``version`` to now, or None when ``version`` is older than the change log (or
+        newer than the store): then the caller must reload with ``load_acls``."""
+        ...
+
+    def find_acls(self, acl_filter: AclBindingFilter) -> list[StoredAcl]:
+        """Every stored ACL the filter matches (SEMANTICS.md §6)."""
+        ...
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> AclCreation:
+        """Store the bindings (already validated) in one transaction; an existing or repeated binding is stored
+        once and keeps its id (SEMANTICS.md §8.3)."""
+        ...
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
+        """Remove every ACL any filter matches, in one transaction (SEMANTICS.md §9)."""
+        ...
+
+    def import_acls(self, bindings: Iterable[AclBinding], *, replace: bool) -> AclDelta:
+        """Add the bindings not yet stored; with ``replace``, also remove every stored ACL not among them.
+        One transaction."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialInfo:
+    """What may be revealed about a stored credential: its mechanism and iteration count (SEMANTICS.md §11.4)."""
+
+    mechanism: ScramMechanism
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class UserAlteration:
+    """All the changes of one request to one user's credentials; a store applies them all or none."""
+
+    user: str
+    deletions: tuple[ScramMechanism, ...] = ()
+    upsertions: tuple[ScramCredential, ...] = field(default=())
+
+
+@runtime_checkable
+class CredentialStore(Protocol):
+    """Durable SCRAM credentials, one per (user, mechanism): salt, StoredKey, ServerKey and iterations only."""
+
+    def get_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        """The stored credential, or None."""
+        ...
+
+    def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
+        """Mechanism and iterations for each of ``users`` (all users when None) that has a credential; users
+        without one are absent from the result."""
+        ...
+
+    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> Mapping[str, ScramMechanism]:
+        """Apply the alterations in one transaction, each user's all or none. A user whose deletions name a
+        credential that is not stored is left unchanged and returned, with the first such mechanism."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,92 @@
+"""The SQLite schema and its forward migrations.
+
+``schema_version`` holds one row, the number of migrations applied. A migration is a tuple of statements run in
+the same transaction as the version update, so a database is always at exactly one version. Migrations are only
+ever appended: a released one is never edited.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from kafkaguard.store.errors import SchemaVersionError
+
+#: Version 1: ACLs (each distinct binding once, under a stable id), their change log, counters, credentials.
+_V1 = (
+    """CREATE TABLE acls (
+        id TEXT PRIMARY KEY NOT NULL,
+        resource_type INTEGER NOT NULL,
+        resource_name TEXT NOT NULL,
+        pattern_type INTEGER NOT NULL,
+        principal TEXT NOT NULL,
+        host TEXT NOT NULL,
+        operation INTEGER NOT NULL,
+        permission_type INTEGER NOT NULL
+    )""",
+    # Name first: the most selective column for filters, and usable when the filter's resource type is ANY.
+    """CREATE UNIQUE INDEX acls_binding ON acls
+        (resource_name, resource_type, pattern_type, principal, host, operation, permission_type)""",
+    "CREATE INDEX acls_principal ON acls (principal)",
+    # One row per change; seq is the ACL version the change produced. The binding is copied so that a follower
+    # can apply an addition without reading the acls table (where the row may be gone again).
+    """CREATE TABLE acl_changes (
+        seq INTEGER PRIMARY KEY NOT NULL,
+        acl_id TEXT NOT NULL,
+        added INTEGER NOT NULL CHECK (added IN (0, 1)),
+        resource_type INTEGER NOT NULL,
+        resource_name TEXT NOT NULL,
+        pattern_type INTEGER NOT NULL,
+        principal TEXT NOT NULL,
+        host TEXT NOT NULL,
+        operation INTEGER NOT NULL,
+        permission_type INTEGER NOT NULL
+    )""",
+    # acl_version: the seq of the last change; acl_log_floor: changes with seq <= floor have been dropped.
+    "CREATE TABLE counters (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID",
+    "INSERT INTO counters (name, value) VALUES ('acl_version', 0), ('acl_log_floor', 0)",
+    """CREATE TABLE scram_credentials (
+        user TEXT NOT NULL,
+        mechanism INTEGER NOT NULL,
+        salt BLOB NOT NULL,
+        stored_key BLOB NOT NULL,
+        server_key BLOB NOT NULL,
+        iterations INTEGER NOT NULL,
+        PRIMARY KEY (user, mechanism)
+    ) WITHOUT ROWID""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+
+
+def migrate(connection: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:
+    """Bring the database to the latest schema in one transaction; returns the version it is at.
+
+    Safe when several processes open a new database at once: the write lock is taken before the version is read.
+
+    :raises SchemaVersionError: the database is at a version newer than ``migrations`` knows.
+    """
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL)"
+        )
+        row = connection.execute("SELECT version FROM schema_version WHERE id = 1").fetchone()
+        current = int(row[0]) if row is not None else 0
+        if current > len(migrations):
+            raise SchemaVersionError(
+                f"the database is at schema version {current}, but this kafkaguard knows only up to "
+                f"{len(migrations)}: upgrade kafkaguard"
+            )
+        for statements in migrations[current:]:
+            for statement in statements:
+                connection.execute(statement)
+        connection.execute(
+            "INSERT INTO schema_version (id, version) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET version = ?",
+            (len(migrations), len(migrations)),
+        )
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+    return len(migrations)

@@ -1,0 +1,463 @@
+"""The embedded durable store: one SQLite file (stdlib ``sqlite3``) holding ACLs and SCRAM credentials.
+
+Durability: WAL journal with ``synchronous=FULL``, so a call that returned has its transaction fsync'ed; every
+write is one ``BEGIN IMMEDIATE`` … ``COMMIT``. Several processes may open the same file; the busy timeout makes
+writers queue for the lock instead of failing.
+
+Every process sees every change: each ACL change is logged under the next ACL version in the same transaction
+as the change itself. ``acl_version()`` first asks ``PRAGMA data_version``, which changes only when another
+connection has committed, so an idle poll costs one pragma; ``changes_since`` then returns the net delta.
+
+Nothing else in kafkaguard knows SQL.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kafkaguard.model import (
+    AccessControlEntry,
+    AclBinding,
+    AclBindingFilter,
+    AclId,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    StoredAcl,
+)
+from kafkaguard.model.resource import WILDCARD_RESOURCE
+from kafkaguard.scram import ScramCredential, ScramMechanism
+from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT, AclChange, net_delta
+from kafkaguard.store.errors import StoreError
+from kafkaguard.store.ports import (
+    AclCreation,
+    AclDeletion,
+    AclDelta,
+    AclSnapshot,
+    CredentialInfo,
+    UserAlteration,
+)
+from kafkaguard.store.schema import migrate
+
+log = logging.getLogger(__name__)
+
+#: Where the database lives unless configured otherwise: ``<data dir>/kafkaguard.db``.
+DEFAULT_DATA_DIR = Path("data")
+DATABASE_NAME = "kafkaguard.db"
+DEFAULT_PATH = DEFAULT_DATA_DIR / DATABASE_NAME
+
+# Statements are constants; every value is a bound parameter (the only generated SQL is placeholder lists).
+_SELECT_ACLS = (
+    "SELECT id, resource_type, resource_name, pattern_type, principal, host, operation, permission_type FROM acls"
+)
+_INSERT_ACL = (
+    "INSERT INTO acls (id, resource_type, resource_name, pattern_type, principal, host, operation, permission_type) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_CHANGE = (
+    "INSERT INTO acl_changes (seq, added, acl_id, resource_type, resource_name, pattern_type, principal, host, "
+    "operation, permission_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_SELECT_CHANGES = (
+    "SELECT seq, added, acl_id, resource_type, resource_name, pattern_type, principal, host, operation, "
+    "permission_type FROM acl_changes WHERE seq > ? ORDER BY seq"
+)
+_SELECT_ID = (
+    "SELECT id FROM acls WHERE resource_name = ? AND resource_type = ? AND pattern_type = ? AND principal = ? "
+    "AND host = ? AND operation = ? AND permission_type = ?"
+)
+#: SQLite's default limit on bound parameters is 32766; stay well below it.
+_MAX_PARAMS = 900
+
+_RESOURCE_TYPES = {m.code: m for m in ResourceType}
+_PATTERN_TYPES = {m.code: m for m in PatternType}
+_OPERATIONS = {m.code: m for m in AclOperation}
+_PERMISSIONS = {m.code: m for m in AclPermissionType}
+_MECHANISMS = {m.code: m for m in ScramMechanism}
+
+_Row = tuple[Any, ...]
+
+
+def _new_id() -> AclId:
+    return AclId(str(uuid.uuid4()))
+
+
+def _fields(binding: AclBinding) -> tuple[object, ...]:
+    p, e = binding.pattern, binding.entry
+    return (p.name, p.resource_type.code, p.pattern_type.code, e.principal, e.host, e.operation.code,
+            e.permission_type.code)  # fmt: skip
+
+
+class _RowReader:
+    """Rows → StoredAcl, sharing one ResourcePattern per distinct pattern (many ACLs share one)."""
+
+    def __init__(self) -> None:
+        self._patterns: dict[tuple[int, str, int], ResourcePattern] = {}
+
+    def acl(self, row: _Row) -> StoredAcl:
+        acl_id, rt, name, pt, principal, host, op, perm = row
+        key = (rt, name, pt)
+        pattern = self._patterns.get(key)
+        if pattern is None:
+            pattern = self._patterns[key] = ResourcePattern(
+                _code(_RESOURCE_TYPES, ResourceType, rt), name, _code(_PATTERN_TYPES, PatternType, pt)
+            )
+        entry = AccessControlEntry(
+            principal, host, _code(_OPERATIONS, AclOperation, op), _code(_PERMISSIONS, AclPermissionType, perm)
+        )
+        return StoredAcl(AclId(acl_id), AclBinding(pattern, entry))
+
+
+def _code(table: Mapping[int, Any], cls: Any, code: int) -> Any:
+    member = table.get(code)
+    return member if member is not None else cls.from_code(code)
+
+
+class SqliteStore:
+    """``AclStore`` and ``CredentialStore`` on one SQLite database file. Thread-safe; one connection per instance
+    (open one instance per process)."""
+
+    def __init__(
+        self,
+        path: str | Path = DEFAULT_PATH,
+        *,
+        id_factory: Callable[[], AclId] = _new_id,
+        change_log_limit: int = DEFAULT_CHANGE_LOG_LIMIT,
+        busy_timeout: float = 30.0,
+    ) -> None:
+        """Open (creating it and its directory if needed) and migrate the database at ``path``.
+
+        :raises StoreError: the file cannot be opened or migrated (``SchemaVersionError``: it is newer).
+        """
+        self.path = Path(path)
+        self._id_factory = id_factory
+        self._limit = max(1, change_log_limit)
+        self._lock = threading.RLock()
+        self._seen_data_version: int | None = None
+        self._cached_version = 0
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot open the database {self.path}: {e}") from e
+        try:
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                log.warning("database %s: journal mode is %s, not WAL; readers may block writers", self.path, mode)
+            self._conn.execute("PRAGMA synchronous=FULL")
+            migrate(self._conn)
+        except sqlite3.Error as e:
+            self._conn.close()
+            raise StoreError(f"cannot prepare the database {self.path}: {e}") from e
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @classmethod
+    def in_data_dir(cls, data_dir: str | Path = DEFAULT_DATA_DIR, **kwargs: Any) -> SqliteStore:
+        """The store at ``<data_dir>/kafkaguard.db``."""
+        return cls(Path(data_dir) / DATABASE_NAME, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore(path={str(self.path)!r})"
+
+    def __enter__(self) -> SqliteStore:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def check_integrity(self) -> list[str]:
+        """``PRAGMA integrity_check``: ``["ok"]`` for a sound database, else the problems found."""
+        with self._read() as conn:
+            return [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+
+    # ------------------------------------------------------------------------------------------ transactions
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One read transaction: everything read inside it is from one snapshot."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+                try:
+                    yield self._conn
+                finally:
+                    self._conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                raise StoreError(f"reading the database {self.path} failed: {e}") from e
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, committed (and fsync'ed) before the caller's call returns."""
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as e:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise StoreError(f"writing the database {self.path} failed: {e}") from e
+
+    # ------------------------------------------------------------------------------------------- ACLs: read
+
+    def load_acls(self) -> AclSnapshot:
+        reader = _RowReader()
+        with self._read() as conn:
+            version = _counter(conn, "acl_version")
+            acls = tuple(map(reader.acl, conn.execute(_SELECT_ACLS)))
+        return AclSnapshot(acls, version)
+
+    def acl_version(self) -> int:
+        with self._lock:
+            try:
+                data_version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+                if data_version != self._seen_data_version:
+                    # Another connection committed since we last looked (or this is the first look).
+                    self._cached_version = _counter(self._conn, "acl_version")
+                    self._seen_data_version = data_version
+            except sqlite3.Error as e:
+                raise StoreError(f"reading the database {self.path} failed: {e}") from e
+            return self._cached_version
+
+    def changes_since(self, version: int) -> AclDelta | None:
+        reader = _RowReader()
+        with self._read() as conn:
+            current = _counter(conn, "acl_version")
+            if version > current or version < _counter(conn, "acl_log_floor"):
+                return None
+            rows = conn.execute(_SELECT_CHANGES, (version,))
+            changes = [AclChange(row[0], bool(row[1]), reader.acl(row[2:])) for row in rows]
+        return net_delta(version, current, changes)
+
+    def find_acls(self, acl_filter: AclBindingFilter) -> list[StoredAcl]:
+        with self._read() as conn:
+            return self._find(conn, acl_filter, _RowReader())
+
+    def _find(self, conn: sqlite3.Connection, acl_filter: AclBindingFilter, reader: _RowReader) -> list[StoredAcl]:
+        """Narrow with SQL (indexed where possible), then decide with the model's own ``matches``."""
+        where, params = _filter_sql(acl_filter)
+        sql = _SELECT_ACLS + (" WHERE " + " AND ".join(where) if where else "")
+        candidates = map(reader.acl, conn.execute(sql, params))
+        return [acl for acl in candidates if acl_filter.matches(acl.binding)]
+
+    # ------------------------------------------------------------------------------------------ ACLs: write
+
+    def create_acls(self, bindings: Sequence[AclBinding]) -> AclCreation:
+        with self._write() as conn:
+            changes = _ChangeWriter(conn)
+            stored: list[StoredAcl] = []
+            known: dict[AclBinding, StoredAcl] = {}
+            for binding in bindings:
+                acl = known.get(binding)
+                if acl is None:
+                    acl = known[binding] = self._insert(conn, changes, binding)
+                stored.append(acl)
+            delta = changes.finish(self._limit)
+            self._cached_version = delta.version
+        return AclCreation(tuple(stored), delta)
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
+        with self._write() as conn:
+            reader = _RowReader()
+            matched = tuple(tuple(self._find(conn, f, reader)) for f in filters)
+            changes = _ChangeWriter(conn)
+            removed: dict[AclId, StoredAcl] = {acl.id: acl for group in matched for acl in group}
+            for acl in removed.values():
+                changes.remove(acl)
+            delta = changes.finish(self._limit)
+            self._cached_version = delta.version
+        return AclDeletion(matched, delta)
+
+    def import_acls(self, bindings: Iterable[AclBinding], *, replace: bool) -> AclDelta:
+        wanted = dict.fromkeys(bindings)
+        with self._write() as conn:
+            changes = _ChangeWriter(conn)
+            if replace:
+                for acl in map(_RowReader().acl, conn.execute(_SELECT_ACLS).fetchall()):
+                    if acl.binding not in wanted:
+                        changes.remove(acl)
+            for binding in wanted:
+                self._insert(conn, changes, binding)
+            delta = changes.finish(self._limit)
+            self._cached_version = delta.version
+        return delta
+
+    def _insert(self, conn: sqlite3.Connection, changes: _ChangeWriter, binding: AclBinding) -> StoredAcl:
+        """The stored ACL for ``binding``: the existing one, or a new one (logged)."""
+        fields = _fields(binding)
+        row = conn.execute(_SELECT_ID, fields).fetchone()
+        if row is not None:
+            return StoredAcl(AclId(row[0]), binding)
+        acl = StoredAcl(self._id_factory(), binding)
+        changes.add(acl)
+        return acl
+
+    # ----------------------------------------------------------------------------------------- credentials
+
+    def get_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
+        with self._read() as conn:
+            row = conn.execute(
+                "SELECT salt, stored_key, server_key, iterations FROM scram_credentials "
+                "WHERE user = ? AND mechanism = ?",
+                (user, mechanism.code),
+            ).fetchone()
+        if row is None:
+            return None
+        return ScramCredential(mechanism, bytes(row[0]), bytes(row[1]), bytes(row[2]), int(row[3]))
+
+    def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
+        sql = "SELECT user, mechanism, iterations FROM scram_credentials"
+        found: dict[str, list[CredentialInfo]] = {}
+        with self._read() as conn:
+            if users is None:
+                batches: list[list[_Row]] = [conn.execute(sql + " ORDER BY user, mechanism").fetchall()]
+            else:
+                names = sorted(set(users))
+                batches = [
+                    conn.execute(
+                        f"{sql} WHERE user IN ({','.join('?' * len(chunk))}) ORDER BY user, mechanism", chunk
+                    ).fetchall()
+                    for chunk in (names[i : i + _MAX_PARAMS] for i in range(0, len(names), _MAX_PARAMS))
+                ]
+        for rows in batches:
+            for user, code, iterations in rows:
+                mechanism = _MECHANISMS.get(code)
+                if mechanism is not None:  # a mechanism from a newer kafkaguard is not ours to describe
+                    found.setdefault(user, []).append(CredentialInfo(mechanism, int(iterations)))
+        return {user: tuple(infos) for user, infos in found.items()}
+
+    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> Mapping[str, ScramMechanism]:
+        missing: dict[str, ScramMechanism] = {}
+        with self._write() as conn:
+            for alteration in alterations:
+                user = alteration.user
+                absent = [
+                    m
+                    for m in alteration.deletions
+                    if conn.execute(
+                        "SELECT 1 FROM scram_credentials WHERE user = ? AND mechanism = ?", (user, m.code)
+                    ).fetchone()
+                    is None
+                ]
+                if absent:
+                    missing[user] = absent[0]
+                    continue
+                conn.executemany(
+                    "DELETE FROM scram_credentials WHERE user = ? AND mechanism = ?",
+                    [(user, m.code) for m in alteration.deletions],
+                )
+                conn.executemany(
+                    "INSERT INTO scram_credentials (user, mechanism, salt, stored_key, server_key, iterations) "
+                    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (user, mechanism) DO UPDATE SET salt = excluded.salt, "
+                    "stored_key = excluded.stored_key, server_key = excluded.server_key, "
+                    "iterations = excluded.iterations",
+                    [
+                        (user, c.mechanism.code, c.salt, c.stored_key, c.server_key, c.iterations)
+                        for c in alteration.upsertions
+                    ],
+                )
+        return missing
+
+
+class _ChangeWriter:
+    """Applies ACL additions and removals inside a write transaction, logging each under the next version."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._base = self._version = _counter(conn, "acl_version")
+        self._changes: list[AclChange] = []
+
+    def add(self, acl: StoredAcl) -> None:
+        self._conn.execute(_INSERT_ACL, _row(acl))
+        self._log(True, acl)
+
+    def remove(self, acl: StoredAcl) -> None:
+        self._conn.execute("DELETE FROM acls WHERE id = ?", (acl.id,))
+        self._log(False, acl)
+
+    def _log(self, added: bool, acl: StoredAcl) -> None:
+        self._version += 1
+        self._changes.append(AclChange(self._version, added, acl))
+        self._conn.execute(_INSERT_CHANGE, (self._version, int(added), *_row(acl)))
+
+    def finish(self, limit: int) -> AclDelta:
+        """Store the new version, drop log entries beyond ``limit``, and return this write's delta."""
+        if self._version != self._base:
+            self._conn.execute("UPDATE counters SET value = ? WHERE name = 'acl_version'", (self._version,))
+            floor = _counter(self._conn, "acl_log_floor")
+            if self._version - floor > limit:
+                floor = self._version - limit
+                self._conn.execute("DELETE FROM acl_changes WHERE seq <= ?", (floor,))
+                self._conn.execute("UPDATE counters SET value = ? WHERE name = 'acl_log_floor'", (floor,))
+        return net_delta(self._base, self._version, self._changes)
+
+
+def _row(acl: StoredAcl) -> tuple[object, ...]:
+    p, e = acl.binding.pattern, acl.binding.entry
+    return (acl.id, p.resource_type.code, p.name, p.pattern_type.code, e.principal, e.host, e.operation.code,
+            e.permission_type.code)  # fmt: skip
+
+
+def _counter(conn: sqlite3.Connection, name: str) -> int:
+    return int(conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+
+
+def _filter_sql(acl_filter: AclBindingFilter) -> tuple[list[str], list[object]]:
+    """SQL conditions that every ACL the filter matches satisfies (a superset is fine: ``matches`` decides)."""
+    where: list[str] = []
+    params: list[object] = []
+    pattern, entry = acl_filter.pattern_filter, acl_filter.entry_filter
+    if pattern.resource_type is not ResourceType.ANY:
+        where.append("resource_type = ?")
+        params.append(pattern.resource_type.code)
+    if pattern.pattern_type is PatternType.MATCH:
+        name = pattern.name
+        if name is not None and len(name) < _MAX_PARAMS:
+            # The stored patterns that apply to the concrete name: the literal name, the wildcard, and every
+            # PREFIXED pattern that is a prefix of the name.
+            prefixes = [name[:k] for k in range(1, len(name) + 1)]
+            where.append(
+                f"((pattern_type = {PatternType.LITERAL.code} AND resource_name IN (?, ?)) OR "
+                f"(pattern_type = {PatternType.PREFIXED.code} AND resource_name IN ({','.join('?' * len(prefixes))})))"
+            )
+            params.extend((name, WILDCARD_RESOURCE, *prefixes))
+    else:
+        if pattern.pattern_type is not PatternType.ANY:
+            where.append("pattern_type = ?")
+            params.append(pattern.pattern_type.code)
+        if pattern.name is not None:
+            where.append("resource_name = ?")
+            params.append(pattern.name)
+    for column, value in (("principal", entry.principal), ("host", entry.host)):
+        if value is not None:
+            where.append(f"{column} = ?")
+            params.append(value)
+    if entry.operation is not AclOperation.ANY:
+        where.append("operation = ?")
+        params.append(entry.operation.code)
+    if entry.permission_type is not AclPermissionType.ANY:
+        where.append("permission_type = ?")
+        params.append(entry.permission_type.code)
+    return where, params
