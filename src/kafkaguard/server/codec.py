@@ -1,0 +1,126 @@
+"""Request decoding and response encoding with kio's generated types, and the API versions this server offers.
+
+What kio does not do is done here: the request header (see ``header``), ignoring trailing bytes after a request
+body (confluent-kafka sends one extra byte in AlterUserScramCredentials), and ApiVersions' rules — a request
+version above ours still gets an answer (v0 with UNSUPPORTED_VERSION and our versions, so the client can pick),
+and ApiVersions responses always use response header v0.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.static.primitive import i32
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.server.errors import ProtocolError
+from kafkaguard.server.framing import encode_frame
+from kafkaguard.server.header import RequestHeader, decode_header, peek_header
+
+#: The APIs this server implements and advertises, with the version ranges it supports (inclusive).
+SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+}
+
+# What kio's decoders raise on bad bytes, besides its own SerialError.
+_DECODE_ERRORS = (SerialError, ValueError, KeyError, TypeError, OverflowError, IndexError)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedRequest:
+    header: RequestHeader
+    api_key: ApiKey
+    body: Any  # a kio request payload of the header's version
+
+
+class UnsupportedRequest(ProtocolError):
+    """An API or version this server does not offer. ``api_key``/``api_version``/``correlation_id`` come from
+    the header so that ApiVersions can still be answered."""
+
+    def __init__(self, message: str, api_key: int, api_version: int, correlation_id: int) -> None:
+        super().__init__(message)
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    try:
+        low, high = SUPPORTED_VERSIONS[ApiKey(api_key)]
+    except (ValueError, KeyError):
+        return False
+    return low <= api_version <= high
+
+
+def decode_request(frame: bytes) -> DecodedRequest:
+    """Header and body of one request frame.
+
+    :raises UnsupportedRequest: an API or version this server does not offer.
+    :raises ProtocolError: bytes that do not decode as that request.
+    """
+    api_key, api_version, correlation_id = peek_header(frame)
+    if not is_supported(api_key, api_version):
+        raise UnsupportedRequest(
+            f"API key {api_key} version {api_version} is not supported", api_key, api_version, correlation_id
+        )
+    schema = load_request_schema(api_key, api_version)
+    header, offset = decode_header(frame, flexible=schema.__flexible__)
+    try:
+        body, _consumed = _reader(schema)(frame, offset)  # trailing bytes are ignored on purpose
+    except _DECODE_ERRORS as e:
+        name = ApiKey(api_key).api_name
+        raise ProtocolError(f"malformed {name} v{api_version} request: {e}") from e
+    return DecodedRequest(header, ApiKey(api_key), body)
+
+
+def encode_response(api_key: ApiKey, api_version: int, correlation_id: int, body: Any) -> bytes:
+    """One framed response: response header (v0 for ApiVersions and non-flexible APIs, else v1) and body."""
+    schema = load_response_schema(api_key, api_version)
+    buffer = io.BytesIO()
+    if api_key is ApiKey.API_VERSIONS or not schema.__flexible__:
+        _writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+    else:
+        _writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    _writer(type(body))(buffer, body)
+    return encode_frame(buffer.getvalue())
+
+
+def response_schema(api_key: ApiKey, api_version: int) -> type[Any]:
+    return cast(type[Any], load_response_schema(api_key, api_version))
+
+
+_READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
+_WRITERS: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
+
+
+def _reader(schema: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+    reader = _READERS.get(schema)
+    if reader is None:  # built once per schema: kio compiles a reader per entity type
+        reader = _READERS[schema] = cast(Callable[[bytes, int], tuple[Any, int]], entity_reader(schema))
+    return reader
+
+
+def _writer(schema: type[Any]) -> Callable[[io.BytesIO, Any], None]:
+    writer = _WRITERS.get(schema)
+    if writer is None:
+        writer = _WRITERS[schema] = cast(Callable[[io.BytesIO, Any], None], entity_writer(schema))
+    return writer
