@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -216,8 +216,9 @@ class SqliteStore:
                     raise
                 self._conn.execute("COMMIT")
             except sqlite3.Error as e:
-                if self._conn.in_transaction:
-                    self._conn.execute("ROLLBACK")
+                with suppress(sqlite3.Error):
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
                 raise StoreError(f"writing the database {self.path} failed: {e}") from e
 
     # ------------------------------------------------------------------------------------------- ACLs: read

@@ -1,0 +1,171 @@
+"""The documented contracts of ``AclStore`` and ``CredentialStore``, checked on both implementations."""
+
+from __future__ import annotations
+
+import random
+
+from kafkaguard import AclOperation, AclPermissionType, PatternType, ResourceType, StoredAcl
+from kafkaguard.model import AclBindingFilter
+from kafkaguard.scram import ScramCredential, ScramMechanism, credential_from_salted_password
+from kafkaguard.store import AclStore, CredentialInfo, CredentialStore, UserAlteration
+from tests.store.helpers import acl, acl_filter
+
+SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
+
+
+def _state(acls: tuple[StoredAcl, ...] | list[StoredAcl]) -> dict[str, object]:
+    return {a.id: a.binding for a in acls}
+
+
+def test_both_implementations_satisfy_the_protocols(acl_store: AclStore, credential_store: CredentialStore) -> None:
+    assert isinstance(acl_store, AclStore)
+    assert isinstance(credential_store, CredentialStore)
+
+
+def test_identical_acl_is_stored_once_under_one_stable_id(acl_store: AclStore) -> None:
+    a, b = acl("orders"), acl("payments")
+    first = acl_store.create_acls([a, b, a])
+    assert first.acls[0].id == first.acls[2].id != first.acls[1].id
+    assert len(first.delta.added) == 2
+    again = acl_store.create_acls([a])
+    assert again.acls[0].id == first.acls[0].id
+    assert again.delta.is_empty
+    assert again.delta.version == first.delta.version
+    snapshot = acl_store.load_acls()
+    assert _state(snapshot.acls) == {first.acls[0].id: a, first.acls[1].id: b}
+    assert snapshot.version == acl_store.acl_version() == 2
+
+
+def test_delete_lists_each_match_under_every_filter_and_removes_it_once(acl_store: AclStore) -> None:
+    created = acl_store.create_acls([acl("orders"), acl("orders", "User:bob"), acl("payments")]).acls
+    deletion = acl_store.delete_acls(
+        [acl_filter("orders", PatternType.LITERAL), acl_filter(principal="User:alice"), acl_filter("nothing")]
+    )
+    assert {a.id for a in deletion.matched[0]} == {created[0].id, created[1].id}
+    assert {a.id for a in deletion.matched[1]} == {created[0].id, created[2].id}
+    assert deletion.matched[2] == ()
+    assert sorted(deletion.delta.removed) == sorted(a.id for a in created)
+    assert deletion.delta.version == 6  # 3 additions, 3 removals: each ACL removed once
+    assert acl_store.load_acls().acls == ()
+
+
+def test_find_acls_agrees_with_the_models_filter_semantics(acl_store: AclStore) -> None:
+    rng = random.Random(7)
+    names = ["*", "o", "or", "orders", "orders-eu", "pay", "payments", "kafka-cluster"]
+    principals = ["User:alice", "User:bob", "User:*"]
+    bindings = {
+        acl(
+            rng.choice(names),
+            rng.choice(principals),
+            rng.choice([AclOperation.READ, AclOperation.WRITE, AclOperation.ALL]),
+            resource_type=rng.choice([ResourceType.TOPIC, ResourceType.GROUP]),
+            pattern_type=rng.choice([PatternType.LITERAL, PatternType.PREFIXED]),
+            host=rng.choice(["*", "10.0.0.1"]),
+            permission=rng.choice([AclPermissionType.ALLOW, AclPermissionType.DENY]),
+        )
+        for _ in range(150)
+    }
+    acl_store.create_acls(list(bindings))
+    stored = acl_store.load_acls().acls
+    filters = [AclBindingFilter.ANY] + [
+        acl_filter(
+            rng.choice([None, *names, "orders-eu-1", "p"]),
+            rng.choice(list(PatternType)[1:]),
+            resource_type=rng.choice([ResourceType.ANY, ResourceType.TOPIC, ResourceType.GROUP]),
+            principal=rng.choice([None, *principals]),
+            host=rng.choice([None, "*", "10.0.0.1"]),
+            operation=rng.choice([AclOperation.ANY, AclOperation.READ, AclOperation.ALL]),
+            permission=rng.choice(list(AclPermissionType)[1:]),
+        )
+        for _ in range(300)
+    ]
+    for f in filters:
+        expected = {a.id for a in stored if f.matches(a.binding)}
+        assert {a.id for a in acl_store.find_acls(f)} == expected, f
+
+
+def test_match_filter_finds_literal_wildcard_and_every_applicable_prefix(acl_store: AclStore) -> None:
+    applicable = [
+        acl("orders"),
+        acl("*"),
+        acl("o", pattern_type=PatternType.PREFIXED),
+        acl("orders", pattern_type=PatternType.PREFIXED),
+    ]
+    other = [
+        acl("orders-eu"),
+        acl("ordersx", pattern_type=PatternType.PREFIXED),
+        acl("*", pattern_type=PatternType.PREFIXED),
+    ]
+    acl_store.create_acls(applicable + other)
+    found = acl_store.find_acls(acl_filter("orders", PatternType.MATCH, resource_type=ResourceType.TOPIC))
+    assert {a.binding for a in found} == set(applicable)
+
+
+def test_changes_since_is_the_net_delta(acl_store: AclStore) -> None:
+    start = acl_store.create_acls([acl("a"), acl("b")])
+    v1 = start.delta.version
+    acl_store.create_acls([acl("c")])
+    acl_store.delete_acls([acl_filter("c"), acl_filter("a")])  # c added and removed inside the window
+    acl_store.create_acls([acl("d")])
+    delta = acl_store.changes_since(v1)
+    assert delta is not None
+    assert delta.base_version == v1 and delta.version == acl_store.acl_version() == 6
+    assert [a.binding for a in delta.added] == [acl("d")]
+    assert list(delta.removed) == [start.acls[0].id]
+    full = acl_store.changes_since(0)
+    assert full is not None
+    assert _state(full.added) == _state(acl_store.load_acls().acls)
+    assert full.removed == ()
+    assert acl_store.changes_since(acl_store.acl_version()) == type(delta)(6, 6)
+    assert acl_store.changes_since(7) is None  # from the future: reload
+
+
+def test_import_merges_or_replaces_in_one_delta(acl_store: AclStore) -> None:
+    kept = acl_store.create_acls([acl("a"), acl("b")]).acls
+    merged = acl_store.import_acls([acl("b"), acl("c")], replace=False)
+    assert [a.binding for a in merged.added] == [acl("c")] and merged.removed == ()
+    replaced = acl_store.import_acls([acl("b"), acl("d"), acl("d")], replace=True)
+    assert [a.binding for a in replaced.added] == [acl("d")]
+    assert sorted(replaced.removed) == sorted([kept[0].id, merged.added[0].id])
+    assert {a.binding for a in acl_store.load_acls().acls} == {acl("b"), acl("d")}
+    assert next(a.id for a in acl_store.load_acls().acls if a.binding == acl("b")) == kept[1].id
+
+
+def _credential(mechanism: ScramMechanism = SHA256, iterations: int = 4096, seed: bytes = b"x") -> ScramCredential:
+    return credential_from_salted_password(mechanism, b"salt" + seed, seed * mechanism.digest_size, iterations)
+
+
+def test_credentials_upsert_replace_delete_and_describe(credential_store: CredentialStore) -> None:
+    assert credential_store.get_credential("alice", SHA256) is None
+    first = _credential(SHA256, 4096, b"1")
+    missing = credential_store.alter_credentials(
+        [
+            UserAlteration("alice", upsertions=(first, _credential(SHA512, 8192))),
+            UserAlteration("bob", upsertions=(_credential(),)),
+        ]
+    )
+    assert dict(missing) == {}
+    assert credential_store.get_credential("alice", SHA256) == first
+    replacement = _credential(SHA256, 5000, b"2")
+    credential_store.alter_credentials([UserAlteration("alice", upsertions=(replacement,))])
+    assert credential_store.get_credential("alice", SHA256) == replacement
+    assert credential_store.credential_infos() == {
+        "alice": (CredentialInfo(SHA256, 5000), CredentialInfo(SHA512, 8192)),
+        "bob": (CredentialInfo(SHA256, 4096),),
+    }
+    assert credential_store.credential_infos(["bob", "carol"]) == {"bob": (CredentialInfo(SHA256, 4096),)}
+    credential_store.alter_credentials([UserAlteration("bob", deletions=(SHA256,))])
+    assert credential_store.credential_infos(["bob"]) == {}
+
+
+def test_a_missing_deletion_leaves_that_user_unchanged_and_others_applied(credential_store: CredentialStore) -> None:
+    credential_store.alter_credentials([UserAlteration("alice", upsertions=(_credential(SHA256),))])
+    missing = credential_store.alter_credentials(
+        [
+            UserAlteration("alice", deletions=(SHA256, SHA512)),
+            UserAlteration("bob", upsertions=(_credential(SHA512),)),
+        ]
+    )
+    assert dict(missing) == {"alice": SHA512}
+    assert credential_store.get_credential("alice", SHA256) is not None
+    assert credential_store.get_credential("bob", SHA512) is not None
