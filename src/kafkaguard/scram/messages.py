@@ -70,9 +70,11 @@ def decode_base64(text: str, what: str) -> bytes:
 
     :raises ScramProtocolError: anything else; the message names ``what`` but never echoes ``text``.
     """
+    if not text.isascii():
+        raise ScramProtocolError(f"Malformed SCRAM {what}: not valid base64")
     try:
-        data = base64.b64decode(text.encode("ascii"), validate=True)
-    except (UnicodeEncodeError, binascii.Error) as error:
+        data = base64.b64decode(text, validate=True)
+    except binascii.Error as error:  # its message never quotes the data
         raise ScramProtocolError(f"Malformed SCRAM {what}: not valid base64") from error
     if encode_base64(data) != text:
         raise ScramProtocolError(f"Malformed SCRAM {what}: not canonical base64")
@@ -115,10 +117,15 @@ def _decode(message: bytes, what: str) -> list[str]:
         )
     if not message:
         raise ScramProtocolError(f"SCRAM {what} message is empty")
+    # Not raised inside the except clause: a UnicodeDecodeError holds the whole message (a client-final holds the
+    # proof), and chaining it, even as __context__, would carry it into logs via the exception's repr.
+    text: str | None
     try:
         text = message.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ScramProtocolError(f"SCRAM {what} message is not valid UTF-8") from error
+    except UnicodeDecodeError:
+        text = None
+    if text is None:
+        raise ScramProtocolError(f"SCRAM {what} message is not valid UTF-8")
     return text.split(",")
 
 
