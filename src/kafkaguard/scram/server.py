@@ -177,14 +177,15 @@ class ScramServerSession:
             client_first = parse_client_first(message)
             if client_first.authzid is not None and client_first.authzid != client_first.username:
                 raise ScramAuthenticationError(AUTHORIZATION_ID_MISMATCH_MESSAGE)
-            credential = self._lookup(client_first.username)
+            stored = self._lookup(client_first.username)
+            # The decoy is derived for every user, known or not, so both paths do the same work.
+            decoy = self._decoy_credential(client_first.username)
             known = (
-                credential is not None
-                and credential.mechanism is self._mechanism
-                and credential.iterations >= self._mechanism.min_iterations
+                stored is not None
+                and stored.mechanism is self._mechanism
+                and stored.iterations >= self._mechanism.min_iterations
             )
-            if credential is None or not known:
-                credential = self._decoy_credential(client_first.username)
+            credential = stored if stored is not None and known else decoy
             server_nonce = self._nonce_factory()
             if not is_valid_nonce(server_nonce):
                 raise InvalidConfigError("The SCRAM nonce factory must return non-empty printable ASCII without ','")
