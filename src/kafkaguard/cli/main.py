@@ -1,0 +1,18 @@
+"""The root ``kafkaguard`` command: only composition. Add command groups with ``app.add_typer(...)``."""
+
+from __future__ import annotations
+
+import typer
+
+from kafkaguard.cli import audit
+
+app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
+app.add_typer(audit.app, name="audit")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""ACL sets for the pipeline: the store's JSON export (``kafkaguard.model.acl_json``) plus authorizer settings.
+
+``acls_from_document`` ignores ids on input (an import gets new ids), but ``usage`` must name ACLs by the ids
+the operator knows, so ids are taken from each entry's ``id`` when present; entries without one get a stable
+id derived from their content (``h-`` and 12 hex digits), so reruns name them the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaguard.authorizer import StandardAuthorizer, parse_super_users
+from kafkaguard.errors import InvalidConfigError
+from kafkaguard.model import AclId, StoredAcl
+from kafkaguard.model.acl_json import AclJsonError, acls_from_document, acls_to_document, binding_to_dict
+from kafkaguard.pipeline.errors import PipelineError
+
+
+@dataclass(frozen=True, slots=True)
+class AclSet:
+    """The ACLs and settings one authorizer is built from; ``name`` labels it in reports."""
+
+    name: str
+    acls: tuple[StoredAcl, ...]
+    super_users: frozenset[str] = frozenset()
+    allow_everyone_if_no_acl_found: bool = False
+
+    def authorizer(self) -> StandardAuthorizer:
+        return StandardAuthorizer(self.super_users, self.allow_everyone_if_no_acl_found, acls=self.acls)
+
+    def to_payload(self) -> str:
+        """A compact JSON string to broadcast to the workers."""
+        return json.dumps(
+            {
+                "name": self.name,
+                "super_users": sorted(self.super_users),
+                "allow_everyone_if_no_acl_found": self.allow_everyone_if_no_acl_found,
+                **acls_to_document(self.acls),
+            }
+        )
+
+    @classmethod
+    def from_payload(cls, payload: str) -> AclSet:
+        data = json.loads(payload)
+        return cls(
+            data["name"],
+            tuple(_stored(data["acls"])),
+            frozenset(data["super_users"]),
+            bool(data["allow_everyone_if_no_acl_found"]),
+        )
+
+
+def content_id(row: dict[str, str]) -> AclId:
+    text = json.dumps({k: v for k, v in row.items() if k != "id"}, sort_keys=True)
+    return AclId("h-" + hashlib.sha256(text.encode()).hexdigest()[:12])
+
+
+def _stored(rows: list[Any]) -> Iterable[StoredAcl]:
+    bindings = acls_from_document({"acls": rows})
+    for row, binding in zip(rows, bindings, strict=True):
+        given = row.get("id")
+        yield StoredAcl(
+            AclId(given) if isinstance(given, str) and given else content_id(binding_to_dict(binding)), binding
+        )
+
+
+def acl_set_from_text(
+    text: str,
+    source: str,
+    name: str,
+    super_users: str | Iterable[str] = (),
+    allow_everyone_if_no_acl_found: bool = False,
+) -> AclSet:
+    """Parse an ACL JSON document.
+
+    :raises PipelineError: not JSON, not an ACL document, an invalid entry (all are listed) or bad super users.
+    """
+    try:
+        document = json.loads(text)
+    except ValueError as e:
+        raise PipelineError(f"{source}: not valid JSON ({e})") from e
+    try:
+        acls = tuple(_stored(document["acls"] if isinstance(document, dict) else document))
+    except (AclJsonError, KeyError, TypeError) as e:
+        detail = str(e) if isinstance(e, AclJsonError) else 'expected a JSON object {"acls": [ ... ]}'
+        raise PipelineError(f"{source}: not a valid kafkaguard ACL document: {detail}") from e
+    try:
+        users = parse_super_users(super_users)
+    except InvalidConfigError as e:
+        raise PipelineError(str(e)) from e
+    return AclSet(name, acls, users, allow_everyone_if_no_acl_found)

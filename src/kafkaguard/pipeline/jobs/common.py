@@ -1,0 +1,188 @@
+"""What every job shares: loading ACL files, reading and reducing the log once, progress display, writing
+tables and the report, and the printed summary."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from kafkaguard.pipeline.acls import AclSet, acl_set_from_text
+from kafkaguard.pipeline.errors import PipelineError
+from kafkaguard.pipeline.readers import read_records
+from kafkaguard.pipeline.report import Cell, Report, line_chart, table
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, Row, SparkSession
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizerOptions:
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
+
+
+@dataclass
+class JobResult:
+    """What a job did: its summary numbers (also printed) and the files it wrote."""
+
+    job: str
+    out: str
+    summary: dict[str, int | str] = field(default_factory=dict)
+    tables: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _has_scheme(path: str) -> bool:
+    return "://" in path and not path.startswith("file:")
+
+
+def read_text_file(spark: SparkSession | None, path: str) -> str:
+    """A small text file, local or on any filesystem Spark can read.
+
+    :raises PipelineError: it does not exist or cannot be read.
+    """
+    if _has_scheme(path):
+        if spark is None:
+            raise PipelineError(f"cannot read {path} without Spark")
+        rows = spark.read.text(path, wholetext=True).collect()
+        if not rows:
+            raise PipelineError(f"file not found or empty: {path}")
+        return str(rows[0][0])
+    local = path.removeprefix("file:")
+    try:
+        with open(local, encoding="utf-8") as f:
+            return f.read()
+    except FileNotFoundError as e:
+        raise PipelineError(f"file not found: {path}") from e
+    except (OSError, UnicodeDecodeError) as e:
+        raise PipelineError(f"cannot read {path}: {e}") from e
+
+
+def load_acls(spark: SparkSession | None, path: str, name: str, options: AuthorizerOptions) -> AclSet:
+    """:raises PipelineError: missing file or invalid ACL document."""
+    return acl_set_from_text(
+        read_text_file(spark, path), path, name, options.super_users, options.allow_everyone_if_no_acl_found
+    )
+
+
+def write_text_file(spark: SparkSession, path: str, text: str) -> None:
+    if _has_scheme(path):
+        jvm = spark.sparkContext._jvm  # Hadoop's FileSystem is only reachable through py4j
+        if jvm is None:
+            raise PipelineError(f"cannot write {path}: the Spark session has no JVM gateway")
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+        fs = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+        stream = fs.create(hadoop_path, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        return
+    local = path.removeprefix("file:")
+    os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+    with open(local, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+class JobRun:
+    """Progress display and timing for one job; ``step`` marks each phase."""
+
+    def __init__(self, job: str, out: str, console: Console | None = None) -> None:
+        self.result = JobResult(job, out.rstrip("/"))
+        self.console = console or Console(stderr=True)
+        self._progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=self.console
+        )
+        self._start = time.perf_counter()
+
+    def __enter__(self) -> JobRun:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+        self.result.seconds = round(time.perf_counter() - self._start, 2)
+
+    @contextmanager
+    def step(self, description: str) -> Iterator[None]:
+        task = self._progress.add_task(f"{self.result.job}: {description}", total=1)
+        yield
+        self._progress.update(task, completed=1)
+
+    def path(self, name: str) -> str:
+        return f"{self.result.out}/{name}"
+
+    def write_table(self, df: DataFrame, name: str) -> None:
+        df.write.mode("overwrite").parquet(self.path(name))
+        self.result.tables.append(name)
+
+    def write_report(self, spark: SparkSession, report: Report) -> None:
+        write_text_file(spark, self.path("report.html"), report.render())
+
+    def print_summary(self, console: Console) -> None:
+        grid = Table(title=f"kafkaguard audit {self.result.job}", show_header=False)
+        for key, value in self.result.summary.items():
+            grid.add_row(key, f"{value:,}" if isinstance(value, int) else str(value))
+        grid.add_row("written", ", ".join([*self.result.tables, "report.html"]) + f" in {self.result.out}")
+        grid.add_row("seconds", f"{self.result.seconds:.1f}")
+        console.print(grid)
+
+
+@dataclass
+class Reduced:
+    """The log read once and reduced in the JVM (see ``transforms.aggregate_raw``)."""
+
+    aggregated: DataFrame
+    good: DataFrame
+    bad: list[Row]
+    records: int
+    bad_lines: int
+
+
+def read_and_reduce(spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: str) -> Reduced:
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    from kafkaguard.pipeline import transforms
+
+    with run.step("reading and aggregating the log"):
+        aggregated = transforms.aggregate_raw(read_records(spark, logs, fmt)).persist(StorageLevel.MEMORY_AND_DISK)
+        bad = transforms.bad_lines(aggregated).orderBy(F.desc("lines")).collect()
+        good = transforms.good_rows(aggregated)
+        total = good.agg(F.sum("requests")).collect()[0][0] or 0
+    bad_count = sum(int(row["lines"]) for row in bad)
+    run.result.summary.update(records=int(total), unparseable_lines=bad_count)
+    return Reduced(aggregated, good, bad, int(total), bad_count)
+
+
+def time_series(rows: Iterable[Row], split: str) -> dict[str, list[tuple[datetime, int]]]:
+    series: dict[str, list[tuple[datetime, int]]] = {}
+    for row in rows:
+        series.setdefault(str(row[split]), []).append((row["bucket"], int(row["requests"])))
+    return series
+
+
+def add_input_sections(report: Report, reduced: Reduced, spark_over_time: DataFrame, split: str) -> None:
+    """Counts over time and the unparseable-line table, common to every report."""
+    report.section("Requests over time (per hour)", line_chart(time_series(spark_over_time.collect(), split)))
+    report.section(
+        "Unparseable lines",
+        table(
+            ["reason", "lines", "example"],
+            [(r["reason"], int(r["lines"]), r["sample_line"]) for r in reduced.bad],
+            empty="every line was parsed",
+        ),
+    )
+
+
+def rows_of(df: DataFrame, columns: Sequence[str], limit: int) -> list[tuple[Cell, ...]]:
+    return [tuple(row[c] for c in columns) for row in df.limit(limit).collect()]

@@ -1,0 +1,199 @@
+"""Extract: audit records from files, parsed and validated in the JVM.
+
+Both formats give one DataFrame with the columns of ``RECORD_COLUMNS``; a line that is not a valid record keeps
+only ``error`` (the reason, the same reasons as ``kafkaguard.audit``) and ``line`` (its text), so jobs count
+and report it instead of dropping it. Blank lines are not records and are skipped.
+
+* ``kafkaguard``: JSON lines (``kafkaguard.audit.record``), or Parquet files with the same columns (a path ending
+  in ``.parquet`` or a directory of ``*.parquet`` files);
+* ``kafka-log``: Apache Kafka's ``kafka-authorizer.log``, parsed with the very regular expression of
+  ``kafkaguard.audit.kafka_log`` (written to mean the same in Python and Java).
+
+Paths may be files, directories (read recursively) or globs, gzip-compressed or not, on any filesystem Spark
+can read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from kafkaguard.audit import kafka_log
+from kafkaguard.audit.record import DECISION_NAMES, OPERATION_NAMES, RESOURCE_TYPE_NAMES, SCHEMA_VERSION
+from kafkaguard.pipeline.errors import PipelineError
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+FORMATS = ("kafkaguard", "kafka-log")
+RECORD_COLUMNS = (
+    "time",
+    "principal",
+    "host",
+    "api",
+    "operation",
+    "resource_type",
+    "resource_name",
+    "decision",
+    "rule",
+    "error",
+    "line",
+)
+_VALUES = ("principal", "host", "api", "operation", "resource_type", "resource_name", "decision", "rule")
+
+
+def check_paths(paths: Sequence[str]) -> None:
+    """Local paths must exist (remote ones are checked by Spark when read).
+
+    :raises PipelineError: no path, or a local path that does not exist.
+    """
+    if not paths:
+        raise PipelineError("no log given: pass --log PATH (repeatable)")
+    for path in paths:
+        if "://" in path or any(c in path for c in "*?["):
+            continue
+        local = path.removeprefix("file:")
+        if not os.path.exists(local):
+            raise PipelineError(f"log path does not exist: {path}")
+
+
+def _is_parquet(path: str) -> bool:
+    local = path.removeprefix("file:")
+    if path.rstrip("/").endswith(".parquet"):
+        return True
+    if os.path.isdir(local):
+        return any(name.endswith(".parquet") for name in os.listdir(local))
+    return False
+
+
+def read_records(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkaguard") -> DataFrame:
+    """:raises PipelineError: unknown format, missing path, or Parquet files mixed with text."""
+    if fmt not in FORMATS:
+        raise PipelineError(f"unknown --format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    check_paths(paths)
+    if fmt == "kafka-log":
+        return parse_kafka_log(_read_text(spark, paths))
+    parquet = [_is_parquet(p) for p in paths]
+    if any(parquet):
+        if not all(parquet):
+            raise PipelineError("mixing Parquet and JSON-lines logs in one run is not supported")
+        return validate_records(spark.read.option("recursiveFileLookup", "true").parquet(*paths), raw_line=None)
+    return parse_json_lines(_read_text(spark, paths))
+
+
+def _read_text(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    return spark.read.option("recursiveFileLookup", "true").text(list(paths))
+
+
+def parse_json_lines(text: DataFrame) -> DataFrame:
+    """``value`` lines → records (see the module docstring)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    schema = StructType(
+        [StructField("version", LongType())]
+        + [StructField(name, StringType()) for name in ("time", "pattern_type", *_VALUES)]
+    )
+    lines = text.where(F.trim(F.col("value")) != "")
+    parsed = lines.select(F.col("value"), F.from_json("value", schema).alias("r"))
+    invalid_json = F.col("r").isNull() | ~F.trim(F.col("value")).startswith("{")
+    flat = parsed.select(
+        F.col("value").alias("_line"), invalid_json.alias("_bad_json"), *[F.col(f"r.{f.name}") for f in schema]
+    )
+    return validate_records(flat, raw_line="_line", bad_json="_bad_json")
+
+
+def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None = None) -> DataFrame:
+    """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons."""
+    from pyspark.sql import functions as F
+
+    time = F.col("time").cast("string").try_cast("timestamp")
+    checks: list[tuple[Column, str]] = []
+    if bad_json is not None:
+        checks.append((F.col(bad_json), "not valid JSON"))
+    version = F.col("version")
+    checks += [
+        (version.isNull(), "missing or non-integer version"),
+        (
+            (version < 1) | (version > SCHEMA_VERSION),
+            f"unsupported version (this kafkaguard reads versions 1 to {SCHEMA_VERSION})",
+        ),
+    ]
+    for name in ("principal", "host", "operation", "resource_type", "pattern_type", "resource_name", "decision"):
+        checks.append((F.col(name).isNull(), f"missing or non-string {name}"))
+    checks += [
+        (time.isNull(), "missing or invalid time"),
+        (~F.col("operation").isin(*OPERATION_NAMES), "unknown operation"),
+        (~F.col("resource_type").isin(*RESOURCE_TYPE_NAMES), "unknown resource_type"),
+        (F.col("pattern_type") != "LITERAL", "pattern_type is not LITERAL"),
+        (~F.col("decision").isin(*DECISION_NAMES), "unknown decision"),
+    ]
+    line = F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c) for c in df.columns]))
+    return _finish(df, time, _first_reason(checks), line)
+
+
+def parse_kafka_log(text: DataFrame) -> DataFrame:
+    """``value`` lines of kafka-authorizer.log → records, with ``kafka_log.KAFKA_LOG_PATTERN`` in the JVM."""
+    from pyspark.sql import functions as F
+
+    pattern = kafka_log.KAFKA_LOG_PATTERN
+    value = F.col("value")
+
+    def group(index: int) -> Column:
+        return F.regexp_extract(value, pattern, index)
+
+    def optional(index: int) -> Column:
+        extracted = group(index)
+        return F.when(extracted != "", extracted)
+
+    lines = text.where(F.trim(value) != "")
+    split = kafka_log.PASCAL_SPLIT
+    fields = lines.select(
+        value,
+        value.rlike(pattern).alias("_matches"),
+        optional(kafka_log.GROUP_TIME).alias("_stamp"),
+        group(kafka_log.GROUP_PRINCIPAL).alias("principal"),
+        group(kafka_log.GROUP_HOST).alias("host"),
+        optional(kafka_log.GROUP_API).alias("api"),
+        F.upper(F.regexp_replace(group(kafka_log.GROUP_OPERATION), split, "$1_$2")).alias("operation"),
+        F.upper(F.regexp_replace(group(kafka_log.GROUP_RESOURCE_TYPE), split, "$1_$2")).alias("resource_type"),
+        F.coalesce(optional(kafka_log.GROUP_PATTERN_TYPE), F.lit("LITERAL")).alias("pattern_type"),
+        group(kafka_log.GROUP_RESOURCE_NAME).alias("resource_name"),
+        F.when(group(kafka_log.GROUP_DECISION) == "Allowed", "ALLOWED").otherwise("DENIED").alias("decision"),
+        optional(kafka_log.GROUP_RULE).alias("rule"),
+    )
+    time = F.regexp_replace(F.col("_stamp"), ",", ".").try_cast("timestamp")
+    reason = _first_reason(
+        [
+            (~F.col("_matches"), kafka_log.NOT_AN_AUDIT_LINE),
+            (time.isNull(), kafka_log.NO_TIMESTAMP),
+            (~F.col("operation").isin(*OPERATION_NAMES), kafka_log.UNKNOWN_OPERATION),
+            (~F.col("resource_type").isin(*RESOURCE_TYPE_NAMES), kafka_log.UNKNOWN_RESOURCE_TYPE),
+            (F.col("pattern_type") != "LITERAL", kafka_log.NOT_LITERAL),
+        ]
+    )
+    return _finish(fields, time, reason, value)
+
+
+def _first_reason(checks: Sequence[tuple[Column, str]]) -> Column:
+    from pyspark.sql import functions as F
+
+    reason = F.when(checks[0][0], F.lit(checks[0][1]))
+    for condition, text in checks[1:]:
+        reason = reason.when(condition, F.lit(text))
+    return reason
+
+
+def _finish(df: DataFrame, time: Column, reason: Column, line: Column) -> DataFrame:
+    """Good rows keep their values; bad rows keep only ``error`` and ``line``."""
+    from pyspark.sql import functions as F
+
+    with_error = df.select("*", reason.alias("error"), time.alias("_time"), line.alias("_raw"))
+    good = F.col("error").isNull()
+    return with_error.select(
+        F.when(good, F.col("_time")).alias("time"),
+        *[F.when(good, F.col(name)).alias(name) for name in _VALUES],
+        F.col("error"),
+        F.when(~good, F.col("_raw")).alias("line"),
+    )

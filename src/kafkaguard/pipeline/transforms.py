@@ -1,0 +1,130 @@
+"""Transform: pure DataFrame → DataFrame functions (no I/O, no session), with settings as arguments.
+
+The raw log is reduced in the JVM first (``aggregate_raw``: one row per access tuple, logged decision and time
+bucket, with counts and first/last seen; bad lines grouped by reason), because logs are highly repetitive and
+anything that sends every row through Python is capped near 0.4M rows/s (SPARK-NOTES.md). Only the distinct
+tuples reach Python, in ``decide``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from kafkaguard.pipeline.acls import AclSet
+from kafkaguard.pipeline.deciding import KEY, make_decider, output_fields
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ACCESS_KEY = KEY
+COUNTS = ("requests", "first_seen", "last_seen")
+
+
+def aggregate_raw(records: DataFrame, bucket: str = "hour") -> DataFrame:
+    """Records (``readers.RECORD_COLUMNS``) → one row per (access tuple, logged_decision, time bucket, error)
+    with ``requests``, ``first_seen``, ``last_seen`` and, for bad lines, one ``sample_line``."""
+    from pyspark.sql import functions as F
+
+    return records.groupBy(
+        *ACCESS_KEY,
+        F.col("decision").alias("logged_decision"),
+        F.date_trunc(bucket, F.col("time")).alias("bucket"),
+        "error",
+    ).agg(
+        F.count(F.lit(1)).alias("requests"),
+        F.min("time").alias("first_seen"),
+        F.max("time").alias("last_seen"),
+        F.first("line", ignorenulls=True).alias("sample_line"),
+    )
+
+
+def bad_lines(aggregated: DataFrame) -> DataFrame:
+    """``reason, lines, sample_line`` for the lines that are not records."""
+    from pyspark.sql import functions as F
+
+    return (
+        aggregated.where(F.col("error").isNotNull())
+        .groupBy(F.col("error").alias("reason"))
+        .agg(F.sum("requests").alias("lines"), F.first("sample_line", ignorenulls=True).alias("sample_line"))
+    )
+
+
+def good_rows(aggregated: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return aggregated.where(F.col("error").isNull()).drop("error", "sample_line")
+
+
+def collapse(aggregated_good: DataFrame, keys: Sequence[str] = ()) -> DataFrame:
+    """Per access tuple (plus ``keys``): total ``requests`` and overall ``first_seen``/``last_seen``."""
+    from pyspark.sql import functions as F
+
+    return aggregated_good.groupBy(*ACCESS_KEY, *keys).agg(
+        F.sum("requests").alias("requests"),
+        F.min("first_seen").alias("first_seen"),
+        F.max("last_seen").alias("last_seen"),
+    )
+
+
+def decide(spark: SparkSession, access: DataFrame, acl_sets: Mapping[str, AclSet], explain: bool = False) -> DataFrame:
+    """Add the decision columns of each ACL set (keyed by column prefix, e.g. ``{"current_": ...}``), computed by
+    the core authorizer in ``mapInArrow``; see ``kafkaguard.pipeline.deciding``."""
+    from pyspark.sql.types import StructType
+
+    payloads = {prefix: spark.sparkContext.broadcast(s.to_payload()) for prefix, s in acl_sets.items()}
+    schema = StructType(list(access.schema.fields) + output_fields(acl_sets, explain))
+    return access.mapInArrow(make_decider(payloads, explain), schema)
+
+
+def flips(decided: DataFrame) -> DataFrame:
+    """The simulate table: tuples whose decision differs between ``current_`` and ``proposed_``."""
+    from pyspark.sql import functions as F
+
+    return decided.where(F.col("current_decision") != F.col("proposed_decision")).select(
+        *ACCESS_KEY, *COUNTS, "current_decision", "proposed_decision"
+    )
+
+
+def acl_usage(decided: DataFrame, acls: DataFrame) -> DataFrame:
+    """Per ACL (``acls``: id and binding columns): ``matched_requests`` (a request the ACL matched),
+    ``decisive_requests`` (the ACL decided it), ``matched_tuples``, first/last seen, and ``status``:
+    ``UNUSED`` (never matched), ``SHADOWED`` (matched but never decisive: another ACL always decided first,
+    e.g. an ALLOW under a broader DENY) or ``USED``."""
+    from pyspark.sql import functions as F
+
+    hits = decided.select(F.explode("matching_ids").alias("id"), "acl_id", *COUNTS)
+    per_acl = hits.groupBy("id").agg(
+        F.sum("requests").alias("matched_requests"),
+        F.sum(F.when(F.col("id") == F.col("acl_id"), F.col("requests")).otherwise(0)).alias("decisive_requests"),
+        F.count(F.lit(1)).alias("matched_tuples"),
+        F.min("first_seen").alias("first_seen"),
+        F.max("last_seen").alias("last_seen"),
+    )
+    joined = acls.join(per_acl, "id", "left").fillna(0, ["matched_requests", "decisive_requests", "matched_tuples"])
+    status = (
+        F.when(F.col("matched_requests") == 0, "UNUSED")
+        .when(F.col("decisive_requests") == 0, "SHADOWED")
+        .otherwise("USED")
+    )
+    return joined.withColumn("status", status)
+
+
+def top_denied(decided: DataFrame, by: Sequence[str], other: Sequence[str], limit: int = 20) -> DataFrame:
+    """The ``limit`` groups (``by``) with the most DENIED requests, with how many distinct ``other`` they hit."""
+    from pyspark.sql import functions as F
+
+    return (
+        decided.where(F.col("decision") == "DENIED")
+        .groupBy(*by)
+        .agg(F.sum("requests").alias("requests"), F.count_distinct(*other).alias("distinct_" + "_".join(other)))
+        .orderBy(F.desc("requests"), *by)
+        .limit(limit)
+    )
+
+
+def requests_over_time(aggregated_good: DataFrame, split: str) -> DataFrame:
+    """``bucket, <split>, requests`` sorted by time: the counts-over-time chart of the report."""
+    from pyspark.sql import functions as F
+
+    return aggregated_good.groupBy("bucket", split).agg(F.sum("requests").alias("requests")).orderBy("bucket", split)
