@@ -9,10 +9,12 @@ when this process has fallen behind the log.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kafkaguard.authorizer import AclCreateResult, AclDeleteResult, StandardAuthorizer
@@ -41,6 +43,20 @@ class ImportResult:
     added: int
     removed: int
     unchanged: int
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a full load builds ~10^5 acyclic objects: otherwise every few
+    hundred allocations trigger collections that rescan the growing heap (about 40% of a 100k-ACL startup).
+    Reference counting still frees everything; the collector resumes afterwards as it was."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _sort_key(acl: StoredAcl) -> tuple[str, ...]:
@@ -155,8 +171,9 @@ class AclService:
         with self._lock:
             delta = self._store.changes_since(self._version) if self._version >= 0 else None
             if delta is None:
-                snapshot = self._store.load_acls()
-                self._authorizer.replace_acls(snapshot.acls)
+                with _gc_paused():
+                    snapshot = self._store.load_acls()
+                    self._authorizer.replace_acls(snapshot.acls)
                 self._version = snapshot.version
                 log.info("loaded %d ACLs at version %d", len(snapshot.acls), snapshot.version)
                 return SyncResult(snapshot.version, len(snapshot.acls), 0, full_reload=True)
