@@ -69,6 +69,8 @@ def test_upsertion_stores_the_keys_derived_from_the_salted_password(service: Cre
     assert service.lookup("alice", SHA256) == credential_from_salted_password(SHA256, SALT, SALTED, 8192)
     assert service.lookup("alice", SHA512) is None
     assert service.lookup("bob", SHA256) is None
+    assert service.lookup_for(SHA256)("alice") == service.lookup("alice", SHA256)
+    assert service.lookup_for(SHA512)("alice") is None
 
 
 def test_several_mechanisms_for_one_user_in_one_request_are_accepted(service: CredentialService) -> None:

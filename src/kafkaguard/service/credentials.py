@@ -21,6 +21,7 @@ import secrets
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
 from kafkaguard.scram import (
@@ -253,6 +254,10 @@ class CredentialService:
         :raises StoreError: the store cannot be read.
         """
         return self._store.get_credential(user, mechanism)
+
+    def lookup_for(self, mechanism: ScramMechanism) -> Callable[[str], ScramCredential | None]:
+        """``lookup`` bound to one mechanism: the ``lookup(username)`` a ``ScramServerSession`` takes."""
+        return partial(self.lookup, mechanism=mechanism)
 
 
 def _check_fields(user: str, mechanism: int | ScramMechanism, iterations: int) -> tuple[KafkaErrorCode, str] | None:
