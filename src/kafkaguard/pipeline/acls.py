@@ -84,7 +84,9 @@ def acl_set_from_text(
     except ValueError as e:
         raise PipelineError(f"{source}: not valid JSON ({e})") from e
     try:
-        acls = tuple(_stored(document["acls"] if isinstance(document, dict) else document))
+        if not isinstance(document, dict) or not isinstance(document.get("acls"), list):
+            raise TypeError(document)
+        acls = tuple(_stored(document["acls"]))
     except (AclJsonError, KeyError, TypeError) as e:
         detail = str(e) if isinstance(e, AclJsonError) else 'expected a JSON object {"acls": [ ... ]}'
         raise PipelineError(f"{source}: not a valid kafkaguard ACL document: {detail}") from e

@@ -95,9 +95,11 @@ def parse_json_lines(text: DataFrame) -> DataFrame:
         [StructField("version", LongType())]
         + [StructField(name, StringType()) for name in ("time", "pattern_type", *_VALUES)]
     )
+    with_corrupt = StructType([*schema.fields, StructField("_corrupt", StringType())])
     lines = text.where(F.trim(F.col("value")) != "")
-    parsed = lines.select(F.col("value"), F.from_json("value", schema).alias("r"))
-    invalid_json = F.col("r").isNull() | ~F.trim(F.col("value")).startswith("{")
+    options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
+    parsed = lines.select(F.col("value"), F.from_json("value", with_corrupt, options).alias("r"))
+    invalid_json = F.col("r").isNull() | F.col("r._corrupt").isNotNull() | ~F.trim(F.col("value")).startswith("{")
     flat = parsed.select(
         F.col("value").alias("_line"), invalid_json.alias("_bad_json"), *[F.col(f"r.{f.name}") for f in schema]
     )

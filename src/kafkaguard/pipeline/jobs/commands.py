@@ -58,7 +58,7 @@ Body = Callable[["SparkSession", JobRun], JobResult]
 
 
 def _fail(message: str, code: int) -> typer.Exit:
-    Console(stderr=True).print(f"error: {message}", style="red", markup=False, highlight=False)
+    typer.secho(f"error: {message}", err=True, fg="red")
     return typer.Exit(code)
 
 
