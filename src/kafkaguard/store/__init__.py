@@ -1,10 +1,10 @@
-"""L2: durable storage of ACLs and SCRAM credentials (ports, the SQLite default, in-memory twins)."""
+"""L2: durable storage of ACLs, SCRAM credentials and topics (ports, the SQLite default, in-memory twins)."""
 
 from __future__ import annotations
 
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT
 from kafkaguard.store.errors import SchemaVersionError, StoreError
-from kafkaguard.store.memory import MemoryAclStore, MemoryCredentialStore
+from kafkaguard.store.memory import MemoryAclStore, MemoryCredentialStore, MemoryTopicStore
 from kafkaguard.store.ports import (
     AclCreation,
     AclDeletion,
@@ -13,15 +13,21 @@ from kafkaguard.store.ports import (
     AclStore,
     CredentialInfo,
     CredentialStore,
+    TopicCreation,
+    TopicRecord,
+    TopicStore,
     UserAlteration,
 )
 from kafkaguard.store.sqlite import DATABASE_NAME, DEFAULT_DATA_DIR, DEFAULT_PATH, SqliteStore
+from kafkaguard.store.uuids import METADATA_TOPIC_ID, ZERO_UUID, new_cluster_id, random_uuid, uuid_to_string
 
 __all__ = [
     "DATABASE_NAME",
     "DEFAULT_CHANGE_LOG_LIMIT",
     "DEFAULT_DATA_DIR",
     "DEFAULT_PATH",
+    "METADATA_TOPIC_ID",
+    "ZERO_UUID",
     "AclCreation",
     "AclDeletion",
     "AclDelta",
@@ -31,8 +37,15 @@ __all__ = [
     "CredentialStore",
     "MemoryAclStore",
     "MemoryCredentialStore",
+    "MemoryTopicStore",
     "SchemaVersionError",
     "SqliteStore",
     "StoreError",
+    "TopicCreation",
+    "TopicRecord",
+    "TopicStore",
     "UserAlteration",
+    "new_cluster_id",
+    "random_uuid",
+    "uuid_to_string",
 ]

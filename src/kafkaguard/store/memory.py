@@ -12,14 +12,19 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT, AclChange, net_delta
+from kafkaguard.store.errors import StoreError
 from kafkaguard.store.ports import (
     AclCreation,
     AclDeletion,
     AclDelta,
     AclSnapshot,
     CredentialInfo,
+    TopicCreation,
+    TopicRecord,
     UserAlteration,
+    collision_key,
 )
+from kafkaguard.store.uuids import new_cluster_id
 
 
 def _new_id() -> AclId:
@@ -141,6 +146,75 @@ class MemoryCredentialStore:
                 for credential in alteration.upsertions:
                     self._credentials[(user, credential.mechanism)] = credential
             return missing
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class MemoryTopicStore:
+    """A ``TopicStore`` held in a dict keyed by ``collision_key`` (so a name and its colliding names share a slot).
+    Its cluster id lives as long as the instance."""
+
+    def __init__(self, *, cluster_id: str | None = None) -> None:
+        self._lock = threading.Lock()
+        self._cluster_id = cluster_id if cluster_id is not None else new_cluster_id()
+        self._by_key: dict[str, TopicRecord] = {}
+
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    def list_topics(self) -> list[TopicRecord]:
+        with self._lock:
+            return sorted(self._by_key.values(), key=lambda record: record.name)
+
+    def get_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
+        with self._lock:
+            found = (self._by_key.get(collision_key(name)) for name in set(names))
+            return {record.name: record for record in found if record is not None and record.name in names}
+
+    def get_topics_by_id(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, TopicRecord]:
+        with self._lock:
+            return {record.topic_id: record for record in self._by_key.values() if record.topic_id in ids}
+
+    def conflicting_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
+        with self._lock:
+            found = {name: self._by_key.get(collision_key(name)) for name in names}
+            return {name: record for name, record in found.items() if record is not None}
+
+    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
+        with self._lock:
+            # Check the ids first: like the SQLite store, a taken topic id fails the whole call.
+            ids = {record.topic_id for record in self._by_key.values()}
+            for record in records:
+                if record.topic_id in ids:
+                    raise StoreError(f"topic id {record.topic_id} is already taken")
+                ids.add(record.topic_id)
+            outcomes: list[TopicCreation] = []
+            for record in records:
+                key = collision_key(record.name)
+                conflict = self._by_key.get(key)
+                if conflict is None:
+                    self._by_key[key] = record
+                outcomes.append(TopicCreation(record, conflict))
+            return outcomes
+
+    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
+        with self._lock:
+            removed: list[TopicRecord | None] = []
+            for name in names:
+                key = collision_key(name)
+                record = self._by_key.get(key)
+                removed.append(self._by_key.pop(key) if record is not None and record.name == name else None)
+            return removed
+
+    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
+        with self._lock:
+            by_id = {record.topic_id: key for key, record in self._by_key.items()}
+            removed: list[TopicRecord | None] = []
+            for topic_id in ids:
+                key = by_id.pop(topic_id, None)
+                removed.append(self._by_key.pop(key) if key is not None else None)
+            return removed
 
     def close(self) -> None:
         """Nothing to release."""

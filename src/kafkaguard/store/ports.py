@@ -1,4 +1,4 @@
-"""The store's ports: what the service layer needs from a durable store of ACLs and SCRAM credentials.
+"""The store's ports: what the service layer needs from a durable store of ACLs, SCRAM credentials and topics.
 
 Both protocols are synchronous (L2 imports no asyncio; the server calls them through ``asyncio.to_thread``), and
 every method is safe to call from several threads. Every write is one transaction: it is either wholly on disk
@@ -8,12 +8,17 @@ ACL changes are versioned. Each stored change (an ACL added or removed) takes th
 store's *ACL version*; ``changes_since(v)`` returns the net effect of every change after ``v``, so a process that
 has applied version ``v`` to its authorizer can catch up with a delta instead of reloading 100k ACLs. A store keeps
 a bounded change log: a version older than the log gives ``None``, and the caller reloads in full.
+
+The topic catalog is small and read where it is needed (no change log): names, ids, partition counts and configs,
+never message data.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
 from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
@@ -135,6 +140,97 @@ class CredentialStore(Protocol):
     def alter_credentials(self, alterations: Sequence[UserAlteration]) -> Mapping[str, ScramMechanism]:
         """Apply the alterations in one transaction, each user's all or none. A user whose deletions name a
         credential that is not stored is left unchanged and returned, with the first such mechanism."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def collision_key(name: str) -> str:
+    """Kafka's ``Topic.unifyCollisionChars``: '.' and '_' become the same character in metric names, so two topic
+    names equal after replacing '.' by '_' may not both exist."""
+    return name.replace(".", "_")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicRecord:
+    """One topic of the catalog. A partition is only an index below ``num_partitions`` (this server stores no
+    message data and leads every partition itself). ``configs`` holds the topic configs set explicitly (not the
+    defaults), as an immutable mapping sorted by name."""
+
+    name: str
+    topic_id: uuid.UUID
+    num_partitions: int
+    replication_factor: int
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "configs", MappingProxyType(dict(sorted(self.configs.items()))))
+
+    def __hash__(self) -> int:
+        # Written out because a mapping is not hashable; equal records have equal sorted config items.
+        return hash((self.name, self.topic_id, self.num_partitions, self.replication_factor,
+                     tuple(self.configs.items())))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TopicCreation:
+    """The outcome of ``create_topics`` for one record: ``conflict`` is None when the record was stored, else the
+    stored topic that prevented it: the same name (it already exists) or a colliding one (``collision_key``)."""
+
+    record: TopicRecord
+    conflict: TopicRecord | None = None
+
+    @property
+    def created(self) -> bool:
+        return self.conflict is None
+
+    @property
+    def already_exists(self) -> bool:
+        return self.conflict is not None and self.conflict.name == self.record.name
+
+
+@runtime_checkable
+class TopicStore(Protocol):
+    """The durable topic catalog and the cluster id: each name at most once, each topic id at most once, no two
+    names with the same ``collision_key``."""
+
+    def cluster_id(self) -> str:
+        """This cluster's id (Kafka's 22-character form), generated once and the same on every later call and in
+        every process that opens the same store."""
+        ...
+
+    def list_topics(self) -> list[TopicRecord]:
+        """Every topic, sorted by name."""
+        ...
+
+    def get_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
+        """The stored topics among ``names``; absent names are absent from the result."""
+        ...
+
+    def get_topics_by_id(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, TopicRecord]:
+        """The stored topics among ``ids``; absent ids are absent from the result."""
+        ...
+
+    def conflicting_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
+        """For each of ``names`` that ``create_topics`` would refuse now, the stored topic in the way (the same
+        name, or one with the same ``collision_key``); the others are absent from the result."""
+        ...
+
+    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
+        """Store the records (already validated) in one transaction, each unless a stored topic, or an earlier
+        record of the same call, has its name or its ``collision_key``. One outcome per record, in order.
+
+        :raises StoreError: nothing was stored (also when a topic id is already taken).
+        """
+        ...
+
+    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
+        """Remove the named topics in one transaction: for each name, the removed record, or None if there was
+        no such topic (or an earlier name of the call already removed it)."""
+        ...
+
+    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
+        """As ``delete_topics``, by topic id."""
         ...
 
     def close(self) -> None: ...

@@ -55,7 +55,25 @@ _V1 = (
     ) WITHOUT ROWID""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+#: Version 2: the topic catalog, and the cluster's identity (its one row is written on first use, see
+#: ``SqliteStore.cluster_id``, because the id is random and a migration is fixed text).
+_V2 = (
+    # topic_id: a Kafka Uuid, 16 bytes, never the all-zero "no id". collision_key: the name with '.' as '_'
+    # (Kafka's Topic.unifyCollisionChars); unique, so two colliding names can never both be stored.
+    # configs: a JSON object of the explicitly set topic configs, string to string.
+    """CREATE TABLE topics (
+        name TEXT PRIMARY KEY NOT NULL,
+        topic_id BLOB NOT NULL UNIQUE CHECK (length(topic_id) = 16 AND topic_id <> zeroblob(16)),
+        collision_key TEXT NOT NULL UNIQUE,
+        num_partitions INTEGER NOT NULL CHECK (num_partitions > 0),
+        replication_factor INTEGER NOT NULL CHECK (replication_factor > 0),
+        configs TEXT NOT NULL CHECK (json_valid(configs)),
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    )""",
+    "CREATE TABLE cluster (id INTEGER PRIMARY KEY CHECK (id = 1), cluster_id TEXT NOT NULL)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 
 
 def migrate(connection: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

@@ -1,4 +1,4 @@
-"""The embedded durable store: one SQLite file (stdlib ``sqlite3``) holding ACLs and SCRAM credentials.
+"""The embedded durable store: one SQLite file (stdlib ``sqlite3``) holding ACLs, SCRAM credentials and topics.
 
 Durability: WAL journal with ``synchronous=FULL``, so a call that returned has its transaction fsync'ed; every
 write is one ``BEGIN IMMEDIATE`` … ``COMMIT``. Several processes may open the same file; the busy timeout makes
@@ -13,6 +13,7 @@ Nothing else in kafkaguard knows SQL.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
@@ -45,9 +46,13 @@ from kafkaguard.store.ports import (
     AclDelta,
     AclSnapshot,
     CredentialInfo,
+    TopicCreation,
+    TopicRecord,
     UserAlteration,
+    collision_key,
 )
 from kafkaguard.store.schema import migrate
+from kafkaguard.store.uuids import new_cluster_id
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +81,7 @@ _SELECT_ID = (
     "SELECT id FROM acls WHERE resource_name = ? AND resource_type = ? AND pattern_type = ? AND principal = ? "
     "AND host = ? AND operation = ? AND permission_type = ?"
 )
+_SELECT_TOPICS = "SELECT name, topic_id, num_partitions, replication_factor, configs FROM topics"
 #: SQLite's default limit on bound parameters is 32766; stay well below it.
 _MAX_PARAMS = 900
 
@@ -129,8 +135,8 @@ def _code(table: Mapping[int, Any], cls: Any, code: int) -> Any:
 
 
 class SqliteStore:
-    """``AclStore`` and ``CredentialStore`` on one SQLite database file. Thread-safe; one connection per instance
-    (open one instance per process)."""
+    """``AclStore``, ``CredentialStore`` and ``TopicStore`` on one SQLite database file. Thread-safe; one
+    connection per instance (open one instance per process)."""
 
     def __init__(
         self,
@@ -139,13 +145,17 @@ class SqliteStore:
         id_factory: Callable[[], AclId] = _new_id,
         change_log_limit: int = DEFAULT_CHANGE_LOG_LIMIT,
         busy_timeout: float = 30.0,
+        cluster_id_factory: Callable[[], str] = new_cluster_id,
     ) -> None:
         """Open (creating it and its directory if needed) and migrate the database at ``path``.
+        ``cluster_id_factory`` is called at most once in the database's life, by the first ``cluster_id()``.
 
         :raises StoreError: the file cannot be opened or migrated (``SchemaVersionError``: it is newer).
         """
         self.path = Path(path)
         self._id_factory = id_factory
+        self._cluster_id_factory = cluster_id_factory
+        self._cluster_id: str | None = None
         self._limit = max(1, change_log_limit)
         self._lock = threading.RLock()
         self._seen_data_version: int | None = None
@@ -385,6 +395,106 @@ class SqliteStore:
                     ],
                 )
         return missing
+
+    # ---------------------------------------------------------------------------------------------- topics
+
+    def cluster_id(self) -> str:
+        # Written on first use, inside a write transaction that first looks again: when several processes ask
+        # at once, the first one's id is stored and every one of them returns it. It never changes, so cache it.
+        with self._lock:
+            if self._cluster_id is None:
+                with self._read() as conn:
+                    row = conn.execute("SELECT cluster_id FROM cluster WHERE id = 1").fetchone()
+                if row is None:
+                    with self._write() as conn:
+                        conn.execute(
+                            "INSERT INTO cluster (id, cluster_id) VALUES (1, ?) ON CONFLICT (id) DO NOTHING",
+                            (self._cluster_id_factory(),),
+                        )
+                        row = conn.execute("SELECT cluster_id FROM cluster WHERE id = 1").fetchone()
+                self._cluster_id = str(row[0])
+            return self._cluster_id
+
+    def list_topics(self) -> list[TopicRecord]:
+        with self._read() as conn:
+            return [_topic(row) for row in conn.execute(_SELECT_TOPICS + " ORDER BY name")]
+
+    def get_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
+        with self._read() as conn:
+            records = _select_in(conn, _SELECT_TOPICS + " WHERE name IN", sorted(set(names)))
+        return {record.name: record for record in records}
+
+    def get_topics_by_id(self, ids: Collection[uuid.UUID]) -> dict[uuid.UUID, TopicRecord]:
+        with self._read() as conn:
+            records = _select_in(conn, _SELECT_TOPICS + " WHERE topic_id IN", sorted({i.bytes for i in ids}))
+        return {record.topic_id: record for record in records}
+
+    def conflicting_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
+        wanted = {name: collision_key(name) for name in names}
+        with self._read() as conn:
+            records = _select_in(conn, _SELECT_TOPICS + " WHERE collision_key IN", sorted(set(wanted.values())))
+        by_key = {collision_key(record.name): record for record in records}
+        return {name: by_key[key] for name, key in wanted.items() if key in by_key}
+
+    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
+        outcomes: list[TopicCreation] = []
+        with self._write() as conn:
+            for record in records:
+                # The unique collision_key makes this one lookup find an existing name and a colliding one.
+                row = conn.execute(
+                    _SELECT_TOPICS + " WHERE collision_key = ?", (collision_key(record.name),)
+                ).fetchone()
+                if row is not None:
+                    outcomes.append(TopicCreation(record, _topic(row)))
+                    continue
+                conn.execute(
+                    "INSERT INTO topics (name, topic_id, collision_key, num_partitions, replication_factor, configs) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (record.name, record.topic_id.bytes, collision_key(record.name), record.num_partitions,
+                     record.replication_factor, json.dumps(dict(record.configs), sort_keys=True)),
+                )  # fmt: skip
+                outcomes.append(TopicCreation(record))
+        return outcomes
+
+    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
+        return self._delete_topics(_SELECT_TOPICS + " WHERE name = ?", "DELETE FROM topics WHERE name = ?", names)
+
+    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
+        return self._delete_topics(
+            _SELECT_TOPICS + " WHERE topic_id = ?", "DELETE FROM topics WHERE topic_id = ?", [i.bytes for i in ids]
+        )
+
+    def _delete_topics(self, select: str, delete: str, keys: Sequence[object]) -> list[TopicRecord | None]:
+        removed: list[TopicRecord | None] = []
+        with self._write() as conn:
+            for key in keys:
+                row = conn.execute(select, (key,)).fetchone()
+                if row is not None:
+                    conn.execute(delete, (key,))
+                removed.append(None if row is None else _topic(row))
+        return removed
+
+
+def _topic(row: _Row) -> TopicRecord:
+    name, topic_id, num_partitions, replication_factor, configs = row
+    return TopicRecord(
+        name=name,
+        topic_id=uuid.UUID(bytes=bytes(topic_id)),
+        num_partitions=int(num_partitions),
+        replication_factor=int(replication_factor),
+        configs=json.loads(configs),
+    )
+
+
+def _select_in(conn: sqlite3.Connection, select: str, keys: Sequence[object]) -> list[TopicRecord]:
+    """The topics of ``select`` (a statement ending in ``IN``) for ``keys``, in chunks below SQLite's parameter
+    limit."""
+    found: list[TopicRecord] = []
+    for start in range(0, len(keys), _MAX_PARAMS):
+        chunk = keys[start : start + _MAX_PARAMS]
+        sql = f"{select} ({','.join('?' * len(chunk))})"
+        found.extend(map(_topic, conn.execute(sql, chunk)))
+    return found
 
 
 class _ChangeWriter:
