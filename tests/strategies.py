@@ -42,7 +42,7 @@ ACL_PRINCIPALS = (
 REQUEST_PRINCIPALS = ("User:alice", "User:bob", "User:carol", "Group:alice", "ServiceAccount:alice", "User:alice:ops")
 #: Request hosts: IPv4 and IPv6 in Java's uncompressed form and in compressed form (which is a different string).
 REQUEST_HOSTS = ("10.0.0.1", "10.0.0.2", "0:0:0:0:0:0:0:1", "::1")
-ACL_HOSTS = ("*", *REQUEST_HOSTS[:3])
+ACL_HOSTS = ("*", *REQUEST_HOSTS)
 
 #: Resource types ACLs are stored under in the properties (CLUSTER only admits the name ``kafka-cluster``).
 RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP)
@@ -119,3 +119,55 @@ entry_filters = st.builds(
     st.sampled_from((AclPermissionType.ANY, *PERMISSIONS)),
 )
 binding_filters = st.builds(AclBindingFilter, pattern_filters, entry_filters)
+
+
+@st.composite
+def queries_about(draw: st.DrawFn, acls: list[AclBinding], max_size: int = 8) -> list[Query]:
+    """Queries aimed at an ACL set: names, principals, hosts and operations mostly taken from the ACLs (a name
+    itself, or extended by a character so that it is a prefix), so that most questions hit relevant ACLs."""
+    if not acls:
+        return draw(st.lists(queries, min_size=1, max_size=max_size))
+    names = sorted({b.pattern.name for b in acls})
+    name = st.one_of(
+        st.sampled_from(names),
+        st.builds(
+            lambda n, tail: n + tail, st.sampled_from(names), st.text(alphabet=_ALPHABET, min_size=1, max_size=2)
+        ),
+        resource_names,
+    )
+    acl_principals = sorted({b.entry.principal for b in acls if b.entry.principal != "User:*"})
+    principal = st.one_of(st.sampled_from(acl_principals), request_principals) if acl_principals else request_principals
+    acl_hosts = sorted({b.entry.host for b in acls if b.entry.host != "*"})
+    host = st.one_of(st.sampled_from(acl_hosts), request_hosts) if acl_hosts else request_hosts
+    operation = st.one_of(st.sampled_from(sorted({b.entry.operation for b in acls})), operations)
+    resource_type = st.sampled_from(sorted({b.pattern.resource_type for b in acls}))
+    query = st.builds(Query, st.builds(RequestContext, principal, host), operation, resource_type, name)
+    return draw(st.lists(query, min_size=1, max_size=max_size))
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[AclBinding], list[Query]]:
+    """An ACL set and questions aimed at it."""
+    acls = draw(binding_lists)
+    return acls, draw(queries_about(acls))
+
+
+#: A dense ACL space for authorize_by_resource_type: few names, principals and operations, so that literal and
+#: prefixed ALLOWs and DENYs of the same names for the same principal meet often.
+dense_bindings = st.builds(
+    AclBinding,
+    st.builds(
+        ResourcePattern,
+        st.just(ResourceType.TOPIC),
+        st.one_of(st.text(alphabet="ab", min_size=1, max_size=2), st.just("*")),
+        st.sampled_from((PatternType.LITERAL, PatternType.PREFIXED)),
+    ),
+    st.builds(
+        AccessControlEntry,
+        st.sampled_from(("User:alice", "User:*", "User:bob")),
+        st.sampled_from(("*", "10.0.0.1", "10.0.0.2")),
+        st.sampled_from((AclOperation.READ, AclOperation.ALL, AclOperation.WRITE)),
+        permissions,
+    ),
+)
+dense_binding_lists = st.lists(dense_bindings, max_size=10, unique=True)
