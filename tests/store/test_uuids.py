@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from kafkaguard.store import METADATA_TOPIC_ID, ZERO_UUID, new_cluster_id, random_uuid, uuid_to_string, uuids
+from kafkaguard.store import METADATA_TOPIC_ID, ZERO_UUID, new_cluster_id, random_uuid, uuid_to_string
 
 
 def test_the_string_form_is_kafkas() -> None:
@@ -21,7 +21,7 @@ def test_random_ids_skip_reserved_and_dash_first(monkeypatch: pytest.MonkeyPatch
     assert uuid_to_string(dash_first).startswith("-")
     good = uuid.UUID(int=12345)
     drawn = iter([ZERO_UUID, METADATA_TOPIC_ID, dash_first, good])
-    monkeypatch.setattr(uuids.uuid, "uuid4", lambda: next(drawn))
+    monkeypatch.setattr(uuid, "uuid4", lambda: next(drawn))
     assert random_uuid() == good
 
 

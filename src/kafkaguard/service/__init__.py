@@ -11,15 +11,27 @@ from kafkaguard.service.credentials import (
     UserDescription,
 )
 from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.service.topics import (
+    NewTopic,
+    TopicCreateResult,
+    TopicDeleteResult,
+    TopicDescription,
+    TopicService,
+)
 
 __all__ = [
     "AclService",
     "CredentialService",
     "ImportResult",
     "KafkaErrorCode",
+    "NewTopic",
     "ScramDeletion",
     "ScramUpsertion",
     "SyncResult",
+    "TopicCreateResult",
+    "TopicDeleteResult",
+    "TopicDescription",
+    "TopicService",
     "UserAlterationResult",
     "UserDescription",
 ]
