@@ -20,8 +20,8 @@ families; Kafka's reverse-sorted walk is replaced by hashing. (SPARK-NOTES.md me
 "every distinct length" probing grows with the number of distinct lengths; keying them by head removes that.)
 
 Each group precomputes, per principal (and per host for host-specific entries), the OR of
-``operations.entry_mask`` over its entries, so a decision is a few dict lookups and bit tests, and the slow explanation path (``explain``) walks the entries of
-the same groups.
+``operations.entry_mask`` over its entries, so a decision is a few dict lookups and bit tests, and the slow
+explanation path (``explain``) walks the entries of the same groups.
 
 Changes never mutate an index: ``with_changes`` copies only the dicts it touches (the id map, and per touched
 resource type its literal or prefixed table) and rebuilds only the touched groups, then the authorizer swaps one
