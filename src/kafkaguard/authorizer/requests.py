@@ -235,10 +235,13 @@ SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
 @dataclass(frozen=True, slots=True)
 class RequestAuthorization:
     """The outcome for one request: whether its cluster-level check passed and, per named resource, whether it
-    may be acted on."""
+    may be acted on. ``decisive`` lists the (action, result) pairs that decided it, in the order Kafka would have
+    asked them: the cluster check, then the cluster override if it allowed, else the per-resource checks (what
+    an audit log should record)."""
 
     request_allowed: bool
     resources: Mapping[tuple[ResourceType, str], bool]
+    decisive: tuple[tuple[Action, AuthorizationResult], ...] = ()
 
     def allows(self, resource_type: ResourceType, name: str) -> bool:
         return self.request_allowed and self.resources.get((resource_type, name), False)
@@ -281,11 +284,17 @@ def authorize_request(
     if requirement.cluster_override is not None:
         override = results[position] is AuthorizationResult.ALLOWED
     verdicts: dict[tuple[ResourceType, str], bool] = dict.fromkeys(named, True)
-    if not override:
+    decisive: list[tuple[Action, AuthorizationResult]] = []
+    if requirement.cluster is not None:
+        decisive.append((actions[0], results[0]))
+    if override:
+        decisive.append((actions[position], results[position]))
+    else:
         for key, index in slots:
+            decisive.append((actions[index], results[index]))
             if results[index] is not AuthorizationResult.ALLOWED:
                 verdicts[key] = False
-    return RequestAuthorization(request_allowed, verdicts)
+    return RequestAuthorization(request_allowed, verdicts, tuple(decisive))
 
 
 def authorized_operations(

@@ -34,7 +34,9 @@ def serve(
         bool | None, typer.Option("--auto-create-topics", help="Create missing topics on Metadata (AUTO_CREATE).")
     ] = None,
     advertised_host: Annotated[str | None, typer.Option(help="Host name clients should connect to.")] = None,
-    audit_log: Annotated[Path | None, typer.Option(help="Write authorization decisions to this JSON-lines file.")] = None,
+    audit_log: Annotated[
+        Path | None, typer.Option(help="Write authorization decisions to this JSON-lines file.")
+    ] = None,
     audit_mode: Annotated[str | None, typer.Option(help="'denied' (default) or 'all'.")] = None,
     ssl_certfile: Annotated[Path | None, typer.Option(help="PEM certificate chain for SASL_SSL.")] = None,
     ssl_keyfile: Annotated[Path | None, typer.Option(help="PEM private key for SASL_SSL.")] = None,

@@ -1,0 +1,96 @@
+"""L4: the composition root. ``build_services(settings)`` opens the store, loads the authorizer and wires the
+services; the server, the console and the CLI all start from here, so they agree on what a data directory holds."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkaguard.authorizer import StandardAuthorizer
+from kafkaguard.config import Settings
+from kafkaguard.errors import InvalidConfigError
+from kafkaguard.scram import ScramMechanism
+from kafkaguard.service.acls import AclService
+from kafkaguard.service.credentials import CredentialService
+from kafkaguard.service.topics import TopicService
+from kafkaguard.store.sqlite import SqliteStore
+
+log = logging.getLogger(__name__)
+
+#: The server secret that derives decoy SCRAM salts for unknown users; kept in the data directory so that an
+#: unknown user's salt is the same after a restart (a changing salt would reveal that the user does not exist).
+SECRET_FILE = "server.secret"  # noqa: S105 - a file name, not a secret
+_SECRET_BYTES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    settings: Settings
+    store: SqliteStore
+    authorizer: StandardAuthorizer
+    acls: AclService
+    credentials: CredentialService
+    topics: TopicService
+    server_secret: bytes
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def build_services(settings: Settings) -> Services:
+    """Open (or create) the data directory and everything behind it.
+
+    :raises InvalidConfigError: the data directory cannot be created or written.
+    """
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise InvalidConfigError(f"data directory {settings.data_dir} cannot be created: {e.strerror}") from e
+    secret = _server_secret(settings.data_dir / SECRET_FILE)
+    store = SqliteStore(settings.database_path)
+    authorizer = StandardAuthorizer(settings.super_users, settings.allow_everyone_if_no_acl_found, ready=False)
+    acls = AclService(store, authorizer)
+    credentials = CredentialService(store)
+    topics = TopicService(store, default_partitions=settings.default_partitions)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret)
+    _bootstrap_admin(services)
+    return services
+
+
+def _server_secret(path: Path) -> bytes:
+    try:
+        secret = path.read_bytes()
+        if len(secret) >= _SECRET_BYTES:
+            return secret
+    except FileNotFoundError:
+        pass
+    secret = secrets.token_bytes(_SECRET_BYTES)
+    # Created 0600 and written once; a concurrent first start may race, and the last writer's secret wins for both.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(secret)
+        out.flush()
+        os.fsync(out.fileno())
+    return path.read_bytes()
+
+
+def _bootstrap_admin(services: Services) -> None:
+    """``admin_user``/``admin_password``: create the first SCRAM user on first start, never overwrite it."""
+    settings = services.settings
+    if settings.admin_user is None and settings.admin_password is None:
+        return
+    if settings.admin_user is None or settings.admin_password is None:
+        raise InvalidConfigError("admin_user and admin_password must be given together")
+    for mechanism in ScramMechanism:
+        if mechanism.mechanism_name not in settings.sasl_mechanisms:
+            continue
+        if services.credentials.lookup(settings.admin_user, mechanism) is None:
+            result = services.credentials.upsert_password(
+                settings.admin_user, mechanism, settings.admin_password.get_secret_value()
+            )
+            if not result.succeeded:
+                raise InvalidConfigError(f"admin user {settings.admin_user!r}: {result.error_message}")
+            log.info("created SCRAM credential %s for bootstrap user %s", mechanism, settings.admin_user)

@@ -1,0 +1,175 @@
+"""L4: every setting of kafkaguard, from (highest first) command-line flags, ``KAFKAGUARD_*`` environment variables,
+a YAML config file, then defaults that work out of the box (SQLite in ./data, SASL_PLAINTEXT on 127.0.0.1:9092).
+
+Each setting is a field here, so each flag is also a config-file key (``super_users: "User:admin"``) and an
+environment variable (``KAFKAGUARD_SUPER_USERS``). Unknown config-file keys are errors, so a typo is reported
+instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
+
+from kafkaguard.authorizer import parse_super_users
+from kafkaguard.errors import InvalidConfigError
+
+
+class SecurityProtocol(Enum):
+    PLAINTEXT = "PLAINTEXT"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self is not SecurityProtocol.PLAINTEXT
+
+    @property
+    def uses_tls(self) -> bool:
+        return self is SecurityProtocol.SASL_SSL
+
+
+_LISTENER = re.compile(r"^(?P<protocol>[A-Z_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\s]*):(?P<port>\d{1,5})$")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """``SASL_PLAINTEXT://127.0.0.1:9092``; port 0 asks the OS for a free port (tests)."""
+
+    protocol: SecurityProtocol
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> Listener:
+        """:raises InvalidConfigError: not ``PROTOCOL://host:port`` with a known protocol."""
+        match = _LISTENER.match(text.strip())
+        if match is None:
+            raise InvalidConfigError(
+                f"listener {text!r} is not PROTOCOL://host:port, for example SASL_PLAINTEXT://127.0.0.1:9092"
+            )
+        try:
+            protocol = SecurityProtocol(match["protocol"])
+        except ValueError:
+            names = ", ".join(p.value for p in SecurityProtocol)
+            raise InvalidConfigError(f"listener {text!r}: unknown protocol; expected one of {names}") from None
+        port = int(match["port"])
+        if port > 65535:
+            raise InvalidConfigError(f"listener {text!r}: port {port} is above 65535")
+        return cls(protocol, match["host"].strip("[]"), port)
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.protocol.value}://{host}:{self.port}"
+
+
+class Settings(BaseSettings):
+    """kafkaguard's configuration. Build it with :func:`load_settings`."""
+
+    model_config = SettingsConfigDict(env_prefix="KAFKAGUARD_", extra="forbid", validate_default=True)
+    _yaml_file: ClassVar[Path | None] = None
+
+    data_dir: Path = Field(Path("data"), description="Directory of the SQLite database and the server secret.")
+    listeners: list[str] = Field(
+        default_factory=lambda: ["SASL_PLAINTEXT://127.0.0.1:9092"],
+        description="Kafka listeners, PROTOCOL://host:port (PLAINTEXT, SASL_PLAINTEXT, SASL_SSL).",
+    )
+    advertised_host: str | None = Field(None, description="Host clients are told to connect to (default: bound host).")
+    super_users: str = Field("", description="Super users, Kafka style: 'User:admin;User:ops'.")
+    allow_everyone_if_no_acl_found: bool = Field(False, description="Kafka's allow.everyone.if.no.acl.found.")
+    auto_create_topics: bool = Field(False, description="Kafka's auto.create.topics.enable (needs AUTO_CREATE).")
+    default_partitions: int = Field(1, ge=1, description="Kafka's num.partitions for new topics.")
+    sasl_mechanisms: list[str] = Field(
+        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512"], description="Enabled SASL mechanisms."
+    )
+    ssl_certfile: Path | None = Field(None, description="PEM certificate chain for SASL_SSL listeners.")
+    ssl_keyfile: Path | None = Field(None, description="PEM private key for SASL_SSL listeners.")
+    max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Kafka's socket.request.max.bytes.")
+    max_unauthenticated_request_bytes: int = Field(512 * 1024, ge=1024, description="Frame limit before SASL.")
+    max_connections: int = Field(10_000, ge=1, description="Connections accepted at once, all listeners together.")
+    idle_timeout_seconds: float = Field(600.0, gt=0, description="Kafka's connections.max.idle.ms, in seconds.")
+    auth_failure_delay_ms: int = Field(100, ge=0, description="Delay before answering a failed authentication.")
+    audit_log: Path | None = Field(None, description="JSON-lines audit log file (off when unset).")
+    audit_mode: Literal["denied", "all"] = Field("denied", description="Audit denials only, or every decision.")
+    audit_max_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Rotate the audit log at this size.")
+    sync_interval_seconds: float = Field(0.5, gt=0, description="How often to pick up other processes' changes.")
+    admin_user: str | None = Field(None, description="On start, create this SCRAM user if it has no credential.")
+    admin_password: SecretStr | None = Field(None, description="Password for admin_user (never logged).")
+    http_listener: str | None = Field(None, description="host:port of the REST console (off when unset).")
+
+    @field_validator("listeners")
+    @classmethod
+    def _check_listeners(cls, value: list[str]) -> list[str]:
+        if not value:
+            raise ValueError("at least one listener is needed")
+        for text in value:
+            Listener.parse(text)
+        return value
+
+    @field_validator("super_users")
+    @classmethod
+    def _check_super_users(cls, value: str) -> str:
+        parse_super_users(value)
+        return value
+
+    @field_validator("sasl_mechanisms")
+    @classmethod
+    def _check_mechanisms(cls, value: list[str]) -> list[str]:
+        known = {"SCRAM-SHA-256", "SCRAM-SHA-512"}
+        unknown = [m for m in value if m not in known]
+        if unknown:
+            raise ValueError(f"unsupported SASL mechanism(s) {unknown}; supported: {sorted(known)}")
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if cls._yaml_file is not None:
+            sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=cls._yaml_file))
+        return tuple(sources)
+
+    @property
+    def parsed_listeners(self) -> list[Listener]:
+        return [Listener.parse(text) for text in self.listeners]
+
+    @property
+    def database_path(self) -> Path:
+        return self.data_dir / "kafkaguard.db"
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from flags (``overrides``; None values mean "not given"), environment, config file, defaults.
+
+    :raises InvalidConfigError: every problem at once, each naming the setting and what is expected.
+    """
+    if config_file is not None and not config_file.is_file():
+        raise InvalidConfigError(f"config file {config_file} does not exist")
+    given = {key: value for key, value in overrides.items() if value is not None}
+
+    class _FromFile(Settings):
+        _yaml_file = config_file
+
+    try:
+        loaded = _FromFile(**given)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in e.errors())
+        raise InvalidConfigError(f"invalid configuration: {problems}") from None
+    return Settings.model_construct(**{name: getattr(loaded, name) for name in Settings.model_fields})

@@ -1,0 +1,104 @@
+"""The server's audit log: JSON lines of ``kafkaguard.audit`` records, written off the event loop.
+
+Records are appended to an in-memory buffer (cheap, never blocks) and a background task writes the buffer in a
+worker thread every ``flush_interval`` seconds, rotating the file by size (``audit.log`` → ``audit.log.1`` …).
+The buffer is bounded: if the disk cannot keep up, the oldest unwritten records are dropped and counted, and the
+count is written into the log as a line of its own, so a gap is never silent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import deque
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kafkaguard.audit.record import AuditRecord, to_json_line
+
+log = logging.getLogger(__name__)
+
+
+class AuditLog:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        mode: str = "denied",
+        max_bytes: int = 100 * 1024 * 1024,
+        backups: int = 5,
+        flush_interval: float = 0.2,
+        max_buffered: int = 100_000,
+    ) -> None:
+        self.path = path
+        self.log_allowed = mode == "all"
+        self._max_bytes = max_bytes
+        self._backups = backups
+        self._flush_interval = flush_interval
+        self._buffer: deque[str] = deque()
+        self._max_buffered = max_buffered
+        self._dropped = 0
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
+
+    def record(self, record: AuditRecord) -> None:
+        """Queue one record; never blocks."""
+        if len(self._buffer) >= self._max_buffered:
+            self._buffer.popleft()
+            self._dropped += 1
+        self._buffer.append(to_json_line(record))
+
+    def start(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._task = asyncio.create_task(self._run(), name="audit-log")
+
+    async def stop(self) -> None:
+        """Write everything still buffered, then stop."""
+        self._stopping.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def flush(self) -> None:
+        lines = self._take()
+        if lines:
+            await asyncio.to_thread(self._write, lines)
+
+    async def _run(self) -> None:
+        while not self._stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), self._flush_interval)
+            try:
+                await self.flush()
+            except OSError as e:
+                log.error("audit log %s cannot be written: %s", self.path, e)
+
+    def _take(self) -> list[str]:
+        lines = list(self._buffer)
+        self._buffer.clear()
+        if self._dropped:
+            gap = {"time": datetime.now(UTC).isoformat(), "dropped_records": self._dropped}
+            lines.insert(0, json.dumps(gap))
+            log.warning("audit log fell behind: %d record(s) dropped", self._dropped)
+            self._dropped = 0
+        return lines
+
+    def _write(self, lines: list[str]) -> None:
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        if size and size + len(data) > self._max_bytes:
+            self._rotate()
+        with self.path.open("ab") as out:
+            out.write(data)
+
+    def _rotate(self) -> None:
+        for index in range(self._backups - 1, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{index}")
+            if older.exists():
+                older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
+        self.path.replace(self.path.with_name(f"{self.path.name}.1"))

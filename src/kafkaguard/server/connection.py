@@ -1,0 +1,208 @@
+"""One client connection: read a frame, decode it, check the SASL state, run the handler, write the response.
+
+Requests on a connection are answered one at a time and in order (as Kafka clients expect). Every way a
+connection can end is logged with its reason; nothing a peer sends can take down the server or another
+connection: framing, decoding and handler errors close this connection only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.config import Listener
+from kafkaguard.errors import KafkaguardError
+from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext
+from kafkaguard.server.codec import UnsupportedRequest, decode_request, encode_response
+from kafkaguard.server.errors import ProtocolError
+from kafkaguard.server.framing import encode_frame, read_frame
+from kafkaguard.server.handlers.acls import create_acls, delete_acls, describe_acls
+from kafkaguard.server.handlers.cluster import api_versions, api_versions_response, describe_cluster
+from kafkaguard.server.handlers.scram import alter_user_scram_credentials, describe_user_scram_credentials
+from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
+from kafkaguard.server.sasl import SaslOutcome, SaslState
+from kafkaguard.server.scope import RequestScope
+
+if TYPE_CHECKING:
+    from kafkaguard.server.app import KafkaServer
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[RequestScope, Any], Awaitable[Any]]
+
+HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.API_VERSIONS: api_versions,
+    ApiKey.METADATA: metadata,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.DESCRIBE_ACLS: describe_acls,
+    ApiKey.CREATE_ACLS: create_acls,
+    ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
+}
+#: What a SASL listener answers before authentication completes; anything else closes the connection.
+BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
+class CloseConnection(Exception):
+    """Raised to end the connection loop with a reason."""
+
+
+def java_host(address: str) -> str:
+    """The client address as Java's ``InetAddress.getHostAddress()`` prints it, which is what ACL hosts are
+    compared with (SEMANTICS.md §2): dotted quad for IPv4 and IPv4-mapped IPv6, uncompressed IPv6 otherwise."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":"))
+    return str(ip)
+
+
+class Connection:
+    def __init__(
+        self,
+        server: KafkaServer,
+        listener: Listener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        self.server = server
+        self.listener = listener
+        self.reader = reader
+        self.writer = writer
+        peer = writer.get_extra_info("peername")
+        self.host = java_host(peer[0]) if peer else "unknown"
+        settings = server.services.settings
+        self.sasl = (
+            SaslState(settings.sasl_mechanisms, server.services.credentials, server.services.server_secret)
+            if listener.protocol.uses_sasl
+            else None
+        )
+
+    @property
+    def principal(self) -> str:
+        if self.sasl is None:
+            return ANONYMOUS_PRINCIPAL
+        return f"User:{self.sasl.user}"
+
+    @property
+    def authenticated(self) -> bool:
+        return self.sasl is None or self.sasl.authenticated
+
+    async def run(self) -> None:
+        settings = self.server.services.settings
+        reason = "client closed the connection"
+        try:
+            while True:
+                limit = settings.max_request_bytes if self.authenticated else settings.max_unauthenticated_request_bytes
+                try:
+                    frame = await asyncio.wait_for(read_frame(self.reader, limit), settings.idle_timeout_seconds)
+                except TimeoutError:
+                    reason = f"idle for {settings.idle_timeout_seconds:g} s"
+                    break
+                if frame is None:
+                    break
+                await self._handle(frame)
+        except CloseConnection as e:
+            reason = str(e)
+        except ProtocolError as e:
+            reason = f"protocol error: {e}"
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            reason = f"connection lost: {e.__class__.__name__}"
+        except KafkaguardError as e:
+            reason = f"request failed: {e}"
+            log.warning("closing connection from %s: %s", self.host, reason)
+        finally:
+            log.debug("connection from %s (%s) closed: %s", self.host, self.principal, reason)
+            self.writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await self.writer.wait_closed()
+
+    async def _send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def _handle(self, frame: bytes) -> None:
+        if self.sasl is not None and self.sasl.raw_tokens and not self.sasl.authenticated:
+            await self._raw_token(self.sasl, frame)
+            return
+        try:
+            request = decode_request(frame)
+        except UnsupportedRequest as e:
+            if e.api_key == ApiKey.API_VERSIONS:
+                # A newer client: answer v0 with our versions so it can pick one (Kafka's rule).
+                body = api_versions_response(0, ErrorCode.unsupported_version)
+                await self._send(encode_response(ApiKey.API_VERSIONS, 0, e.correlation_id, body))
+                return
+            raise CloseConnection(str(e)) from e
+        api_key, version = request.api_key, request.header.api_version
+        correlation_id = request.header.correlation_id
+        if not self.authenticated and api_key not in BEFORE_AUTHENTICATION:
+            raise CloseConnection(f"{api_key.api_name} before SASL authentication completed")
+        if api_key is ApiKey.SASL_HANDSHAKE or api_key is ApiKey.SASL_AUTHENTICATE:
+            await self._sasl_request(api_key, version, correlation_id, request.body)
+            return
+        scope = RequestScope(
+            services=self.server.services,
+            broker=self.server.broker_for(self.listener),
+            context=RequestContext(self.principal, self.host),
+            api_key=api_key,
+            api_version=version,
+            client_id=request.header.client_id,
+            audit=self.server.audit,
+        )
+        response = await HANDLERS[api_key](scope, request.body)
+        await self._send(encode_response(api_key, version, correlation_id, response))
+
+    async def _sasl_request(self, api_key: ApiKey, version: int, correlation_id: int, body: Any) -> None:
+        if self.sasl is None:
+            raise CloseConnection(f"{api_key.api_name} on a {self.listener.protocol.value} listener")
+        if self.sasl.authenticated:
+            raise CloseConnection(f"{api_key.api_name} after authentication (re-authentication is not supported)")
+        outcome: SaslOutcome = (
+            self.sasl.handshake(version, body)
+            if api_key is ApiKey.SASL_HANDSHAKE
+            else self.sasl.authenticate(version, body)
+        )
+        if outcome.failed:
+            await self._failure_delay()
+        await self._send(encode_response(api_key, version, correlation_id, outcome.response))
+        self._count_login(outcome)
+        if outcome.close:
+            raise CloseConnection(f"{api_key.api_name} failed")
+
+    async def _raw_token(self, sasl: SaslState, frame: bytes) -> None:
+        """A SASL token after a v0 handshake: raw bytes in, raw bytes out; failure closes the connection."""
+        reply, error = sasl.token(frame)
+        if error is not None:
+            self.server.metrics_login(ok=False)
+            await self._failure_delay()
+            raise CloseConnection(f"SASL authentication failed: {error}")
+        await self._send(encode_frame(reply or b""))
+        if sasl.authenticated:
+            self.server.metrics_login(ok=True)
+
+    def _count_login(self, outcome: SaslOutcome) -> None:
+        if outcome.failed:
+            self.server.metrics_login(ok=False)
+        elif self.sasl is not None and self.sasl.authenticated:
+            self.server.metrics_login(ok=True)
+
+    async def _failure_delay(self) -> None:
+        # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.
+        delay = self.server.services.settings.auth_failure_delay_ms / 1000
+        if delay:
+            await asyncio.sleep(delay)

@@ -1,0 +1,210 @@
+"""DescribeAcls, CreateAcls and DeleteAcls (API keys 29–31), SEMANTICS.md §7–§9 and §16.3.
+
+Authorization: DESCRIBE on the cluster for DescribeAcls, ALTER for the other two; denied requests get
+CLUSTER_AUTHORIZATION_FAILED (top level, or on every result). Changes go through the ACL service on a worker thread
+(the store commits synchronously), so the event loop never waits on the disk.
+
+Deliberate differences (§16.3): where Kafka closes the connection on an unknown enum code, kafkaguard answers
+INVALID_REQUEST naming the field and the code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.errors import InvalidAclError
+from kafkaguard.model import (
+    AccessControlEntry,
+    AccessControlEntryFilter,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourcePatternFilter,
+    ResourceType,
+    StoredAcl,
+)
+from kafkaguard.server.build import build, nested
+from kafkaguard.server.codec import response_schema
+from kafkaguard.server.scope import RequestScope
+
+NO_THROTTLE = timedelta(0)
+
+
+def not_authorized_message(scope: RequestScope) -> str:
+    return f"Request {scope.api_key.api_name} v{scope.api_version} is not authorized."
+
+
+def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
+    """A message naming the first field whose code this version does not know, or None."""
+    for field, (code, enum) in codes.items():
+        if enum.from_code(code).is_unknown:
+            return f"Unknown {field.replace('_', ' ')} code {code}: this server does not support it"
+    return None
+
+
+def filter_from_wire(request: Any) -> AclBindingFilter | str:
+    """A DescribeAcls/DeleteAcls filter, or the reason it cannot be one."""
+    unknown = _unknown_codes(
+        resource_type=(request.resource_type_filter, ResourceType),
+        pattern_type=(request.pattern_type_filter, PatternType),
+        operation=(request.operation, AclOperation),
+        permission_type=(request.permission_type, AclPermissionType),
+    )
+    if unknown is not None:
+        return unknown
+    return AclBindingFilter(
+        ResourcePatternFilter(
+            ResourceType.from_code(request.resource_type_filter),
+            request.resource_name_filter,
+            PatternType.from_code(request.pattern_type_filter),
+        ),
+        AccessControlEntryFilter(
+            request.principal_filter,
+            request.host_filter,
+            AclOperation.from_code(request.operation),
+            AclPermissionType.from_code(request.permission_type),
+        ),
+    )
+
+
+async def describe_acls(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.DESCRIBE_ACLS, scope.api_version)
+    if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_ACLS]).request_allowed:
+        return build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=not_authorized_message(scope),
+            resources=(),
+        )
+    acl_filter = filter_from_wire(request)
+    if isinstance(acl_filter, str):
+        return build(
+            cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request, error_message=acl_filter, resources=()
+        )
+    grouped: dict[ResourcePattern, list[StoredAcl]] = {}
+    for acl in scope.services.acls.describe_acls(acl_filter):
+        grouped.setdefault(acl.binding.pattern, []).append(acl)
+    resource_cls, description_cls = nested(cls, "DescribeAclsResource"), nested(cls, "AclDescription")
+    resources = tuple(
+        build(
+            resource_cls,
+            resource_type=pattern.resource_type.code,
+            resource_name=pattern.name,
+            pattern_type=pattern.pattern_type.code,
+            acls=tuple(
+                build(
+                    description_cls,
+                    principal=acl.binding.entry.principal,
+                    host=acl.binding.entry.host,
+                    operation=acl.binding.entry.operation.code,
+                    permission_type=acl.binding.entry.permission_type.code,
+                )
+                for acl in acls
+            ),
+        )
+        for pattern, acls in grouped.items()
+    )
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, resources=resources)
+
+
+def _binding_from_wire(creation: Any) -> AclBinding | None:
+    """A binding, or None when the creation holds a filter-only value (ANY, MATCH): Kafka fails the whole
+    request with UNKNOWN_SERVER_ERROR then (SEMANTICS.md §8.1)."""
+    try:
+        return AclBinding(
+            ResourcePattern(
+                ResourceType.from_code(creation.resource_type),
+                creation.resource_name,
+                PatternType.from_code(creation.resource_pattern_type),
+            ),
+            AccessControlEntry(
+                creation.principal,
+                creation.host,
+                AclOperation.from_code(creation.operation),
+                AclPermissionType.from_code(creation.permission_type),
+            ),
+        )
+    except InvalidAclError:
+        return None
+
+
+async def create_acls(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.CREATE_ACLS, scope.api_version)
+    result_cls = nested(cls, "AclCreationResult")
+
+    def every(code: ErrorCode, message: str | None) -> Any:
+        results = tuple(build(result_cls, error_code=code, error_message=message) for _ in request.creations)
+        return build(cls, throttle_time=NO_THROTTLE, results=results)
+
+    if not scope.authorize(REQUIREMENTS[ApiKey.CREATE_ACLS]).request_allowed:
+        return every(ErrorCode.cluster_authorization_failed, not_authorized_message(scope))
+    bindings = [_binding_from_wire(creation) for creation in request.creations]
+    valid = [binding for binding in bindings if binding is not None]
+    if len(valid) != len(bindings):
+        return every(ErrorCode.unknown_server_error, None)
+    outcomes = await asyncio.to_thread(scope.services.acls.create_acls, valid)
+    results = tuple(
+        build(result_cls, error_code=ErrorCode.none, error_message=None)
+        if outcome.error is None
+        else build(result_cls, error_code=ErrorCode.invalid_request, error_message=str(outcome.error))
+        for outcome in outcomes
+    )
+    return build(cls, throttle_time=NO_THROTTLE, results=results)
+
+
+async def delete_acls(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
+    result_cls, matching_cls = nested(cls, "DeleteAclsFilterResult"), nested(cls, "DeleteAclsMatchingAcl")
+    if not scope.authorize(REQUIREMENTS[ApiKey.DELETE_ACLS]).request_allowed:
+        message = not_authorized_message(scope)
+        results = tuple(
+            build(
+                result_cls, error_code=ErrorCode.cluster_authorization_failed, error_message=message, matching_acls=()
+            )
+            for _ in request.filters
+        )
+        return build(cls, throttle_time=NO_THROTTLE, filter_results=results)
+    parsed = [filter_from_wire(wire) for wire in request.filters]
+    valid = [acl_filter for acl_filter in parsed if not isinstance(acl_filter, str)]
+    outcomes = iter(await asyncio.to_thread(scope.services.acls.delete_acls, valid) if valid else [])
+    results_out = []
+    for acl_filter in parsed:
+        if isinstance(acl_filter, str):
+            results_out.append(
+                build(result_cls, error_code=ErrorCode.invalid_request, error_message=acl_filter, matching_acls=())
+            )
+            continue
+        outcome = next(outcomes)
+        if outcome.error is not None:
+            results_out.append(
+                build(
+                    result_cls, error_code=ErrorCode.invalid_request, error_message=str(outcome.error), matching_acls=()
+                )
+            )
+            continue
+        matching = tuple(
+            build(
+                matching_cls,
+                error_code=ErrorCode.none,
+                error_message=None,
+                resource_type=acl.binding.pattern.resource_type.code,
+                resource_name=acl.binding.pattern.name,
+                pattern_type=acl.binding.pattern.pattern_type.code,
+                principal=acl.binding.entry.principal,
+                host=acl.binding.entry.host,
+                operation=acl.binding.entry.operation.code,
+                permission_type=acl.binding.entry.permission_type.code,
+            )
+            for acl in outcome.removed_acls
+        )
+        results_out.append(build(result_cls, error_code=ErrorCode.none, error_message=None, matching_acls=matching))
+    return build(cls, throttle_time=NO_THROTTLE, filter_results=tuple(results_out))

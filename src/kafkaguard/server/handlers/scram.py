@@ -1,0 +1,98 @@
+"""DescribeUserScramCredentials and AlterUserScramCredentials (API keys 50, 51), KIP-554 as SEMANTICS.md §11.3,
+§11.4 and §16.5–§16.6 describe them. Only mechanisms and iteration counts ever leave the server."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.server.build import build, nested
+from kafkaguard.server.codec import response_schema
+from kafkaguard.server.scope import RequestScope
+from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
+
+NO_THROTTLE = timedelta(0)
+
+
+async def describe_user_scram_credentials(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, scope.api_version)
+    result_cls, info_cls = nested(cls, "DescribeUserScramCredentialsResult"), nested(cls, "CredentialInfo")
+    names = [user.name for user in request.users] if request.users else None
+    if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS]).request_allowed:
+        # Kafka: top-level error with a null message, and one result per requested user without its name.
+        results = tuple(
+            build(
+                result_cls,
+                user="",
+                error_code=ErrorCode.cluster_authorization_failed,
+                error_message=None,
+                credential_infos=(),
+            )
+            for _ in names or ()
+        )
+        return build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            results=results,
+        )
+    descriptions = await asyncio.to_thread(scope.services.credentials.describe, names)
+    results = tuple(
+        build(
+            result_cls,
+            user=description.user,
+            error_code=ErrorCode(description.error_code.code),
+            error_message=description.error_code.wire_message(description.error_message),
+            credential_infos=tuple(
+                build(info_cls, mechanism=info.mechanism.code, iterations=info.iterations)
+                for info in description.credentials
+            ),
+        )
+        for description in descriptions
+    )
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results)
+
+
+async def alter_user_scram_credentials(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, scope.api_version)
+    result_cls = nested(cls, "AlterUserScramCredentialsResult")
+    if not scope.authorize(REQUIREMENTS[ApiKey.ALTER_USER_SCRAM_CREDENTIALS]).request_allowed:
+        # Kafka: one result per distinct user named, sorted by name, all with the same error.
+        users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
+        results = tuple(
+            build(
+                result_cls,
+                user=user,
+                error_code=ErrorCode.cluster_authorization_failed,
+                error_message=f"Request {ApiKey.ALTER_USER_SCRAM_CREDENTIALS.api_name} is not authorized.",
+            )
+            for user in users
+        )
+        return build(cls, throttle_time=NO_THROTTLE, results=results)
+    deletions = [ScramDeletion(user=d.name, mechanism=int(d.mechanism)) for d in request.deletions]
+    upsertions = [
+        ScramUpsertion(
+            user=u.name,
+            mechanism=int(u.mechanism),
+            iterations=int(u.iterations),
+            salt=bytes(u.salt),
+            salted_password=bytes(u.salted_password),
+        )
+        for u in request.upsertions
+    ]
+    outcomes = await asyncio.to_thread(scope.services.credentials.alter, deletions, upsertions)
+    results = tuple(
+        build(
+            result_cls,
+            user=outcome.user,
+            error_code=ErrorCode(outcome.error_code.code),
+            error_message=outcome.error_code.wire_message(outcome.error_message),
+        )
+        for outcome in outcomes
+    )
+    return build(cls, throttle_time=NO_THROTTLE, results=results)

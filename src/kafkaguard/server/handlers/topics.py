@@ -1,0 +1,308 @@
+"""Metadata (3), CreateTopics (19) and DeleteTopics (20) over the topic catalog (SEMANTICS.md §13, §16.1).
+
+kafkaguard is the only broker and leads every partition; it stores no message data. Metadata needs DESCRIBE per
+topic (explicitly named unauthorized topics get TOPIC_AUTHORIZATION_FAILED, unauthorized topics are silently left
+out of "all topics"); auto-creation of a missing topic needs AUTO_CREATE (KIP-755) on the cluster or the topic and
+``auto_create_topics`` on; CreateTopics needs CREATE on the cluster or the topic; DeleteTopics DELETE on the
+cluster, or DESCRIBE and DELETE on the topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
+from kafkaguard.model import ResourceType
+from kafkaguard.server.build import build, has_field, nested
+from kafkaguard.server.codec import response_schema
+from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
+from kafkaguard.server.scope import RequestScope
+from kafkaguard.service import NewTopic
+from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.store import TopicRecord
+from kafkaguard.store.uuids import ZERO_UUID
+
+NO_THROTTLE = timedelta(0)
+TOPIC = ResourceType.TOPIC
+AUTHORIZATION_FAILED = "Authorization failed."
+#: Kafka's DYNAMIC_TOPIC_CONFIG config source.
+DYNAMIC_TOPIC_CONFIG = 1
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+# --------------------------------------------------------------------------------------------------- Metadata
+
+
+async def metadata(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.METADATA, scope.api_version)
+    topic_cls, partition_cls = nested(cls, "MetadataResponseTopic"), nested(cls, "MetadataResponsePartition")
+    topics_service = scope.services.topics
+    include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+
+    def topic_entry(record: TopicRecord, error: ErrorCode = ErrorCode.none) -> Any:
+        partitions = tuple(
+            build(
+                partition_cls,
+                error_code=ErrorCode.none,
+                partition_index=index,
+                leader_id=scope.broker.node_id,
+                leader_epoch=0,
+                replica_nodes=(scope.broker.node_id,),
+                isr_nodes=(scope.broker.node_id,),
+                offline_replicas=(),
+            )
+            for index in range(record.num_partitions)
+        )
+        operations = (
+            authorized_operations(scope.services.authorizer, scope.context, TOPIC, record.name)
+            if include_ops
+            else OPERATIONS_NOT_REQUESTED
+        )
+        return build(
+            topic_cls,
+            error_code=error,
+            name=record.name,
+            topic_id=record.topic_id,
+            is_internal=False,
+            partitions=partitions,
+            topic_authorized_operations=operations,
+        )
+
+    def error_entry(name: str | None, error: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> Any:
+        return build(
+            topic_cls,
+            error_code=error,
+            name=name,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
+        )
+
+    entries: list[Any] = []
+    if request.topics is None:
+        records = [d.record for d in topics_service.describe(None) if d.record is not None]
+        outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: [r.name for r in records]})
+        entries = [topic_entry(r) for r in records if outcome.allows(TOPIC, r.name)]
+    else:
+        ids = [t.topic_id for t in request.topics if getattr(t, "topic_id", None) and t.topic_id != ZERO_UUID]
+        names = _unique(t.name for t in request.topics if t.name is not None)
+        by_id = topics_service.describe_by_id(ids) if ids else []
+        by_name = {d.name: d for d in topics_service.describe(names)} if names else {}
+        described = [d.record.name for d in by_id if d.record is not None]
+        outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: _unique([*names, *described])})
+        for found in by_id:
+            if found.record is None:
+                entries.append(error_entry(None, ErrorCode.unknown_topic_id, found.topic_id))
+            elif not outcome.allows(TOPIC, found.record.name):
+                entries.append(error_entry(None, ErrorCode.topic_authorization_failed, found.topic_id))
+            else:
+                entries.append(topic_entry(found.record))
+        missing = [n for n in names if by_name[n].error_code is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        created = await _auto_create(scope, request, [n for n in missing if outcome.allows(TOPIC, n)])
+        for name in names:
+            description = by_name[name]
+            if not outcome.allows(TOPIC, name):
+                entries.append(error_entry(name, ErrorCode.topic_authorization_failed))
+            elif description.record is not None:
+                entries.append(topic_entry(description.record))
+            elif name in created:
+                made = created[name]
+                entries.append(topic_entry(made) if isinstance(made, TopicRecord) else error_entry(name, made))
+            else:
+                entries.append(error_entry(name, ErrorCode(description.error_code.code)))
+    wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        brokers=(
+            build(
+                nested(cls, "MetadataResponseBroker"),
+                node_id=scope.broker.node_id,
+                host=scope.broker.host,
+                port=scope.broker.port,
+                rack=None,
+            ),
+        ),
+        cluster_id=scope.broker.cluster_id,
+        controller_id=scope.broker.node_id,
+        topics=tuple(entries),
+        cluster_authorized_operations=cluster_operations(scope) if wanted_cluster_ops else OPERATIONS_NOT_REQUESTED,
+    )
+
+
+async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) -> dict[str, TopicRecord | ErrorCode]:
+    """Create describable missing topics when the broker and the request allow it and AUTO_CREATE is granted.
+    Returns, per name, the created TopicRecord or the ErrorCode to answer with."""
+    allowed_by_request = bool(getattr(request, "allow_auto_topic_creation", True))
+    if not missing or not allowed_by_request or not scope.services.settings.auto_create_topics:
+        return {}
+    outcome = scope.authorize(METADATA_AUTO_CREATE, {TOPIC: missing})
+    results: dict[str, TopicRecord | ErrorCode] = {}
+    for name in missing:
+        if not outcome.allows(TOPIC, name):
+            results[name] = ErrorCode.topic_authorization_failed
+            continue
+        created = await asyncio.to_thread(scope.services.topics.auto_create, name)
+        if created.succeeded:
+            results[name] = TopicRecord(
+                name=name,
+                topic_id=created.topic_id,
+                num_partitions=created.num_partitions,
+                replication_factor=created.replication_factor,
+                configs=created.configs,
+            )
+        else:
+            results[name] = ErrorCode(created.error_code.code)
+    return results
+
+
+# ----------------------------------------------------------------------------------------------- CreateTopics
+
+
+async def create_topics(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
+    result_cls = nested(cls, "CreatableTopicResult")
+    config_cls = nested(cls, "CreatableTopicConfigs") if has_field(result_cls, "configs") else None
+    names = _unique(t.name for t in request.topics)
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.CREATE_TOPICS], {TOPIC: names})
+    allowed = [t for t in request.topics if outcome.allows(TOPIC, t.name)]
+    new_topics = [
+        NewTopic(
+            name=t.name,
+            num_partitions=int(t.num_partitions),
+            replication_factor=int(t.replication_factor),
+            assignments=tuple((int(a.partition_index), tuple(int(b) for b in a.broker_ids)) for a in t.assignments),
+            configs={c.name: c.value for c in t.configs},
+        )
+        for t in allowed
+    ]
+    validate_only = bool(getattr(request, "validate_only", False))
+    created = (
+        {
+            r.name: r
+            for r in await asyncio.to_thread(
+                scope.services.topics.create_topics, new_topics, validate_only=validate_only
+            )
+        }
+        if new_topics
+        else {}
+    )
+    results = []
+    for name in names:
+        if not outcome.allows(TOPIC, name):
+            results.append(
+                build(
+                    result_cls,
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    error_message=AUTHORIZATION_FAILED,
+                    topic_config_error_code=ErrorCode.topic_authorization_failed.value,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    configs=None,
+                )
+            )
+            continue
+        result = created[name]
+        configs = None
+        config_error = ErrorCode.none.value
+        if result.succeeded and config_cls is not None:
+            # Kafka returns the topic's configs only to a caller allowed to DESCRIBE_CONFIGS the topic.
+            may_see = REQUIREMENTS[ApiKey.DESCRIBE_CONFIGS]
+            if scope.authorize(may_see, {TOPIC: [name]}).allows(TOPIC, name):
+                configs = tuple(
+                    build(
+                        config_cls,
+                        name=key,
+                        value=value,
+                        read_only=False,
+                        config_source=DYNAMIC_TOPIC_CONFIG,
+                        is_sensitive=False,
+                    )
+                    for key, value in result.configs.items()
+                )
+            else:
+                config_error = ErrorCode.topic_authorization_failed.value
+        results.append(
+            build(
+                result_cls,
+                name=name,
+                topic_id=result.topic_id,
+                error_code=ErrorCode(result.error_code.code),
+                error_message=result.error_code.wire_message(result.error_message),
+                topic_config_error_code=config_error,
+                num_partitions=result.num_partitions,
+                replication_factor=result.replication_factor,
+                configs=configs,
+            )
+        )
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(results))
+
+
+# ----------------------------------------------------------------------------------------------- DeleteTopics
+
+
+async def delete_topics(scope: RequestScope, request: Any) -> Any:
+    cls = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
+    result_cls = nested(cls, "DeletableTopicResult")
+    service = scope.services.topics
+    if hasattr(request, "topic_names"):
+        names, ids = _unique(request.topic_names), []
+    else:
+        names = _unique(t.name for t in request.topics if t.name is not None)
+        ids = list(dict.fromkeys(t.topic_id for t in request.topics if t.name is None))
+    id_names = {d.topic_id: d.record.name for d in service.describe_by_id(ids) if d.record is not None} if ids else {}
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: _unique([*names, *id_names.values()])})
+    results: list[Any] = []
+    deletable_names = [n for n in names if outcome.allows(TOPIC, n)]
+    deletable_ids = [i for i in ids if i not in id_names or outcome.allows(TOPIC, id_names[i])]
+    for name in names:
+        if name not in deletable_names:
+            results.append(
+                build(
+                    result_cls,
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    error_message=AUTHORIZATION_FAILED,
+                )
+            )
+    for topic_id in ids:
+        if topic_id not in deletable_ids:
+            # The name is withheld from a caller who may not describe the topic.
+            results.append(
+                build(
+                    result_cls,
+                    name=None,
+                    topic_id=topic_id,
+                    error_code=ErrorCode.topic_authorization_failed,
+                    error_message=AUTHORIZATION_FAILED,
+                )
+            )
+    deleted = []
+    if deletable_names:
+        deleted += await asyncio.to_thread(service.delete_topics, deletable_names)
+    if deletable_ids:
+        deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids)
+    for result in deleted:
+        results.append(
+            build(
+                result_cls,
+                name=result.name,
+                topic_id=result.topic_id,
+                error_code=ErrorCode(result.error_code.code),
+                error_message=result.error_message,
+            )
+        )
+    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(results))

@@ -1,0 +1,51 @@
+"""What a handler sees of one request: who asks, which API and version, the services, and authorization with
+auditing (every decisive decision goes to the audit log when one is configured)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from kafkaguard.audit.record import record_from_decision
+from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
+from kafkaguard.bootstrap import Services
+from kafkaguard.model import AuthorizationResult, RequestContext, ResourceType
+from kafkaguard.server.audit_log import AuditLog
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInfo:
+    """This server as clients see it: the only broker, and the controller."""
+
+    node_id: int
+    host: str
+    port: int
+    cluster_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class RequestScope:
+    services: Services
+    broker: BrokerInfo
+    context: RequestContext
+    api_key: ApiKey
+    api_version: int
+    client_id: str | None
+    audit: AuditLog | None = None
+
+    def authorize(
+        self, requirement: Requirement, resources: Mapping[ResourceType, Sequence[str]] | None = None
+    ) -> RequestAuthorization:
+        outcome = authorize_request(self.services.authorizer, self.context, requirement, resources)
+        if self.audit is not None:
+            self._audit(self.audit, outcome)
+        return outcome
+
+    def _audit(self, audit: AuditLog, outcome: RequestAuthorization) -> None:
+        now = datetime.now(UTC)
+        for action, result in outcome.decisive:
+            if result is AuthorizationResult.ALLOWED and not audit.log_allowed:
+                continue
+            decision = self.services.authorizer.explain(self.context, action)
+            audit.record(record_from_decision(decision, now, self.api_key.api_name))
