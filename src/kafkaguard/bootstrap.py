@@ -82,8 +82,16 @@ def _bootstrap_admin(services: Services) -> None:
     settings = services.settings
     if settings.admin_user is None and settings.admin_password is None:
         return
-    if settings.admin_user is None or settings.admin_password is None:
-        raise InvalidConfigError("admin_user and admin_password must be given together")
+    if settings.admin_user is None:
+        raise InvalidConfigError("admin_password is set but admin_user is not")
+    if settings.admin_password is None:
+        log.info(
+            "admin_user %s: no KAFKAGUARD_ADMIN_PASSWORD given; existing credentials are kept "
+            "(create one with: kafkaguard users add %s)",
+            settings.admin_user,
+            settings.admin_user,
+        )
+        return
     for mechanism in ScramMechanism:
         if mechanism.mechanism_name not in settings.sasl_mechanisms:
             continue
