@@ -23,9 +23,9 @@ Each group precomputes, per principal (and per host for host-specific entries), 
 ``operations.entry_mask`` over its entries, so a decision is a few dict lookups and bit tests, and the slow
 explanation path (``explain``) walks the entries of the same groups.
 
-Changes never mutate an index: ``with_changes`` copies only the dicts it touches (the id map, and per touched
-resource type its literal or prefixed table) and rebuilds only the touched groups, then the authorizer swaps one
-reference.
+Changes never mutate an index: the big maps (ids, literal names, prefixes) are ``ShardedMap``s, so
+``with_changes`` copies only the shards it touches (about n/64 entries) and rebuilds only the touched groups, then
+the authorizer swaps one reference. A change therefore costs O(n/64 + group size), not O(n).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from kafkaguard.authorizer.operations import entry_mask
+from kafkaguard.authorizer.sharded import MASK, ShardedMap
 from kafkaguard.model import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
@@ -94,17 +95,19 @@ class AclGroup:
 @dataclass(frozen=True, slots=True)
 class _TypeTable:
     """The patterns of one resource type. ``census[head][length]`` counts the stored prefixes per head and length
-    (head ``""`` for prefixes shorter than HEAD); ``lengths_by_head`` and ``short_lengths`` are derived from it."""
+    (head ``""`` for prefixes shorter than HEAD); ``lengths_by_head`` and ``short_lengths`` are derived from it.
+    ``wildcard`` is ``literal["*"]``, kept apart because every decision reads it."""
 
-    literal: dict[str, AclGroup]
-    prefixed: dict[str, AclGroup]
+    literal: ShardedMap[str, AclGroup]
+    prefixed: ShardedMap[str, AclGroup]
     census: dict[str, dict[int, int]]
     lengths_by_head: dict[str, tuple[int, ...]]
     short_lengths: tuple[int, ...]
+    wildcard: AclGroup | None
 
     @classmethod
     def empty(cls) -> _TypeTable:
-        return cls({}, {}, {}, {}, ())
+        return cls(ShardedMap(), ShardedMap(), {}, {}, (), None)
 
 
 def _head(prefix: str) -> str:
@@ -116,7 +119,7 @@ class AclIndex:
 
     __slots__ = ("_by_id", "_tables")
 
-    def __init__(self, tables: tuple[_TypeTable, ...], by_id: dict[AclId, StoredAcl]) -> None:
+    def __init__(self, tables: tuple[_TypeTable, ...], by_id: ShardedMap[AclId, StoredAcl]) -> None:
         self._tables = tables
         self._by_id = by_id
 
@@ -135,17 +138,30 @@ class AclIndex:
                 continue
             by_id[acl.id] = acl
             members[acl.binding.entry] = acl
-        tables = [_TypeTable.empty() for _ in range(_TYPE_SLOTS)]
+        literal: list[dict[str, AclGroup]] = [{} for _ in range(_TYPE_SLOTS)]
+        prefixed: list[dict[str, AclGroup]] = [{} for _ in range(_TYPE_SLOTS)]
+        census: list[dict[str, dict[int, int]]] = [{} for _ in range(_TYPE_SLOTS)]
         for pattern, members in grouped.items():
             group = AclGroup.build(pattern, tuple(members.values()))
-            table = tables[pattern.resource_type.code]
+            slot = pattern.resource_type.code
             if pattern.pattern_type is PatternType.PREFIXED:
-                table.prefixed[pattern.name] = group
-                lengths = table.census.setdefault(_head(pattern.name), {})
+                prefixed[slot][pattern.name] = group
+                lengths = census[slot].setdefault(_head(pattern.name), {})
                 lengths[len(pattern.name)] = lengths.get(len(pattern.name), 0) + 1
             else:
-                table.literal[pattern.name] = group
-        return cls(tuple(_derive_lengths(t) for t in tables), by_id)
+                literal[slot][pattern.name] = group
+        tables = tuple(
+            _TypeTable(
+                ShardedMap.from_items(literal[slot].items()),
+                ShardedMap.from_items(prefixed[slot].items()),
+                census[slot],
+                {head: tuple(sorted(lengths)) for head, lengths in census[slot].items() if head},
+                tuple(sorted(census[slot].get("", {}))),
+                literal[slot].get(WILDCARD_RESOURCE),
+            )
+            for slot in range(_TYPE_SLOTS)
+        )
+        return cls(tables, ShardedMap.from_items(by_id.items()))
 
     # ----------------------------------------------------------------------------------------------- reading
 
@@ -160,26 +176,28 @@ class AclIndex:
         return group.ids.get(binding.entry) if group is not None else None
 
     def __iter__(self) -> Iterator[StoredAcl]:
-        return iter(self._by_id.values())
+        return self._by_id.values()
 
     def match_mask(self, resource_type: ResourceType, name: str, principal: str, host: str) -> int:
         """OR of the masks of every matching entry on every pattern relevant to (type, name), plus RELEVANT_BIT
-        when any ACL applies to the resource at all. The hot path: written flat, without helper calls."""
+        when any ACL applies to the resource at all. The hot path: written flat, without helper calls (the
+        ShardedMap lookups are inlined as ``shards[hash(key) & MASK].get(key)``)."""
         table = self._tables[resource_type]
-        literal = table.literal
-        groups = [literal.get(name)]
+        groups = [table.literal.shards[hash(name) & MASK].get(name)]
         if name != WILDCARD_RESOURCE:
-            groups.append(literal.get(WILDCARD_RESOURCE))
-        if table.prefixed:
-            prefixed = table.prefixed
+            groups.append(table.wildcard)
+        if table.census:
+            shards = table.prefixed.shards
             size = len(name)
             for length in table.short_lengths:
                 if length <= size:
-                    groups.append(prefixed.get(name[:length]))
+                    prefix = name[:length]
+                    groups.append(shards[hash(prefix) & MASK].get(prefix))
             for length in table.lengths_by_head.get(name[:HEAD], ()):
                 if length > size:
                     break
-                groups.append(prefixed.get(name[:length]))
+                prefix = name[:length]
+                groups.append(shards[hash(prefix) & MASK].get(prefix))
         mask = 0
         for group in groups:
             if group is not None:
@@ -205,10 +223,8 @@ class AclIndex:
                 group = table.prefixed.get(name[:length])
                 if group is not None:
                     found.append(group)
-        if name != WILDCARD_RESOURCE:
-            wildcard = table.literal.get(WILDCARD_RESOURCE)
-            if wildcard is not None:
-                found.append(wildcard)
+        if name != WILDCARD_RESOURCE and table.wildcard is not None:
+            found.append(table.wildcard)
         return found
 
     def groups_of_type(self, resource_type: ResourceType) -> Iterator[AclGroup]:
@@ -247,10 +263,7 @@ class AclIndex:
             elif pattern_type is PatternType.MATCH:
                 yield from self.relevant_groups(rtype, name)
             else:
-                for groups, kind in (
-                    (table.literal, PatternType.LITERAL),
-                    (table.prefixed, PatternType.PREFIXED),
-                ):
+                for groups, kind in ((table.literal, PatternType.LITERAL), (table.prefixed, PatternType.PREFIXED)):
                     if pattern_type in (kind, PatternType.ANY):
                         group = groups.get(name)
                         if group is not None:
@@ -261,9 +274,12 @@ class AclIndex:
     def with_changes(self, added: Iterable[StoredAcl] = (), removed: Iterable[AclId] = ()) -> AclIndex:
         """A new index with ``removed`` ids taken out, then ``added`` put in. Ids that are absent are ignored,
         and so is an added ACL whose id or binding is already stored (creation is idempotent, §8.3)."""
-        by_id = dict(self._by_id)
+        id_changes: dict[AclId, StoredAcl | None] = {}
         # pattern -> the group's ACLs after the change, keyed by entry (one id per distinct binding)
         touched: dict[ResourcePattern, dict[AccessControlEntry, StoredAcl]] = {}
+
+        def stored(acl_id: AclId) -> StoredAcl | None:
+            return id_changes[acl_id] if acl_id in id_changes else self._by_id.get(acl_id)
 
         def members(pattern: ResourcePattern) -> dict[AccessControlEntry, StoredAcl]:
             current = touched.get(pattern)
@@ -274,62 +290,70 @@ class AclIndex:
             return current
 
         for acl_id in removed:
-            gone = by_id.pop(acl_id, None)
+            gone = stored(acl_id)
             if gone is not None:
+                id_changes[acl_id] = None
                 del members(gone.binding.pattern)[gone.binding.entry]
         for acl in added:
             group_members = members(acl.binding.pattern)
-            if acl.id in by_id or acl.binding.entry in group_members:
+            if stored(acl.id) is not None or acl.binding.entry in group_members:
                 continue
-            by_id[acl.id] = acl
+            id_changes[acl.id] = acl
             group_members[acl.binding.entry] = acl
-
         if not touched:
             return self
-        tables = list(self._tables)
-        copied: set[int] = set()
+
+        by_slot: dict[int, list[tuple[ResourcePattern, dict[AccessControlEntry, StoredAcl]]]] = {}
         for pattern, group_members in touched.items():
-            slot = pattern.resource_type.code
-            if slot not in copied:
-                copied.add(slot)
-                old = tables[slot]
-                tables[slot] = _TypeTable(dict(old.literal), dict(old.prefixed), dict(old.census), {}, ())
-            table = tables[slot]
-            groups = table.prefixed if pattern.pattern_type is PatternType.PREFIXED else table.literal
-            existed = pattern.name in groups
-            if group_members:
-                groups[pattern.name] = AclGroup.build(pattern, tuple(group_members.values()))
+            by_slot.setdefault(pattern.resource_type.code, []).append((pattern, group_members))
+        tables = list(self._tables)
+        for slot, changes in by_slot.items():
+            tables[slot] = self._changed_table(self._tables[slot], changes)
+        return AclIndex(tuple(tables), self._by_id.updated(id_changes))
+
+    @staticmethod
+    def _changed_table(
+        old: _TypeTable, changes: list[tuple[ResourcePattern, dict[AccessControlEntry, StoredAcl]]]
+    ) -> _TypeTable:
+        literal_changes: dict[str, AclGroup | None] = {}
+        prefixed_changes: dict[str, AclGroup | None] = {}
+        census = dict(old.census)
+        lengths_by_head = dict(old.lengths_by_head)
+        touched_heads: set[str] = set()
+        for pattern, group_members in changes:
+            group = AclGroup.build(pattern, tuple(group_members.values())) if group_members else None
+            if pattern.pattern_type is not PatternType.PREFIXED:
+                literal_changes[pattern.name] = group
+                continue
+            prefixed_changes[pattern.name] = group
+            existed = pattern.name in old.prefixed
+            if existed == (group is not None):
+                continue  # the prefix stays (or stays absent): the census does not change
+            head, size = _head(pattern.name), len(pattern.name)
+            lengths = census[head] = dict(census.get(head, {}))
+            lengths[size] = lengths.get(size, 0) + (1 if group is not None else -1)
+            if not lengths[size]:
+                del lengths[size]
+            if not lengths:
+                del census[head]
+            touched_heads.add(head)
+        for head in touched_heads:
+            if head and head in census:
+                lengths_by_head[head] = tuple(sorted(census[head]))
             else:
-                groups.pop(pattern.name, None)
-            if pattern.pattern_type is PatternType.PREFIXED and existed != bool(group_members):
-                head, size = _head(pattern.name), len(pattern.name)
-                lengths = table.census[head] = dict(table.census.get(head, {}))
-                lengths[size] = lengths.get(size, 0) + (1 if group_members else -1)
-                if not lengths[size]:
-                    del lengths[size]
-                if not lengths:
-                    del table.census[head]
-        for slot in copied:
-            tables[slot] = _derive_lengths(tables[slot], previous=self._tables[slot])
-        return AclIndex(tuple(tables), by_id)
+                lengths_by_head.pop(head, None)
+        literal = old.literal.updated(literal_changes)
+        wildcard = literal_changes.get(WILDCARD_RESOURCE, old.wildcard)
+        return _TypeTable(
+            literal,
+            old.prefixed.updated(prefixed_changes),
+            census,
+            lengths_by_head,
+            tuple(sorted(census.get("", {}))) if "" in touched_heads else old.short_lengths,
+            wildcard,
+        )
 
     def _group(self, pattern: ResourcePattern) -> AclGroup | None:
         table = self._tables[pattern.resource_type.code]
         groups = table.prefixed if pattern.pattern_type is PatternType.PREFIXED else table.literal
         return groups.get(pattern.name)
-
-
-def _derive_lengths(table: _TypeTable, previous: _TypeTable | None = None) -> _TypeTable:
-    """Fill ``lengths_by_head``/``short_lengths`` from the census, reusing the previous tuples of unchanged heads
-    so that a change costs O(heads) dict work, not a re-sort of every head."""
-    lengths_by_head: dict[str, tuple[int, ...]] = {}
-    for head, lengths in table.census.items():
-        if not head:
-            continue
-        reused = previous.lengths_by_head.get(head) if previous is not None else None
-        if reused is not None and previous is not None and previous.census.get(head) is lengths:
-            lengths_by_head[head] = reused
-        else:
-            lengths_by_head[head] = tuple(sorted(lengths))
-    short = tuple(sorted(table.census.get("", {})))
-    return _TypeTable(table.literal, table.prefixed, table.census, lengths_by_head, short)
