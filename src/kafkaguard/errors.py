@@ -16,7 +16,12 @@ and never contain secret material (passwords, salts, keys, proofs).
      └── ScramError                                    SCRAM credentials and the SASL/SCRAM exchange
           ├── UnsupportedMechanismError                 not SCRAM-SHA-256/512 (Kafka UNSUPPORTED_SASL_MECHANISM)
           ├── UnacceptableCredentialError               KIP-554 validation (Kafka UNACCEPTABLE_CREDENTIAL)
-          └── ScramAuthenticationError                  a failed exchange (Kafka SASL_AUTHENTICATION_FAILED)
+          ├── ScramAuthenticationError                  a failed exchange (Kafka SASL_AUTHENTICATION_FAILED)
+          │    └── ScramProtocolError                   a malformed or refused SCRAM message
+          └── ScramStateError                           a session step called out of order (ILLEGAL_SASL_STATE)
+
+Layers add their own subtrees under KafkaguardError: ``store.errors.StoreError`` (the store cannot be read or
+written), ``server.errors.ProtocolError`` (bytes that are not a valid Kafka request; closes that connection).
 """
 
 from __future__ import annotations
