@@ -133,6 +133,11 @@ class KafkaServer:
         self._connections.add(task)
         try:
             await Connection(self, listener, reader, writer).run()
+        except asyncio.CancelledError:
+            # stop() cancels open connections. End this task normally: on Python 3.11 asyncio's stream protocol
+            # calls task.exception() on it when it finishes, which raises for a cancelled task and logs
+            # "Exception in callback ..." at ERROR level for every connection open at shutdown.
+            writer.close()
         except Exception:
             # The last line of defence: a bug in a handler must close one connection, not the server.
             log.exception("unexpected error on a connection from %s", writer.get_extra_info("peername"))
