@@ -12,6 +12,8 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
+import kio.schema.metadata.v10.request as metadata_v10
+import kio.schema.metadata.v11.request as metadata_v11
 import pytest
 import scramp  # type: ignore[import-untyped]
 from kio.schema.alter_user_scram_credentials.v0.request import (
@@ -20,6 +22,7 @@ from kio.schema.alter_user_scram_credentials.v0.request import (
 )
 from kio.schema.api_versions.v4.request import ApiVersionsRequest
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.schema.describe_user_scram_credentials.v0.request import DescribeUserScramCredentialsRequest, UserName
 from kio.schema.describe_user_scram_credentials.v0.response import CredentialInfo
@@ -309,3 +312,40 @@ def test_changes_survive_a_restart(tmp_path: Path, tls_files: TlsFiles):
     finally:
         second.stop()
     assert second.errors == []
+
+
+# ------------------------------------------------------------------------------------------------ Metadata
+
+
+@pytest.mark.parametrize("version", [10, 11])
+def test_metadata_before_v12_with_topic_ids_or_null_names_is_an_invalid_request(server: ServerHandle, version):
+    """Found by the fuzz test: the response's topic name is not nullable before v12, and the handler used to
+    answer a lookup by id with a null name, which could not be encoded (an exception, the connection dropped)."""
+    module = metadata_v10 if version == 10 else metadata_v11
+    by_id = module.MetadataRequestTopic(topic_id=uuid.uuid4(), name=None)
+    by_name = module.MetadataRequestTopic(topic_id=None, name=TopicName("some-topic"))
+    flags = {"include_cluster_authorized_operations": False} if version == 10 else {}
+    request = module.MetadataRequest(
+        topics=(by_id, by_name), allow_auto_topic_creation=False, include_topic_authorized_operations=False, **flags
+    )
+    with Wire(server.sasl) as wire:
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        response = wire.request(request)
+        assert [(t.name, t.error_code.value) for t in response.topics] == [("", 42), ("some-topic", 42)]
+        assert wire.request(any_acl_filter()).error_code.value == 0  # the connection is still served
+
+
+def test_delete_topics_entry_without_name_or_id_is_an_invalid_request(server: ServerHandle):
+    """Found by the fuzz test: an entry with a null name and the zero id reached the store as a None id (an
+    exception, the connection dropped). Kafka answers INVALID_REQUEST for that entry."""
+    nameless = DeleteTopicState(name=None, topic_id=uuid.UUID(int=0))
+    request = DeleteTopicsRequest(topics=(nameless,), timeout=i32Timedelta.parse(timedelta(seconds=5)))
+    with Wire(server.sasl) as wire:
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        (result,) = wire.request(request).responses
+        assert (result.name, result.error_code.value, result.error_message) == (
+            None,
+            42,
+            "Neither topic name nor id were specified.",
+        )
+        assert wire.request(any_acl_filter()).error_code.value == 0

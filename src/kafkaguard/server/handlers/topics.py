@@ -31,6 +31,8 @@ from kafkaguard.store.uuids import ZERO_UUID
 NO_THROTTLE = timedelta(0)
 TOPIC = ResourceType.TOPIC
 AUTHORIZATION_FAILED = "Authorization failed."
+#: The first Metadata version that looks topics up by id (and whose response may carry a null topic name).
+TOPIC_IDS_SINCE = 12
 #: Kafka's DYNAMIC_TOPIC_CONFIG config source.
 DYNAMIC_TOPIC_CONFIG = 1
 
@@ -93,6 +95,16 @@ async def metadata(scope: RequestScope, request: Any) -> Any:
         records = [d.record for d in topics_service.describe(None) if d.record is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: [r.name for r in records]})
         entries = [topic_entry(r) for r in records if outcome.allows(TOPIC, r.name)]
+    elif scope.api_version < TOPIC_IDS_SINCE and any(
+        t.name is None or getattr(t, "topic_id", None) not in (None, ZERO_UUID) for t in request.topics
+    ):
+        # Kafka: "Topic name can not be null" / "Topic IDs are not supported in requests for version N" before
+        # v12; the request fails with INVALID_REQUEST on every topic, a null name answered as "" (the response's
+        # name is not nullable before v12, so it could not even be encoded).
+        entries = [
+            error_entry(t.name or "", ErrorCode.invalid_request, getattr(t, "topic_id", None) or ZERO_UUID)
+            for t in request.topics
+        ]
     else:
         ids = [t.topic_id for t in request.topics if getattr(t, "topic_id", None) and t.topic_id != ZERO_UUID]
         names = _unique(t.name for t in request.topics if t.name is not None)
@@ -252,16 +264,26 @@ async def create_topics(scope: RequestScope, request: Any) -> Any:
 
 # ----------------------------------------------------------------------------------------------- DeleteTopics
 
+NEITHER_NAME_NOR_ID = "Neither topic name nor id were specified."
+
+
+def _has_id(topic: Any) -> bool:
+    """kio reads the all-zero Uuid as None."""
+    return topic.topic_id is not None and topic.topic_id != ZERO_UUID
+
 
 async def delete_topics(scope: RequestScope, request: Any) -> Any:
     cls = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
     result_cls = nested(cls, "DeletableTopicResult")
     service = scope.services.topics
+    nameless = 0
     if hasattr(request, "topic_names"):
         names, ids = _unique(request.topic_names), []
     else:
         names = _unique(t.name for t in request.topics if t.name is not None)
-        ids = list(dict.fromkeys(t.topic_id for t in request.topics if t.name is None))
+        ids = list(dict.fromkeys(t.topic_id for t in request.topics if t.name is None and _has_id(t)))
+        # Kafka (ControllerApis.deleteTopics): an entry with neither a name nor an id is an INVALID_REQUEST.
+        nameless = sum(1 for t in request.topics if t.name is None and not _has_id(t))
     id_names = {d.topic_id: d.record.name for d in service.describe_by_id(ids) if d.record is not None} if ids else {}
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: _unique([*names, *id_names.values()])})
     results: list[Any] = []
@@ -290,6 +312,16 @@ async def delete_topics(scope: RequestScope, request: Any) -> Any:
                     error_message=AUTHORIZATION_FAILED,
                 )
             )
+    results.extend(
+        build(
+            result_cls,
+            name=None,
+            topic_id=ZERO_UUID,
+            error_code=ErrorCode.invalid_request,
+            error_message=NEITHER_NAME_NOR_ID,
+        )
+        for _ in range(nameless)
+    )
     deleted = []
     if deletable_names:
         deleted += await asyncio.to_thread(service.delete_topics, deletable_names)
