@@ -424,3 +424,10 @@ def test_two_processes_creating_the_same_topics_one_wins_each(tmp_path: Path) ->
     with SqliteStore(path) as store:
         assert [t.name for t in store.list_topics()] == sorted(f"race-{i}" for i in range(count))
         assert store.cluster_id() == reports[0]["cluster_id"]
+
+
+def test_partition_count_is_limited_per_topic(service: TopicService) -> None:
+    results = service.create_topics([new("huge", 10_001, 1), new("largest", 10_000, 1)])
+    assert results[0].error_code is PARTITIONS
+    assert results[0].error_message == "Number of partitions 10001 exceeds the limit of 10000 partitions per topic."
+    assert results[1].error_code is NONE and results[1].num_partitions == 10_000

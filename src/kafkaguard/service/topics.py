@@ -102,6 +102,10 @@ NO_NAME_OR_ID = "Neither topic name nor id were specified."
 CLUSTER_METADATA_PROHIBITED = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
 INVALID_REPLICATION_FACTOR = "Replication factor must be larger than 0, or -1 to use the default value."
 INVALID_PARTITIONS = "Number of partitions was set to an invalid non-positive value."
+#: Kafka's controller writes one record per partition and refuses more than 10,000 records per request
+#: (MAX_RECORDS_PER_USER_OP); kafkaguard makes that a per-topic limit with a clear error, so one request cannot
+#: make every later Metadata answer enormous.
+MAX_PARTITIONS = 10_000
 ASSIGNMENT_WITH_REPLICATION_FACTOR = (
     "A manual partition assignment was specified, but replication factor was not set to -1."
 )
@@ -310,6 +314,11 @@ class TopicService:
         if topic.num_partitions < -1 or topic.num_partitions == 0:
             return _error(KafkaErrorCode.INVALID_PARTITIONS, INVALID_PARTITIONS)
         partitions = self._default_partitions if topic.num_partitions == -1 else topic.num_partitions
+        if partitions > MAX_PARTITIONS:
+            return _error(
+                KafkaErrorCode.INVALID_PARTITIONS,
+                f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS} partitions per topic.",
+            )
         replication = self._default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
         if replication > self._broker_count:
             return _error(
