@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import logging
 import signal
 import ssl
@@ -83,6 +84,10 @@ class KafkaServer:
             log.info("listening on %s://%s:%d", listener.protocol.value, listener.host, bound.port)
         if self.audit is not None:
             self.audit.start()
+        # The loaded ACL set is long-lived: move it out of the cyclic GC's reach so that collections triggered by
+        # request garbage do not walk 100k ACL objects (measured: GC pauses of up to 58 ms at 10k ACLs).
+        gc.collect()
+        gc.freeze()
         self._sync_task = asyncio.create_task(self._sync_loop(), name="acl-sync")
 
     async def stop(self) -> None:

@@ -82,7 +82,7 @@ def decode_request(frame: bytes) -> DecodedRequest:
         raise UnsupportedRequest(
             f"API key {api_key} version {api_version} is not supported", api_key, api_version, correlation_id
         )
-    schema = load_request_schema(api_key, api_version)
+    schema = _request_schema(api_key, api_version)
     header, offset = decode_header(frame, flexible=schema.__flexible__)
     try:
         body, _consumed = _reader(schema)(frame, offset)  # trailing bytes are ignored on purpose
@@ -93,19 +93,41 @@ def decode_request(frame: bytes) -> DecodedRequest:
 
 
 def encode_response(api_key: ApiKey, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """One framed response: response header (v0 for ApiVersions and non-flexible APIs, else v1) and body."""
-    schema = load_response_schema(api_key, api_version)
+    """One framed response: response header (v0 for ApiVersions and non-flexible APIs, else v1) and body.
+
+    ``body`` is a kio response entity, or the body's bytes already encoded (handlers that write large responses
+    by hand, see ``handlers.acl_encoding``).
+    """
+    schema = response_schema(api_key, api_version)
     buffer = io.BytesIO()
     if api_key is ApiKey.API_VERSIONS or not schema.__flexible__:
         _writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
         _writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
-    _writer(type(body))(buffer, body)
+    if isinstance(body, bytes):
+        buffer.write(body)
+    else:
+        _writer(type(body))(buffer, body)
     return encode_frame(buffer.getvalue())
 
 
+_REQUEST_SCHEMAS: dict[tuple[int, int], type[Any]] = {}
+_RESPONSE_SCHEMAS: dict[tuple[int, int], type[Any]] = {}
+
+
+def _request_schema(api_key: int, api_version: int) -> type[Any]:
+    # kio resolves schemas by import path on every call; the server asks thousands of times a second.
+    schema = _REQUEST_SCHEMAS.get((api_key, api_version))
+    if schema is None:
+        schema = _REQUEST_SCHEMAS[(api_key, api_version)] = cast(type[Any], load_request_schema(api_key, api_version))
+    return schema
+
+
 def response_schema(api_key: ApiKey, api_version: int) -> type[Any]:
-    return cast(type[Any], load_response_schema(api_key, api_version))
+    schema = _RESPONSE_SCHEMAS.get((api_key, api_version))
+    if schema is None:
+        schema = _RESPONSE_SCHEMAS[(api_key, api_version)] = cast(type[Any], load_response_schema(api_key, api_version))
+    return schema
 
 
 _READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}

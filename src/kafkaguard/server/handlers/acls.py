@@ -33,6 +33,7 @@ from kafkaguard.model import (
 )
 from kafkaguard.server.build import build, nested
 from kafkaguard.server.codec import response_schema
+from kafkaguard.server.handlers.acl_encoding import encode_describe_acls
 from kafkaguard.server.scope import RequestScope
 
 NO_THROTTLE = timedelta(0)
@@ -93,27 +94,7 @@ async def describe_acls(scope: RequestScope, request: Any) -> Any:
     grouped: dict[ResourcePattern, list[StoredAcl]] = {}
     for acl in scope.services.acls.describe_acls(acl_filter):
         grouped.setdefault(acl.binding.pattern, []).append(acl)
-    resource_cls, description_cls = nested(cls, "DescribeAclsResource"), nested(cls, "AclDescription")
-    resources = tuple(
-        build(
-            resource_cls,
-            resource_type=pattern.resource_type.code,
-            resource_name=pattern.name,
-            pattern_type=pattern.pattern_type.code,
-            acls=tuple(
-                build(
-                    description_cls,
-                    principal=acl.binding.entry.principal,
-                    host=acl.binding.entry.host,
-                    operation=acl.binding.entry.operation.code,
-                    permission_type=acl.binding.entry.permission_type.code,
-                )
-                for acl in acls
-            ),
-        )
-        for pattern, acls in grouped.items()
-    )
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, resources=resources)
+    return encode_describe_acls(scope.api_version, list(grouped.items()))
 
 
 def _binding_from_wire(creation: Any) -> AclBinding | None:
