@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from kafkaguard.cli import audit, serve, users
+from kafkaguard.cli import acls, audit, serve, users
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
 app.command("serve")(serve.serve)
 app.add_typer(users.app, name="users")
 app.add_typer(audit.app, name="audit")
+app.command("acls")(acls.acls)
 
 
 def main() -> None:

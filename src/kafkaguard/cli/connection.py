@@ -1,0 +1,39 @@
+"""The connection options every remote command shares (kafka-acls.sh's names) and the admin they build."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafkaguard.cli.client import DEFAULT_TIMEOUT, KafkaAdmin, client_config, load_properties
+
+BootstrapServer = Annotated[
+    str,
+    typer.Option(
+        "--bootstrap-server",
+        help="host1:port1,host2:port2,... of the Kafka cluster (kafkaguard or Apache Kafka).",
+        envvar="KAFKAGUARD_BOOTSTRAP_SERVER",
+        show_envvar=True,
+    ),
+]
+CommandConfig = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        help="Client properties file as for kafka-acls.sh: security.protocol, sasl.mechanism, sasl.jaas.config "
+        "(ScramLoginModule username/password) or sasl.username/sasl.password, ssl.truststore.location "
+        "(PEM) or ssl.ca.location.",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+    ),
+]
+Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds to wait for each answer.")]
+
+
+def connect(bootstrap_server: str, command_config: Path | None, timeout: float = DEFAULT_TIMEOUT) -> KafkaAdmin:
+    """:raises CliError: unreadable properties or a configuration librdkafka refuses."""
+    properties = load_properties(command_config) if command_config is not None else {}
+    return KafkaAdmin(client_config(bootstrap_server, properties), timeout)
