@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import typer
 
-from kafkaguard.cli import acls, audit, serve, users
+from kafkaguard.cli import acls, audit, console, serve, users
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
 app.command("serve")(serve.serve)
+app.command("console")(console.console)
 app.add_typer(users.app, name="users")
 app.add_typer(audit.app, name="audit")
 app.command("acls")(acls.acls)

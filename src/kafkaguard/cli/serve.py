@@ -61,6 +61,11 @@ def serve(
             ssl_keyfile=ssl_keyfile,
             http_listener=http_listener,
         )
+        if settings.http_listener is not None:  # the Kafka server and the console in one event loop
+            from kafkaguard.cli.console import serve_with_console
+
+            asyncio.run(serve_with_console(settings))
+            return
         from kafkaguard.server.app import serve as run_server  # the server extra is imported only to serve
 
         asyncio.run(run_server(settings))

@@ -1,0 +1,131 @@
+"""``kafkaguard console``: the REST console alone against a data directory; and the composition that
+``kafkaguard serve --http-listener`` uses to run the Kafka server and the console in one event loop.
+
+Both share one ``Services``: a change made through REST is in the Kafka server's authorizer when the response is
+sent, and a change made by a Kafka client is visible to the next REST request. Alone, the console follows other
+processes' changes to the store every ``sync_interval_seconds``, as the Kafka server does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from kafkaguard.bootstrap import Services, build_services
+from kafkaguard.config import Settings, load_settings
+from kafkaguard.errors import InvalidConfigError, KafkaguardError
+
+if TYPE_CHECKING:
+    from kafkaguard.console import HttpListener
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HTTP_LISTENER = "127.0.0.1:8080"
+
+
+async def _until_signalled() -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+
+
+def _http_listener(settings: Settings) -> HttpListener:
+    from kafkaguard.console import HttpListener
+
+    if settings.http_listener is None:
+        raise InvalidConfigError("http_listener is not set")
+    return HttpListener.parse(settings.http_listener)
+
+
+async def run_console(settings: Settings) -> None:
+    """The console alone until SIGTERM/SIGINT, polling the store for other processes' changes."""
+    from kafkaguard.console import ConsoleServer, create_app
+
+    listener = _http_listener(settings)
+    services = await asyncio.to_thread(build_services, settings)
+    console = ConsoleServer(create_app(services, sync_store=True), listener)
+    try:
+        await console.start()
+        await _until_signalled()
+    finally:
+        await console.stop()
+        services.close()
+
+
+class ServerWithConsole:
+    """The Kafka server and the console on one ``Services``, in the running event loop."""
+
+    def __init__(self, services: Services) -> None:
+        from kafkaguard.console import ConsoleServer, create_app  # the console extra, imported only to serve
+        from kafkaguard.server.app import KafkaServer  # the server extra, imported only to serve
+
+        self.services = services
+        self.server = KafkaServer(services)
+        self.console = ConsoleServer(create_app(services), _http_listener(services.settings))
+
+    async def start(self) -> None:
+        """:raises InvalidConfigError: a listener cannot be bound (nothing is left running)."""
+        await self.server.start()
+        try:
+            await self.console.start()
+        except BaseException:
+            await self.server.stop()
+            raise
+
+    async def stop(self) -> None:
+        await self.console.stop()
+        await self.server.stop()
+
+
+async def serve_with_console(settings: Settings) -> None:
+    """What ``kafkaguard serve --http-listener`` runs: both until SIGTERM/SIGINT, then a clean shutdown."""
+    services = await asyncio.to_thread(build_services, settings)
+    try:
+        both = ServerWithConsole(services)
+        await both.start()
+        try:
+            await _until_signalled()
+        finally:
+            await both.stop()
+    finally:
+        services.close()
+
+
+def console(
+    data_dir: Annotated[Path | None, typer.Option(help="Data directory (SQLite database). Default: ./data")] = None,
+    http_listener: Annotated[
+        str | None, typer.Option(help=f"host:port to serve the console on. Default: {DEFAULT_HTTP_LISTENER}")
+    ] = None,
+    super_users: Annotated[str | None, typer.Option(help="Super users, e.g. 'User:admin;User:ops'.")] = None,
+    allow_everyone_if_no_acl_found: Annotated[
+        bool | None, typer.Option("--allow-everyone-if-no-acl-found", help="Kafka's setting (default: deny).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")] = None,
+    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+) -> None:
+    """Run the REST console and web page alone against a data directory (the Kafka server may run elsewhere)."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = load_settings(
+            config,
+            data_dir=data_dir,
+            http_listener=http_listener,
+            super_users=super_users,
+            allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+        )
+        if settings.http_listener is None:
+            settings = settings.model_copy(update={"http_listener": DEFAULT_HTTP_LISTENER})
+        asyncio.run(run_console(settings))
+    except KafkaguardError as e:
+        typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
+        raise typer.Exit(code=2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(code=130) from None

@@ -1,0 +1,211 @@
+"""``create_app(services)``: the console's FastAPI application — routers, the one domain-error handler, the body
+limit, metrics, and the web page. No module-level app: each call builds a new one with its own metrics.
+
+The app shares ``services`` with whoever built them: in ``kafkaguard serve --http-listener`` that is the Kafka
+server in the same event loop, so a change through either is visible through the other at once. Alone
+(``kafkaguard console``) it follows other processes' changes to the store with ``sync_store=True``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kafkaguard.bootstrap import Services
+from kafkaguard.console.auth import BasicAuthenticator
+from kafkaguard.console.dependencies import ConsoleState
+from kafkaguard.console.metrics import ConsoleMetrics
+from kafkaguard.console.routers import acls, authorize, health, users
+from kafkaguard.errors import (
+    AuthorizerNotReadyError,
+    InvalidAclError,
+    InvalidActionError,
+    InvalidNameError,
+    KafkaguardError,
+    ScramError,
+)
+from kafkaguard.store.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+#: Request bodies above this are refused with 413 before they are read in full.
+MAX_BODY_BYTES = 1024 * 1024
+
+
+def create_app(
+    services: Services,
+    *,
+    sync_store: bool = False,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    login_cache_seconds: float = 60.0,
+) -> FastAPI:
+    """The console over ``services``. With ``sync_store``, the lifespan polls the store for other processes'
+    ACL changes every ``sync_interval_seconds`` (as the Kafka server does; not needed beside it)."""
+    settings = services.settings
+    metrics = ConsoleMetrics(lambda: services.authorizer.acl_count)
+    state = ConsoleState(
+        services=services,
+        authenticator=BasicAuthenticator(services.credentials, ttl_seconds=login_cache_seconds),
+        metrics=metrics,
+        failure_delay_seconds=settings.auth_failure_delay_ms / 1000,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(_sync_loop(services), name="console-acl-sync") if sync_store else None
+        try:
+            yield
+        finally:
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    app = FastAPI(
+        title="kafkaguard console",
+        version="1",
+        summary="ACLs, SCRAM users and authorization decisions of a kafkaguard cluster.",
+        lifespan=lifespan,
+        redoc_url=None,
+    )
+    app.state.console = state
+    for router in (acls.router, users.router, authorize.router, health.router):
+        app.include_router(router)
+    app.add_exception_handler(KafkaguardError, _domain_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    static = resources.files("kafkaguard.console") / "static"
+    page = (static / "index.html").read_text("utf-8")
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> HTMLResponse:
+        return HTMLResponse(page, headers={"Cache-Control": "no-store"})
+
+    app.mount("/static", StaticFiles(directory=str(static)), name="static")
+    app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(_Timing, metrics=metrics)
+    return app
+
+
+async def _sync_loop(services: Services) -> None:
+    interval = services.settings.sync_interval_seconds
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            await asyncio.to_thread(services.acls.poll)
+        except Exception:
+            log.exception("syncing ACLs from the store failed; retrying")
+
+
+# ------------------------------------------------------------------------------------------------- errors
+
+
+def _status_for(error: KafkaguardError) -> int:
+    if isinstance(error, InvalidAclError | InvalidActionError | InvalidNameError | ScramError):
+        return 422
+    if isinstance(error, AuthorizerNotReadyError | StoreError):
+        return 503
+    return 500
+
+
+async def _domain_error(_request: Request, error: Exception) -> JSONResponse:
+    """The one place a domain error becomes an HTTP status (messages carry no secrets by contract)."""
+    assert isinstance(error, KafkaguardError)  # noqa: S101 - registered for KafkaguardError only
+    status = _status_for(error)
+    if status >= 500:
+        log.error("console request failed: %s", error)
+    return JSONResponse({"detail": str(error)}, status_code=status)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    """``("body", "list", 0, "permission_type")`` → ``[0].permission_type``; ``("query", "host")`` → ``host``."""
+    parts = [p for p in loc[1:] if p not in ("one", "list")] if loc and loc[0] in ("body", "query", "path") else loc
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "body"
+
+
+async def _validation_error(_request: Request, error: Exception) -> JSONResponse:
+    """FastAPI's 422 body (``detail``: a list of errors) plus ``message``: one line naming each bad field."""
+    assert isinstance(error, RequestValidationError)  # noqa: S101 - registered for RequestValidationError only
+    details: list[dict[str, Any]] = []
+    for item in error.errors():
+        entry = {"loc": list(item.get("loc", ())), "msg": str(item.get("msg", "")), "type": str(item.get("type"))}
+        details.append(entry)
+    message = "; ".join(f"{_location(tuple(d['loc']))}: {d['msg']}" for d in details)
+    return JSONResponse({"detail": details, "message": message}, status_code=422)
+
+
+# --------------------------------------------------------------------------------------------- middleware
+
+
+class _BodyLimit:
+    """413 for a body above ``max_bytes``: at once when Content-Length says so, else as soon as the streamed
+    body passes the limit (raised as an HTTPException while the route reads its body)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        detail = f"Request body too large: the limit is {self.max_bytes} bytes"
+        for name, value in scope["headers"]:
+            if name == b"content-length":
+                try:
+                    too_large = int(value) > self.max_bytes
+                except ValueError:
+                    too_large = False
+                if too_large:
+                    response = JSONResponse({"detail": detail}, status_code=413, headers={"Connection": "close"})
+                    await response(scope, receive, send)
+                    return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise HTTPException(413, detail)
+            return message
+
+        await self.app(scope, limited, send)
+
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class _Timing:
+    """Observes every HTTP request's latency under its route template (bounded label values)."""
+
+    def __init__(self, app: ASGIApp, metrics: ConsoleMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            method = scope["method"] if scope["method"] in _METHODS else "OTHER"
+            self.metrics.latency.labels(method, route).observe(time.perf_counter() - start)

@@ -1,0 +1,45 @@
+"""The console's Prometheus metrics, in a registry of its own (one per app: no process-global state).
+
+* ``kafkaguard_console_decisions_total{result}``: the console's authorization decisions (ALLOWED, DENIED);
+* ``kafkaguard_console_logins_total{result}``: HTTP Basic logins (ok, failed);
+* ``kafkaguard_console_request_duration_seconds{method,route}``: request latency by route template;
+* ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class ConsoleMetrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, acl_count: Callable[[], int]) -> None:
+        self.registry = CollectorRegistry()
+        self.decisions = Counter(
+            "kafkaguard_console_decisions", "Authorization decisions of console requests.", ["result"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.logins = Counter(
+            "kafkaguard_console_logins", "HTTP Basic logins to the console.", ["result"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "kafkaguard_console_request_duration_seconds",
+            "Console request latency by route.",
+            ["method", "route"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.acls = Gauge("kafkaguard_acls", "ACLs the authorizer holds.", registry=self.registry)
+        self.acls.set_function(lambda: float(acl_count()))
+        for result in ("ALLOWED", "DENIED"):
+            self.decisions.labels(result)
+        for result in ("ok", "failed"):
+            self.logins.labels(result)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

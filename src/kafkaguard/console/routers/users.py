@@ -1,0 +1,126 @@
+"""``/api/users``: SCRAM users (KIP-554): list, set a password, delete. Never a salt or a key in a response."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.console.auth import Caller
+from kafkaguard.console.dependencies import ConsoleState, console_state, require
+from kafkaguard.console.schemas import (
+    CredentialOut,
+    ErrorOut,
+    MechanismName,
+    PasswordIn,
+    Text,
+    UserDeletedOut,
+    UserListOut,
+    UserOut,
+)
+from kafkaguard.scram import ScramMechanism
+from kafkaguard.service.credentials import ScramDeletion, UserAlterationResult
+from kafkaguard.service.errors import KafkaErrorCode
+
+router = APIRouter(
+    prefix="/api/users",
+    tags=["users"],
+    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}},
+)
+
+UserName = Annotated[Text, Path(min_length=1, description="The user name (principal User:<name>).")]
+
+_STATUS = {
+    KafkaErrorCode.RESOURCE_NOT_FOUND: 404,
+    KafkaErrorCode.DUPLICATE_RESOURCE: 409,
+    KafkaErrorCode.UNACCEPTABLE_CREDENTIAL: 422,
+    KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM: 422,
+}
+
+
+def _raise_for(result: UserAlterationResult) -> None:
+    if not result.succeeded:
+        raise HTTPException(_STATUS.get(result.error_code, 400), f"{result.error_code.name}: {result.error_message}")
+
+
+def _mechanism_name(mechanism: ScramMechanism) -> MechanismName:
+    return "SCRAM-SHA-512" if mechanism is ScramMechanism.SCRAM_SHA_512 else "SCRAM-SHA-256"
+
+
+@router.get("", response_model=UserListOut, summary="List SCRAM users")
+def list_users(
+    state: Annotated[ConsoleState, Depends(console_state)],
+    _caller: Annotated[Caller, Depends(require(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS))],
+) -> UserListOut:
+    """DescribeUserScramCredentials for every user (needs DESCRIBE on the cluster): mechanisms and iterations."""
+    users = [
+        UserOut(
+            name=description.user,
+            credentials=[
+                CredentialOut(mechanism=_mechanism_name(info.mechanism), iterations=info.iterations)
+                for info in description.credentials
+            ],
+        )
+        for description in state.services.credentials.describe()
+    ]
+    return UserListOut(users=users, count=len(users))
+
+
+@router.put(
+    "/{name}",
+    response_model=UserOut,
+    summary="Set a user's password for one mechanism",
+    responses={422: {"model": ErrorOut}},
+)
+def set_password(
+    name: UserName,
+    body: PasswordIn,
+    state: Annotated[ConsoleState, Depends(console_state)],
+    _caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
+) -> UserOut:
+    """AlterUserScramCredentials upsertion (needs ALTER on the cluster). The server draws a random salt and
+    derives the keys; the password is not stored. Returns the user's credentials afterwards."""
+    mechanism = ScramMechanism.from_name(body.mechanism)
+    result = state.services.credentials.upsert_password(
+        name, mechanism, body.password.get_secret_value(), body.iterations
+    )
+    _raise_for(result)
+    return _describe_one(state, name)
+
+
+@router.delete(
+    "/{name}",
+    response_model=UserDeletedOut,
+    summary="Delete a user's credentials",
+    responses={404: {"model": ErrorOut}},
+)
+def delete_user(
+    name: UserName,
+    state: Annotated[ConsoleState, Depends(console_state)],
+    _caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
+    mechanism: Annotated[MechanismName | None, Query(description="Only this mechanism (default: all).")] = None,
+) -> UserDeletedOut:
+    """AlterUserScramCredentials deletions (needs ALTER on the cluster): the named mechanism, or every mechanism
+    the user has. Deleting what does not exist is a 404 with Kafka's message."""
+    if mechanism is not None:
+        chosen = [ScramMechanism.from_name(mechanism)]
+    else:
+        description = state.services.credentials.describe([name])[0]
+        chosen = [info.mechanism for info in description.credentials]
+        if not chosen:
+            raise HTTPException(404, f"RESOURCE_NOT_FOUND: {description.error_message}")
+    result = state.services.credentials.alter(deletions=[ScramDeletion(user=name, mechanism=m) for m in chosen])[0]
+    _raise_for(result)
+    return UserDeletedOut(name=name, deleted=[_mechanism_name(m) for m in chosen])
+
+
+def _describe_one(state: ConsoleState, name: str) -> UserOut:
+    description = state.services.credentials.describe([name])[0]
+    return UserOut(
+        name=name,
+        credentials=[
+            CredentialOut(mechanism=_mechanism_name(info.mechanism), iterations=info.iterations)
+            for info in description.credentials
+        ],
+    )

@@ -1,0 +1,101 @@
+"""Serve a console app with uvicorn inside an existing event loop (beside the Kafka server, or alone).
+
+``ConsoleServer.start()`` binds and returns once the listener accepts; ``stop()`` shuts down gracefully. Signals
+are left to the owner of the loop: uvicorn's own handlers would replace the process's, and re-raise the signal
+after shutting down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+from collections.abc import Generator
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI
+
+from kafkaguard.errors import InvalidConfigError
+
+log = logging.getLogger(__name__)
+
+_HTTP_LISTENER = re.compile(r"^(?:(?P<scheme>https?)://)?(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\s\[\]]*):(?P<port>\d{1,5})$")
+START_TIMEOUT_SECONDS = 15.0
+
+
+@dataclass(frozen=True, slots=True)
+class HttpListener:
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, text: str) -> HttpListener:
+        """``host:port`` (``[::1]:8080``; an ``http://`` prefix is accepted; port 0 = any free port).
+
+        :raises InvalidConfigError: anything else.
+        """
+        match = _HTTP_LISTENER.match(text.strip())
+        if match is None or match["scheme"] == "https":
+            raise InvalidConfigError(f"http_listener {text!r} is not host:port, for example 127.0.0.1:8080")
+        port = int(match["port"])
+        if port > 65535:
+            raise InvalidConfigError(f"http_listener {text!r}: port {port} is above 65535")
+        return cls(match["host"].strip("[]") or "127.0.0.1", port)
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class ConsoleServer:
+    def __init__(self, app: FastAPI, listener: HttpListener) -> None:
+        config = uvicorn.Config(
+            app,
+            host=listener.host,
+            port=listener.port,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            server_header=False,
+            timeout_graceful_shutdown=5,
+        )
+        self._server = _Server(config)
+        self._task: asyncio.Task[None] | None = None
+        self.listener = listener
+
+    @property
+    def port(self) -> int:
+        """The bound port (the real one when the listener asked for port 0)."""
+        return int(self._server.servers[0].sockets[0].getsockname()[1])
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.listener.host}]" if ":" in self.listener.host else self.listener.host
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        """:raises InvalidConfigError: the listener cannot be bound or the app fails to start."""
+        self._task = asyncio.create_task(self._serve(), name="console")
+        deadline = asyncio.get_running_loop().time() + START_TIMEOUT_SECONDS
+        while not self._server.started:
+            if self._task.done() or asyncio.get_running_loop().time() > deadline:
+                await self.stop()
+                raise InvalidConfigError(f"the console cannot listen on {self.listener.host}:{self.listener.port}")
+            await asyncio.sleep(0.01)
+        log.info("console listening on %s", self.url)
+
+    async def _serve(self) -> None:
+        try:
+            await self._server.serve()
+        except SystemExit:  # uvicorn exits this way when it cannot bind or its lifespan fails
+            log.error("the console could not start on %s:%d", self.listener.host, self.listener.port)
+
+    async def stop(self) -> None:
+        self._server.should_exit = True
+        if self._task is not None:
+            await self._task
+            self._task = None

@@ -1,0 +1,272 @@
+// kafkaguard console: a small script over the REST API (no build step). Credentials live in memory only.
+"use strict";
+
+const RESOURCE_TYPES = ["TOPIC", "GROUP", "CLUSTER", "TRANSACTIONAL_ID", "DELEGATION_TOKEN", "USER"];
+const OPERATIONS = ["ALL", "READ", "WRITE", "CREATE", "DELETE", "ALTER", "DESCRIBE", "CLUSTER_ACTION",
+  "DESCRIBE_CONFIGS", "ALTER_CONFIGS", "IDEMPOTENT_WRITE", "CREATE_TOKENS", "DESCRIBE_TOKENS", "AUTO_CREATE"];
+const ENUMS = {
+  resourceTypes: RESOURCE_TYPES,
+  patternTypes: ["LITERAL", "PREFIXED"],
+  operations: OPERATIONS,
+  permissions: ["ALLOW", "DENY"],
+  filterResourceTypes: ["ANY", ...RESOURCE_TYPES],
+  filterPatternTypes: ["ANY", "MATCH", "LITERAL", "PREFIXED"],
+  filterOperations: ["ANY", ...OPERATIONS],
+  filterPermissions: ["ANY", "ALLOW", "DENY"],
+};
+
+let auth = null; // "Basic ..." header value
+let user = null;
+
+const $ = (selector) => document.querySelector(selector);
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return node;
+}
+
+function say(id, text, kind) {
+  const node = document.getElementById(id);
+  node.textContent = text || "";
+  node.className = "message" + (kind ? " " + kind : "");
+}
+
+function basic(name, password) {
+  const bytes = new TextEncoder().encode(name + ":" + password);
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return "Basic " + btoa(binary);
+}
+
+class ApiError extends Error {
+  constructor(status, message) { super(message); this.status = status; }
+}
+
+async function api(method, path, body) {
+  const headers = { "Authorization": auth, "X-Kafkaguard-Console": "1" };
+  const init = { method, headers };
+  if (body !== undefined) { headers["Content-Type"] = "application/json"; init.body = JSON.stringify(body); }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  const data = text ? JSON.parse(text) : null;
+  if (!response.ok) {
+    let message = data && (data.message || data.detail) || response.statusText;
+    if (Array.isArray(message)) message = message.map((d) => d.msg).join("; ");
+    if (response.status === 401) message = "Not logged in: " + message;
+    if (response.status === 403) message = "Not allowed: " + message;
+    throw new ApiError(response.status, message);
+  }
+  return data;
+}
+
+function formObject(form) {
+  const out = {};
+  for (const [key, value] of new FormData(form).entries()) if (value !== "") out[key] = value;
+  return out;
+}
+
+function fillSelects() {
+  for (const select of document.querySelectorAll("select[data-enum]")) {
+    for (const name of ENUMS[select.dataset.enum]) select.append(el("option", { value: name }, name));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ login
+
+async function login(event) {
+  event.preventDefault();
+  const name = $("#login-user").value;
+  auth = basic(name, $("#login-password").value);
+  say("login-message", "Checking…");
+  try {
+    await api("GET", "/api/acls");
+    user = name;
+    $("#login-password").value = "";
+    $("#login-view").hidden = true;
+    $("#tabs").hidden = false;
+    $("#whoami").hidden = false;
+    $("#whoami-name").textContent = "User:" + name;
+    say("login-message", "");
+    show("acls");
+  } catch (error) {
+    auth = null;
+    say("login-message", error.status === 401 ? "Wrong user name or password." : error.message, "error");
+  }
+}
+
+function logout() {
+  auth = null; user = null;
+  for (const view of document.querySelectorAll(".view")) view.hidden = true;
+  $("#tabs").hidden = true; $("#whoami").hidden = true; $("#login-view").hidden = false;
+}
+
+function show(tab) {
+  for (const button of document.querySelectorAll("#tabs button")) button.classList.toggle("active", button.dataset.tab === tab);
+  for (const name of ["acls", "users", "why"]) document.getElementById(name + "-view").hidden = name !== tab;
+  if (tab === "acls") loadAcls();
+  if (tab === "users") loadUsers();
+}
+
+// ------------------------------------------------------------------------------------------------- ACLs
+
+function aclCells(acl) {
+  return [
+    el("td", {}, el("code", {}, acl.principal)),
+    el("td", {}, el("code", {}, acl.host)),
+    el("td", {}, acl.resource_type + " ", el("code", {}, acl.resource_name)),
+    el("td", {}, acl.pattern_type),
+    el("td", {}, acl.operation),
+    el("td", {}, el("span", { class: "pill " + acl.permission_type }, acl.permission_type)),
+  ];
+}
+
+async function loadAcls() {
+  const query = new URLSearchParams(formObject($("#filter-form")));
+  for (const [key, value] of [...query.entries()]) if (value === "ANY") query.delete(key);
+  try {
+    const data = await api("GET", "/api/acls" + (query.toString() ? "?" + query : ""));
+    const body = $("#acl-table tbody");
+    body.replaceChildren();
+    for (const acl of data.acls) {
+      const remove = el("button", { type: "button", class: "danger", onclick: () => deleteAcl(acl) }, "Delete");
+      body.append(el("tr", { "data-id": acl.id }, ...aclCells(acl), el("td", {}, remove)));
+    }
+    const allow = data.acls.filter((a) => a.permission_type === "ALLOW").length;
+    $("#acl-count").textContent = data.count;
+    $("#acl-breakdown").textContent = data.count ? `${allow} allow · ${data.count - allow} deny` : "";
+    $("#acl-empty").hidden = data.count !== 0;
+    say("acl-list-message", "");
+  } catch (error) {
+    say("acl-list-message", error.message, "error");
+  }
+}
+
+async function addAcl(event) {
+  event.preventDefault();
+  try {
+    const data = await api("POST", "/api/acls", formObject(event.target));
+    const result = data.results[0];
+    if (result.ok) {
+      say("add-message", `Added: ${describe(result.acl)}`, "ok");
+      event.target.querySelector("[name=resource_name]").value = "";
+      loadAcls();
+    } else {
+      say("add-message", "Refused: " + result.error, "error");
+    }
+  } catch (error) {
+    say("add-message", error.message, "error");
+  }
+}
+
+function describe(acl) {
+  return `${acl.permission_type} ${acl.operation} on ${acl.resource_type}:${acl.pattern_type}:${acl.resource_name} ` +
+    `for ${acl.principal} from ${acl.host}`;
+}
+
+async function deleteAcl(acl) {
+  if (!window.confirm("Delete this ACL?\n" + describe(acl))) return;
+  const filter = { ...acl };
+  delete filter.id;
+  try {
+    const data = await api("DELETE", "/api/acls", filter);
+    say("acl-list-message", `Deleted ${data.count} ACL(s): ${data.deleted.map(describe).join("; ")}`, "ok");
+    loadAcls();
+  } catch (error) {
+    say("acl-list-message", error.message, "error");
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ users
+
+async function loadUsers() {
+  try {
+    const data = await api("GET", "/api/users");
+    const body = $("#user-table tbody");
+    body.replaceChildren();
+    for (const u of data.users) {
+      const creds = u.credentials.map((c) => el("span", { class: "pill mech" }, `${c.mechanism} · ${c.iterations}`));
+      const remove = el("button", { type: "button", class: "danger", onclick: () => deleteUser(u.name) }, "Delete");
+      body.append(el("tr", {}, el("td", {}, u.name), el("td", {}, el("code", {}, "User:" + u.name)),
+        el("td", {}, ...creds), el("td", {}, remove)));
+    }
+    $("#user-count").textContent = data.count;
+    say("users-message", "");
+  } catch (error) {
+    say("users-message", error.message, "error");
+  }
+}
+
+async function setPassword(event) {
+  event.preventDefault();
+  const form = formObject(event.target);
+  const mechanisms = form.mechanism === "both" ? ["SCRAM-SHA-256", "SCRAM-SHA-512"] : [form.mechanism];
+  try {
+    for (const mechanism of mechanisms) {
+      await api("PUT", "/api/users/" + encodeURIComponent(form.name),
+        { mechanism, iterations: Number(form.iterations), password: form.password });
+    }
+    say("password-message", `Password set for User:${form.name} (${mechanisms.join(", ")}).`, "ok");
+    event.target.querySelector("[name=password]").value = "";
+    loadUsers();
+  } catch (error) {
+    say("password-message", error.message, "error");
+  }
+}
+
+async function deleteUser(name) {
+  if (!window.confirm(`Delete every SCRAM credential of User:${name}?`)) return;
+  try {
+    await api("DELETE", "/api/users/" + encodeURIComponent(name));
+    say("users-message", `Deleted User:${name}.`, "ok");
+    loadUsers();
+  } catch (error) {
+    say("users-message", error.message, "error");
+  }
+}
+
+// ------------------------------------------------------------------------------------------------- why?
+
+async function explain(event) {
+  event.preventDefault();
+  try {
+    const data = await api("POST", "/api/authorize", formObject(event.target));
+    say("why-message", "");
+    $("#why-result").hidden = false;
+    const verdict = $("#verdict");
+    verdict.textContent = data.decision;
+    verdict.className = "verdict " + data.decision;
+    $("#why-explanation").textContent = data.explanation;
+    $("#why-rule").textContent = data.rule.text;
+    $("#why-relevant").textContent = data.relevant_acl_count;
+    $("#why-count").textContent = data.matching_acls.length;
+    const body = $("#why-table tbody");
+    body.replaceChildren();
+    for (const acl of data.matching_acls) {
+      const mark = acl.decisive ? el("span", { title: "the deciding rule" }, "▶") : "";
+      body.append(el("tr", { class: acl.decisive ? "decisive" : "", "data-id": acl.id }, el("td", {}, mark),
+        ...aclCells(acl)));
+    }
+    $("#why-none").hidden = data.matching_acls.length !== 0;
+  } catch (error) {
+    $("#why-result").hidden = true;
+    say("why-message", error.message, "error");
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  fillSelects();
+  $("#login-form").addEventListener("submit", login);
+  $("#logout").addEventListener("click", logout);
+  for (const button of document.querySelectorAll("#tabs button")) button.addEventListener("click", () => show(button.dataset.tab));
+  $("#filter-form").addEventListener("submit", (event) => { event.preventDefault(); loadAcls(); });
+  $("#filter-form").addEventListener("reset", () => setTimeout(loadAcls, 0));
+  $("#add-form").addEventListener("submit", addAcl);
+  $("#password-form").addEventListener("submit", setPassword);
+  $("#why-form").addEventListener("submit", explain);
+});
