@@ -90,7 +90,8 @@ def make_records(n: int, rng: np.random.Generator) -> pa.Table:
             "resource_type": constant("TOPIC"),
             "pattern_type": constant("LITERAL"),
             "resource_name": dictionary(topic, topics),
-            "decision": dictionary(rng.integers(0, 2, n), pa.array(["ALLOWED", "DENIED"])),
+            # The logged decision is a function of the access (as in a real log under stable ACLs): ~10% denied.
+            "decision": dictionary((p * 7 + topic * 13 + op) % 10 == 0, pa.array(["ALLOWED", "DENIED"])),
             "rule": constant("DefaultDeny"),
         }
     )
@@ -201,7 +202,9 @@ def main() -> None:
         started = time.perf_counter()
         spark = start_spark("kafkaguard-bench")
         print(f"session start {time.perf_counter() - started:.1f}s")
-        spark.read.parquet(logs[sizes[0]]).limit(1).collect()  # first SQL job (warm-up, not measured)
+        # Warm-up, not measured: the first SQL job and the first Python workers (one-time costs of a session).
+        warm = write_log(root, 10_000, rng)
+        simulate.run(spark, [warm], current, proposed, str(root / "warm"), run_=JobRun("simulate", str(root / "warm")))
         rows = []
         for n in sizes:
             f = min(floor(spark, logs[n]) for _ in range(2))
@@ -236,9 +239,10 @@ def main() -> None:
         "| naive per-row UDF, rec/s | simulate ÷ UDF |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    udf_rate = next(n / u for n, _, _, u, _, _ in rows if u)
     for n, f, s, u, distinct, flips in rows:
-        udf_text = f"{n / u:,.0f}" if u else "not run (too slow at this size; see the smaller size)"
-        ratio = f"{(n / s) / (n / u):.1f}×" if u else "—"
+        udf_text = f"{n / u:,.0f}" if u else f"not run (too slow); {udf_rate:,.0f} at {sizes[0]:,}"
+        ratio = f"{(n / s) / (n / u):.1f}×" if u else f"{(n / s) / udf_rate:.1f}× (vs the UDF rate at {sizes[0]:,})"
         cells = [f"{n:,}", f"{distinct:,}", f"{flips:,}", f"{n / f:,.0f}", f"{n / s:,.0f} ({s:.1f})"]
         cells += [f"{100 * f / s:.0f}%", udf_text, ratio]
         lines.append("| " + " | ".join(cells) + " |")
@@ -246,8 +250,10 @@ def main() -> None:
         "",
         "Targets (2-core machine): simulate ≥ 50% of the floor's throughput, ≥ 5× the per-row UDF, "
         "10M records through simulate in < 60 s after session start. The simulate time includes writing the flips "
-        "table and the HTML report. The naive UDF runs on the smallest size only: at ~0.1–0.2M rec/s it would take "
-        "minutes on 10M.",
+        "table and the HTML report. The naive UDF runs on the smallest size only (at its rate 10M would take "
+        "about a minute); the 10M ratio uses its 1M rate. The floor reads Parquet column chunks without decoding "
+        "them into rows, so it is far cheaper than any grouping: the JVM aggregation alone runs at ~1–2M rec/s "
+        "here.",
     ]
     write_section("pipeline", "\n".join(lines))
 

@@ -109,8 +109,12 @@ def parse_json_lines(text: DataFrame) -> DataFrame:
 def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None = None) -> DataFrame:
     """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampNTZType, TimestampType
 
-    time = F.col("time").cast("string").try_cast("timestamp")
+    if isinstance(df.schema["time"].dataType, TimestampType | TimestampNTZType):
+        time = F.col("time").cast("timestamp")  # Parquet: already a timestamp (NTZ is read as UTC)
+    else:
+        time = F.col("time").cast("string").try_cast("timestamp")
     checks: list[tuple[Column, str]] = []
     if bad_json is not None:
         checks.append((F.col(bad_json), "not valid JSON"))
@@ -131,7 +135,9 @@ def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None =
         (F.col("pattern_type") != "LITERAL", "pattern_type is not LITERAL"),
         (~F.col("decision").isin(*DECISION_NAMES), "unknown decision"),
     ]
-    line = F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c) for c in df.columns]))
+    line = (
+        F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns]))
+    )
     return _finish(df, time, _first_reason(checks), line)
 
 
@@ -191,11 +197,12 @@ def _finish(df: DataFrame, time: Column, reason: Column, line: Column) -> DataFr
     """Good rows keep their values; bad rows keep only ``error`` and ``line``."""
     from pyspark.sql import functions as F
 
-    with_error = df.select("*", reason.alias("error"), time.alias("_time"), line.alias("_raw"))
+    # ``line`` is built only for bad rows (for Parquet input it is a to_json of the row: too dear for every row).
+    with_error = df.select("*", reason.alias("error"), time.alias("_time"))
     good = F.col("error").isNull()
     return with_error.select(
         F.when(good, F.col("_time")).alias("time"),
         *[F.when(good, F.col(name)).alias(name) for name in _VALUES],
         F.col("error"),
-        F.when(~good, F.col("_raw")).alias("line"),
+        F.when(~good, line).alias("line"),
     )

@@ -22,38 +22,57 @@ COUNTS = ("requests", "first_seen", "last_seen")
 
 
 def aggregate_raw(records: DataFrame, bucket: str = "hour") -> DataFrame:
-    """Records (``readers.RECORD_COLUMNS``) → one row per (access tuple, logged_decision, time bucket, error)
-    with ``requests``, ``first_seen``, ``last_seen`` and, for bad lines, one ``sample_line``."""
+    """Records (``readers.RECORD_COLUMNS``) → in one pass (grouping sets), two kinds of rows:
+
+    * ``per_tuple`` true: one row per (access tuple, logged_decision, error) with ``requests``, ``first_seen``,
+      ``last_seen`` (bad lines: key columns null, ``error`` set);
+    * ``per_tuple`` false: one row per (time bucket, logged_decision) with ``requests`` (the chart over time).
+    """
     from pyspark.sql import functions as F
 
-    return records.groupBy(
+    # No string aggregate here (such as a sample bad line): it would force a sort-based aggregation.
+    keyed = records.select(
         *ACCESS_KEY,
         F.col("decision").alias("logged_decision"),
-        F.date_trunc(bucket, F.col("time")).alias("bucket"),
         "error",
-    ).agg(
+        F.date_trunc(bucket, F.col("time")).alias("bucket"),
+        "time",
+    )
+    tuple_keys = [*ACCESS_KEY, "logged_decision", "error"]
+    return keyed.groupingSets([tuple_keys, ["bucket", "logged_decision"]], *tuple_keys, "bucket").agg(
         F.count(F.lit(1)).alias("requests"),
         F.min("time").alias("first_seen"),
         F.max("time").alias("last_seen"),
-        F.first("line", ignorenulls=True).alias("sample_line"),
+        (F.grouping("bucket") == 1).alias("per_tuple"),
+    )
+
+
+def over_time(aggregated: DataFrame) -> DataFrame:
+    """``bucket, logged_decision, requests`` sorted by time (valid records only)."""
+    from pyspark.sql import functions as F
+
+    return (
+        aggregated.where(~F.col("per_tuple") & F.col("bucket").isNotNull())
+        .select("bucket", "logged_decision", "requests")
+        .orderBy("bucket", "logged_decision")
     )
 
 
 def bad_lines(aggregated: DataFrame) -> DataFrame:
-    """``reason, lines, sample_line`` for the lines that are not records."""
+    """``reason, lines`` for the lines that are not records."""
     from pyspark.sql import functions as F
 
     return (
-        aggregated.where(F.col("error").isNotNull())
+        aggregated.where(F.col("per_tuple") & F.col("error").isNotNull())
         .groupBy(F.col("error").alias("reason"))
-        .agg(F.sum("requests").alias("lines"), F.first("sample_line", ignorenulls=True).alias("sample_line"))
+        .agg(F.sum("requests").alias("lines"))
     )
 
 
 def good_rows(aggregated: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
-    return aggregated.where(F.col("error").isNull()).drop("error", "sample_line")
+    return aggregated.where(F.col("per_tuple") & F.col("error").isNull()).drop("error", "bucket", "per_tuple")
 
 
 def collapse(aggregated_good: DataFrame, keys: Sequence[str] = ()) -> DataFrame:
@@ -121,10 +140,3 @@ def top_denied(decided: DataFrame, by: Sequence[str], other: Sequence[str], limi
         .orderBy(F.desc("requests"), *by)
         .limit(limit)
     )
-
-
-def requests_over_time(aggregated_good: DataFrame, split: str) -> DataFrame:
-    """``bucket, <split>, requests`` sorted by time: the counts-over-time chart of the report."""
-    from pyspark.sql import functions as F
-
-    return aggregated_good.groupBy("bucket", split).agg(F.sum("requests").alias("requests")).orderBy("bucket", split)

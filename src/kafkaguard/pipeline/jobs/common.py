@@ -143,7 +143,9 @@ class Reduced:
 
     aggregated: DataFrame
     good: DataFrame
-    bad: list[Row]
+    over_time: DataFrame
+    #: (reason, lines, an example line), most frequent first
+    bad: list[tuple[str, int, str | None]]
     records: int
     bad_lines: int
 
@@ -155,13 +157,20 @@ def read_and_reduce(spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: 
     from kafkaguard.pipeline import transforms
 
     with run.step("reading and aggregating the log"):
-        aggregated = transforms.aggregate_raw(read_records(spark, logs, fmt)).persist(StorageLevel.MEMORY_AND_DISK)
-        bad = transforms.bad_lines(aggregated).orderBy(F.desc("lines")).collect()
+        records = read_records(spark, logs, fmt)
+        aggregated = transforms.aggregate_raw(records).persist(StorageLevel.MEMORY_AND_DISK)
+        counts = transforms.bad_lines(aggregated).orderBy(F.desc("lines")).collect()
         good = transforms.good_rows(aggregated)
         total = good.agg(F.sum("requests")).collect()[0][0] or 0
-    bad_count = sum(int(row["lines"]) for row in bad)
+    bad: list[tuple[str, int, str | None]] = []
+    if counts:
+        with run.step("sampling unparseable lines"):
+            samples = records.where(F.col("error").isNotNull()).groupBy("error").agg(F.first("line").alias("line"))
+            sample = {row["error"]: row["line"] for row in samples.collect()}
+        bad = [(row["reason"], int(row["lines"]), sample.get(row["reason"])) for row in counts]
+    bad_count = sum(lines for _, lines, _ in bad)
     run.result.summary.update(records=int(total), unparseable_lines=bad_count)
-    return Reduced(aggregated, good, bad, int(total), bad_count)
+    return Reduced(aggregated, good, transforms.over_time(aggregated), bad, int(total), bad_count)
 
 
 def time_series(rows: Iterable[Row], split: str) -> dict[str, list[tuple[datetime, int]]]:
@@ -171,14 +180,15 @@ def time_series(rows: Iterable[Row], split: str) -> dict[str, list[tuple[datetim
     return series
 
 
-def add_input_sections(report: Report, reduced: Reduced, spark_over_time: DataFrame, split: str) -> None:
-    """Counts over time and the unparseable-line table, common to every report."""
-    report.section("Requests over time (per hour)", line_chart(time_series(spark_over_time.collect(), split)))
+def add_input_sections(report: Report, reduced: Reduced) -> None:
+    """Counts over time (per logged decision) and the unparseable-line table, common to every report."""
+    series = time_series(reduced.over_time.collect(), "logged_decision")
+    report.section("Logged requests over time (per hour)", line_chart({f"logged {k}": v for k, v in series.items()}))
     report.section(
         "Unparseable lines",
         table(
             ["reason", "lines", "example"],
-            [(r["reason"], int(r["lines"]), r["sample_line"]) for r in reduced.bad],
+            list(reduced.bad),
             empty="every line was parsed",
         ),
     )

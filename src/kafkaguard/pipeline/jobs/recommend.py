@@ -171,9 +171,7 @@ def run(
             )
             for key, value in job.result.summary.items():
                 report.card(key.replace("_", " "), value)
-            add_input_sections(
-                report, reduced, transforms.requests_over_time(reduced.good, "logged_decision"), "logged_decision"
-            )
+            add_input_sections(report, reduced)
             report.section(
                 "Per principal",
                 table(

@@ -65,16 +65,10 @@ def run(
                 differing_requests=int(stats["differ_requests"] or 0),
             )
             mismatches = decisions.where(differs).orderBy(F.desc("requests"))
-            keys = [*transforms.ACCESS_KEY, "logged_decision"]
-            over_time = reduced.good.withColumn(
-                "series", F.concat(F.lit("logged "), F.lower("logged_decision"))
-            ).unionByName(
-                reduced.good.join(mismatches.select(*keys), keys).withColumn("series", F.lit("replay differs")),
-            )
             report = Report("kafkaguard audit replay", f"ACLs: {acls.name} ({len(acls.acls)}); logs: {', '.join(logs)}")
             for key, value in job.result.summary.items():
                 report.card(key.replace("_", " "), value)
-            add_input_sections(report, reduced, transforms.requests_over_time(over_time, "series"), "series")
+            add_input_sections(report, reduced)
             columns = list(DECISION_COLUMNS)
             report.section(
                 "Accesses whose replayed decision differs from the logged one",

@@ -51,11 +51,11 @@ def run(
         with job.step("deciding distinct accesses under both ACL sets"):
             access = transforms.collapse(reduced.good)
             decided = transforms.decide(spark, access, {"current_": current, "proposed_": proposed})
-            flips = transforms.flips(decided).orderBy(F.desc("requests")).persist(StorageLevel.MEMORY_AND_DISK)
-            job.write_table(flips.select(*FLIP_COLUMNS), "flips")
+            flips = transforms.flips(decided).persist(StorageLevel.MEMORY_AND_DISK)
+            job.write_table(flips.orderBy(F.desc("requests")).select(*FLIP_COLUMNS), "flips")
         with job.step("report"):
-            newly_denied = flips.where(F.col("proposed_decision") == "DENIED")
-            newly_allowed = flips.where(F.col("proposed_decision") == "ALLOWED")
+            newly_denied = flips.where(F.col("proposed_decision") == "DENIED").orderBy(F.desc("requests"))
+            newly_allowed = flips.where(F.col("proposed_decision") == "ALLOWED").orderBy(F.desc("requests"))
             counts = flips.groupBy("proposed_decision").agg(F.count(F.lit(1)).alias("n"), F.sum("requests").alias("r"))
             by = {row["proposed_decision"]: (int(row["n"]), int(row["r"])) for row in counts.collect()}
             denied_n, denied_r = by.get("DENIED", (0, 0))
@@ -67,15 +67,6 @@ def run(
                 newly_allowed=allowed_n,
                 newly_allowed_requests=allowed_r,
             )
-            flip_keys = flips.select(*transforms.ACCESS_KEY, F.col("proposed_decision"))
-            flipped_over_time = (
-                reduced.good.join(flip_keys, list(transforms.ACCESS_KEY))
-                .withColumn(
-                    "series",
-                    F.when(F.col("proposed_decision") == "DENIED", "newly denied").otherwise("newly allowed"),
-                )
-                .unionByName(reduced.good.withColumn("series", F.lit("all requests")), allowMissingColumns=True)
-            )
             report = Report(
                 "kafkaguard audit simulate",
                 f"{current.name} ({len(current.acls)} ACLs) → {proposed.name} ({len(proposed.acls)} ACLs); "
@@ -83,7 +74,7 @@ def run(
             )
             for key, value in job.result.summary.items():
                 report.card(key.replace("_", " "), value)
-            add_input_sections(report, reduced, transforms.requests_over_time(flipped_over_time, "series"), "series")
+            add_input_sections(report, reduced)
             columns = list(FLIP_COLUMNS[:8])
             report.section(
                 f"Newly denied: would break ({denied_n:,} accesses, {denied_r:,} requests)",

@@ -69,8 +69,8 @@ def run(
             access = transforms.collapse(reduced.good)
             decided = transforms.decide(spark, access, {"": acls}, explain=True).persist(StorageLevel.MEMORY_AND_DISK)
             usage = transforms.acl_usage(decided, acl_table(spark, acls)).select(*USAGE_COLUMNS)
-            usage = usage.orderBy(F.desc("decisive_requests"), F.desc("matched_requests"), "id").persist()
-            job.write_table(usage, "acl_usage")
+            usage = usage.persist()
+            job.write_table(usage.orderBy(F.desc("decisive_requests"), F.desc("matched_requests"), "id"), "acl_usage")
             top_principals = transforms.top_denied(decided, ["principal"], ["resource_type", "resource_name"])
             top_resources = transforms.top_denied(decided, ["resource_type", "resource_name"], ["principal"])
             job.write_table(top_principals, "top_denied_principals")
@@ -86,9 +86,7 @@ def run(
             report = Report("kafkaguard audit usage", f"ACLs: {acls.name}; logs: {', '.join(logs)}")
             for key, value in job.result.summary.items():
                 report.card(key.replace("_", " "), value)
-            add_input_sections(
-                report, reduced, transforms.requests_over_time(reduced.good, "logged_decision"), "logged_decision"
-            )
+            add_input_sections(report, reduced)
             used = usage.where(F.col("decisive_requests") > 0).limit(20).collect()
             report.section(
                 "Hits per ACL (requests decided by the ACL, top 20)",
