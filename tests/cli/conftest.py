@@ -4,10 +4,9 @@ second client (kafka-python) to check the cluster's state independently of the C
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
-
-import warnings
 
 import pytest
 from typer.testing import CliRunner

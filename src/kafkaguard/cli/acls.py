@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from kafkaguard.authorizer.requests import SUPPORTED_OPERATIONS
+from kafkaguard.cli.aclfile import supported_operations
 from kafkaguard.cli.client import DEFAULT_TIMEOUT, CliError, Failure, KafkaAdmin
 from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect
 from kafkaguard.cli.output import adding_acls_text, binding_text, current_acls_text, entry_text, fail, warn
@@ -55,12 +55,6 @@ _ACTIONS = "Action (exactly one)"
 _CONNECTION = "Connection"
 
 _USAGE = 2
-
-
-def supported_operations(resource_type: ResourceType) -> frozenset[AclOperation]:
-    """Kafka's ``AclEntry.supportedOperations`` plus ALL (and AUTO_CREATE where kafkaguard checks it)."""
-    extra = {_O.ALL} | ({_O.AUTO_CREATE} if resource_type in (ResourceType.TOPIC, ResourceType.CLUSTER) else set())
-    return frozenset(SUPPORTED_OPERATIONS.get(resource_type, ())) | extra
 
 
 def acls(

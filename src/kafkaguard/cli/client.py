@@ -318,13 +318,12 @@ class KafkaAdmin:
                 "security.protocol and the SASL credentials in --command-config"
             ) from e
 
-    def cluster_operations(self) -> frozenset[AclOperation] | None:
-        """The operations the caller may perform on the cluster, or None when the cluster does not say."""
+    def cluster_operations(self) -> frozenset[AclOperation]:
+        """The operations the caller may perform on the cluster (DescribeCluster's authorized operations)."""
         future = self._admin.describe_cluster(include_authorized_operations=True, request_timeout=self._timeout)
         description = self._result(future, "DescribeCluster")
-        operations = getattr(description, "authorized_operations", None)
-        if operations is None:
-            return None
+        # confluent-kafka gives None, not [], when the broker's answer is "no operations at all" (bit field 0).
+        operations = getattr(description, "authorized_operations", None) or []
         return frozenset(AclOperation.from_code(op.value) for op in operations)
 
     def require_cluster_operation(self, operation: AclOperation, what: str) -> None:
@@ -333,7 +332,7 @@ class KafkaAdmin:
         :raises CliError: CLUSTER_AUTHORIZATION_FAILED.
         """
         operations = self.cluster_operations()
-        if operations is not None and operation not in operations and AclOperation.ALL not in operations:
+        if operation not in operations and AclOperation.ALL not in operations:
             raise KafkaCallError(
                 what,
                 "CLUSTER_AUTHORIZATION_FAILED",

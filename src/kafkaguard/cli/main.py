@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kafkaguard.cli import acls, audit, console, serve, users
+from kafkaguard.cli import acls, apply, audit, check, configs, console, export, plan, serve, users
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
 app.command("serve")(serve.serve)
@@ -12,6 +12,12 @@ app.command("console")(console.console)
 app.add_typer(users.app, name="users")
 app.add_typer(audit.app, name="audit")
 app.command("acls")(acls.acls)
+app.command("configs")(configs.configs)
+users.app.command("configs")(configs.configs)
+app.command("plan")(plan.plan)
+app.command("apply")(apply.apply)
+app.command("export")(export.export)
+app.command("check")(check.check)
 
 
 def main() -> None:
