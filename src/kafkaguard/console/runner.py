@@ -63,6 +63,7 @@ class ConsoleServer:
             server_header=False,
             timeout_graceful_shutdown=5,
         )
+        self.app = app
         self._server = _Server(config)
         self._task: asyncio.Task[None] | None = None
         self.listener = listener
