@@ -263,13 +263,15 @@ class _Reader:
         if op_key not in fields:
             self.problem(node, path, "missing key: operations")
             return []
-        operations = self.operations(fields[op_key], f"{path}.{op_key}", RESOURCE_KEYS[key])
+        operations = self.operations(fields[op_key], f"{path}.{op_key}")
         hosts = self.hosts(fields, path)
         if name is None or not isinstance(pattern, PatternType) or not isinstance(permission, AclPermissionType):
             return []
         return self.build(principal, RESOURCE_KEYS[key], name, pattern, operations, permission, hosts, node, path)
 
-    def operations(self, node: yaml.Node, path: str, resource_type: ResourceType) -> list[AclOperation]:
+    def operations(self, node: yaml.Node, path: str) -> list[AclOperation]:
+        """Any concrete operation on any resource type: Kafka stores e.g. WRITE on a group (it never matches
+        anything), and an export must read back exactly what the cluster holds."""
         items = node.value if isinstance(node, yaml.SequenceNode) else [node]
         out: list[AclOperation] = []
         for i, item in enumerate(items):
@@ -282,10 +284,8 @@ class _Reader:
             except InvalidNameError as e:
                 self.problem(item, item_path, str(e))
                 continue
-            valid = supported_operations(resource_type)
-            if operation not in valid:
-                names = ", ".join(sorted(op.name for op in valid))
-                self.problem(item, item_path, f"{resource_type} ACLs support only {names}")
+            if operation in (_O.ANY, _O.UNKNOWN):
+                self.problem(item, item_path, f"{operation} is for filters; name an operation an ACL can hold")
                 continue
             out.append(operation)
         if isinstance(node, yaml.SequenceNode) and not node.value:

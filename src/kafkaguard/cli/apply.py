@@ -39,7 +39,7 @@ def apply(
     """Make the cluster's ACLs match the file: add new DENYs, add new ALLOWs, then (with --prune) remove old
     ALLOWs and old DENYs, so that access is never wider than the old or the new ACLs allow."""
     desired = load_desired(file)
-    console = Console()
+    console = Console(soft_wrap=True, highlight=False)
     try:
         admin = connect(bootstrap_server, command_config, timeout)
         plan = compute_plan(read_cluster(admin), desired)

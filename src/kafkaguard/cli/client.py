@@ -439,8 +439,11 @@ class KafkaAdmin:
 
 def _infos(description: Any) -> list[tuple[ScramMechanism, int]]:
     return sorted(
-        (ScramMechanism.from_code(info.mechanism.value), int(info.iterations))
-        for info in description.scram_credential_infos
+        (
+            (ScramMechanism.from_code(info.mechanism.value), int(info.iterations))
+            for info in description.scram_credential_infos
+        ),
+        key=lambda pair: pair[0].code,
     )
 
 

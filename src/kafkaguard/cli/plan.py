@@ -182,6 +182,6 @@ def plan(
     except CliError as e:
         fail(str(e), e.exit_code)
     result = compute_plan(current, desired)
-    render_plan(result, prune, Console(), show_unchanged)
+    render_plan(result, prune, Console(soft_wrap=True, highlight=False), show_unchanged)
     if detailed_exitcode and (result.to_add or (prune and result.to_remove)):
         raise typer.Exit(code=2)
