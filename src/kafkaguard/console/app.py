@@ -125,6 +125,9 @@ async def _domain_error(_request: Request, error: Exception) -> JSONResponse:
     status = _status_for(error)
     if status >= 500:
         log.error("console request failed: %s", error)
+    if status == 422:  # the shape of every 422: FastAPI's list of errors, plus one readable line
+        detail = [{"loc": ["body"], "msg": str(error), "type": "value_error"}]
+        return JSONResponse({"detail": detail, "message": str(error)}, status_code=422)
     return JSONResponse({"detail": str(error)}, status_code=status)
 
 

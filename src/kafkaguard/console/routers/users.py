@@ -19,6 +19,7 @@ from kafkaguard.console.schemas import (
     UserListOut,
     UserOut,
 )
+from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.credentials import ScramDeletion, UserAlterationResult
 from kafkaguard.service.errors import KafkaErrorCode
@@ -31,17 +32,20 @@ router = APIRouter(
 
 UserName = Annotated[Text, Path(min_length=1, description="The user name (principal User:<name>).")]
 
-_STATUS = {
-    KafkaErrorCode.RESOURCE_NOT_FOUND: 404,
-    KafkaErrorCode.DUPLICATE_RESOURCE: 409,
-    KafkaErrorCode.UNACCEPTABLE_CREDENTIAL: 422,
-    KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM: 422,
-}
+_STATUS = {KafkaErrorCode.RESOURCE_NOT_FOUND: 404, KafkaErrorCode.DUPLICATE_RESOURCE: 409}
 
 
 def _raise_for(result: UserAlterationResult) -> None:
-    if not result.succeeded:
-        raise HTTPException(_STATUS.get(result.error_code, 400), f"{result.error_code.name}: {result.error_message}")
+    """Kafka's per-user error as HTTP: invalid input is a 422 (through the app's domain-error handler, in the
+    same shape as every other 422), a missing credential 404, a duplicate 409."""
+    if result.succeeded:
+        return
+    message = f"{result.error_code.name}: {result.error_message}"
+    if result.error_code is KafkaErrorCode.UNACCEPTABLE_CREDENTIAL:
+        raise UnacceptableCredentialError(message)
+    if result.error_code is KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM:
+        raise UnsupportedMechanismError(message)
+    raise HTTPException(_STATUS.get(result.error_code, 400), message)
 
 
 def _mechanism_name(mechanism: ScramMechanism) -> MechanismName:
@@ -71,7 +75,6 @@ def list_users(
     "/{name}",
     response_model=UserOut,
     summary="Set a user's password for one mechanism",
-    responses={422: {"model": ErrorOut}},
 )
 def set_password(
     name: UserName,
