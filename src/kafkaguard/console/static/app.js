@@ -175,8 +175,8 @@ async function deleteAcl(acl) {
   delete filter.id;
   try {
     const data = await api("DELETE", "/api/acls", filter);
+    await loadAcls();
     say("acl-list-message", `Deleted ${data.count} ACL(s): ${data.deleted.map(describe).join("; ")}`, "ok");
-    loadAcls();
   } catch (error) {
     say("acl-list-message", error.message, "error");
   }
@@ -223,8 +223,8 @@ async function deleteUser(name) {
   if (!window.confirm(`Delete every SCRAM credential of User:${name}?`)) return;
   try {
     await api("DELETE", "/api/users/" + encodeURIComponent(name));
+    await loadUsers();
     say("users-message", `Deleted User:${name}.`, "ok");
-    loadUsers();
   } catch (error) {
     say("users-message", error.message, "error");
   }

@@ -1,0 +1,162 @@
+"""The web page in a real headless Chromium (Debian's ``chromium``, installed by ``scripts/setup``; never
+``playwright install``): log in, add an ACL, see it in the list, explain a decision, delete it. Each step saves a
+screenshot under ``docs/`` (``docs/console-*.png``, committed; the README shows one)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkaguard.model import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from tests.console.conftest import ADMIN, ADMIN_PASSWORD, ConsoleHandle, start_console
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"{CHROMIUM} is missing (scripts/setup installs it)"),
+]
+
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+
+@pytest.fixture(scope="module")
+def shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
+    """A console with a few ACLs and users, so the screenshots show something real."""
+    handle = start_console(tmp_path_factory.mktemp("browser"))
+    acls = [
+        ("orders.", PatternType.PREFIXED, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW),
+        ("orders.", PatternType.PREFIXED, "User:alice", "*", AclOperation.WRITE, AclPermissionType.ALLOW),
+        ("payments", PatternType.LITERAL, "User:billing", "*", AclOperation.WRITE, AclPermissionType.ALLOW),
+        ("*", PatternType.LITERAL, "User:*", "10.9.9.9", AclOperation.ALL, AclPermissionType.DENY),
+    ]
+    handle.services.acls.create_acls(
+        [
+            AclBinding(ResourcePattern(ResourceType.TOPIC, name, pattern), AccessControlEntry(p, h, op, perm))
+            for name, pattern, p, h, op, perm in acls
+        ]
+    )
+    handle.add_user("alice", "alice-pw")
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the console logged errors: {handle.errors}"
+
+
+def test_log_in_add_see_explain_delete(shown: ConsoleHandle) -> None:
+    with playwright_sync.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 860})
+            page.set_default_timeout(10_000)
+            page.on("dialog", lambda dialog: dialog.accept())
+            expect = playwright_sync.expect
+
+            # 1. Log in (a wrong password first: the page says so, the browser shows no dialog).
+            page.goto(shown.url)
+            page.fill("#login-user", ADMIN)
+            page.fill("#login-password", "not-the-password")
+            page.click("#login-form button[type=submit]")
+            expect(page.locator("#login-message")).to_have_text("Wrong user name or password.")
+            page.fill("#login-password", ADMIN_PASSWORD)
+            page.screenshot(path=DOCS / "console-login.png")
+            page.click("#login-form button[type=submit]")
+            expect(page.locator("#whoami-name")).to_have_text("User:admin")
+            expect(page.locator("#acl-count")).to_have_text(str(shown.services.authorizer.acl_count))
+
+            # 2. Add an ACL, with a validation message for a bad principal first.
+            add = page.locator("#add-form")
+            add.locator("[name=principal]").fill("alice")
+            add.locator("[name=resource_name]").fill("orders.eu")
+            add.locator("[name=operation]").select_option("WRITE")
+            add.locator("[name=permission_type]").select_option("DENY")
+            add.locator("button[type=submit]").click()
+            expect(page.locator("#add-message")).to_contain_text("Refused: Invalid principal 'alice'")
+            add.locator("[name=principal]").fill("User:alice")
+            add.locator("button[type=submit]").click()
+            expect(page.locator("#add-message")).to_contain_text(
+                "Added: DENY WRITE on TOPIC:LITERAL:orders.eu for User:alice from *"
+            )
+
+            # 3. See it in the list (filtered with MATCH: everything that applies to topic orders.eu).
+            row = page.locator("#acl-table tbody tr", has_text="orders.eu")
+            expect(row).to_have_count(1)
+            expect(row).to_contain_text("DENY")
+            filters = page.locator("#filter-form")
+            filters.locator("[name=resource_type]").select_option("TOPIC")
+            filters.locator("[name=resource_name]").fill("orders.eu")
+            filters.locator("[name=pattern_type]").select_option("MATCH")
+            filters.locator("button[type=submit]").click()
+            expect(page.locator("#acl-count")).to_have_text("4")  # orders.eu, orders. (READ, WRITE), the * wildcard
+            page.screenshot(path=DOCS / "console-acls.png", full_page=True)
+
+            # 4. Explain a decision: alice may not write orders.eu; the DENY decides, the matching ALLOW is listed.
+            page.click("#tabs button[data-tab=why]")
+            why = page.locator("#why-form")
+            why.locator("[name=principal]").fill("User:alice")
+            why.locator("[name=host]").fill("10.0.0.7")
+            why.locator("[name=operation]").select_option("WRITE")
+            why.locator("[name=resource_name]").fill("orders.eu")
+            why.locator("button[type=submit]").click()
+            expect(page.locator("#verdict")).to_have_text("DENIED")
+            expect(page.locator("#why-explanation")).to_contain_text("a matching DENY always wins")
+            decisive = page.locator("#why-table tr.decisive")
+            expect(decisive).to_have_count(1)
+            expect(decisive).to_contain_text("orders.eu")
+            why.locator("[name=operation]").select_option("DESCRIBE")
+            why.locator("button[type=submit]").click()
+            expect(page.locator("#verdict")).to_have_text("ALLOWED")
+            expect(page.locator("#why-table tbody tr")).to_have_count(2)  # READ and WRITE on orders. imply DESCRIBE
+            why.locator("[name=operation]").select_option("WRITE")
+            why.locator("button[type=submit]").click()
+            expect(page.locator("#verdict")).to_have_text("DENIED")
+            expect(page.locator("#why-table tbody tr")).to_have_count(2)
+            expect(page.locator("#why-table tr.decisive")).to_contain_text("DENY")
+            page.screenshot(path=DOCS / "console-explain.png", full_page=True)
+
+            # 5. Delete it from the list.
+            page.click("#tabs button[data-tab=acls]")
+            row = page.locator("#acl-table tbody tr", has_text="orders.eu")
+            expect(row).to_have_count(1)
+            row.locator("button.danger").click()
+            expect(page.locator("#acl-list-message")).to_contain_text("Deleted 1 ACL(s)")
+            expect(page.locator("#acl-table tbody tr", has_text="orders.eu")).to_have_count(0)
+            expect(page.locator("#acl-count")).to_have_text("3")
+            page.screenshot(path=DOCS / "console-deleted.png", full_page=True)
+
+            # Users: the list shows mechanisms and iterations; set a password through the page.
+            page.click("#tabs button[data-tab=users]")
+            form = page.locator("#password-form")
+            form.locator("[name=name]").fill("bob")
+            form.locator("[name=password]").fill("bob-pw")
+            form.locator("[name=mechanism]").select_option("both")
+            form.locator("button[type=submit]").click()
+            expect(page.locator("#password-message")).to_contain_text("Password set for User:bob")
+            expect(page.locator("#user-table tbody tr", has_text="bob")).to_contain_text("SCRAM-SHA-512 · 8192")
+            page.screenshot(path=DOCS / "console-users.png", full_page=True)
+        finally:
+            browser.close()
+    assert shown.services.authorizer.acl_count == 5  # the four above and reader's cluster ACL
