@@ -4,7 +4,9 @@ screenshot under ``docs/`` (``docs/console-*.png``, committed; the README shows 
 
 from __future__ import annotations
 
+import itertools
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -44,7 +46,15 @@ playwright_sync = pytest.importorskip("playwright.sync_api")
 
 @pytest.fixture(scope="module")
 def shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
-    """A console with a few ACLs and users, so the screenshots show something real."""
+    """A console with a few ACLs and users, so the screenshots show something real. ACL ids are numbered instead
+    of random while it runs, so that the committed screenshots change only when the page does."""
+    counter = itertools.count(1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=(4 << 76) | (2 << 62) | next(counter)))
+        yield from _shown(tmp_path_factory)
+
+
+def _shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
     handle = start_console(tmp_path_factory.mktemp("browser"))
     acls = [
         ("orders.", PatternType.PREFIXED, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW),
