@@ -177,3 +177,9 @@ def test_is_specific_only_for_literal_and_prefixed():
 
 def test_resource_type_filter_only_is_any():
     assert [t for t in ResourceType if t.is_filter_only] == [ResourceType.ANY]
+
+
+def test_from_code_refuses_booleans_and_non_integers():
+    for bad in (True, False, 1.0, "3"):
+        with pytest.raises(InvalidCodeError):
+            AclOperation.from_code(bad)  # type: ignore[arg-type]

@@ -38,8 +38,10 @@ class KafkaEnum(IntEnum):
     def from_code(cls, code: int) -> Self:
         """The member for a wire code; codes this version does not know give UNKNOWN carrying the code.
 
-        :raises InvalidCodeError: the code is not an int8.
+        :raises InvalidCodeError: the code is not an int8 (booleans are not codes, though Python's True == 1).
         """
+        if isinstance(code, bool) or not isinstance(code, int):
+            raise InvalidCodeError(f"{cls.__name__} code {code!r} is not an int8 (-128..127)")
         try:
             return cls(code)
         except ValueError as e:
