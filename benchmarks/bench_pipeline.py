@@ -8,6 +8,8 @@ ACLs and adds 300. Records are kafkaguard audit records written as Parquet (8 fi
 Measured in one session (session start excluded):
 
 * floor: read the same files and count every column (what any job must at least do);
+* reference: read the same files and group them by the access key (principal, host, operation, resource type and
+  name) with counts and first/last seen: the JVM aggregation any such job needs, without validation or decisions;
 * simulate: ``kafkaguard.pipeline.jobs.simulate.run`` end to end (JVM aggregation, ``mapInArrow`` decisions of
   the distinct accesses under both ACL sets, flips written as Parquet, HTML report);
 * naive UDF: a per-row Python UDF deciding every raw record under both sets (the design the pipeline avoids).
@@ -162,6 +164,16 @@ def floor(spark, path: str) -> float:
     return time.perf_counter() - start
 
 
+def group_by_key(spark, path: str) -> float:
+    from pyspark.sql import functions as F
+
+    df = spark.read.parquet(path)
+    key = ["principal", "host", "operation", "resource_type", "resource_name"]
+    start = time.perf_counter()
+    df.groupBy(*key).agg(F.count(F.lit(1)), F.min("time"), F.max("time")).agg(F.count(F.lit(1))).collect()
+    return time.perf_counter() - start
+
+
 def naive_udf(spark, path: str, current: AclSet, proposed: AclSet) -> float:
     from pyspark.sql import functions as F
 
@@ -208,22 +220,27 @@ def main() -> None:
         rows = []
         for n in sizes:
             f = min(floor(spark, logs[n]) for _ in range(2))
-            start = time.perf_counter()
-            result = simulate.run(
-                spark,
-                [logs[n]],
-                current,
-                proposed,
-                str(root / f"out-{n}"),
-                run_=JobRun("simulate", str(root / f"out-{n}")),
-            )
-            s = time.perf_counter() - start
+            g = min(group_by_key(spark, logs[n]) for _ in range(2))
+            times = []
+            for _ in range(2):
+                start = time.perf_counter()
+                result = simulate.run(
+                    spark,
+                    [logs[n]],
+                    current,
+                    proposed,
+                    str(root / f"out-{n}"),
+                    run_=JobRun("simulate", str(root / f"out-{n}")),
+                )
+                times.append(time.perf_counter() - start)
+            s = min(times)
             u = naive_udf(spark, logs[n], current, proposed) if n in udf_sizes else None
             distinct = int(result.summary["distinct_accesses"])
             flips = int(result.summary["newly_denied"]) + int(result.summary["newly_allowed"])
-            rows.append((n, f, s, u, distinct, flips))
+            rows.append((n, f, g, s, max(times), u, distinct, flips))
             print(
-                f"{n:,}: floor {f:.1f}s, simulate {s:.1f}s, udf {'-' if u is None else round(u, 1)}s, "
+                f"{n:,}: floor {f:.1f}s, group-by {g:.1f}s, simulate {s:.1f}–{max(times):.1f}s, "
+                f"udf {'-' if u is None else round(u, 1)}s, "
                 f"distinct {distinct:,}, flips {flips:,}"
             )
         spark.stop()
@@ -235,16 +252,17 @@ def main() -> None:
         f"Synthetic Zipf logs (Parquet, kafkaguard audit records), {PRINCIPALS:,} principals, {TOPICS:,} topics, "
         f"10,000 ACLs (current) vs {len(proposed.acls):,} (proposed). Session start excluded; local[*].",
         "",
-        "| records | distinct accesses | flips | floor: read + count, rec/s | simulate, rec/s (s) | % of floor "
-        "| naive per-row UDF, rec/s | simulate ÷ UDF |",
-        "|---|---|---|---|---|---|---|---|",
+        "| records | distinct accesses | flips | floor: read + count, rec/s | reference: read + group-by key, rec/s "
+        "(% of floor) | simulate, rec/s (s, 2 runs) | % of floor | naive per-row UDF, rec/s | simulate ÷ UDF |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    udf_rate = next(n / u for n, _, _, u, _, _ in rows if u)
-    for n, f, s, u, distinct, flips in rows:
+    udf_rate = next(n / u for n, _, _, _, _, u, _, _ in rows if u)
+    ratios = sorted({f"{g / f:.1f}" for _, f, g, _, _, _, _, _ in rows}, key=float)
+    for n, f, g, s, s_max, u, distinct, flips in rows:
         udf_text = f"{n / u:,.0f}" if u else f"not run (too slow); {udf_rate:,.0f} at {sizes[0]:,}"
         ratio = f"{(n / s) / (n / u):.1f}×" if u else f"{(n / s) / udf_rate:.1f}× (vs the UDF rate at {sizes[0]:,})"
-        cells = [f"{n:,}", f"{distinct:,}", f"{flips:,}", f"{n / f:,.0f}", f"{n / s:,.0f} ({s:.1f})"]
-        cells += [f"{100 * f / s:.0f}%", udf_text, ratio]
+        cells = [f"{n:,}", f"{distinct:,}", f"{flips:,}", f"{n / f:,.0f}", f"{n / g:,.0f} ({100 * f / g:.0f}%)"]
+        cells += [f"{n / s:,.0f} ({s:.1f}–{s_max:.1f})", f"{100 * f / s:.0f}%", udf_text, ratio]
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
@@ -252,8 +270,13 @@ def main() -> None:
         "10M records through simulate in < 60 s after session start. The simulate time includes writing the flips "
         "table and the HTML report. The naive UDF runs on the smallest size only (at its rate 10M would take "
         "about a minute); the 10M ratio uses its 1M rate. The floor reads Parquet column chunks without decoding "
-        "them into rows, so it is far cheaper than any grouping: the JVM aggregation alone runs at ~1–2M rec/s "
-        "here.",
+        "them into rows, so it is far cheaper than any grouping: the reference column (a bare group-by of the five "
+        f"access-key strings: no validation, no decisions) alone takes {'–'.join(ratios[:1] + ratios[1:][-1:])}× the "
+        "floor's time in this run, of the 2× that 50% of the floor allows. On top of it simulate validates every "
+        "record, also counts per hour (grouping sets), decides each distinct access under both ACL sets in Python "
+        "(~2.5 µs per decision per core, batched per principal and host) and writes its outputs, and each run "
+        "pays ~1–2 s of fixed costs (broadcasting and building two 10k-ACL authorizers in each Python worker, a "
+        "handful of Spark jobs), which dominate at 1M records.",
     ]
     write_section("pipeline", "\n".join(lines))
 

@@ -21,7 +21,7 @@ from kafkaguard.pipeline.readers import read_records
 from kafkaguard.pipeline.report import Cell, Report, line_chart, table
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Row, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,15 +142,22 @@ class Reduced:
     """The log read once and reduced in the JVM (see ``transforms.aggregate_raw``)."""
 
     aggregated: DataFrame
+    #: one row per access tuple (plus the ``keys`` given to ``read_and_reduce``) with counts, first/last seen
     good: DataFrame
-    over_time: DataFrame
+    #: (bucket, logged_decision, requests) sorted by time
+    over_time: list[tuple[datetime, str, int]]
     #: (reason, lines, an example line), most frequent first
     bad: list[tuple[str, int, str | None]]
     records: int
     bad_lines: int
 
 
-def read_and_reduce(spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: str) -> Reduced:
+def read_and_reduce(
+    spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: str, keys: Sequence[str] = ("logged_decision",)
+) -> Reduced:
+    """Read and aggregate the log; ``good`` has one row per access tuple and ``keys`` (``logged_decision`` or
+    nothing). One Spark job: it fills the cache of the aggregation and collects the few rows of the chart over
+    time and of the bad lines at once."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -158,31 +165,40 @@ def read_and_reduce(spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: 
 
     with run.step("reading and aggregating the log"):
         records = read_records(spark, logs, fmt)
-        aggregated = transforms.aggregate_raw(records).persist(StorageLevel.MEMORY_AND_DISK)
-        counts = transforms.bad_lines(aggregated).orderBy(F.desc("lines")).collect()
-        good = transforms.good_rows(aggregated)
-        total = good.agg(F.sum("requests")).collect()[0][0] or 0
+        aggregated = transforms.aggregate_raw(records, keys=keys).persist(StorageLevel.MEMORY_AND_DISK)
+        small = transforms.small_rows(aggregated).collect()
+    over_time = sorted(
+        (row["bucket"], row["logged_decision"], int(row["requests"]))
+        for row in small
+        if not row["per_tuple"] and row["bucket"] is not None
+    )
+    lines: dict[str, int] = {}
+    for row in small:
+        if row["per_tuple"]:
+            lines[row["error"]] = lines.get(row["error"], 0) + int(row["requests"])
     bad: list[tuple[str, int, str | None]] = []
-    if counts:
+    if lines:
         with run.step("sampling unparseable lines"):
             samples = records.where(F.col("error").isNotNull()).groupBy("error").agg(F.first("line").alias("line"))
             sample = {row["error"]: row["line"] for row in samples.collect()}
-        bad = [(row["reason"], int(row["lines"]), sample.get(row["reason"])) for row in counts]
-    bad_count = sum(lines for _, lines, _ in bad)
-    run.result.summary.update(records=int(total), unparseable_lines=bad_count)
-    return Reduced(aggregated, good, transforms.over_time(aggregated), bad, int(total), bad_count)
+        bad = [(reason, n, sample.get(reason)) for reason, n in sorted(lines.items(), key=lambda item: -item[1])]
+    bad_count = sum(lines.values())
+    total = sum(requests for _, _, requests in over_time)
+    run.result.summary.update(records=total, unparseable_lines=bad_count)
+    return Reduced(aggregated, transforms.good_rows(aggregated, keys), over_time, bad, total, bad_count)
 
 
-def time_series(rows: Iterable[Row], split: str) -> dict[str, list[tuple[datetime, int]]]:
+def time_series(rows: Iterable[tuple[datetime, str, int]]) -> dict[str, list[tuple[datetime, int]]]:
+    """(bucket, series name, value) rows → the points of each series."""
     series: dict[str, list[tuple[datetime, int]]] = {}
-    for row in rows:
-        series.setdefault(str(row[split]), []).append((row["bucket"], int(row["requests"])))
+    for bucket, name, requests in rows:
+        series.setdefault(str(name), []).append((bucket, requests))
     return series
 
 
 def add_input_sections(report: Report, reduced: Reduced) -> None:
     """Counts over time (per logged decision) and the unparseable-line table, common to every report."""
-    series = time_series(reduced.over_time.collect(), "logged_decision")
+    series = time_series(reduced.over_time)
     report.section("Logged requests over time (per hour)", line_chart({f"logged {k}": v for k, v in series.items()}))
     report.section(
         "Unparseable lines",

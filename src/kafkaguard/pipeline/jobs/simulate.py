@@ -7,15 +7,17 @@ last_seen, current_decision, proposed_decision) and ``report.html`` (newly denie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import itertools
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from kafkaguard.pipeline.acls import AclSet
 from kafkaguard.pipeline.jobs.common import JobResult, JobRun, add_input_sections, read_and_reduce, rows_of
-from kafkaguard.pipeline.report import Report, bar_chart, table
+from kafkaguard.pipeline.report import Cell, Report, bar_chart, table
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 FLIP_COLUMNS = (
     "principal",
@@ -29,6 +31,11 @@ FLIP_COLUMNS = (
     "current_decision",
     "proposed_decision",
 )
+
+
+#: Up to this many flips, the report's lists are made in the driver from one collect of the (cached) flips
+#: instead of one Spark job each, and the flips table is written as one sorted file.
+SMALL_FLIPS = 100_000
 
 
 def run(
@@ -47,21 +54,33 @@ def run(
 
     job = run_ or JobRun("simulate", out)
     with job:
-        reduced = read_and_reduce(spark, job, logs, fmt)
+        reduced = read_and_reduce(spark, job, logs, fmt, keys=())
         with job.step("deciding distinct accesses under both ACL sets"):
-            access = transforms.collapse(reduced.good)
+            access = reduced.good  # one row per access tuple
             decided = transforms.decide(spark, access, {"current_": current, "proposed_": proposed})
-            flips = transforms.flips(decided).persist(StorageLevel.MEMORY_AND_DISK)
-            job.write_table(flips.orderBy(F.desc("requests")).select(*FLIP_COLUMNS), "flips")
-        with job.step("report"):
-            newly_denied = flips.where(F.col("proposed_decision") == "DENIED").orderBy(F.desc("requests"))
-            newly_allowed = flips.where(F.col("proposed_decision") == "ALLOWED").orderBy(F.desc("requests"))
-            counts = flips.groupBy("proposed_decision").agg(F.count(F.lit(1)).alias("n"), F.sum("requests").alias("r"))
-            by = {row["proposed_decision"]: (int(row["n"]), int(row["r"])) for row in counts.collect()}
+            decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
+            # One job: decides every access (filling the cache) and counts accesses and flips.
+            counts = decided.groupBy("current_decision", "proposed_decision").agg(
+                F.count(F.lit(1)).alias("n"), F.sum("requests").alias("r")
+            )
+            distinct = 0
+            by: dict[str, tuple[int, int]] = {}
+            for row in counts.collect():
+                distinct += int(row["n"])
+                if row["current_decision"] != row["proposed_decision"]:
+                    n, r = by.get(row["proposed_decision"], (0, 0))
+                    by[row["proposed_decision"]] = (n + int(row["n"]), r + int(row["r"]))
             denied_n, denied_r = by.get("DENIED", (0, 0))
             allowed_n, allowed_r = by.get("ALLOWED", (0, 0))
+            flips = transforms.flips(decided).select(*FLIP_COLUMNS)
+            small = denied_n + allowed_n <= SMALL_FLIPS
+            if small:
+                job.write_table(flips.coalesce(1).sortWithinPartitions(F.desc("requests")), "flips")
+            else:
+                job.write_table(flips.orderBy(F.desc("requests")), "flips")
+        with job.step("report"):
             job.result.summary.update(
-                distinct_accesses=access.count(),
+                distinct_accesses=distinct,
                 newly_denied=denied_n,
                 newly_denied_requests=denied_r,
                 newly_allowed=allowed_n,
@@ -76,30 +95,71 @@ def run(
                 report.card(key.replace("_", " "), value)
             add_input_sections(report, reduced)
             columns = list(FLIP_COLUMNS[:8])
+            if small:
+                lists = _lists_in_driver([row.asDict() for row in flips.collect()], columns)
+            else:
+                lists = _lists_in_spark(flips, columns)
+            newly_denied, newly_allowed, top_p, top_r = lists
             report.section(
                 f"Newly denied: would break ({denied_n:,} accesses, {denied_r:,} requests)",
-                table(columns, rows_of(newly_denied, columns, 200), empty="nothing would break"),
+                table(columns, newly_denied, empty="nothing would break"),
             )
             report.section(
                 f"Newly allowed: would open up ({allowed_n:,} accesses, {allowed_r:,} requests)",
-                table(columns, rows_of(newly_allowed, columns, 200), empty="nothing would open up"),
-            )
-            top_p = flips.groupBy("principal").agg(F.sum("requests").alias("r")).orderBy(F.desc("r")).limit(15)
-            top_r = (
-                flips.groupBy(F.concat_ws(":", "resource_type", "resource_name").alias("resource"))
-                .agg(F.sum("requests").alias("r"))
-                .orderBy(F.desc("r"))
-                .limit(15)
+                table(columns, newly_allowed, empty="nothing would open up"),
             )
             report.section(
                 "Top principals and resources by flipped requests",
-                bar_chart([(r["principal"], int(r["r"])) for r in top_p.collect()]),
-                bar_chart([(r["resource"], int(r["r"])) for r in top_r.collect()], color="#dc2626"),
+                bar_chart(top_p),
+                bar_chart(top_r, color="#dc2626"),
             )
             job.write_report(spark, report)
-            flips.unpersist()
+            decided.unpersist()
             reduced.aggregated.unpersist()
     return job.result
+
+
+_Lists = tuple[list[tuple[Cell, ...]], list[tuple[Cell, ...]], list[tuple[str, int]], list[tuple[str, int]]]
+
+
+def _lists_in_driver(rows: list[dict[str, Any]], columns: Sequence[str]) -> _Lists:
+    """The report's lists from the collected flips: the 200 newly denied and newly allowed accesses with the most
+    requests, and the 15 principals and resources with the most flipped requests."""
+    rows.sort(key=lambda row: -int(row["requests"]))
+
+    def first(decision: str) -> list[tuple[Cell, ...]]:
+        chosen = (row for row in rows if row["proposed_decision"] == decision)
+        return [tuple(row[c] for c in columns) for row in itertools.islice(chosen, 200)]
+
+    def top(key: Callable[[dict[str, Any]], str]) -> list[tuple[str, int]]:
+        totals: Counter[str] = Counter()
+        for row in rows:
+            totals[key(row)] += int(row["requests"])
+        return totals.most_common(15)
+
+    by_resource = top(lambda row: f"{row['resource_type']}:{row['resource_name']}")
+    return first("DENIED"), first("ALLOWED"), top(lambda row: str(row["principal"])), by_resource
+
+
+def _lists_in_spark(flips: DataFrame, columns: Sequence[str]) -> _Lists:
+    """The same lists as ``_lists_in_driver``, computed by Spark (many flips)."""
+    from pyspark.sql import functions as F
+
+    newly_denied = flips.where(F.col("proposed_decision") == "DENIED").orderBy(F.desc("requests"))
+    newly_allowed = flips.where(F.col("proposed_decision") == "ALLOWED").orderBy(F.desc("requests"))
+    top_p = flips.groupBy("principal").agg(F.sum("requests").alias("r")).orderBy(F.desc("r")).limit(15)
+    top_r = (
+        flips.groupBy(F.concat_ws(":", "resource_type", "resource_name").alias("resource"))
+        .agg(F.sum("requests").alias("r"))
+        .orderBy(F.desc("r"))
+        .limit(15)
+    )
+    return (
+        rows_of(newly_denied, columns, 200),
+        rows_of(newly_allowed, columns, 200),
+        [(r["principal"], int(r["r"])) for r in top_p.collect()],
+        [(r["resource"], int(r["r"])) for r in top_r.collect()],
+    )
 
 
 def main() -> None:
