@@ -42,6 +42,9 @@ class AuditLog:
         self._dropped = 0
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        # One flush at a time, so that flush() returns only once everything recorded before it is written, even
+        # when the background flush had already taken those lines and was still writing them.
+        self._flushing = asyncio.Lock()
 
     def record(self, record: AuditRecord) -> None:
         """Queue one record; never blocks."""
@@ -62,9 +65,11 @@ class AuditLog:
             self._task = None
 
     async def flush(self) -> None:
-        lines = self._take()
-        if lines:
-            await asyncio.to_thread(self._write, lines)
+        """Write everything recorded so far; returns when it is in the file."""
+        async with self._flushing:
+            lines = self._take()
+            if lines:
+                await asyncio.to_thread(self._write, lines)
 
     async def _run(self) -> None:
         while not self._stopping.is_set():

@@ -1,0 +1,95 @@
+"""The server's audit log: buffered, written off the loop, rotated by size, gaps reported, flush is complete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+from kafkaguard.audit.record import AuditRecord, from_json_line
+from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
+from kafkaguard.server.audit_log import AuditLog
+
+
+def record(name: str) -> AuditRecord:
+    return AuditRecord(
+        time=datetime(2025, 3, 14, 9, 26, 53, tzinfo=UTC),
+        principal="User:alice",
+        host="10.0.0.1",
+        api="Produce",
+        operation=AclOperation.WRITE,
+        resource_type=ResourceType.TOPIC,
+        resource_name=name,
+        decision=AuthorizationResult.DENIED,
+        rule="DefaultDeny",
+    )
+
+
+def name_of(line: str) -> str:
+    parsed = from_json_line(line)
+    assert isinstance(parsed, AuditRecord), parsed
+    return parsed.resource_name
+
+
+def test_records_reach_the_file_and_parse_back(tmp_path: Path):
+    path = tmp_path / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, flush_interval=10)  # only explicit flushes
+        log.start()
+        for i in range(3):
+            log.record(record(f"t{i}"))
+        await log.flush()
+        assert [name_of(line) for line in path.read_text().splitlines()] == ["t0", "t1", "t2"]
+        log.record(record("last"))
+        await log.stop()  # stop writes what is still buffered
+
+    asyncio.run(scenario())
+    assert name_of(path.read_text().splitlines()[-1]) == "last"
+
+
+def test_flush_waits_for_a_background_flush_already_writing(tmp_path: Path):
+    path = tmp_path / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, flush_interval=0.001)
+        log.start()
+        for round_ in range(50):
+            log.record(record(f"r{round_}"))
+            await asyncio.sleep(0)  # let the background flush take the line
+            await log.flush()
+            assert f'"resource_name":"r{round_}"' in path.read_text()
+        await log.stop()
+
+    asyncio.run(scenario())
+
+
+def test_rotation_by_size_keeps_backups(tmp_path: Path):
+    path = tmp_path / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, max_bytes=1024, backups=2, flush_interval=10)
+        for i in range(40):
+            log.record(record(f"topic-{i:03d}"))
+            await log.flush()
+
+    asyncio.run(scenario())
+    assert path.exists() and path.with_name("audit.log.1").exists() and path.with_name("audit.log.2").exists()
+    assert not path.with_name("audit.log.3").exists()
+    assert path.stat().st_size <= 1024
+
+
+def test_a_full_buffer_drops_the_oldest_and_says_so(tmp_path: Path):
+    path = tmp_path / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, max_buffered=5, flush_interval=10)
+        for i in range(8):
+            log.record(record(f"t{i}"))
+        await log.flush()
+
+    asyncio.run(scenario())
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["dropped_records"] == 3
+    assert [name_of(line) for line in lines[1:]] == ["t3", "t4", "t5", "t6", "t7"]
