@@ -5,6 +5,7 @@ the same run. Run: ``.venv/bin/python -m benchmarks.bench_store``.
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import sqlite3
@@ -112,6 +113,10 @@ def main() -> None:
         probe = Action(AclOperation.READ, ResourcePattern(ResourceType.TOPIC, "team1.stream-1"))
         startups = []
         for _ in range(3):
+            # A server loads once per process: free the previous round's 100k ACLs before timing the next, so
+            # their deallocation is not billed to this start.
+            service = None  # type: ignore[assignment]
+            gc.collect()
             start = time.perf_counter()
             store = SqliteStore(path)
             service = AclService(store, StandardAuthorizer(ready=False))
@@ -130,8 +135,8 @@ def main() -> None:
         verdict = "meets" if max(startups) <= TARGET_STARTUP_S else "MISSES"
         rows.append(
             (
-                "startup: open + load + build authorizer, 100k ACLs (first / best of 3)",
-                f"{fmt(startups[0])} / {fmt(min(startups))}",
+                "startup: open + load + build authorizer, 100k ACLs (first / best / worst of 3)",
+                f"{fmt(startups[0])} / {fmt(min(startups))} / {fmt(max(startups))}",
                 f"raw `SELECT *` of all rows: {fmt(select)}; JSON export parsed to bindings: {fmt(json_load)}",
                 f"{verdict} the ≤ {TARGET_STARTUP_S:.0f} s target",
             )
