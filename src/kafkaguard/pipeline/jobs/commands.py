@@ -98,9 +98,49 @@ def execute(job: str, logs: list[str], out: str, master: str | None, prepare: Ca
     return result
 
 
+AclsOption = Annotated[str, typer.Option("--acls", metavar="FILE", help="ACL set (kafkaguard JSON export).")]
+#: ``run(spark, logs, acls, out, fmt, job_run)`` of a job that reads one ACL set (replay, usage).
+SingleSetRun = Callable[["SparkSession", list[str], AclSet, str, str, JobRun], JobResult]
+
+
+def _execute_with_acl_set(
+    name: str,
+    log: list[str],
+    acls: str,
+    out: str,
+    log_format: LogFormat,
+    master: str | None,
+    options: AuthorizerOptions,
+    job_run: Callable[[], SingleSetRun],
+) -> None:
+    """Run a job that reads one ACL set; ``job_run`` imports the job lazily (pyspark loads only when it runs)."""
+
+    def prepare() -> Body:
+        load = _acls_loader(acls, "acls", options)
+
+        def body(spark: SparkSession, run: JobRun) -> JobResult:
+            return job_run()(spark, log, load(spark), out, log_format.value, run)
+
+        return body
+
+    execute(name, log, out, master, prepare)
+
+
+def _replay_run() -> SingleSetRun:
+    from kafkaguard.pipeline.jobs import replay as job
+
+    return job.run
+
+
+def _usage_run() -> SingleSetRun:
+    from kafkaguard.pipeline.jobs import usage as job
+
+    return job.run
+
+
 def replay(
     log: LogOption,
-    acls: Annotated[str, typer.Option("--acls", metavar="FILE", help="ACL set (kafkaguard JSON export).")],
+    acls: AclsOption,
     out: OutOption,
     log_format: FormatOption = LogFormat.kafkaguard,
     master: MasterOption = None,
@@ -109,18 +149,7 @@ def replay(
 ) -> None:
     """Decide every logged request under an ACL set; report how often the logged decision differs."""
     options = AuthorizerOptions(super_users, allow_everyone_if_no_acl_found)
-
-    def prepare() -> Body:
-        load = _acls_loader(acls, "acls", options)
-
-        def body(spark: SparkSession, run: JobRun) -> JobResult:
-            from kafkaguard.pipeline.jobs import replay as job
-
-            return job.run(spark, log, load(spark), out, log_format.value, run)
-
-        return body
-
-    execute("replay", log, out, master, prepare)
+    _execute_with_acl_set("replay", log, acls, out, log_format, master, options, _replay_run)
 
 
 def simulate(
@@ -152,7 +181,7 @@ def simulate(
 
 def usage(
     log: LogOption,
-    acls: Annotated[str, typer.Option("--acls", metavar="FILE", help="ACL set (kafkaguard JSON export).")],
+    acls: AclsOption,
     out: OutOption,
     log_format: FormatOption = LogFormat.kafkaguard,
     master: MasterOption = None,
@@ -161,18 +190,7 @@ def usage(
 ) -> None:
     """Hits per ACL, never-used and shadowed ACLs, top denied principals and resources."""
     options = AuthorizerOptions(super_users, allow_everyone_if_no_acl_found)
-
-    def prepare() -> Body:
-        load = _acls_loader(acls, "acls", options)
-
-        def body(spark: SparkSession, run: JobRun) -> JobResult:
-            from kafkaguard.pipeline.jobs import usage as job
-
-            return job.run(spark, log, load(spark), out, log_format.value, run)
-
-        return body
-
-    execute("usage", log, out, master, prepare)
+    _execute_with_acl_set("usage", log, acls, out, log_format, master, options, _usage_run)
 
 
 def recommend(
