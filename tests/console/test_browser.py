@@ -36,12 +36,13 @@ CHROMIUM_ARGS = [
 ]
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
-pytestmark = [
-    pytest.mark.e2e,
-    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"{CHROMIUM} is missing (scripts/setup installs it)"),
-]
+pytestmark = pytest.mark.e2e
 
-playwright_sync = pytest.importorskip("playwright.sync_api")
+# A missing browser fails the suite rather than skipping it: scripts/setup installs Debian's chromium.
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.fail(f"{CHROMIUM} is missing: run scripts/setup as root, or apt-get install chromium", pytrace=False)
+
+import playwright.sync_api as playwright_sync  # noqa: E402 - after the check that explains a missing browser
 
 
 @pytest.fixture(scope="module")
