@@ -147,19 +147,26 @@ def parse_kafka_log(text: DataFrame) -> DataFrame:
 
     pattern = kafka_log.KAFKA_LOG_PATTERN
     value = F.col("value")
+    # One regex evaluation per line (not one per group): the match is replaced by its groups, each after a
+    # newline, and split. No group can hold a newline (every class in the pattern excludes it) and the matched
+    # text holds none, so the replaced text differs from the line exactly when the line matches, and part ``i``
+    # is group ``i`` ("" when it did not take part, as with ``regexp_extract``).
+    groups = range(1, kafka_log.GROUP_RULE + 1)
+    replaced = F.regexp_replace(value, pattern, "".join(f"\n${i}" for i in groups))
+    lines = text.where(F.trim(value) != "").select(value, replaced.alias("_r"))
+    parts = lines.select(value, (F.col("_r") != value).alias("_matches"), F.split(F.col("_r"), "\n").alias("_parts"))
 
     def group(index: int) -> Column:
-        return F.regexp_extract(value, pattern, index)
+        return F.coalesce(F.get(F.col("_parts"), index), F.lit(""))
 
     def optional(index: int) -> Column:
         extracted = group(index)
         return F.when(extracted != "", extracted)
 
-    lines = text.where(F.trim(value) != "")
     split = kafka_log.PASCAL_SPLIT
-    fields = lines.select(
+    fields = parts.select(
         value,
-        value.rlike(pattern).alias("_matches"),
+        F.col("_matches"),
         optional(kafka_log.GROUP_TIME).alias("_stamp"),
         group(kafka_log.GROUP_PRINCIPAL).alias("principal"),
         group(kafka_log.GROUP_HOST).alias("host"),
