@@ -47,6 +47,7 @@ from kafkaguard.model import (
 
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
 LITERAL = PatternType.LITERAL
+_NOT_READY = "the authorizer has not finished loading its ACLs; retry shortly"
 _KNOWN_TYPES = frozenset(t for t in ResourceType if t is not ResourceType.ANY)
 
 #: Per operation code: (allow bit, deny bit); None for codes authorize() refuses (ANY, UNKNOWN, unknown).
@@ -142,33 +143,7 @@ class StandardAuthorizer:
         :raises InvalidActionError: an action is not on a LITERAL resource or its operation is ANY/UNKNOWN.
         :raises AuthorizerNotReadyError: the initial load has not completed and the caller is no super user.
         """
-        snap = self._snapshot
-        principal, host = context.principal, context.host
-        if principal in snap.super_users:
-            for action in actions:
-                _check_action(action)
-            return [ALLOWED] * len(actions)
-        if not snap.ready:
-            raise AuthorizerNotReadyError("the authorizer has not finished loading its ACLs; retry shortly")
-        match_mask = snap.index.match_mask
-        default = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
-        results: list[AuthorizationResult] = []
-        for action in actions:
-            # The checks of _check_action, inlined: this loop is the hot path.
-            pattern = action.resource_pattern
-            bits = _BITS.get(action.operation)
-            if bits is None or pattern.pattern_type is not LITERAL or pattern.resource_type not in _KNOWN_TYPES:
-                raise _invalid_action(action)
-            mask = match_mask(pattern.resource_type, pattern.name, principal, host)
-            if mask & bits[1]:
-                results.append(DENIED)
-            elif mask & bits[0]:
-                results.append(ALLOWED)
-            elif mask & RELEVANT_BIT:
-                results.append(DENIED)
-            else:
-                results.append(default)
-        return results
+        return _authorize(self._snapshot, context, actions)
 
     def authorize_one(self, context: RequestContext, action: Action) -> AuthorizationResult:
         return self.authorize(context, (action,))[0]
@@ -183,7 +158,7 @@ class StandardAuthorizer:
         if context.principal in snap.super_users:
             return Decision(context, action, ALLOWED, SuperUserRule(context.principal))
         if not snap.ready:
-            raise AuthorizerNotReadyError("the authorizer has not finished loading its ACLs; retry shortly")
+            raise AuthorizerNotReadyError(_NOT_READY)
         pattern = action.resource_pattern
         groups = snap.index.relevant_groups(pattern.resource_type, pattern.name)
         matching: list[StoredAcl] = []
@@ -225,25 +200,9 @@ class StandardAuthorizer:
 
         def probe(name: str) -> AuthorizationResult:
             action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
-            return self._authorize_in(snap, context, action)
+            return _authorize(snap, context, (action,))[0]
 
         return scan_by_resource_type(snap.index, context, operation, resource_type, probe)
-
-    def _authorize_in(self, snap: AuthorizerSnapshot, context: RequestContext, action: Action) -> AuthorizationResult:
-        if context.principal in snap.super_users:
-            return ALLOWED
-        if not snap.ready:
-            raise AuthorizerNotReadyError("the authorizer has not finished loading its ACLs; retry shortly")
-        pattern = action.resource_pattern
-        allow, deny = _BITS[action.operation]
-        mask = snap.index.match_mask(pattern.resource_type, pattern.name, context.principal, context.host)
-        if mask & deny:
-            return DENIED
-        if mask & allow:
-            return ALLOWED
-        if mask & RELEVANT_BIT or not snap.allow_everyone_if_no_acl_found:
-            return DENIED
-        return ALLOWED
 
     # ----------------------------------------------------------------------------------------------- ACL state
 
@@ -310,6 +269,38 @@ class StandardAuthorizer:
         index = AclIndex.build(acls)
         with self._write_lock:
             self._snapshot = replace(self._snapshot, index=index)
+
+
+def _authorize(
+    snap: AuthorizerSnapshot, context: RequestContext, actions: Sequence[Action]
+) -> list[AuthorizationResult]:
+    """``StandardAuthorizer.authorize`` against one snapshot (also the probe of authorize_by_resource_type)."""
+    principal, host = context.principal, context.host
+    if principal in snap.super_users:
+        for action in actions:
+            _check_action(action)
+        return [ALLOWED] * len(actions)
+    if not snap.ready:
+        raise AuthorizerNotReadyError(_NOT_READY)
+    match_mask = snap.index.match_mask
+    default = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
+    results: list[AuthorizationResult] = []
+    for action in actions:
+        # The checks of _check_action, inlined: this loop is the hot path.
+        pattern = action.resource_pattern
+        bits = _BITS.get(action.operation)
+        if bits is None or pattern.pattern_type is not LITERAL or pattern.resource_type not in _KNOWN_TYPES:
+            raise _invalid_action(action)
+        mask = match_mask(pattern.resource_type, pattern.name, principal, host)
+        if mask & bits[1]:
+            results.append(DENIED)
+        elif mask & bits[0]:
+            results.append(ALLOWED)
+        elif mask & RELEVANT_BIT:
+            results.append(DENIED)
+        else:
+            results.append(default)
+    return results
 
 
 def _check_action(action: Action) -> None:
