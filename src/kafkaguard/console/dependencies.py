@@ -9,7 +9,6 @@ the same way). No credentials, or wrong ones → 401 with ``WWW-Authenticate``; 
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
@@ -23,7 +22,7 @@ from kafkaguard.bootstrap import Services
 from kafkaguard.console.audit import audit_authentication_failure, audit_decision
 from kafkaguard.console.auth import BasicAuthenticator, Caller, parse_basic
 from kafkaguard.console.metrics import ConsoleMetrics
-from kafkaguard.model import CLUSTER_NAME, Action, PatternType, ResourcePattern, ResourceType
+from kafkaguard.model import CLUSTER_NAME, Action, PatternType, ResourcePattern, ResourceType, java_host
 
 REALM = "kafkaguard"
 #: The web page sends this header; its 401s then carry a scheme browsers do not prompt for (``xBasic``), so the
@@ -44,20 +43,6 @@ class ConsoleState:
 def console_state(request: Request) -> ConsoleState:
     state: ConsoleState = request.app.state.console
     return state
-
-
-def java_host(address: str) -> str:
-    """The client address as Kafka compares ACL hosts with it (SEMANTICS.md §2): dotted quad for IPv4 and
-    IPv4-mapped IPv6, uncompressed IPv6 (``0:0:0:0:0:0:0:1``) otherwise."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":"))
-    return str(ip)
 
 
 class _BasicScheme(HTTPBasic):

@@ -6,6 +6,7 @@ from kafkaguard.model.action import Action, AuthorizationResult, RequestContext
 from kafkaguard.model.binding import AclBinding, AclBindingFilter, AclId, StoredAcl, validate_new_binding
 from kafkaguard.model.entry import WILDCARD_HOST, AccessControlEntry, AccessControlEntryFilter
 from kafkaguard.model.enums import AclOperation, AclPermissionType, KafkaEnum, PatternType, ResourceType
+from kafkaguard.model.host import java_host
 from kafkaguard.model.principal import (
     ANONYMOUS_PRINCIPAL,
     WILDCARD_PRINCIPAL,
@@ -42,6 +43,7 @@ __all__ = [
     "ResourcePatternFilter",
     "ResourceType",
     "StoredAcl",
+    "java_host",
     "principal_error",
     "validate_new_binding",
 ]

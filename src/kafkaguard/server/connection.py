@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import Listener
 from kafkaguard.errors import KafkaguardError
-from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext
+from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
 from kafkaguard.server.codec import UnsupportedRequest, decode_request, encode_response
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame, read_frame
@@ -55,20 +54,6 @@ BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, A
 
 class CloseConnection(Exception):
     """Raised to end the connection loop with a reason."""
-
-
-def java_host(address: str) -> str:
-    """The client address as Java's ``InetAddress.getHostAddress()`` prints it, which is what ACL hosts are
-    compared with (SEMANTICS.md §2): dotted quad for IPv4 and IPv4-mapped IPv6, uncompressed IPv6 otherwise."""
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":"))
-    return str(ip)
 
 
 class Connection:
