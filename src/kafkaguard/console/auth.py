@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
 import hmac
 import secrets
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 
 from kafkaguard.model import RequestContext
 from kafkaguard.scram import ScramCredential, ScramMechanism, salted_password
+from kafkaguard.scram.credential import stored_key_of
 from kafkaguard.service.credentials import CredentialService
 
 #: Mechanisms tried for a user, strongest first.
@@ -98,10 +98,8 @@ class _Verified:
 
 def stored_key_for(credential: ScramCredential, password: str) -> bytes:
     """The StoredKey ``password`` yields with ``credential``'s salt and iterations (PBKDF2: call off the loop)."""
-    hash_name = credential.mechanism.hash_name
     salted = salted_password(credential.mechanism, password, credential.salt, credential.iterations)
-    client_key = hmac.digest(salted, b"Client Key", hash_name)
-    return hashlib.new(hash_name, client_key).digest()
+    return stored_key_of(credential.mechanism, salted)
 
 
 class BasicAuthenticator:

@@ -50,10 +50,14 @@ def credential_from_salted_password(
     if not salted:
         raise UnacceptableCredentialError("Salted password must not be empty")
     check_iterations(mechanism, iterations)
-    client_key = hmac.digest(salted, b"Client Key", mechanism.hash_name)
-    stored_key = hashlib.new(mechanism.hash_name, client_key).digest()
     server_key = hmac.digest(salted, b"Server Key", mechanism.hash_name)
-    return ScramCredential(mechanism, salt, stored_key, server_key, iterations)
+    return ScramCredential(mechanism, salt, stored_key_of(mechanism, salted), server_key, iterations)
+
+
+def stored_key_of(mechanism: ScramMechanism, salted: bytes) -> bytes:
+    """StoredKey = H(HMAC(SaltedPassword, "Client Key")): what the server keeps to check proofs (and passwords)."""
+    client_key = hmac.digest(salted, b"Client Key", mechanism.hash_name)
+    return hashlib.new(mechanism.hash_name, client_key).digest()
 
 
 def credential_from_password(
