@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from datetime import timedelta
 from typing import Any
+
+#: The throttle_time of every response: kafkaguard does not throttle.
+NO_THROTTLE = timedelta(0)
 
 
 def build(cls: type[Any], **values: Any) -> Any:

@@ -11,7 +11,6 @@ INVALID_REQUEST naming the field and the code.
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -31,12 +30,10 @@ from kafkaguard.model import (
     ResourceType,
     StoredAcl,
 )
-from kafkaguard.server.build import build, nested
+from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.handlers.acl_encoding import encode_describe_acls
 from kafkaguard.server.scope import RequestScope
-
-NO_THROTTLE = timedelta(0)
 
 
 def not_authorized_message(scope: RequestScope) -> str:

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey, authorized_operations
 from kafkaguard.model import CLUSTER_NAME, AclOperation, ResourceType
-from kafkaguard.server.build import build, nested
+from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import SUPPORTED_VERSIONS, response_schema
 from kafkaguard.server.scope import RequestScope
 
-NO_THROTTLE = timedelta(0)
 #: Kafka's value for "authorized operations were not requested".
 OPERATIONS_NOT_REQUESTED = -(2**31)
 

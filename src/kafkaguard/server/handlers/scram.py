@@ -4,18 +4,15 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
-from kafkaguard.server.build import build, nested
+from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.scope import RequestScope
 from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
-
-NO_THROTTLE = timedelta(0)
 
 
 async def describe_user_scram_credentials(scope: RequestScope, request: Any) -> Any:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable
-from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import ResourceType
-from kafkaguard.server.build import build, has_field, nested
+from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
 from kafkaguard.server.scope import RequestScope
@@ -28,7 +27,6 @@ from kafkaguard.service.errors import KafkaErrorCode
 from kafkaguard.store import TopicRecord
 from kafkaguard.store.uuids import ZERO_UUID
 
-NO_THROTTLE = timedelta(0)
 TOPIC = ResourceType.TOPIC
 AUTHORIZATION_FAILED = "Authorization failed."
 #: The first Metadata version that looks topics up by id (and whose response may carry a null topic name).
