@@ -82,12 +82,27 @@ def read_records(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkagua
     return parse_json_lines(_read_text(spark, paths))
 
 
+def read_lines(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkaguard") -> tuple[DataFrame, str] | None:
+    """The raw lines of a text log and their format (``kafka-log`` or ``json``), or None for Parquet input.
+
+    :raises PipelineError: as ``read_records``.
+    """
+    if fmt not in FORMATS:
+        raise PipelineError(f"unknown --format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    check_paths(paths)
+    if fmt == "kafka-log":
+        return _read_text(spark, paths), "kafka-log"
+    if any(_is_parquet(p) for p in paths):
+        return None
+    return _read_text(spark, paths), "json"
+
+
 def _read_text(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     return spark.read.option("recursiveFileLookup", "true").text(list(paths))
 
 
-def parse_json_lines(text: DataFrame) -> DataFrame:
-    """``value`` lines → records (see the module docstring)."""
+def parse_json_lines(text: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
+    """``value`` lines → records (see the module docstring); the ``keep`` columns are passed through."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -98,15 +113,20 @@ def parse_json_lines(text: DataFrame) -> DataFrame:
     with_corrupt = StructType([*schema.fields, StructField("_corrupt", StringType())])
     lines = text.where(F.trim(F.col("value")) != "")
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
-    parsed = lines.select(F.col("value"), F.from_json("value", with_corrupt, options).alias("r"))
+    parsed = lines.select(F.col("value"), *keep, F.from_json("value", with_corrupt, options).alias("r"))
     invalid_json = F.col("r").isNull() | F.col("r._corrupt").isNotNull() | ~F.trim(F.col("value")).startswith("{")
     flat = parsed.select(
-        F.col("value").alias("_line"), invalid_json.alias("_bad_json"), *[F.col(f"r.{f.name}") for f in schema]
+        F.col("value").alias("_line"),
+        *keep,
+        invalid_json.alias("_bad_json"),
+        *[F.col(f"r.{f.name}") for f in schema],
     )
-    return validate_records(flat, raw_line="_line", bad_json="_bad_json")
+    return validate_records(flat, raw_line="_line", bad_json="_bad_json", keep=keep)
 
 
-def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None = None) -> DataFrame:
+def validate_records(
+    df: DataFrame, raw_line: str | None, bad_json: str | None = None, keep: Sequence[str] = ()
+) -> DataFrame:
     """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType
@@ -138,11 +158,12 @@ def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None =
     line = (
         F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns]))
     )
-    return _finish(df, time, _first_reason(checks), line)
+    return _finish(df, time, _first_reason(checks), line, keep)
 
 
-def parse_kafka_log(text: DataFrame) -> DataFrame:
-    """``value`` lines of kafka-authorizer.log → records, with ``kafka_log.KAFKA_LOG_PATTERN`` in the JVM."""
+def parse_kafka_log(text: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
+    """``value`` lines of kafka-authorizer.log → records, with ``kafka_log.KAFKA_LOG_PATTERN`` in the JVM; the
+    ``keep`` columns are passed through."""
     from pyspark.sql import functions as F
 
     pattern = kafka_log.KAFKA_LOG_PATTERN
@@ -153,8 +174,10 @@ def parse_kafka_log(text: DataFrame) -> DataFrame:
     # is group ``i`` ("" when it did not take part, as with ``regexp_extract``).
     groups = range(1, kafka_log.GROUP_RULE + 1)
     replaced = F.regexp_replace(value, pattern, "".join(f"\n${i}" for i in groups))
-    lines = text.where(F.trim(value) != "").select(value, replaced.alias("_r"))
-    parts = lines.select(value, (F.col("_r") != value).alias("_matches"), F.split(F.col("_r"), "\n").alias("_parts"))
+    lines = text.where(F.trim(value) != "").select(value, *keep, replaced.alias("_r"))
+    parts = lines.select(
+        value, *keep, (F.col("_r") != value).alias("_matches"), F.split(F.col("_r"), "\n").alias("_parts")
+    )
 
     def group(index: int) -> Column:
         return F.coalesce(F.get(F.col("_parts"), index), F.lit(""))
@@ -166,6 +189,7 @@ def parse_kafka_log(text: DataFrame) -> DataFrame:
     split = kafka_log.PASCAL_SPLIT
     fields = parts.select(
         value,
+        *keep,
         F.col("_matches"),
         optional(kafka_log.GROUP_TIME).alias("_stamp"),
         group(kafka_log.GROUP_PRINCIPAL).alias("principal"),
@@ -188,7 +212,7 @@ def parse_kafka_log(text: DataFrame) -> DataFrame:
             (F.col("pattern_type") != "LITERAL", kafka_log.NOT_LITERAL),
         ]
     )
-    return _finish(fields, time, reason, value)
+    return _finish(fields, time, reason, value, keep)
 
 
 def _first_reason(checks: Sequence[tuple[Column, str]]) -> Column:
@@ -200,7 +224,7 @@ def _first_reason(checks: Sequence[tuple[Column, str]]) -> Column:
     return reason
 
 
-def _finish(df: DataFrame, time: Column, reason: Column, line: Column) -> DataFrame:
+def _finish(df: DataFrame, time: Column, reason: Column, line: Column, keep: Sequence[str] = ()) -> DataFrame:
     """Good rows keep their values; bad rows keep only ``error`` and ``line``."""
     from pyspark.sql import functions as F
 
@@ -212,4 +236,5 @@ def _finish(df: DataFrame, time: Column, reason: Column, line: Column) -> DataFr
         *[F.when(good, F.col(name)).alias(name) for name in _VALUES],
         F.col("error"),
         F.when(~good, line).alias("line"),
+        *keep,
     )

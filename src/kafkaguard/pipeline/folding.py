@@ -1,0 +1,244 @@
+"""Folding: text logs are aggregated as text first and parsed once per distinct line, not once per line.
+
+Audit logs repeat themselves: the same client makes the same request all day, so lines differ mostly in their
+timestamp. Parsing every line (a regular expression or a JSON parser per line) is what made the text formats
+slow (SPARK-NOTES.md; ``docs/benchmarks.md``). So, for a line in its writer's *canonical layout* (Kafka's
+default ``[%d]`` log4j layout; kafkaguard's own JSON writer), the JVM
+
+1. checks the layout of the timestamp with an anchored pattern on the first few characters only, reads its
+   digits into one number (``yyyyMMddHHmmssSSS``) and checks that it is a real date and time;
+2. cuts the timestamp off: the rest of the line (bytes) is the *key*;
+3. groups by (key, hour) with the number of lines, of lines with an invalid timestamp, and the first/last time;
+4. parses each distinct key once, as the very line it came from with a fixed placeholder timestamp, with the
+   same JVM parsers as every other line (``kafkaguard.pipeline.readers``).
+
+Every result is the one per-line parsing gives: the placeholder is a valid timestamp of the same layout, and no
+other part of a line's parse depends on the timestamp's text. A line's own timestamp decides only its time, its
+hour and, if invalid, its reason (``no timestamp`` / ``missing or invalid time``, in the parsers' order of
+reasons). Lines in any other layout are grouped whole (identical lines only) and parsed as they are.
+
+One case folding cannot decide alone: a JSON line whose rest may hold a second ``"time"`` key (JSON readers take
+the last one). Such lines are marked ``AMBIGUOUS`` and the caller reads the log again line by line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafkaguard.audit import kafka_log
+from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: ``error`` of the per-tuple row that marks a log folding cannot handle exactly (see the module docstring).
+AMBIGUOUS = "kafkaguard: folding ambiguous"
+JSON_TIME_REASON = "missing or invalid time"
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """A writer's canonical line layout: where its timestamp is and how a key is turned back into a line."""
+
+    #: anchored pattern for the first ``len(placeholder)`` characters (the timestamp and what surrounds it)
+    head: str
+    #: 1-based character positions and lengths of year, month, day, hour, minute, second, millisecond
+    digits: tuple[tuple[int, int], ...]
+    #: the head of a line with a valid timestamp; a key is the line after its head
+    placeholder: str
+    #: the reasons that come before the timestamp's own in the parser's order of checks
+    earlier_reasons: tuple[str, ...]
+    #: the reason a line with an invalid timestamp gets
+    time_reason: str
+    #: the parser of ``value`` lines, passing the named columns through
+    parse: Callable[[DataFrame, Sequence[str]], DataFrame]
+    #: whether a key may hold a second timestamp field (JSON: a repeated ``"time"`` key)
+    check_repeated_time: bool = False
+
+
+def kafka_layout() -> Layout:
+    from kafkaguard.pipeline.readers import parse_kafka_log
+
+    return Layout(
+        head=r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}\]$",
+        digits=((2, 4), (7, 2), (10, 2), (13, 2), (16, 2), (19, 2), (22, 3)),
+        placeholder="[2000-01-01 00:00:00,000]",
+        earlier_reasons=(kafka_log.NOT_AN_AUDIT_LINE,),
+        time_reason=kafka_log.NO_TIMESTAMP,
+        parse=parse_kafka_log,
+    )
+
+
+def json_layout() -> Layout:
+    from kafkaguard.audit.record import REQUIRED_STRINGS, SCHEMA_VERSION
+    from kafkaguard.pipeline.readers import parse_json_lines
+
+    return Layout(
+        head=r'^\{"version":1,"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"$',
+        digits=((22, 4), (27, 2), (30, 2), (33, 2), (36, 2), (39, 2), (42, 3)),
+        placeholder='{"version":1,"time":"2000-01-01T00:00:00.000Z"',
+        earlier_reasons=(
+            "not valid JSON",
+            "missing or non-integer version",
+            f"unsupported version (this kafkaguard reads versions 1 to {SCHEMA_VERSION})",
+            *(f"missing or non-string {name}" for name in REQUIRED_STRINGS),
+        ),
+        time_reason=JSON_TIME_REASON,
+        parse=parse_json_lines,
+        check_repeated_time=True,
+    )
+
+
+def layout_of(text_format: str) -> Layout:
+    """The canonical layout of ``kafka-log`` or ``json`` (``readers.read_lines``)."""
+    return kafka_layout() if text_format == "kafka-log" else json_layout()
+
+
+def _div(column: str, divisor: int, modulo: int | None = None) -> Column:
+    """Integer division of a long column (exact: no detour through doubles), optionally modulo."""
+    from pyspark.sql import functions as F
+
+    return F.expr(f"({column} div {divisor})" + (f" % {modulo}" if modulo else ""))
+
+
+def _valid(column: str) -> Column:
+    """Whether ``yyyyMMddHHmmssSSS`` is a real date and time (integer arithmetic, no parsing per line)."""
+    from pyspark.sql import functions as F
+
+    year, month, day = _div(column, 10**13), _div(column, 10**11, 100), _div(column, 10**9, 100)
+    hour, minute, second = _div(column, 10**7, 100), _div(column, 10**5, 100), _div(column, 10**3, 100)
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    days = F.when(month == 2, F.when(leap, 29).otherwise(28)).when(month.isin(4, 6, 9, 11), 30).otherwise(31)
+    return (
+        (year >= 1)
+        & (month >= 1)
+        & (month <= 12)
+        & (day >= 1)
+        & (day <= days)
+        & (hour < 24)
+        & (minute < 60)
+        & (second < 60)
+    )
+
+
+def _to_timestamp(column: str) -> Column:
+    """``yyyyMMddHHmmssSSS`` (already valid) → a timestamp in the session's zone (UTC)."""
+    from pyspark.sql import functions as F
+
+    seconds = F.expr(f"cast({column} % 100000 as decimal(8,3)) / 1000")
+    return F.make_timestamp(
+        _div(column, 10**13).cast("int"),
+        _div(column, 10**11, 100).cast("int"),
+        _div(column, 10**9, 100).cast("int"),
+        _div(column, 10**7, 100).cast("int"),
+        _div(column, 10**5, 100).cast("int"),
+        seconds,
+    )
+
+
+def fold(text: DataFrame, layout: Layout, keys: Sequence[str] = ("logged_decision",)) -> DataFrame:
+    """``value`` lines → the rows of ``transforms.aggregate_raw`` (same columns, same meaning), from one parse per
+    distinct (key, hour) instead of one per line. Rows with ``error`` ``AMBIGUOUS`` mean: read line by line."""
+    from pyspark.sql import functions as F
+
+    value = F.col("value")
+    canonical = F.substring(value, 1, len(layout.placeholder)).rlike(layout.head)
+    # The head pattern guarantees digits at these places: one long, yyyyMMddHHmmssSSS.
+    digits = F.concat(*[F.substring(value, start, length) for start, length in layout.digits]).cast("long")
+    raw = value.cast("binary")
+    key = F.when(canonical, F.substring(raw, len(layout.placeholder) + 1, 1 << 30)).otherwise(raw)
+    per_line = (
+        text.where(F.trim(value) != "")
+        .select(key.alias("_key"), canonical.alias("_canonical"), F.when(canonical, digits).alias("_digits"))
+        .select("_key", "_canonical", F.when(_valid("_digits"), F.col("_digits")).alias("_stamp"))
+        .select("*", _div("_stamp", 10**7).alias("_hour"))
+    )
+    folded = per_line.groupBy("_key", "_canonical", "_hour").agg(
+        F.count(F.lit(1)).alias("_n"),
+        F.count_if(F.col("_canonical") & F.col("_stamp").isNull()).alias("_bad_time"),
+        F.min("_stamp").alias("_lo"),
+        F.max("_stamp").alias("_hi"),
+    )
+    rebuilt = F.when(
+        F.col("_canonical"), F.concat(F.lit(bytearray(layout.placeholder.encode())), F.col("_key"))
+    ).otherwise(F.col("_key"))
+    ambiguous = F.lit(False)
+    if layout.check_repeated_time:
+        # A second "time" key can only be written as "time" or with escapes (a backslash).
+        rest = F.col("_key").cast("string")
+        ambiguous = F.col("_canonical") & (rest.contains('"time"') | rest.contains("\\"))
+    passed = ["_canonical", "_hour", "_n", "_bad_time", "_lo", "_hi", "_ambiguous"]
+    groups = folded.select(rebuilt.cast("string").alias("value"), *passed[:-1], ambiguous.alias("_ambiguous"))
+    return _rows(layout.parse(groups, passed), layout, keys)
+
+
+def _rows(parsed: DataFrame, layout: Layout, keys: Sequence[str]) -> DataFrame:
+    """Parsed (key, hour) groups → per-tuple rows and per-hour rows, as ``transforms.aggregate_raw`` makes them."""
+    from pyspark.sql import functions as F
+
+    canonical, error = F.col("_canonical"), F.col("error")
+    # Canonical groups: lines with a valid timestamp (time from the folded stamps) and lines without one.
+    timed = F.when(canonical, F.col("_n") - F.col("_bad_time")).otherwise(F.col("_n"))
+    first = F.when(canonical, _to_timestamp("_lo")).otherwise(F.col("time"))
+    last = F.when(canonical, _to_timestamp("_hi")).otherwise(F.col("time"))
+    untimed_error = F.when(error.isin(*layout.earlier_reasons), error).otherwise(F.lit(layout.time_reason))
+    bucket = F.when(canonical, _to_timestamp("(_hour * 10000000)")).otherwise(F.date_trunc("hour", "time"))
+    access = [F.when(error.isNull(), F.col(c)).alias(c) for c in ACCESS_KEY]
+    decision = F.when(error.isNull(), F.col("decision"))
+    parts = parsed.select(
+        F.explode(
+            F.array(
+                F.struct(
+                    *access,
+                    decision.alias("logged_decision"),
+                    F.when(F.col("_ambiguous"), F.lit(AMBIGUOUS)).otherwise(error).alias("error"),
+                    F.when(error.isNull(), bucket).alias("bucket"),
+                    timed.alias("requests"),
+                    F.when(error.isNull(), first).alias("first_seen"),
+                    F.when(error.isNull(), last).alias("last_seen"),
+                ),
+                F.struct(
+                    *[F.lit(None).cast("string").alias(c) for c in ACCESS_KEY],
+                    F.lit(None).cast("string").alias("logged_decision"),
+                    untimed_error.alias("error"),
+                    F.lit(None).cast("timestamp").alias("bucket"),
+                    F.when(canonical, F.col("_bad_time")).otherwise(0).alias("requests"),
+                    F.lit(None).cast("timestamp").alias("first_seen"),
+                    F.lit(None).cast("timestamp").alias("last_seen"),
+                ),
+            )
+        ).alias("p")
+    ).select("p.*")
+    parts = parts.where(F.col("requests") > 0)
+    tuple_keys = [*ACCESS_KEY, *keys, "error"]
+    per_tuple = parts.groupBy(*tuple_keys).agg(
+        F.sum("requests").alias("requests"),
+        F.min("first_seen").alias("first_seen"),
+        F.max("last_seen").alias("last_seen"),
+    )
+    if "logged_decision" not in keys:
+        per_tuple = per_tuple.withColumn("logged_decision", F.lit(None).cast("string"))
+    per_hour = (
+        parts.where(F.col("error").isNull())
+        .groupBy("bucket", "logged_decision")
+        .agg(F.sum("requests").alias("requests"))
+    )
+    columns = [*ACCESS_KEY, "logged_decision", "error", "bucket", "requests", "first_seen", "last_seen"]
+    return (
+        per_tuple.withColumn("bucket", F.lit(None).cast("timestamp"))
+        .select(*columns, F.lit(True).alias("per_tuple"))
+        .unionByName(
+            per_hour.select(
+                *[F.lit(None).cast("string").alias(c) for c in ACCESS_KEY],
+                "logged_decision",
+                F.lit(None).cast("string").alias("error"),
+                "bucket",
+                "requests",
+                F.lit(None).cast("timestamp").alias("first_seen"),
+                F.lit(None).cast("timestamp").alias("last_seen"),
+                F.lit(False).alias("per_tuple"),
+            )
+        )
+    )
