@@ -16,7 +16,7 @@ Measured per format in one session (session start excluded):
 * floor: the minimal read of the same files (Parquet: count every column; lines: ``spark.read.text().count()``);
 * reference: the JVM aggregation by access key (principal, host, operation, resource type and name) with counts
   and first/last seen, without decisions (line formats through the pipeline's reader);
-* simulate: ``kafkaguard.pipeline.jobs.simulate.run`` end to end (text logs folded: grouped as text and parsed
+* simulate: ``kafkaguard.pipeline.jobs.simulate.run`` end to end (Kafka's log folded: grouped as text and parsed
   once per distinct line and hour, ``kafkaguard.pipeline.folding``; ``mapInArrow`` decisions of the distinct
   accesses under both ACL sets, flips written as Parquet, HTML report);
 * naive UDF: a per-row Python UDF deciding every raw record under both sets (the design the pipeline avoids).
@@ -493,9 +493,10 @@ def report(rows: list[Row], udf_size: int, proposed_acls: int) -> str:
         "counts and first/last seen, no decisions): Parquet from the raw columns (no validation); the line "
         "formats through the pipeline's own reader (`kafkaguard.pipeline.readers.read_records`: parsed and "
         "validated in the JVM, line by line). *Simulate*: `kafkaguard.pipeline.jobs.simulate.run` end to end (read; "
-        "text logs folded: grouped as text by (line without its timestamp, hour), each distinct one parsed once "
+        "Kafka's log folded: grouped as text by (line without its timestamp, hour), each distinct one parsed once "
         "(`kafkaguard.pipeline.folding`); aggregate, decide each distinct access under both ACL sets with "
-        "`mapInArrow`, write the flips table and the HTML report). *Naive UDF*: a per-row Python UDF deciding every raw record under both sets "
+        "`mapInArrow`, write the flips table and the HTML report). "
+        "*Naive UDF*: a per-row Python UDF deciding every raw record under both sets "
         "(the design the pipeline avoids), on the columns of the same reader as the reference (its time includes "
         f"that reader's JVM parsing, as simulate's does); run on {udf_size:,} records only, the larger size's "
         "ratio uses that rate. "

@@ -1,24 +1,25 @@
-"""Folding: text logs are aggregated as text first and parsed once per distinct line, not once per line.
+"""Folding: Kafka's authorizer log is aggregated as text first and parsed once per distinct line, not per line.
 
 Audit logs repeat themselves: the same client makes the same request all day, so lines differ mostly in their
-timestamp. Parsing every line (a regular expression or a JSON parser per line) is what made the text formats
-slow (SPARK-NOTES.md; ``docs/benchmarks.md``). So, for a line in its writer's *canonical layout* (Kafka's
-default ``[%d]`` log4j layout; kafkaguard's own JSON writer), the JVM
+timestamp, and the regular expression that parses a kafka-authorizer.log line is the dearest thing per line
+(SPARK-NOTES.md; ``docs/benchmarks.md``). So, for a line in Kafka's default ``[%d]`` log4j layout, the JVM
 
-1. checks the layout of the timestamp with an anchored pattern on the first few characters only, reads its
-   digits into one number (``yyyyMMddHHmmssSSS``) and checks that it is a real date and time;
+1. checks the layout of the timestamp with an anchored pattern on the first 25 characters only, reads its
+   digits into one number (``yyyyMMddHHmmssSSS``) and checks that it is a real date and time by arithmetic;
 2. cuts the timestamp off: the rest of the line (bytes) is the *key*;
 3. groups by (key, hour) with the number of lines, of lines with an invalid timestamp, and the first/last time;
-4. parses each distinct key once, as the very line it came from with a fixed placeholder timestamp, with the
-   same JVM parsers as every other line (``kafkaguard.pipeline.readers``).
+4. parses each group once, as the very line it came from with a fixed placeholder timestamp, with the same JVM
+   parser as every other line (``readers.parse_kafka_log``).
 
 Every result is the one per-line parsing gives: the placeholder is a valid timestamp of the same layout, and no
-other part of a line's parse depends on the timestamp's text. A line's own timestamp decides only its time, its
-hour and, if invalid, its reason (``no timestamp`` / ``missing or invalid time``, in the parsers' order of
-reasons). Lines in any other layout are grouped whole (identical lines only) and parsed as they are.
+other part of a line's parse depends on the timestamp's text (the pattern's time group is digits only). A
+line's own timestamp decides only its time, its hour and, if invalid, its reason (``no timestamp``, which comes
+after ``not a Kafka authorizer audit line`` in the parser's order). Lines in any other layout are grouped whole
+(identical lines only) and parsed as they are.
 
-One case folding cannot decide alone: a JSON line whose rest may hold a second ``"time"`` key (JSON readers take
-the last one). Such lines are marked ``AMBIGUOUS`` and the caller reads the log again line by line.
+Measured on 2 cores (``docs/benchmarks.md``): 10M lines 1.7× faster than parsing every line. JSON lines are not
+folded: ``from_json`` per line is cheap enough that folding's own cost per line (the layout check, the cut, a
+group-by on ~230-byte keys) ate the gain.
 """
 
 from __future__ import annotations
@@ -33,14 +34,11 @@ from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-#: ``error`` of the per-tuple row that marks a log folding cannot handle exactly (see the module docstring).
-AMBIGUOUS = "kafkaguard: folding ambiguous"
-JSON_TIME_REASON = "missing or invalid time"
-
 
 @dataclass(frozen=True, slots=True)
 class Layout:
-    """A writer's canonical line layout: where its timestamp is and how a key is turned back into a line."""
+    """A writer's canonical line layout: where its timestamp is and how a key is turned back into a line. (One
+    instance today, ``kafka_layout``; kept as data so the folding code states what it relies on.)"""
 
     #: anchored pattern for the first ``len(placeholder)`` characters (the timestamp and what surrounds it)
     head: str
@@ -54,8 +52,6 @@ class Layout:
     time_reason: str
     #: the parser of ``value`` lines, passing the named columns through
     parse: Callable[[DataFrame, Sequence[str]], DataFrame]
-    #: whether a key may hold a second timestamp field (JSON: a repeated ``"time"`` key)
-    check_repeated_time: bool = False
 
 
 def kafka_layout() -> Layout:
@@ -69,31 +65,6 @@ def kafka_layout() -> Layout:
         time_reason=kafka_log.NO_TIMESTAMP,
         parse=parse_kafka_log,
     )
-
-
-def json_layout() -> Layout:
-    from kafkaguard.audit.record import REQUIRED_STRINGS, SCHEMA_VERSION
-    from kafkaguard.pipeline.readers import parse_json_lines
-
-    return Layout(
-        head=r'^\{"version":1,"time":"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"$',
-        digits=((22, 4), (27, 2), (30, 2), (33, 2), (36, 2), (39, 2), (42, 3)),
-        placeholder='{"version":1,"time":"2000-01-01T00:00:00.000Z"',
-        earlier_reasons=(
-            "not valid JSON",
-            "missing or non-integer version",
-            f"unsupported version (this kafkaguard reads versions 1 to {SCHEMA_VERSION})",
-            *(f"missing or non-string {name}" for name in REQUIRED_STRINGS),
-        ),
-        time_reason=JSON_TIME_REASON,
-        parse=parse_json_lines,
-        check_repeated_time=True,
-    )
-
-
-def layout_of(text_format: str) -> Layout:
-    """The canonical layout of ``kafka-log`` or ``json`` (``readers.read_lines``)."""
-    return kafka_layout() if text_format == "kafka-log" else json_layout()
 
 
 def _div(column: str, divisor: int, modulo: int | None = None) -> Column:
@@ -140,7 +111,7 @@ def _to_timestamp(column: str) -> Column:
 
 def fold(text: DataFrame, layout: Layout, keys: Sequence[str] = ("logged_decision",)) -> DataFrame:
     """``value`` lines → the rows of ``transforms.aggregate_raw`` (same columns, same meaning), from one parse per
-    distinct (key, hour) instead of one per line. Rows with ``error`` ``AMBIGUOUS`` mean: read line by line."""
+    distinct (key, hour) instead of one per line."""
     from pyspark.sql import functions as F
 
     value = F.col("value")
@@ -164,13 +135,8 @@ def fold(text: DataFrame, layout: Layout, keys: Sequence[str] = ("logged_decisio
     rebuilt = F.when(
         F.col("_canonical"), F.concat(F.lit(bytearray(layout.placeholder.encode())), F.col("_key"))
     ).otherwise(F.col("_key"))
-    ambiguous = F.lit(False)
-    if layout.check_repeated_time:
-        # A second "time" key can only be written as "time" or with escapes (a backslash).
-        rest = F.col("_key").cast("string")
-        ambiguous = F.col("_canonical") & (rest.contains('"time"') | rest.contains("\\"))
-    passed = ["_canonical", "_hour", "_n", "_bad_time", "_lo", "_hi", "_ambiguous"]
-    groups = folded.select(rebuilt.cast("string").alias("value"), *passed[:-1], ambiguous.alias("_ambiguous"))
+    passed = ["_canonical", "_hour", "_n", "_bad_time", "_lo", "_hi"]
+    groups = folded.select(rebuilt.cast("string").alias("value"), *passed)
     return _rows(layout.parse(groups, passed), layout, keys)
 
 
@@ -193,7 +159,7 @@ def _rows(parsed: DataFrame, layout: Layout, keys: Sequence[str]) -> DataFrame:
                 F.struct(
                     *access,
                     decision.alias("logged_decision"),
-                    F.when(F.col("_ambiguous"), F.lit(AMBIGUOUS)).otherwise(error).alias("error"),
+                    error.alias("error"),
                     F.when(error.isNull(), bucket).alias("bucket"),
                     timed.alias("requests"),
                     F.when(error.isNull(), first).alias("first_seen"),

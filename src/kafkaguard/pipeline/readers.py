@@ -82,19 +82,13 @@ def read_records(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkagua
     return parse_json_lines(_read_text(spark, paths))
 
 
-def read_lines(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkaguard") -> tuple[DataFrame, str] | None:
-    """The raw lines of a text log and their format (``kafka-log`` or ``json``), or None for Parquet input.
+def read_lines(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
+    """The raw lines (``value``) of text logs.
 
     :raises PipelineError: as ``read_records``.
     """
-    if fmt not in FORMATS:
-        raise PipelineError(f"unknown --format {fmt!r}: expected one of {', '.join(FORMATS)}")
     check_paths(paths)
-    if fmt == "kafka-log":
-        return _read_text(spark, paths), "kafka-log"
-    if any(_is_parquet(p) for p in paths):
-        return None
-    return _read_text(spark, paths), "json"
+    return _read_text(spark, paths)
 
 
 def _read_text(spark: SparkSession, paths: Sequence[str]) -> DataFrame:

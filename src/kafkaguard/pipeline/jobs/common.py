@@ -156,9 +156,9 @@ def read_and_reduce(
     spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: str, keys: Sequence[str] = ("logged_decision",)
 ) -> Reduced:
     """Read and aggregate the log; ``good`` has one row per access tuple and ``keys`` (``logged_decision`` or
-    nothing). Text logs are folded (``kafkaguard.pipeline.folding``: parsed once per distinct line, not per
-    line). One Spark job: it fills the cache of the aggregation and collects the few rows of the chart over
-    time and of the bad lines at once (a second one only if folding cannot be exact for this log)."""
+    nothing). Kafka's authorizer log is folded (``kafkaguard.pipeline.folding``: parsed once per distinct line,
+    not per line). One Spark job: it fills the cache of the aggregation and collects the few rows of the chart
+    over time and of the bad lines at once."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -166,17 +166,12 @@ def read_and_reduce(
 
     with run.step("reading and aggregating the log"):
         records = read_records(spark, logs, fmt)
-        text_log = read_lines(spark, logs, fmt)
-        if text_log is None:  # Parquet: columns already, nothing to fold
-            aggregated = transforms.aggregate_raw(records, keys=keys)
+        if fmt == "kafka-log":
+            aggregated = folding.fold(read_lines(spark, logs), folding.kafka_layout(), keys=keys)
         else:
-            aggregated = folding.fold(text_log[0], folding.layout_of(text_log[1]), keys=keys)
+            aggregated = transforms.aggregate_raw(records, keys=keys)
         aggregated = aggregated.persist(StorageLevel.MEMORY_AND_DISK)
         small = transforms.small_rows(aggregated).collect()
-        if any(row["error"] == folding.AMBIGUOUS for row in small):
-            aggregated.unpersist()
-            aggregated = transforms.aggregate_raw(records, keys=keys).persist(StorageLevel.MEMORY_AND_DISK)
-            small = transforms.small_rows(aggregated).collect()
     over_time = sorted(
         (row["bucket"], row["logged_decision"], int(row["requests"]))
         for row in small
