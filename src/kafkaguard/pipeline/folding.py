@@ -17,54 +17,30 @@ line's own timestamp decides only its time, its hour and, if invalid, its reason
 after ``not a Kafka authorizer audit line`` in the parser's order). Lines in any other layout are grouped whole
 (identical lines only) and parsed as they are.
 
-Measured on 2 cores (``docs/benchmarks.md``): 10M lines 1.7× faster than parsing every line. JSON lines are not
-folded: ``from_json`` per line is cheap enough that folding's own cost per line (the layout check, the cut, a
-group-by on ~230-byte keys) ate the gain.
+Measured on 2 cores (``docs/benchmarks.md``): 10M lines 1.5× faster than parsing every line (1M lines: slower).
+JSON lines are not folded: ``from_json`` per line is cheap enough that folding's own cost per line (the layout
+check, the cut, a group-by on ~230-byte keys) ate the gain.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from kafkaguard.audit import kafka_log
 from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
+from kafkaguard.pipeline.readers import parse_kafka_log
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 
-@dataclass(frozen=True, slots=True)
-class Layout:
-    """A writer's canonical line layout: where its timestamp is and how a key is turned back into a line. (One
-    instance today, ``kafka_layout``; kept as data so the folding code states what it relies on.)"""
-
-    #: anchored pattern for the first ``len(placeholder)`` characters (the timestamp and what surrounds it)
-    head: str
-    #: 1-based character positions and lengths of year, month, day, hour, minute, second, millisecond
-    digits: tuple[tuple[int, int], ...]
-    #: the head of a line with a valid timestamp; a key is the line after its head
-    placeholder: str
-    #: the reasons that come before the timestamp's own in the parser's order of checks
-    earlier_reasons: tuple[str, ...]
-    #: the reason a line with an invalid timestamp gets
-    time_reason: str
-    #: the parser of ``value`` lines, passing the named columns through
-    parse: Callable[[DataFrame, Sequence[str]], DataFrame]
-
-
-def kafka_layout() -> Layout:
-    from kafkaguard.pipeline.readers import parse_kafka_log
-
-    return Layout(
-        head=r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}\]$",
-        digits=((2, 4), (7, 2), (10, 2), (13, 2), (16, 2), (19, 2), (22, 3)),
-        placeholder="[2000-01-01 00:00:00,000]",
-        earlier_reasons=(kafka_log.NOT_AN_AUDIT_LINE,),
-        time_reason=kafka_log.NO_TIMESTAMP,
-        parse=parse_kafka_log,
-    )
+#: Kafka's default ``[%d]`` layout: the first 25 characters, anchored (the timestamp and its brackets).
+HEAD = r"^\[[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}\]$"
+#: 1-based character positions and lengths of year, month, day, hour, minute, second, millisecond in ``HEAD``.
+DIGITS = ((2, 4), (7, 2), (10, 2), (13, 2), (16, 2), (19, 2), (22, 3))
+#: A head with a valid timestamp; a key is the line after its head, and a group is parsed as this + its key.
+PLACEHOLDER = "[2000-01-01 00:00:00,000]"
 
 
 def _div(column: str, divisor: int, modulo: int | None = None) -> Column:
@@ -74,12 +50,23 @@ def _div(column: str, divisor: int, modulo: int | None = None) -> Column:
     return F.expr(f"({column} div {divisor})" + (f" % {modulo}" if modulo else ""))
 
 
+def _fields(column: str) -> tuple[Column, Column, Column, Column, Column, Column]:
+    """Year, month, day, hour, minute and second of a ``yyyyMMddHHmmssSSS`` long column."""
+    return (
+        _div(column, 10**13),
+        _div(column, 10**11, 100),
+        _div(column, 10**9, 100),
+        _div(column, 10**7, 100),
+        _div(column, 10**5, 100),
+        _div(column, 10**3, 100),
+    )
+
+
 def _valid(column: str) -> Column:
     """Whether ``yyyyMMddHHmmssSSS`` is a real date and time (integer arithmetic, no parsing per line)."""
     from pyspark.sql import functions as F
 
-    year, month, day = _div(column, 10**13), _div(column, 10**11, 100), _div(column, 10**9, 100)
-    hour, minute, second = _div(column, 10**7, 100), _div(column, 10**5, 100), _div(column, 10**3, 100)
+    year, month, day, hour, minute, second = _fields(column)
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
     days = F.when(month == 2, F.when(leap, 29).otherwise(28)).when(month.isin(4, 6, 9, 11), 30).otherwise(31)
     return (
@@ -99,27 +86,21 @@ def _to_timestamp(column: str) -> Column:
     from pyspark.sql import functions as F
 
     seconds = F.expr(f"cast({column} % 100000 as decimal(8,3)) / 1000")
-    return F.make_timestamp(
-        _div(column, 10**13).cast("int"),
-        _div(column, 10**11, 100).cast("int"),
-        _div(column, 10**9, 100).cast("int"),
-        _div(column, 10**7, 100).cast("int"),
-        _div(column, 10**5, 100).cast("int"),
-        seconds,
-    )
+    year, month, day, hour, minute, _ = (part.cast("int") for part in _fields(column))
+    return F.make_timestamp(year, month, day, hour, minute, seconds)
 
 
-def fold(text: DataFrame, layout: Layout, keys: Sequence[str] = ("logged_decision",)) -> DataFrame:
+def fold(text: DataFrame, keys: Sequence[str] = ("logged_decision",)) -> DataFrame:
     """``value`` lines → the rows of ``transforms.aggregate_raw`` (same columns, same meaning), from one parse per
     distinct (key, hour) instead of one per line."""
     from pyspark.sql import functions as F
 
     value = F.col("value")
-    canonical = F.substring(value, 1, len(layout.placeholder)).rlike(layout.head)
+    canonical = F.substring(value, 1, len(PLACEHOLDER)).rlike(HEAD)
     # The head pattern guarantees digits at these places: one long, yyyyMMddHHmmssSSS.
-    digits = F.concat(*[F.substring(value, start, length) for start, length in layout.digits]).cast("long")
+    digits = F.concat(*[F.substring(value, start, length) for start, length in DIGITS]).cast("long")
     raw = value.cast("binary")
-    key = F.when(canonical, F.substring(raw, len(layout.placeholder) + 1, 1 << 30)).otherwise(raw)
+    key = F.when(canonical, F.substring(raw, len(PLACEHOLDER) + 1, 1 << 30)).otherwise(raw)
     per_line = (
         text.where(F.trim(value) != "")
         .select(key.alias("_key"), canonical.alias("_canonical"), F.when(canonical, digits).alias("_digits"))
@@ -132,15 +113,15 @@ def fold(text: DataFrame, layout: Layout, keys: Sequence[str] = ("logged_decisio
         F.min("_stamp").alias("_lo"),
         F.max("_stamp").alias("_hi"),
     )
-    rebuilt = F.when(
-        F.col("_canonical"), F.concat(F.lit(bytearray(layout.placeholder.encode())), F.col("_key"))
-    ).otherwise(F.col("_key"))
+    rebuilt = F.when(F.col("_canonical"), F.concat(F.lit(bytearray(PLACEHOLDER.encode())), F.col("_key"))).otherwise(
+        F.col("_key")
+    )
     passed = ["_canonical", "_hour", "_n", "_bad_time", "_lo", "_hi"]
     groups = folded.select(rebuilt.cast("string").alias("value"), *passed)
-    return _rows(layout.parse(groups, passed), layout, keys)
+    return _rows(parse_kafka_log(groups, passed), keys)
 
 
-def _rows(parsed: DataFrame, layout: Layout, keys: Sequence[str]) -> DataFrame:
+def _rows(parsed: DataFrame, keys: Sequence[str]) -> DataFrame:
     """Parsed (key, hour) groups → per-tuple rows and per-hour rows, as ``transforms.aggregate_raw`` makes them."""
     from pyspark.sql import functions as F
 
@@ -149,7 +130,8 @@ def _rows(parsed: DataFrame, layout: Layout, keys: Sequence[str]) -> DataFrame:
     timed = F.when(canonical, F.col("_n") - F.col("_bad_time")).otherwise(F.col("_n"))
     first = F.when(canonical, _to_timestamp("_lo")).otherwise(F.col("time"))
     last = F.when(canonical, _to_timestamp("_hi")).otherwise(F.col("time"))
-    untimed_error = F.when(error.isin(*layout.earlier_reasons), error).otherwise(F.lit(layout.time_reason))
+    # A line that is no audit line at all says so whatever its time; otherwise the invalid time comes first.
+    untimed_error = F.when(error == kafka_log.NOT_AN_AUDIT_LINE, error).otherwise(F.lit(kafka_log.NO_TIMESTAMP))
     bucket = F.when(canonical, _to_timestamp("(_hour * 10000000)")).otherwise(F.date_trunc("hour", "time"))
     access = [F.when(error.isNull(), F.col(c)).alias(c) for c in ACCESS_KEY]
     decision = F.when(error.isNull(), F.col("decision"))

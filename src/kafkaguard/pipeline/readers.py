@@ -95,8 +95,8 @@ def _read_text(spark: SparkSession, paths: Sequence[str]) -> DataFrame:
     return spark.read.option("recursiveFileLookup", "true").text(list(paths))
 
 
-def parse_json_lines(text: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
-    """``value`` lines → records (see the module docstring); the ``keep`` columns are passed through."""
+def parse_json_lines(text: DataFrame) -> DataFrame:
+    """``value`` lines → records (see the module docstring)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -107,20 +107,15 @@ def parse_json_lines(text: DataFrame, keep: Sequence[str] = ()) -> DataFrame:
     with_corrupt = StructType([*schema.fields, StructField("_corrupt", StringType())])
     lines = text.where(F.trim(F.col("value")) != "")
     options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": "_corrupt"}
-    parsed = lines.select(F.col("value"), *keep, F.from_json("value", with_corrupt, options).alias("r"))
+    parsed = lines.select(F.col("value"), F.from_json("value", with_corrupt, options).alias("r"))
     invalid_json = F.col("r").isNull() | F.col("r._corrupt").isNotNull() | ~F.trim(F.col("value")).startswith("{")
     flat = parsed.select(
-        F.col("value").alias("_line"),
-        *keep,
-        invalid_json.alias("_bad_json"),
-        *[F.col(f"r.{f.name}") for f in schema],
+        F.col("value").alias("_line"), invalid_json.alias("_bad_json"), *[F.col(f"r.{f.name}") for f in schema]
     )
-    return validate_records(flat, raw_line="_line", bad_json="_bad_json", keep=keep)
+    return validate_records(flat, raw_line="_line", bad_json="_bad_json")
 
 
-def validate_records(
-    df: DataFrame, raw_line: str | None, bad_json: str | None = None, keep: Sequence[str] = ()
-) -> DataFrame:
+def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None = None) -> DataFrame:
     """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType
@@ -152,7 +147,7 @@ def validate_records(
     line = (
         F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns]))
     )
-    return _finish(df, time, _first_reason(checks), line, keep)
+    return _finish(df, time, _first_reason(checks), line)
 
 
 def parse_kafka_log(text: DataFrame, keep: Sequence[str] = ()) -> DataFrame:

@@ -167,7 +167,7 @@ def read_and_reduce(
     with run.step("reading and aggregating the log"):
         records = read_records(spark, logs, fmt)
         if fmt == "kafka-log":
-            aggregated = folding.fold(read_lines(spark, logs), folding.kafka_layout(), keys=keys)
+            aggregated = folding.fold(read_lines(spark, logs), keys=keys)
         else:
             aggregated = transforms.aggregate_raw(records, keys=keys)
         aggregated = aggregated.persist(StorageLevel.MEMORY_AND_DISK)
