@@ -1,7 +1,9 @@
 """Request decoding and response encoding with kio's generated types, and the API versions this server offers.
 
-What kio does not do is done here: the request header (see ``header``), ignoring trailing bytes after a request
-body (confluent-kafka sends one extra byte in AlterUserScramCredentials), and ApiVersions' rules — a request
+What kio does not do is done here: the request header (see ``header``), checking every length a body declares
+against the bytes that remain before kio reads it (see ``lengths``: kio's native reader would otherwise reserve
+memory from a count taken from the wire and abort the process), ignoring trailing bytes after a request body
+(confluent-kafka sends one extra byte in AlterUserScramCredentials), and ApiVersions' rules — a request
 version above ours still gets an answer (v0 with UNSUPPORTED_VERSION and our versions, so the client can pick),
 and ApiVersions responses always use response header v0.
 """
@@ -24,6 +26,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame
 from kafkaguard.server.header import RequestHeader, decode_header, peek_header
+from kafkaguard.server.lengths import check_body
 
 #: The APIs this server implements and advertises, with the version ranges it supports (inclusive).
 SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
@@ -72,10 +75,12 @@ def is_supported(api_key: int, api_version: int) -> bool:
 
 
 def decode_request(frame: bytes) -> DecodedRequest:
-    """Header and body of one request frame.
+    """Header and body of one request frame. Call it only for a request the connection may send in its state:
+    before authentication, only ApiVersions and SASL bodies are decoded (``connection`` checks the header first).
 
     :raises UnsupportedRequest: an API or version this server does not offer.
-    :raises ProtocolError: bytes that do not decode as that request.
+    :raises ProtocolError: bytes that do not decode as that request, including a length or count that the bytes
+        after it cannot hold (``lengths.LengthError``), checked before kio allocates anything.
     """
     api_key, api_version, correlation_id = peek_header(frame)
     if not is_supported(api_key, api_version):
@@ -84,6 +89,7 @@ def decode_request(frame: bytes) -> DecodedRequest:
         )
     schema = _request_schema(api_key, api_version)
     header, offset = decode_header(frame, flexible=schema.__flexible__)
+    check_body(schema, frame, offset)
     try:
         body, _consumed = _reader(schema)(frame, offset)  # trailing bytes are ignored on purpose
     except _DECODE_ERRORS as e:

@@ -26,6 +26,7 @@ from kafkaguard.server.handlers.acls import create_acls, delete_acls, describe_a
 from kafkaguard.server.handlers.cluster import api_versions, api_versions_response, describe_cluster
 from kafkaguard.server.handlers.scram import alter_user_scram_credentials, describe_user_scram_credentials
 from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
+from kafkaguard.server.header import peek_header
 from kafkaguard.server.sasl import SaslOutcome, SaslState
 from kafkaguard.server.scope import RequestScope
 
@@ -50,6 +51,9 @@ HANDLERS: dict[ApiKey, Handler] = {
 }
 #: What a SASL listener answers before authentication completes; anything else closes the connection.
 BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+BEFORE_AUTHENTICATION_CODES = frozenset(int(key) for key in BEFORE_AUTHENTICATION)
+#: Frames above this size are decoded on a worker thread (the length check walks every element in Python).
+LARGE_FRAME = 256 * 1024
 
 
 class CloseConnection(Exception):
@@ -126,8 +130,16 @@ class Connection:
         if self.sasl is not None and self.sasl.raw_tokens and not self.sasl.authenticated:
             await self._raw_token(self.sasl, frame)
             return
+        if not self.authenticated:
+            # Kafka reads only the header before authentication: no other body is decoded until SASL completes.
+            api_key_code = peek_header(frame)[0]
+            if api_key_code not in BEFORE_AUTHENTICATION_CODES:
+                raise CloseConnection(f"API key {api_key_code} before SASL authentication completed")
         try:
-            request = decode_request(frame)
+            if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
+                request = await asyncio.to_thread(decode_request, frame)
+            else:
+                request = decode_request(frame)
         except UnsupportedRequest as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 # A newer client: answer v0 with our versions so it can pick one (Kafka's rule).
@@ -137,8 +149,6 @@ class Connection:
             raise CloseConnection(str(e)) from e
         api_key, version = request.api_key, request.header.api_version
         correlation_id = request.header.correlation_id
-        if not self.authenticated and api_key not in BEFORE_AUTHENTICATION:
-            raise CloseConnection(f"{api_key.api_name} before SASL authentication completed")
         if api_key is ApiKey.SASL_HANDSHAKE or api_key is ApiKey.SASL_AUTHENTICATE:
             await self._sasl_request(api_key, version, correlation_id, request.body)
             return

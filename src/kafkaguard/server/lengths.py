@@ -1,0 +1,280 @@
+"""Every length a request body declares is checked against the bytes that remain, before kio decodes it.
+
+Why this exists: kio's native (Rust) reader reserves memory from an array count taken from the wire. A Metadata v12
+body of three bytes declaring a compact array of 1.5e9 topics makes the allocation fail and Rust aborts the whole
+process, which Python cannot catch. Kafka's generated readers refuse a collection longer than the bytes that remain
+(``if (arrayLength > _readable.remaining()) throw``); kio 0.6.5 has no such option, so this module walks the body
+once without allocating, with the same schema kio decodes with, and refuses what cannot be honest.
+
+The walk is generated from kio's schema classes (the dataclass fields and their ``kafka_type`` / ``tag`` metadata,
+the same tables kio's own writer is built from), never written per API. For each entity, in field order:
+
+* fixed-size primitives (int8 … int64, float64, uuid, bool) must fit;
+* strings and byte fields (legacy int16 / int32 length, or compact unsigned-varint length + 1) must fit;
+* arrays (legacy int32 count, or compact count + 1) must satisfy ``count × smallest element ≤ remaining`` — stronger
+  than Kafka's ``count ≤ remaining`` and still true of every valid encoding, so the walk's own loop is bounded by
+  the frame's size; fixed-size elements are skipped in one step;
+* nullable structs (KIP-893) carry a one-byte marker;
+* flexible entities end with tagged fields: a count, then per field a tag, a size that must fit, and the field's
+  bytes; a tag this schema knows is checked inside its own size, an unknown one is skipped (as Kafka does).
+
+Worked example — Metadata v12, body ``b"\\x81\\xde\\xa0\\xcb\\x05"`` (topics: compact array, uvarint 1,500,000,001):
+``count = 1,500,000,000``, the smallest MetadataRequestTopic is 18 bytes (uuid 16, compact string 1, tagged-field
+count 1), ``18 × 1.5e9 > 0 remaining`` → LengthError "topics: 1500000000 elements of at least 18 bytes, 0 bytes left".
+
+Cost model: one Python step per field and per array element actually present; a valid request of n bytes costs
+O(number of its fields), independent of what its counts claim. Valid requests decode exactly as before: the walk
+only raises, it never changes what kio reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import struct
+from collections.abc import Callable
+from typing import Any, get_args, get_origin
+
+from kafkaguard.server.errors import ProtocolError
+
+#: (buffer, offset, end) → offset after the value. Raises LengthError.
+Check = Callable[[bytes, int, int], int]
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+_FIXED_SIZES = {
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "uint32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "uuid": 16,
+}
+_VARIABLE = frozenset({"string", "bytes", "records"})
+
+
+class LengthError(ProtocolError):
+    """A request declares a length or count that the bytes after it cannot hold."""
+
+
+def check_body(schema: type[Any], buffer: bytes, offset: int) -> None:
+    """Walk a request body of ``schema`` (a kio request class) starting at ``offset``.
+
+    Trailing bytes after the body are allowed (kio ignores them; see ``codec``).
+
+    :raises LengthError: a declared length or count exceeds the bytes that remain, or the body is truncated.
+    """
+    _entity_check(schema)(buffer, offset, len(buffer))
+
+
+# ------------------------------------------------------------------------------------------------- primitives
+
+
+def _need(offset: int, size: int, end: int, what: str) -> int:
+    if size > end - offset:
+        raise LengthError(f"{what}: needs {size} bytes, {max(end - offset, 0)} left")
+    return offset + size
+
+
+def _uvarint(buffer: bytes, offset: int, end: int, what: str) -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes (Kafka's int32 varints)."""
+    value = 0
+    for shift in range(0, 35, 7):
+        if offset >= end:
+            raise LengthError(f"{what}: truncated varint")
+        byte = buffer[offset]
+        offset += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, offset
+    raise LengthError(f"{what}: varint longer than 5 bytes")
+
+
+def _fixed(size: int, what: str) -> Check:
+    def check(buffer: bytes, offset: int, end: int) -> int:
+        if size > end - offset:
+            raise LengthError(f"{what}: needs {size} bytes, {max(end - offset, 0)} left")
+        return offset + size
+
+    return check
+
+
+def _legacy_length(buffer: bytes, offset: int, end: int, wide: bool, what: str) -> tuple[int, int]:
+    """A legacy int16 (strings) or int32 (bytes, arrays) length; -1 is null and returned as -1."""
+    layout = _INT32 if wide else _INT16
+    offset = _need(offset, layout.size, end, what)
+    (length,) = layout.unpack_from(buffer, offset - layout.size)
+    if length < -1:
+        raise LengthError(f"{what}: negative length {length}")
+    return length, offset
+
+
+def _compact_length(buffer: bytes, offset: int, end: int, what: str) -> tuple[int, int]:
+    """A compact length: unsigned varint N, N = 0 is null (returned as -1), else N - 1."""
+    value, offset = _uvarint(buffer, offset, end, what)
+    return value - 1, offset
+
+
+def _sized(flexible: bool, wide: bool, what: str) -> Check:
+    """A string (wide=False) or bytes/records value (wide=True): a length, then that many bytes."""
+
+    def check(buffer: bytes, offset: int, end: int) -> int:
+        if flexible:
+            length, offset = _compact_length(buffer, offset, end, what)
+        else:
+            length, offset = _legacy_length(buffer, offset, end, wide, what)
+        if length <= 0:
+            return offset
+        return _need(offset, length, end, what)
+
+    return check
+
+
+# --------------------------------------------------------------------------------------------- compiled schema
+
+#: Per kio entity class: the check of one instance and the fewest bytes one instance can take.
+_ENTITIES: dict[type[Any], tuple[Check, int]] = {}
+
+
+def _entity_check(entity: type[Any]) -> Check:
+    return _compile(entity)[0]
+
+
+def _compile(entity: type[Any]) -> tuple[Check, int]:
+    compiled = _ENTITIES.get(entity)
+    if compiled is None:
+        compiled = _ENTITIES[entity] = _compile_entity(entity)
+    return compiled
+
+
+def _compile_entity(entity: type[Any]) -> tuple[Check, int]:
+    flexible = bool(entity.__flexible__)
+    name = entity.__name__
+    checks: list[Check] = []
+    smallest = 0
+    tagged: dict[int, Check] = {}
+    for field in dataclasses.fields(entity):
+        what = f"{name}.{field.name}"
+        tag = field.metadata.get("tag")
+        check, size = _compile_field(field, flexible, what, tagged=tag is not None)
+        if tag is not None:
+            tagged[int(tag)] = check
+            continue
+        checks.append(check)
+        smallest += size
+    if flexible:
+        checks.append(_tagged_fields(tagged, f"{name} tagged fields"))
+        smallest += 1
+    steps = tuple(checks)
+
+    def check_entity(buffer: bytes, offset: int, end: int) -> int:
+        for step in steps:
+            offset = step(buffer, offset, end)
+        return offset
+
+    return check_entity, smallest
+
+
+def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, tagged: bool) -> tuple[Check, int]:
+    """The check of one field and the fewest bytes it can take."""
+    inner, is_array, optional = _unwrap(field.type)
+    if dataclasses.is_dataclass(inner):
+        element_check, element_size = _compile(inner)  # type: ignore[arg-type]
+        if not is_array and optional and not tagged:
+            return _nullable_struct(element_check, what), 1
+    else:
+        kafka_type = field.metadata.get("kafka_type")
+        if kafka_type in _FIXED_SIZES:
+            element_size = _FIXED_SIZES[kafka_type]
+            element_check = _fixed(element_size, what)
+        elif kafka_type in _VARIABLE:
+            element_check = _sized(flexible, wide=kafka_type != "string", what=what)
+            element_size = 1 if flexible else (2 if kafka_type == "string" else 4)
+        else:
+            raise TypeError(f"{what}: kafka_type {kafka_type!r} is unknown to the length check")
+        if not is_array:
+            return element_check, element_size
+        if kafka_type in _FIXED_SIZES:
+            return _fixed_array(element_size, flexible, what), (1 if flexible else 4)
+    if not is_array:
+        return element_check, element_size
+    return _array(element_check, element_size, flexible, what), (1 if flexible else 4)
+
+
+def _unwrap(annotation: Any) -> tuple[Any, bool, bool]:
+    """(element type, is it an array, is it nullable) of a kio field annotation such as ``tuple[X, ...] | None``."""
+    optional = False
+    origin = get_origin(annotation)
+    if origin is not None and origin is not tuple:  # a union with None
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        optional = len(args) != len(get_args(annotation))
+        annotation = args[0]
+        origin = get_origin(annotation)
+    if origin is tuple:
+        return get_args(annotation)[0], True, optional
+    return annotation, False, optional
+
+
+def _nullable_struct(element: Check, what: str) -> Check:
+    def check(buffer: bytes, offset: int, end: int) -> int:
+        offset = _need(offset, 1, end, what)
+        if buffer[offset - 1] == 0xFF:  # KIP-893's null marker, int8 -1
+            return offset
+        return element(buffer, offset, end)
+
+    return check
+
+
+def _array_count(buffer: bytes, offset: int, end: int, flexible: bool, smallest: int, what: str) -> tuple[int, int]:
+    if flexible:
+        count, offset = _compact_length(buffer, offset, end, what)
+    else:
+        count, offset = _legacy_length(buffer, offset, end, True, what)
+    if count > 0 and count * max(smallest, 1) > end - offset:
+        raise LengthError(f"{what}: {count} elements of at least {smallest} bytes, {max(end - offset, 0)} bytes left")
+    return count, offset
+
+
+def _fixed_array(size: int, flexible: bool, what: str) -> Check:
+    def check(buffer: bytes, offset: int, end: int) -> int:
+        count, offset = _array_count(buffer, offset, end, flexible, size, what)
+        return offset + size * count if count > 0 else offset
+
+    return check
+
+
+def _array(element: Check, smallest: int, flexible: bool, what: str) -> Check:
+    def check(buffer: bytes, offset: int, end: int) -> int:
+        count, offset = _array_count(buffer, offset, end, flexible, smallest, what)
+        for _ in range(count):
+            offset = element(buffer, offset, end)
+        return offset
+
+    return check
+
+
+def _tagged_fields(known: dict[int, Check], what: str) -> Check:
+    def check(buffer: bytes, offset: int, end: int) -> int:
+        count, offset = _uvarint(buffer, offset, end, what)
+        if count * 2 > end - offset:  # each tagged field takes at least a tag and a size byte
+            raise LengthError(f"{what}: {count} fields, {max(end - offset, 0)} bytes left")
+        for _ in range(count):
+            tag, offset = _uvarint(buffer, offset, end, what)
+            size, offset = _uvarint(buffer, offset, end, what)
+            field_end = _need(offset, size, end, f"{what} (tag {tag})")
+            inner = known.get(tag)
+            if inner is not None:
+                inner(buffer, offset, field_end)  # a known field is checked inside its own size
+            offset = field_end
+        return offset
+
+    return check
