@@ -847,6 +847,7 @@ async def inprocess_describe_all(services: Services, rounds: int) -> tuple[float
         api_key=ApiKey.DESCRIBE_ACLS,
         api_version=3,
         client_id="bench",
+        snapshot=services.authorizer.snapshot,
     )
     request = describe_request()
     lookup, handler, encode = [], [], []

@@ -7,14 +7,17 @@ import pytest
 from kafkaguard import (
     AccessControlEntry,
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    AuthorizationResult,
     PatternType,
     RequestContext,
     ResourcePattern,
     ResourceType,
     StandardAuthorizer,
 )
+from kafkaguard.authorizer import MatchingAclRule
 from kafkaguard.authorizer.requests import (
     METADATA_AUTO_CREATE,
     REQUIREMENTS,
@@ -144,3 +147,29 @@ def test_api_names_are_kafkas():
     assert ApiKey.SASL_HANDSHAKE.api_name == "SaslHandshake"
     for key, requirement in REQUIREMENTS.items():
         assert requirement.name == key.api_name, key
+
+
+def test_the_deciding_rule_comes_from_the_snapshot_that_decided_after_a_swap():
+    """The audit record is written from ``decision()``: after the authorizer's snapshot is swapped (a DENY added
+    between deciding and auditing), the rule still explains the result that was given, not the new state."""
+    allow = acl(T, "orders", AclOperation.READ)
+    auth = authorizer(allow)
+    outcome = authorize_request(auth, ALICE, REQUIREMENTS[ApiKey.FETCH], {T: ["orders"]})
+    ((action, result),) = outcome.decisive
+    assert result is AuthorizationResult.ALLOWED
+    assert auth.add_acls([acl(T, "orders", AclOperation.READ, AclPermissionType.DENY)])[0].succeeded
+    assert auth.explain(ALICE, action).result is AuthorizationResult.DENIED  # the authorizer moved on
+    decision = outcome.decision(action)
+    assert decision.result is result
+    assert isinstance(decision.rule, MatchingAclRule)
+    assert decision.rule.acl.binding == allow
+
+
+def test_several_checks_of_one_request_share_a_snapshot_handed_in():
+    auth = authorizer(acl(T, "orders", AclOperation.ALL))
+    snapshot = auth.snapshot
+    auth.remove_acls([AclBindingFilter.ANY])
+    assert authorize_request(snapshot, ALICE, REQUIREMENTS[ApiKey.PRODUCE], {T: ["orders"]}).allows(T, "orders")
+    assert authorized_operations(snapshot, ALICE, T, "orders") != 0
+    assert not authorize_request(auth, ALICE, REQUIREMENTS[ApiKey.PRODUCE], {T: ["orders"]}).allows(T, "orders")
+    assert authorized_operations(auth, ALICE, T, "orders") == 0

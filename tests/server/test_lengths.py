@@ -91,3 +91,12 @@ def test_tagged_field_sizes_are_checked(value: int):
     body = b"\x01\x01" + b"\x01" + b"\x05" + uvarint(value % 2**32)  # one unknown tag 5 of a hostile size
     with pytest.raises(LengthError, match="tag 5"):
         check_body(schema, body, 0)
+
+
+def test_null_in_a_non_nullable_field_is_refused_as_kafka_refuses_it():
+    """DeleteTopics v6's topics array is not nullable: kio would hand the handler None (found by the fuzz test)."""
+    schema = load_request_schema(20, 6)
+    with pytest.raises(LengthError, match="topics: non-nullable field was serialized as null"):
+        check_body(schema, b"\x00" + b"\x00\x00\x00\x00" + b"\x00", 0)  # compact null, timeout_ms, no tags
+    metadata = load_request_schema(3, 12)  # its topics array is nullable (null = all topics)
+    check_body(metadata, b"\x00" + b"\x01" + b"\x00" + b"\x00", 0)

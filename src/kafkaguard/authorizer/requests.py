@@ -8,8 +8,10 @@ A request is authorized in three parts, each optional:
 * ``per_resource``: checks every named resource of the request must pass (e.g. CreateTopics: CREATE on the
   topic; DeleteTopics: DESCRIBE and DELETE on the topic).
 
-``authorize_request`` sends every action of a request to the authorizer in one ``authorize`` call, so all of a
-request's decisions come from one consistent snapshot.
+``authorize_request`` decides every action of a request against one snapshot (taken once, or handed in by the
+caller so that several calls of one request share it), and the outcome keeps that snapshot: the deciding rule of
+each decisive action (``RequestAuthorization.decisions``), which the audit record is written from, comes from
+the same snapshot as the result, never from asking the authorizer again after a possible swap.
 
 Deliberate difference (SEMANTICS.md §16.1): Metadata's auto-creation of a missing topic checks AUTO_CREATE (on the
 cluster, else on the topic) where Kafka checks CREATE; ALLOW CREATE implies AUTO_CREATE, so existing ACL sets work.
@@ -21,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kafkaguard.authorizer.standard import StandardAuthorizer
+from kafkaguard.authorizer.rules import Decision
+from kafkaguard.authorizer.standard import AuthorizerSnapshot, StandardAuthorizer, authorize_in, explain_in
 from kafkaguard.model import (
     CLUSTER_NAME,
     AclOperation,
@@ -232,16 +235,31 @@ SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
 }
 
 
+#: What decisions are read from: the authorizer (its current snapshot is taken once per call) or a snapshot.
+AuthorizationSource = StandardAuthorizer | AuthorizerSnapshot
+
+
+def snapshot_of(source: AuthorizationSource) -> AuthorizerSnapshot:
+    return source.snapshot if isinstance(source, StandardAuthorizer) else source
+
+
 @dataclass(frozen=True, slots=True)
 class RequestAuthorization:
     """The outcome for one request: whether its cluster-level check passed and, per named resource, whether it
     may be acted on. ``decisive`` lists the (action, result) pairs that decided it, in the order Kafka would have
     asked them: the cluster check, then the cluster override if it allowed, else the per-resource checks (what
-    an audit log should record)."""
+    an audit log should record). ``snapshot`` and ``context`` are what the results were decided with."""
 
     request_allowed: bool
     resources: Mapping[tuple[ResourceType, str], bool]
-    decisive: tuple[tuple[Action, AuthorizationResult], ...] = ()
+    decisive: tuple[tuple[Action, AuthorizationResult], ...]
+    snapshot: AuthorizerSnapshot
+    context: RequestContext
+
+    def decision(self, action: Action) -> Decision:
+        """The decision for one of this request's actions with its deciding rule and matching ACLs, from the same
+        snapshot as ``decisive`` (so it agrees with the result recorded there)."""
+        return explain_in(self.snapshot, self.context, action)
 
     def allows(self, resource_type: ResourceType, name: str) -> bool:
         return self.request_allowed and self.resources.get((resource_type, name), False)
@@ -251,7 +269,7 @@ class RequestAuthorization:
 
 
 def authorize_request(
-    authorizer: StandardAuthorizer,
+    source: AuthorizationSource,
     context: RequestContext,
     requirement: Requirement,
     resources: Mapping[ResourceType, Sequence[str]] | None = None,
@@ -274,7 +292,8 @@ def authorize_request(
             if check.resource_type is rtype:
                 slots.append(((rtype, name), len(actions)))
                 actions.append(Action(check.operation, ResourcePattern(rtype, name, PatternType.LITERAL)))
-    results = authorizer.authorize(context, actions) if actions else []
+    snapshot = snapshot_of(source)
+    results = authorize_in(snapshot, context, actions) if actions else []
     position = 0
     request_allowed = True
     if requirement.cluster is not None:
@@ -294,16 +313,16 @@ def authorize_request(
             decisive.append((actions[index], results[index]))
             if results[index] is not AuthorizationResult.ALLOWED:
                 verdicts[key] = False
-    return RequestAuthorization(request_allowed, verdicts, tuple(decisive))
+    return RequestAuthorization(request_allowed, verdicts, tuple(decisive), snapshot, context)
 
 
 def authorized_operations(
-    authorizer: StandardAuthorizer, context: RequestContext, resource_type: ResourceType, name: str
+    source: AuthorizationSource, context: RequestContext, resource_type: ResourceType, name: str
 ) -> int:
     """Kafka's 32-bit authorized-operations field for one resource: bit n set = operation code n allowed (§4)."""
     operations = SUPPORTED_OPERATIONS.get(resource_type, ())
     pattern = ResourcePattern(resource_type, name, PatternType.LITERAL)
-    results = authorizer.authorize(context, [Action(op, pattern) for op in operations])
+    results = authorize_in(snapshot_of(source), context, [Action(op, pattern) for op in operations])
     field = 0
     for op, result in zip(operations, results, strict=True):
         if result is AuthorizationResult.ALLOWED:

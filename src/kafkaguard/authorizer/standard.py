@@ -143,7 +143,7 @@ class StandardAuthorizer:
         :raises InvalidActionError: an action is not on a LITERAL resource or its operation is ANY/UNKNOWN.
         :raises AuthorizerNotReadyError: the initial load has not completed and the caller is no super user.
         """
-        return _authorize(self._snapshot, context, actions)
+        return authorize_in(self._snapshot, context, actions)
 
     def authorize_one(self, context: RequestContext, action: Action) -> AuthorizationResult:
         return self.authorize(context, (action,))[0]
@@ -153,33 +153,7 @@ class StandardAuthorizer:
 
         Agrees with ``authorize`` by construction: the same snapshot, the same patterns, the same masks.
         """
-        _check_action(action)
-        snap = self._snapshot
-        if context.principal in snap.super_users:
-            return Decision(context, action, ALLOWED, SuperUserRule(context.principal))
-        if not snap.ready:
-            raise AuthorizerNotReadyError(_NOT_READY)
-        pattern = action.resource_pattern
-        groups = snap.index.relevant_groups(pattern.resource_type, pattern.name)
-        matching: list[StoredAcl] = []
-        relevant = 0
-        for group in groups:
-            relevant += len(group.acls)
-            for acl in group.acls:
-                if _entry_matches(acl, context, action.operation):
-                    matching.append(acl)
-        denies = [acl for acl in matching if acl.binding.entry.permission_type is AclPermissionType.DENY]
-        rule: Rule
-        if denies:
-            result, rule = DENIED, MatchingAclRule(denies[0])
-        elif matching:
-            result, rule = ALLOWED, MatchingAclRule(matching[0])
-        elif relevant:
-            result, rule = DENIED, DefaultRule(DENIED, resource_has_acls=True)
-        else:
-            result = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
-            rule = DefaultRule(result, resource_has_acls=False)
-        return Decision(context, action, result, rule, tuple(matching), relevant)
+        return explain_in(self._snapshot, context, action)
 
     def authorize_by_resource_type(
         self, context: RequestContext, operation: AclOperation, resource_type: ResourceType
@@ -200,7 +174,7 @@ class StandardAuthorizer:
 
         def probe(name: str) -> AuthorizationResult:
             action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
-            return _authorize(snap, context, (action,))[0]
+            return authorize_in(snap, context, (action,))[0]
 
         return scan_by_resource_type(snap.index, context, operation, resource_type, probe)
 
@@ -271,10 +245,11 @@ class StandardAuthorizer:
             self._snapshot = replace(self._snapshot, index=index)
 
 
-def _authorize(
+def authorize_in(
     snap: AuthorizerSnapshot, context: RequestContext, actions: Sequence[Action]
 ) -> list[AuthorizationResult]:
-    """``StandardAuthorizer.authorize`` against one snapshot (also the probe of authorize_by_resource_type)."""
+    """``StandardAuthorizer.authorize`` against one given snapshot (also the probe of authorize_by_resource_type,
+    and what ``requests.authorize_request`` uses so that a request's decisions and its audit share one snapshot)."""
     principal, host = context.principal, context.host
     if principal in snap.super_users:
         for action in actions:
@@ -301,6 +276,37 @@ def _authorize(
         else:
             results.append(default)
     return results
+
+
+def explain_in(snap: AuthorizerSnapshot, context: RequestContext, action: Action) -> Decision:
+    """``StandardAuthorizer.explain`` against one given snapshot: the same decision ``authorize_in`` makes on it,
+    with the deciding rule and every matching ACL (most specific first)."""
+    _check_action(action)
+    if context.principal in snap.super_users:
+        return Decision(context, action, ALLOWED, SuperUserRule(context.principal))
+    if not snap.ready:
+        raise AuthorizerNotReadyError(_NOT_READY)
+    pattern = action.resource_pattern
+    groups = snap.index.relevant_groups(pattern.resource_type, pattern.name)
+    matching: list[StoredAcl] = []
+    relevant = 0
+    for group in groups:
+        relevant += len(group.acls)
+        for acl in group.acls:
+            if _entry_matches(acl, context, action.operation):
+                matching.append(acl)
+    denies = [acl for acl in matching if acl.binding.entry.permission_type is AclPermissionType.DENY]
+    rule: Rule
+    if denies:
+        result, rule = DENIED, MatchingAclRule(denies[0])
+    elif matching:
+        result, rule = ALLOWED, MatchingAclRule(matching[0])
+    elif relevant:
+        result, rule = DENIED, DefaultRule(DENIED, resource_has_acls=True)
+    else:
+        result = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
+        rule = DefaultRule(result, resource_has_acls=False)
+    return Decision(context, action, result, rule, tuple(matching), relevant)
 
 
 def _check_action(action: Action) -> None:

@@ -159,6 +159,7 @@ class Connection:
             api_key=api_key,
             api_version=version,
             client_id=request.header.client_id,
+            snapshot=self.server.services.authorizer.snapshot,
             audit=self.server.audit,
         )
         response = await HANDLERS[api_key](scope, request.body)
@@ -185,18 +186,18 @@ class Connection:
         """A SASL token after a v0 handshake: raw bytes in, raw bytes out; failure closes the connection."""
         reply, error = sasl.token(frame)
         if error is not None:
-            self.server.metrics_login(ok=False)
+            self.server.metrics_login(self, ok=False)
             await self._failure_delay()
             raise CloseConnection(f"SASL authentication failed: {error}")
         await self._send(encode_frame(reply or b""))
         if sasl.authenticated:
-            self.server.metrics_login(ok=True)
+            self.server.metrics_login(self, ok=True)
 
     def _count_login(self, outcome: SaslOutcome) -> None:
         if outcome.failed:
-            self.server.metrics_login(ok=False)
+            self.server.metrics_login(self, ok=False)
         elif self.sasl is not None and self.sasl.authenticated:
-            self.server.metrics_login(ok=True)
+            self.server.metrics_login(self, ok=True)
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.

@@ -15,6 +15,8 @@ the same tables kio's own writer is built from), never written per API. For each
   than Kafka's ``count ≤ remaining`` and still true of every valid encoding, so the walk's own loop is bounded by
   the frame's size; fixed-size elements are skipped in one step;
 * nullable structs (KIP-893) carry a one-byte marker;
+* a null (length -1) in a field the schema does not declare nullable is refused, as Kafka's readers refuse it
+  ("non-nullable field … was serialized as null"), so a handler never sees None where its type says a value;
 * flexible entities end with tagged fields: a count, then per field a tag, a size that must fit, and the field's
   bytes; a tag this schema knows is checked inside its own size, an unknown one is skipped (as Kafka does).
 
@@ -124,7 +126,11 @@ def _compact_length(buffer: bytes, offset: int, end: int, what: str) -> tuple[in
     return value - 1, offset
 
 
-def _sized(flexible: bool, wide: bool, what: str) -> Check:
+def _null(what: str) -> LengthError:
+    return LengthError(f"{what}: non-nullable field was serialized as null")
+
+
+def _sized(flexible: bool, wide: bool, nullable: bool, what: str) -> Check:
     """A string (wide=False) or bytes/records value (wide=True): a length, then that many bytes."""
 
     def check(buffer: bytes, offset: int, end: int) -> int:
@@ -133,6 +139,8 @@ def _sized(flexible: bool, wide: bool, what: str) -> Check:
         else:
             length, offset = _legacy_length(buffer, offset, end, wide, what)
         if length <= 0:
+            if length < 0 and not nullable:
+                raise _null(what)
             return offset
         return _need(offset, length, end, what)
 
@@ -197,17 +205,18 @@ def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, 
             element_size = _FIXED_SIZES[kafka_type]
             element_check = _fixed(element_size, what)
         elif kafka_type in _VARIABLE:
-            element_check = _sized(flexible, wide=kafka_type != "string", what=what)
+            nullable = tagged or (optional and not is_array)  # in an array, None would be the array's own null
+            element_check = _sized(flexible, wide=kafka_type != "string", nullable=nullable, what=what)
             element_size = 1 if flexible else (2 if kafka_type == "string" else 4)
         else:
             raise TypeError(f"{what}: kafka_type {kafka_type!r} is unknown to the length check")
         if not is_array:
             return element_check, element_size
         if kafka_type in _FIXED_SIZES:
-            return _fixed_array(element_size, flexible, what), (1 if flexible else 4)
+            return _fixed_array(element_size, flexible, optional or tagged, what), (1 if flexible else 4)
     if not is_array:
         return element_check, element_size
-    return _array(element_check, element_size, flexible, what), (1 if flexible else 4)
+    return _array(element_check, element_size, flexible, optional or tagged, what), (1 if flexible else 4)
 
 
 def _unwrap(annotation: Any) -> tuple[Any, bool, bool]:
@@ -234,27 +243,31 @@ def _nullable_struct(element: Check, what: str) -> Check:
     return check
 
 
-def _array_count(buffer: bytes, offset: int, end: int, flexible: bool, smallest: int, what: str) -> tuple[int, int]:
+def _array_count(
+    buffer: bytes, offset: int, end: int, flexible: bool, nullable: bool, smallest: int, what: str
+) -> tuple[int, int]:
     if flexible:
         count, offset = _compact_length(buffer, offset, end, what)
     else:
         count, offset = _legacy_length(buffer, offset, end, True, what)
+    if count < 0 and not nullable:
+        raise _null(what)
     if count > 0 and count * max(smallest, 1) > end - offset:
         raise LengthError(f"{what}: {count} elements of at least {smallest} bytes, {max(end - offset, 0)} bytes left")
     return count, offset
 
 
-def _fixed_array(size: int, flexible: bool, what: str) -> Check:
+def _fixed_array(size: int, flexible: bool, nullable: bool, what: str) -> Check:
     def check(buffer: bytes, offset: int, end: int) -> int:
-        count, offset = _array_count(buffer, offset, end, flexible, size, what)
+        count, offset = _array_count(buffer, offset, end, flexible, nullable, size, what)
         return offset + size * count if count > 0 else offset
 
     return check
 
 
-def _array(element: Check, smallest: int, flexible: bool, what: str) -> Check:
+def _array(element: Check, smallest: int, flexible: bool, nullable: bool, what: str) -> Check:
     def check(buffer: bytes, offset: int, end: int) -> int:
-        count, offset = _array_count(buffer, offset, end, flexible, smallest, what)
+        count, offset = _array_count(buffer, offset, end, flexible, nullable, smallest, what)
         for _ in range(count):
             offset = element(buffer, offset, end)
         return offset

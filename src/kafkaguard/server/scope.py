@@ -1,5 +1,9 @@
 """What a handler sees of one request: who asks, which API and version, the services, and authorization with
-auditing (every decisive decision goes to the audit log when one is configured)."""
+auditing (every decisive decision goes to the audit log when one is configured).
+
+A scope holds the authorizer snapshot taken when the request was read: every check of the request (its
+requirement, Metadata's auto-creation, authorized-operations fields) and every audit record of it are decided
+from that one snapshot, even if an ACL change swaps the authorizer's snapshot meanwhile."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from kafkaguard.audit.record import record_from_decision
+from kafkaguard.authorizer import AuthorizerSnapshot
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AuthorizationResult, RequestContext, ResourceType
@@ -32,12 +37,13 @@ class RequestScope:
     api_key: ApiKey
     api_version: int
     client_id: str | None
+    snapshot: AuthorizerSnapshot
     audit: AuditLog | None = None
 
     def authorize(
         self, requirement: Requirement, resources: Mapping[ResourceType, Sequence[str]] | None = None
     ) -> RequestAuthorization:
-        outcome = authorize_request(self.services.authorizer, self.context, requirement, resources)
+        outcome = authorize_request(self.snapshot, self.context, requirement, resources)
         if self.audit is not None:
             self._audit(self.audit, outcome)
         return outcome
@@ -47,5 +53,5 @@ class RequestScope:
         for action, result in outcome.decisive:
             if result is AuthorizationResult.ALLOWED and not audit.log_allowed:
                 continue
-            decision = self.services.authorizer.explain(self.context, action)
-            audit.record(record_from_decision(decision, now, self.api_key.api_name))
+            # The rule comes from the snapshot the result came from: never ask the authorizer again.
+            audit.record(record_from_decision(outcome.decision(action), now, self.api_key.api_name))

@@ -35,7 +35,7 @@ async def api_versions(scope: RequestScope, request: Any) -> Any:
 def cluster_operations(scope: RequestScope) -> int:
     """Kafka fills the cluster's authorized operations only for a caller with DESCRIBE on the cluster; others get
     0 (SEMANTICS.md §13, Metadata and DescribeCluster)."""
-    operations = authorized_operations(scope.services.authorizer, scope.context, ResourceType.CLUSTER, CLUSTER_NAME)
+    operations = authorized_operations(scope.snapshot, scope.context, ResourceType.CLUSTER, CLUSTER_NAME)
     return operations if operations & (1 << AclOperation.DESCRIBE.code) else 0
 
 

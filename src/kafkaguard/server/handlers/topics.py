@@ -63,7 +63,7 @@ async def metadata(scope: RequestScope, request: Any) -> Any:
             for index in range(record.num_partitions)
         )
         operations = (
-            authorized_operations(scope.services.authorizer, scope.context, TOPIC, record.name)
+            authorized_operations(scope.snapshot, scope.context, TOPIC, record.name)
             if include_ops
             else OPERATIONS_NOT_REQUESTED
         )
