@@ -2,24 +2,43 @@
 
 kio generates one class per API version, and fields come and go between versions (``throttle_time`` appears in
 v1, ``cluster_authorized_operations`` leaves Metadata at v11 …). Handlers describe a response once, with every
-field any version has, and ``build`` keeps the fields the requested version's class declares.
+field any version has, and ``build`` keeps the fields the requested version's class declares. A name that no
+version the server supports declares is a bug in the handler (a typo would otherwise be dropped silently):
+``build`` raises ``TypeError`` for it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import re
 import sys
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.server.codec import SUPPORTED_VERSIONS
 
 #: The throttle_time of every response: kafkaguard does not throttle.
 NO_THROTTLE = timedelta(0)
 
+T = TypeVar("T")
+_VERSION_IN_MODULE = re.compile(r"\.v\d+\.")
 
-def build(cls: type[Any], **values: Any) -> Any:
-    """An instance of ``cls`` from the values its version has; the rest are dropped, defaults fill the gaps."""
+
+def build(cls: type[T], **values: Any) -> T:
+    """An instance of ``cls`` from the values its version has; the rest are dropped, defaults fill the gaps.
+
+    :raises TypeError: a value is named after a field that no supported version of this entity declares.
+    """
     names = _field_names(cls)
-    return cls(**{name: value for name, value in values.items() if name in names})
+    kept: dict[str, Any] = {}
+    for name, value in values.items():
+        if name in names:
+            kept[name] = value
+        elif name not in _declared_in_any_version(cls):
+            raise TypeError(f"{cls.__name__} declares no field {name!r} in any supported version")
+    return cls(**kept)
 
 
 def nested(cls: type[Any], name: str) -> type[Any]:
@@ -35,6 +54,7 @@ def has_field(cls: type[Any], name: str) -> bool:
 
 
 _NAMES: dict[type[Any], frozenset[str]] = {}
+_DECLARED: dict[type[Any], frozenset[str]] = {}
 
 
 def _field_names(cls: type[Any]) -> frozenset[str]:
@@ -42,3 +62,18 @@ def _field_names(cls: type[Any]) -> frozenset[str]:
     if names is None:
         names = _NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
     return names
+
+
+def _declared_in_any_version(cls: type[Any]) -> frozenset[str]:
+    """Field names of the entity ``cls`` names, in every version of its API that the server supports."""
+    declared = _DECLARED.get(cls)
+    if declared is None:
+        low, high = SUPPORTED_VERSIONS[ApiKey(int(cls.__api_key__))]
+        names: set[str] = set()
+        for version in range(low, high + 1):
+            module = importlib.import_module(_VERSION_IN_MODULE.sub(f".v{version}.", cls.__module__))
+            twin = getattr(module, cls.__name__, None)
+            if twin is not None:
+                names.update(_field_names(twin))
+        declared = _DECLARED[cls] = frozenset(names)
+    return declared

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NewType, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -43,6 +43,9 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
 }
+
+#: A response body encoded by hand (see ``handlers.acl_encoding``), written after the response header as it is.
+PreEncoded = NewType("PreEncoded", bytes)
 
 # What kio's decoders raise on bad bytes, besides its own SerialError.
 _DECODE_ERRORS = (SerialError, ValueError, KeyError, TypeError, OverflowError, IndexError)

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Sequence
 
 from kafkaguard.model import ResourcePattern, StoredAcl
+from kafkaguard.server.codec import PreEncoded
 
 _HEAD = struct.Struct(">ih")
 
@@ -30,7 +31,7 @@ def _uvarint(value: int) -> bytes:
     return bytes(out)
 
 
-def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern, Sequence[StoredAcl]]]) -> bytes:
+def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern, Sequence[StoredAcl]]]) -> PreEncoded:
     """A successful response (error 0, null message) listing ``resources`` with their ACLs."""
     flexible = version >= 2
     cache: dict[str, bytes] = {}
@@ -64,4 +65,4 @@ def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern
             out += tags
         out += tags
     out += tags
-    return bytes(out)
+    return PreEncoded(bytes(out))

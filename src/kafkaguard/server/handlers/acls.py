@@ -31,8 +31,16 @@ from kafkaguard.model import (
     StoredAcl,
 )
 from kafkaguard.server.build import NO_THROTTLE, build, nested
-from kafkaguard.server.codec import response_schema
+from kafkaguard.server.codec import PreEncoded, response_schema
 from kafkaguard.server.handlers.acl_encoding import encode_describe_acls
+from kafkaguard.server.messages import (
+    CreateAclsRequest,
+    CreateAclsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+)
 from kafkaguard.server.scope import RequestScope
 
 
@@ -73,8 +81,8 @@ def filter_from_wire(request: Any) -> AclBindingFilter | str:
     )
 
 
-async def describe_acls(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.DESCRIBE_ACLS, scope.api_version)
+async def describe_acls(scope: RequestScope, request: DescribeAclsRequest) -> DescribeAclsResponse | PreEncoded:
+    cls: type[DescribeAclsResponse] = response_schema(ApiKey.DESCRIBE_ACLS, scope.api_version)
     if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_ACLS]).request_allowed:
         return build(
             cls,
@@ -115,11 +123,11 @@ def _binding_from_wire(creation: Any) -> AclBinding | None:
         return None
 
 
-async def create_acls(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.CREATE_ACLS, scope.api_version)
+async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> CreateAclsResponse:
+    cls: type[CreateAclsResponse] = response_schema(ApiKey.CREATE_ACLS, scope.api_version)
     result_cls = nested(cls, "AclCreationResult")
 
-    def every(code: ErrorCode, message: str | None) -> Any:
+    def every(code: ErrorCode, message: str | None) -> CreateAclsResponse:
         results = tuple(build(result_cls, error_code=code, error_message=message) for _ in request.creations)
         return build(cls, throttle_time=NO_THROTTLE, results=results)
 
@@ -139,8 +147,8 @@ async def create_acls(scope: RequestScope, request: Any) -> Any:
     return build(cls, throttle_time=NO_THROTTLE, results=results)
 
 
-async def delete_acls(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
+async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:
+    cls: type[DeleteAclsResponse] = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
     result_cls, matching_cls = nested(cls, "DeleteAclsFilterResult"), nested(cls, "DeleteAclsMatchingAcl")
     if not scope.authorize(REQUIREMENTS[ApiKey.DELETE_ACLS]).request_allowed:
         message = not_authorized_message(scope)

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey, authorized_operations
 from kafkaguard.model import CLUSTER_NAME, AclOperation, ResourceType
 from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import SUPPORTED_VERSIONS, response_schema
+from kafkaguard.server.messages import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from kafkaguard.server.scope import RequestScope
 
 #: Kafka's value for "authorized operations were not requested".
 OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
-def api_versions_response(api_version: int, error: ErrorCode = ErrorCode.none) -> Any:
+def api_versions_response(api_version: int, error: ErrorCode = ErrorCode.none) -> ApiVersionsResponse:
     """Our versions; also the v0 answer to an ApiVersions version we do not support (with UNSUPPORTED_VERSION),
     so that the client can retry with one we do."""
-    cls = response_schema(ApiKey.API_VERSIONS, api_version)
+    cls: type[ApiVersionsResponse] = response_schema(ApiKey.API_VERSIONS, api_version)
     version_cls = nested(cls, "ApiVersion")
     keys = tuple(
         build(version_cls, api_key=key.value, min_version=low, max_version=high)
@@ -28,7 +32,7 @@ def api_versions_response(api_version: int, error: ErrorCode = ErrorCode.none) -
     return build(cls, error_code=error, api_keys=keys, throttle_time=NO_THROTTLE)
 
 
-async def api_versions(scope: RequestScope, request: Any) -> Any:
+async def api_versions(scope: RequestScope, request: ApiVersionsRequest) -> ApiVersionsResponse:
     return api_versions_response(scope.api_version)
 
 
@@ -39,8 +43,8 @@ def cluster_operations(scope: RequestScope) -> int:
     return operations if operations & (1 << AclOperation.DESCRIBE.code) else 0
 
 
-async def describe_cluster(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.DESCRIBE_CLUSTER, scope.api_version)
+async def describe_cluster(scope: RequestScope, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    cls: type[DescribeClusterResponse] = response_schema(ApiKey.DESCRIBE_CLUSTER, scope.api_version)
     broker = scope.broker
     wanted = bool(getattr(request, "include_cluster_authorized_operations", False))
     return build(

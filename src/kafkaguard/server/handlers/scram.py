@@ -4,19 +4,28 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import response_schema
+from kafkaguard.server.messages import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from kafkaguard.server.scope import RequestScope
 from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
 
 
-async def describe_user_scram_credentials(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, scope.api_version)
+async def describe_user_scram_credentials(
+    scope: RequestScope, request: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
+    cls: type[DescribeUserScramCredentialsResponse] = response_schema(
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, scope.api_version
+    )
     result_cls, info_cls = nested(cls, "DescribeUserScramCredentialsResult"), nested(cls, "CredentialInfo")
     names = [user.name for user in request.users] if request.users else None
     if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS]).request_allowed:
@@ -55,8 +64,12 @@ async def describe_user_scram_credentials(scope: RequestScope, request: Any) -> 
     return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results)
 
 
-async def alter_user_scram_credentials(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, scope.api_version)
+async def alter_user_scram_credentials(
+    scope: RequestScope, request: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
+    cls: type[AlterUserScramCredentialsResponse] = response_schema(
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS, scope.api_version
+    )
     result_cls = nested(cls, "AlterUserScramCredentialsResult")
     if not scope.authorize(REQUIREMENTS[ApiKey.ALTER_USER_SCRAM_CREDENTIALS]).request_allowed:
         # Kafka: one result per distinct user named, sorted by name, all with the same error.

@@ -21,6 +21,14 @@ from kafkaguard.model import ResourceType
 from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
+from kafkaguard.server.messages import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
 from kafkaguard.server.scope import RequestScope
 from kafkaguard.service import NewTopic
 from kafkaguard.service.errors import KafkaErrorCode
@@ -42,8 +50,8 @@ def _unique(names: Iterable[str]) -> list[str]:
 # --------------------------------------------------------------------------------------------------- Metadata
 
 
-async def metadata(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.METADATA, scope.api_version)
+async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataResponse:
+    cls: type[MetadataResponse] = response_schema(ApiKey.METADATA, scope.api_version)
     topic_cls, partition_cls = nested(cls, "MetadataResponseTopic"), nested(cls, "MetadataResponsePartition")
     topics_service = scope.services.topics
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
@@ -104,7 +112,7 @@ async def metadata(scope: RequestScope, request: Any) -> Any:
             for t in request.topics
         ]
     else:
-        ids = [t.topic_id for t in request.topics if getattr(t, "topic_id", None) and t.topic_id != ZERO_UUID]
+        ids = [i for t in request.topics if (i := _topic_id(t)) is not None]
         names = _unique(t.name for t in request.topics if t.name is not None)
         by_id = topics_service.describe_by_id(ids) if ids else []
         by_name = {d.name: d for d in topics_service.describe(names)} if names else {}
@@ -179,8 +187,8 @@ async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) ->
 # ----------------------------------------------------------------------------------------------- CreateTopics
 
 
-async def create_topics(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
+async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    cls: type[CreateTopicsResponse] = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
     result_cls = nested(cls, "CreatableTopicResult")
     config_cls = nested(cls, "CreatableTopicConfigs") if has_field(result_cls, "configs") else None
     names = _unique(t.name for t in request.topics)
@@ -265,13 +273,14 @@ async def create_topics(scope: RequestScope, request: Any) -> Any:
 NEITHER_NAME_NOR_ID = "Neither topic name nor id were specified."
 
 
-def _has_id(topic: Any) -> bool:
-    """kio reads the all-zero Uuid as None."""
-    return topic.topic_id is not None and topic.topic_id != ZERO_UUID
+def _topic_id(topic: Any) -> uuid.UUID | None:
+    """The id a request's topic entry names, or None (no id field in this version, null, or the all-zero Uuid)."""
+    topic_id = getattr(topic, "topic_id", None)
+    return topic_id if isinstance(topic_id, uuid.UUID) and topic_id != ZERO_UUID else None
 
 
-async def delete_topics(scope: RequestScope, request: Any) -> Any:
-    cls = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
+async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    cls: type[DeleteTopicsResponse] = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
     result_cls = nested(cls, "DeletableTopicResult")
     service = scope.services.topics
     nameless = 0
@@ -279,9 +288,9 @@ async def delete_topics(scope: RequestScope, request: Any) -> Any:
         names, ids = _unique(request.topic_names), []
     else:
         names = _unique(t.name for t in request.topics if t.name is not None)
-        ids = list(dict.fromkeys(t.topic_id for t in request.topics if t.name is None and _has_id(t)))
+        ids = list(dict.fromkeys(i for t in request.topics if t.name is None and (i := _topic_id(t)) is not None))
         # Kafka (ControllerApis.deleteTopics): an entry with neither a name nor an id is an INVALID_REQUEST.
-        nameless = sum(1 for t in request.topics if t.name is None and not _has_id(t))
+        nameless = sum(1 for t in request.topics if t.name is None and _topic_id(t) is None)
     id_names = {d.topic_id: d.record.name for d in service.describe_by_id(ids) if d.record is not None} if ids else {}
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: _unique([*names, *id_names.values()])})
     results: list[Any] = []
