@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
@@ -16,6 +17,8 @@ from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
 from kafkaguard.service.credentials import CredentialService
 from kafkaguard.service.topics import TopicService
+from kafkaguard.store import Store
+from kafkaguard.store.files import tighten
 from kafkaguard.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
@@ -28,13 +31,18 @@ _SECRET_BYTES = 32
 
 @dataclass(frozen=True, slots=True)
 class Services:
+    """Everything one process serves from. ``store`` is called from worker threads only, never on an event loop;
+    on the loop, reads go to the services' in-memory views (the authorizer's snapshot, the topic catalog)."""
+
     settings: Settings
-    store: SqliteStore
+    store: Store
     authorizer: StandardAuthorizer
     acls: AclService
     credentials: CredentialService
     topics: TopicService
-    server_secret: bytes
+    server_secret: bytes = field(repr=False)  # derives SCRAM decoys: never in a repr
+    #: Logins of this process (Kafka listeners and console), shared by the server and the console.
+    logins: LoginStatistics = field(default_factory=LoginStatistics)
 
     def close(self) -> None:
         self.store.close()
@@ -61,6 +69,7 @@ def build_services(settings: Settings) -> Services:
 
 
 def _server_secret(path: Path) -> bytes:
+    tighten(path)
     try:
         secret = path.read_bytes()
         if len(secret) >= _SECRET_BYTES:

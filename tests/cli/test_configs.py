@@ -66,11 +66,11 @@ def test_kip_554_example_then_describe(runner, bootstrap, admin_config, server: 
     assert described.exit_code == 0, described.output
     assert described.stdout == (
         f"SCRAM credential configs for user-principal '{name}' are SCRAM-SHA-256=iterations=8192, "
-        "SCRAM-SHA-512=iterations=4096\n"
+        "SCRAM-SHA-512=iterations=8192\n"  # the default (kafkaguard.scram.DEFAULT_ITERATIONS)
     )
     # The server's own store agrees (the second opinion), and the password works for both mechanisms.
     stored = {c.mechanism: c.iterations for c in server.services.credentials.describe([name])[0].credentials}
-    assert stored == {ScramMechanism.SCRAM_SHA_256: 8192, ScramMechanism.SCRAM_SHA_512: 4096}
+    assert stored == {ScramMechanism.SCRAM_SHA_256: 8192, ScramMechanism.SCRAM_SHA_512: 8192}
     assert logs_in(bootstrap, name, "alice-secret", "SCRAM-SHA-256")
     assert logs_in(bootstrap, name, "alice-secret", "SCRAM-SHA-512")
     assert not logs_in(bootstrap, name, "wrong", "SCRAM-SHA-512")
@@ -173,6 +173,6 @@ def test_add_config_errors(text, message) -> None:
 def test_add_config_splits_mechanisms_only_outside_brackets() -> None:
     assert parse_add_config("SCRAM-SHA-256=[iterations=8192,password=a=b],SCRAM-SHA-512=[password=x]") == {
         ScramMechanism.SCRAM_SHA_256: (8192, "a=b"),
-        ScramMechanism.SCRAM_SHA_512: (4096, "x"),
+        ScramMechanism.SCRAM_SHA_512: (8192, "x"),  # kafkaguard.scram.DEFAULT_ITERATIONS
     }
     assert parse_add_config("scram-sha-512=[iterations=16384]") == {ScramMechanism.SCRAM_SHA_512: (16384, None)}

@@ -8,9 +8,14 @@ import pytest
 
 from kafkaguard.errors import ScramError, UnacceptableCredentialError
 from kafkaguard.scram import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SALT_BYTES,
+    MAX_SALT_BYTES,
+    MIN_SALT_BYTES,
     ScramCredential,
     ScramMechanism,
     check_iterations,
+    check_salt,
     credential_from_password,
     credential_from_salted_password,
     salted_password,
@@ -166,10 +171,25 @@ def test_password_is_not_saslprepped() -> None:
 def test_default_salt_is_fresh_and_random() -> None:
     first = credential_from_password(SHA_256, "pencil")
     second = credential_from_password(SHA_256, "pencil")
-    assert len(first.salt) == len(second.salt) == 24
+    assert len(first.salt) == len(second.salt) == DEFAULT_SALT_BYTES == 24
     assert first.salt != second.salt
     assert first.stored_key != second.stored_key
-    assert first.iterations == 4096
+    assert first.iterations == DEFAULT_ITERATIONS == 8192
+
+
+@pytest.mark.parametrize("length", [MIN_SALT_BYTES, 24, 64, MAX_SALT_BYTES])
+def test_salts_of_16_to_128_bytes_are_accepted(length: int) -> None:
+    assert (MIN_SALT_BYTES, MAX_SALT_BYTES) == (16, 128)
+    check_salt(b"s" * length)
+
+
+@pytest.mark.parametrize("length", [1, MIN_SALT_BYTES - 1, MAX_SALT_BYTES + 1, 1 << 20])
+def test_salts_outside_16_to_128_bytes_are_refused_naming_the_range(length: int) -> None:
+    with pytest.raises(UnacceptableCredentialError) as caught:
+        check_salt(b"\x9c" * length)
+    assert str(caught.value) == f"Salt must be 16 to 128 bytes long; got {length} bytes"
+    with pytest.raises(UnacceptableCredentialError, match=r"^Salt must not be empty$"):
+        check_salt(b"")
 
 
 def test_repr_and_str_mask_every_secret() -> None:

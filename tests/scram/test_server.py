@@ -24,6 +24,10 @@ from kafkaguard.errors import (
 )
 from kafkaguard.scram import (
     AUTHORIZATION_ID_MISMATCH_MESSAGE,
+    DEFAULT_ITERATIONS,
+    DEFAULT_SALT_BYTES,
+    MAX_SALT_BYTES,
+    DecoyProfile,
     ScramCredential,
     ScramMechanism,
     ScramServerSession,
@@ -225,8 +229,8 @@ def test_unknown_user_gets_a_well_formed_deterministic_server_first(mechanism: S
     assert first == server_first("mallory")
     parsed = parse_server_first(first)
     assert parsed.nonce == RFC_CLIENT_NONCE + RFC_SERVER_NONCE
-    assert parsed.iterations == 4096
-    assert len(parsed.salt) == 24  # the length credential_from_password gives real users
+    # Without a profile: the shape kafkaguard gives the credentials it creates.
+    assert (parsed.iterations, len(parsed.salt)) == (DEFAULT_ITERATIONS, DEFAULT_SALT_BYTES)
     assert first.startswith(b"r=" + (RFC_CLIENT_NONCE + RFC_SERVER_NONCE).encode() + b",s=")
     # Per name, per secret and per mechanism.
     salts = {
@@ -238,9 +242,40 @@ def test_unknown_user_gets_a_well_formed_deterministic_server_first(mechanism: S
     assert len(salts) == 4
 
 
-def test_decoy_iterations_are_configurable() -> None:
-    session = ScramServerSession(SHA_256, nobody, decoy_secret=SECRET, decoy_iterations=8192)
-    assert parse_server_first(session.receive_client_first(RFC_CLIENT_FIRST)).iterations == 8192
+@pytest.mark.parametrize(("iterations", "salt_bytes"), [(4096, 16), (8192, 64), (16384, MAX_SALT_BYTES), (5000, 33)])
+def test_the_decoy_has_the_shape_of_its_profile(iterations: int, salt_bytes: int) -> None:
+    # What a deployment's real users look like (e.g. confluent-kafka's 64-byte salts) is what unknown users get.
+    profile = DecoyProfile(iterations=iterations, salt_bytes=salt_bytes)
+    session = ScramServerSession(SHA_256, nobody, decoy_secret=SECRET, decoy_profile=profile)
+    parsed = parse_server_first(session.receive_client_first(RFC_CLIENT_FIRST))
+    assert (parsed.iterations, len(parsed.salt)) == (iterations, salt_bytes)
+
+
+def test_a_decoy_salt_is_a_prefix_of_the_same_names_longer_one() -> None:
+    # So a profile that grows (24 → 64 bytes) keeps what an observer saw before, as a real salt would not change.
+    def salt(salt_bytes: int, name: bytes = b"user") -> bytes:
+        profile = DecoyProfile(iterations=4096, salt_bytes=salt_bytes)
+        session = ScramServerSession(SHA_512, nobody, decoy_secret=SECRET, decoy_profile=profile)
+        return parse_server_first(session.receive_client_first(b"n,,n=" + name + b",r=abc")).salt
+
+    assert salt(128).startswith(salt(64)) and salt(64).startswith(salt(24)) and salt(24).startswith(salt(16))
+    assert len(set(salt(128)[i : i + 32] for i in range(0, 128, 32))) == 4
+    assert salt(64, b"other") != salt(64)
+
+
+def test_an_unknown_user_looks_like_a_known_one_of_the_same_shape() -> None:
+    # A real user with confluent-kafka's shape (64-byte salt) and 8192 iterations; the decoy has the same shape.
+    real = credential_from_password(SHA_256, "alice-secret", 8192, salt=b"\x07" * 64)
+    profile = DecoyProfile(iterations=8192, salt_bytes=64)
+
+    def shape(name: bytes) -> tuple[int, int, int]:
+        session = ScramServerSession(SHA_256, {"alice": real}.get, decoy_secret=SECRET, decoy_profile=profile)
+        first = session.receive_client_first(b"n,,n=" + name + b",r=" + RFC_CLIENT_NONCE.encode())
+        parsed = parse_server_first(first)
+        return parsed.iterations, len(parsed.salt), len(first) - len(name)
+
+    assert shape(b"alice") == shape(b"mallo")  # same i=, same salt length, same message length
+    assert shape(b"alice")[:2] == (8192, 64)
 
 
 def test_unknown_user_cannot_authenticate_even_if_the_decoy_matched(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -264,7 +299,7 @@ def test_credential_with_too_few_iterations_is_refused_like_an_unknown_user() ->
     session = make_session(SHA_256, {"user": weak}, nonce=None)
     client, client_final = scramp_exchange(session, "user", "pencil")
     announced = parse_server_first(client.server_first.encode())
-    assert (announced.iterations, announced.salt == weak_salt) == (4096, False)
+    assert (announced.iterations, announced.salt == weak_salt) == (DEFAULT_ITERATIONS, False)
     with pytest.raises(ScramAuthenticationError) as caught:
         session.receive_client_final(client_final)
     assert str(caught.value) == authentication_failed_message(SHA_256)
@@ -419,8 +454,9 @@ def test_configuration_is_checked() -> None:
     with pytest.raises(InvalidConfigError, match="at least 16 random bytes; got 15"):
         ScramServerSession(SHA_256, nobody, decoy_secret=b"x" * 15)
     for iterations in (4095, 16385):
-        with pytest.raises(InvalidConfigError, match="decoy_iterations must be between 4096 and 16384"):
-            ScramServerSession(SHA_256, nobody, decoy_secret=SECRET, decoy_iterations=iterations)
+        profile = DecoyProfile(iterations=iterations, salt_bytes=24)
+        with pytest.raises(InvalidConfigError, match="decoy's iterations must be between 4096 and 16384; got"):
+            ScramServerSession(SHA_256, nobody, decoy_secret=SECRET, decoy_profile=profile)
 
 
 # --- secrets never leak --------------------------------------------------------------------------------------------

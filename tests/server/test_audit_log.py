@@ -1,15 +1,18 @@
-"""The server's audit log: buffered, written off the loop, rotated by size, gaps reported, flush is complete."""
+"""The server's audit log: buffered, written off the loop, rotated by size, gaps reported, flush is complete, and
+every file of it readable by its owner only."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
 from kafkaguard.audit.record import AuditRecord, from_json_line
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 from kafkaguard.server.audit_log import AuditLog
+from tests.modes import PRIVATE, file_modes, mode, umask
 
 
 def record(name: str) -> AuditRecord:
@@ -93,3 +96,41 @@ def test_a_full_buffer_drops_the_oldest_and_says_so(tmp_path: Path):
     lines = path.read_text().splitlines()
     assert json.loads(lines[0])["dropped_records"] == 3
     assert [name_of(line) for line in lines[1:]] == ["t3", "t4", "t5", "t6", "t7"]
+
+
+def test_the_log_and_its_backups_are_created_private(tmp_path: Path):
+    path = tmp_path / "audit" / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, max_bytes=1024, backups=2, flush_interval=10)
+        log.start()
+        for i in range(40):
+            log.record(record(f"topic-{i:03d}"))
+            await log.flush()
+        await log.stop()
+
+    with umask(0o022):
+        asyncio.run(scenario())
+    assert file_modes(tmp_path / "audit") == {"audit.log": PRIVATE, "audit.log.1": PRIVATE, "audit.log.2": PRIVATE}
+
+
+def test_wider_existing_files_are_tightened_on_start(tmp_path: Path, caplog):
+    path = tmp_path / "audit.log"
+    names = [path, tmp_path / "audit.log.1", tmp_path / "audit.log.3"]
+    for name in names:
+        name.write_text("{}\n")
+        name.chmod(0o644)
+    (tmp_path / "unrelated.txt").write_text("not ours")
+    (tmp_path / "unrelated.txt").chmod(0o644)
+
+    async def scenario() -> None:
+        log = AuditLog(path, flush_interval=10)
+        log.start()
+        await log.stop()
+
+    with caplog.at_level(logging.INFO, logger="kafkaguard"):
+        asyncio.run(scenario())
+    assert [mode(name) for name in names] == [PRIVATE] * 3
+    assert mode(tmp_path / "unrelated.txt") == 0o644
+    tightened = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "0o600" in r.getMessage()]
+    assert len(tightened) == 3

@@ -4,14 +4,12 @@ export and import."""
 from __future__ import annotations
 
 import json
-import queue
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import cast
 
 import pytest
 
@@ -30,6 +28,8 @@ from kafkaguard.model import AclBindingFilter, ResourcePatternFilter
 from kafkaguard.model.acl_json import AclJsonError
 from kafkaguard.service import AclService
 from kafkaguard.store import AclStore, MemoryAclStore, SqliteStore, StoreError
+from tests.service.children import Lines
+from tests.service.guarded import GuardedStore
 from tests.store.helpers import acl, acl_filter
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,6 +123,27 @@ def test_the_store_is_written_before_the_authorizer(tmp_path: Path) -> None:
     assert service.authorizer.acl_count == 0
 
 
+def test_describe_acls_reads_the_authorizer_snapshot_not_the_store(store: AclStore) -> None:
+    guarded = GuardedStore(store)
+    service = AclService(cast(AclStore, guarded), StandardAuthorizer())
+    service.create_acls([acl("orders"), acl("payments")])
+    guarded.closed = True
+    assert {a.binding for a in service.describe_acls()} == {acl("orders"), acl("payments")}
+    assert [a.binding for a in service.describe_acls(acl_filter("orders"))] == [acl("orders")]
+    assert guarded.refused == []
+
+
+def test_describe_acls_shows_own_writes_at_once_and_other_connections_after_poll(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
+        first, second = AclService(first_store, StandardAuthorizer()), AclService(second_store, StandardAuthorizer())
+        first.create_acls([acl("orders")])
+        assert [a.binding for a in first.describe_acls()] == [acl("orders")]
+        assert second.describe_acls() == []
+        assert second.poll() is True
+        assert [a.binding for a in second.describe_acls()] == [acl("orders")]
+
+
 def test_another_service_on_the_same_file_follows_incrementally(tmp_path: Path) -> None:
     path = tmp_path / "k.db"
     with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
@@ -159,31 +180,6 @@ def test_a_follower_behind_the_change_log_reloads_in_full(tmp_path: Path) -> Non
         assert follower.version == 4
 
 
-class _Lines:
-    """A child's stdout, read by a thread, so the test can wait for a line with a deadline."""
-
-    def __init__(self, child: subprocess.Popen[str]) -> None:
-        self._queue: queue.Queue[str] = queue.Queue()
-        assert child.stdout is not None
-        stream = child.stdout
-        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
-
-    def _pump(self, stream: IO[str]) -> None:
-        for line in stream:
-            self._queue.put(line.rstrip("\n"))
-
-    def wait_for(self, wanted: str, timeout: float) -> float:
-        """Seconds until ``wanted`` was printed; fails after ``timeout``."""
-        start = time.monotonic()
-        while (left := timeout - (time.monotonic() - start)) > 0:
-            try:
-                if self._queue.get(timeout=left) == wanted:
-                    return time.monotonic() - start
-            except queue.Empty:
-                break
-        raise AssertionError(f"the other process did not print {wanted!r} within {timeout} s")
-
-
 @pytest.mark.integration
 def test_two_processes_see_each_others_changes_within_one_second(tmp_path: Path) -> None:
     path = tmp_path / "k.db"
@@ -193,7 +189,7 @@ def test_two_processes_see_each_others_changes_within_one_second(tmp_path: Path)
         [sys.executable, "-m", "tests.service.follower_child", str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True
     )
     try:
-        lines = _Lines(child)
+        lines = Lines(child)
         lines.wait_for("ready", timeout=20)
         # The child's own write reaches this process.
         deadline = time.monotonic() + 1.0

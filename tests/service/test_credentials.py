@@ -1,16 +1,29 @@
 """CredentialService: KIP-554 alter (SEMANTICS.md §11.3 with §16.5/§16.6), describe (§11.4), the password
-convenience, lookup, and secrets that never leak."""
+convenience, salt bounds, lookups from an in-memory snapshot that never touch the store, following other
+processes' changes, the decoy profile, and secrets that never leak."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
+import sqlite3
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
-from kafkaguard.scram import ScramMechanism, credential_from_password, credential_from_salted_password
+from kafkaguard.scram import (
+    DEFAULT_DECOY_PROFILE,
+    DEFAULT_ITERATIONS,
+    DecoyProfile,
+    ScramMechanism,
+    credential_from_password,
+    credential_from_salted_password,
+)
 from kafkaguard.service import (
     CredentialService,
     KafkaErrorCode,
@@ -26,7 +39,7 @@ DUPLICATE = KafkaErrorCode.DUPLICATE_RESOURCE
 UNACCEPTABLE = KafkaErrorCode.UNACCEPTABLE_CREDENTIAL
 NOT_FOUND = KafkaErrorCode.RESOURCE_NOT_FOUND
 UNSUPPORTED = KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM
-SALT = b"\x9a\x1fsecret-salt\x00"
+SALT = b"\x9a\x1fsecret-salt-16b\x00"
 SALTED = b"\xfe\xedSALTED-PASSWORD-BYTES-0123456789"
 
 
@@ -202,14 +215,21 @@ def test_upsert_password_derives_with_a_fresh_salt(service: CredentialService) -
     assert first is not None and second is not None and first.salt != second.salt
 
 
-def test_credentials_persist_and_are_seen_by_another_process_store(tmp_path: Path) -> None:
+def test_credentials_persist_and_are_seen_by_another_process_store_after_a_poll(tmp_path: Path) -> None:
     path = tmp_path / "k.db"
     with SqliteStore(path) as writer_store, SqliteStore(path) as reader_store:
         writer, reader = CredentialService(writer_store), CredentialService(reader_store)
+        assert reader.poll() is False  # nothing changed: one cheap version read
         writer.alter(upsertions=[up("alice")])
-        assert reader.lookup("alice", SHA256) == writer.lookup("alice", SHA256) is not None
+        assert writer.lookup("alice", SHA256) is not None  # this process's write: at once
+        assert reader.lookup("alice", SHA256) is None  # another process's: at the next poll
+        assert reader.poll() is True
+        assert reader.lookup("alice", SHA256) == writer.lookup("alice", SHA256)
+        assert reader.version == writer.version
         writer.alter(deletions=[delete("alice")])
+        assert reader.poll() is True
         assert reader.lookup("alice", SHA256) is None
+        assert reader.poll() is False
 
 
 def test_secrets_never_appear_in_reprs_results_logs_or_the_database_dump(
@@ -229,6 +249,8 @@ def test_secrets_never_appear_in_reprs_results_logs_or_the_database_dump(
             repr(results),
             repr(service.describe()),
             repr(credential),
+            repr(store.load_credentials()),
+            repr(service._snapshot),
             caplog.text,
             *(str(r.error_message) for r in results),
         ]
@@ -246,3 +268,183 @@ def test_kafka_error_codes_and_the_wire_message_rule() -> None:
     assert KafkaErrorCode.UNKNOWN_SERVER_ERROR.wire_message("boom") is None
     assert NOT_FOUND.wire_message(NOT_FOUND.default_message) is None
     assert NOT_FOUND.wire_message("Attempt to delete a user credential that does not exist") is not None
+
+
+# --- salts ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("length", "accepted"), [(1, False), (15, False), (16, True), (128, True), (129, False)])
+def test_salts_must_be_16_to_128_bytes_long(service: CredentialService, length: int, accepted: bool) -> None:
+    results = outcome(service.alter(upsertions=[up("alice", salt=b"\x01" * length), up("bob")]))
+    assert results["bob"] == (NONE, None)  # another user's upsertion is unaffected
+    if accepted:
+        assert results["alice"] == (NONE, None)
+    else:
+        assert results["alice"] == (UNACCEPTABLE, f"Salt must be 16 to 128 bytes long; got {length} bytes")
+        assert service.lookup("alice", SHA256) is None
+
+
+def test_a_one_mebibyte_salt_is_refused_and_never_stored(service: CredentialService) -> None:
+    # Stored, it would be sent (base64: 1.4 MB) to anyone who names the user in a SCRAM client-first.
+    [result] = service.alter(upsertions=[up("alice", salt=b"\x01" * (1 << 20))])
+    assert (result.error_code, result.error_message) == (
+        UNACCEPTABLE,
+        "Salt must be 16 to 128 bytes long; got 1048576 bytes",
+    )
+    assert service.describe(["alice"])[0].error_code is NOT_FOUND
+    short_salts = CredentialService(MemoryCredentialStore(), salt_factory=lambda: b"8 bytes!")
+    assert short_salts.upsert_password("carol", SHA256, "pw").error_code is UNACCEPTABLE
+
+
+# --- one default -------------------------------------------------------------------------------------------------
+
+
+def test_upsert_password_uses_the_one_default_iteration_count(service: CredentialService) -> None:
+    assert service.upsert_password("dora", SHA512, "pw").succeeded
+    assert mechanisms(service, "dora") == {SHA512: DEFAULT_ITERATIONS}
+    assert DEFAULT_ITERATIONS == 8192
+
+
+# --- lookups from the snapshot: never the store ------------------------------------------------------------------
+
+
+class LoopGuardedStore:
+    """Forwards to a credential store, but refuses (and records) any call made from a thread running an asyncio
+    event loop: the SASL server runs on one, and must never wait on the store there."""
+
+    def __init__(self, store: CredentialStore) -> None:
+        self._store = store
+        self.called_on_loop: list[str] = []
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                self.calls.append(name)
+                return attribute(*args, **kwargs)
+            self.called_on_loop.append(name)
+            raise AssertionError(f"store.{name} was called on an event loop")
+
+        return call
+
+
+def test_lookups_and_the_decoy_profile_never_touch_the_store_on_an_event_loop(store: CredentialStore) -> None:
+    guarded = LoopGuardedStore(store)
+    service = CredentialService(cast(CredentialStore, guarded), salt_factory=lambda: SALT)
+    service.alter(upsertions=[up("alice", 1, 8192), up("alice", 2, 5000)])
+
+    async def on_the_loop() -> tuple[object, ...]:
+        return (
+            service.lookup("alice", SHA256),
+            service.lookup_for(SHA512)("alice"),
+            service.lookup_for(SHA256)("nobody"),
+            service.decoy_profile(SHA256),
+        )
+
+    found = asyncio.run(on_the_loop())
+    assert guarded.called_on_loop == []
+    assert found == (
+        credential_from_salted_password(SHA256, SALT, SALTED, 8192),
+        credential_from_salted_password(SHA512, SALT, SALTED, 5000),
+        None,
+        DecoyProfile(iterations=8192, salt_bytes=len(SALT)),
+    )
+
+
+def held_by_another_thread(lock: Any) -> bool:
+    if lock.acquire(blocking=False):
+        lock.release()
+        return False
+    return True
+
+
+def test_a_lookup_does_not_wait_for_a_writer_blocked_on_another_processs_database_lock(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    with SqliteStore(path, busy_timeout=10) as store:
+        service = CredentialService(store, salt_factory=lambda: SALT)
+        service.alter(upsertions=[up("alice")])
+        other_process = sqlite3.connect(path, isolation_level=None)
+        other_process.execute("BEGIN IMMEDIATE")  # holds the database's write lock
+        writer = threading.Thread(target=service.alter, kwargs={"upsertions": [up("bob")]})
+        found: list[object] = []
+        reader = threading.Thread(target=lambda: found.append(service.lookup("alice", SHA256)), daemon=True)
+        try:
+            writer.start()
+            deadline = time.monotonic() + 5
+            while not held_by_another_thread(store._lock) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert held_by_another_thread(store._lock), "the writer never reached the database lock"
+            started = time.monotonic()
+            reader.start()
+            reader.join(2)
+            waited = time.monotonic() - started
+            assert found == [credential_from_salted_password(SHA256, SALT, SALTED, 4096)]
+            assert waited < 0.5
+        finally:
+            other_process.execute("ROLLBACK")
+            other_process.close()
+            writer.join(15)
+            reader.join(15)
+        assert service.lookup("bob", SHA256) is not None  # the blocked write went through, then reached the snapshot
+
+
+def counting(store: CredentialStore) -> tuple[CredentialStore, list[str]]:
+    guarded = LoopGuardedStore(store)
+    return cast(CredentialStore, guarded), guarded.calls
+
+
+def test_own_writes_update_the_snapshot_without_a_reload_and_foreign_ones_force_one(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    with SqliteStore(path) as mine, SqliteStore(path) as theirs:
+        store, calls = counting(mine)
+        service, other = CredentialService(store, salt_factory=lambda: SALT), CredentialService(theirs)
+        service.alter(upsertions=[up("alice")])
+        service.alter(deletions=[delete("alice")], upsertions=[up("bob", 2)])
+        assert calls.count("load_credentials") == 1  # the initial load only
+        assert service.poll() is False and service.version == mine.credential_version()
+        other.alter(upsertions=[up("carol")])  # another process writes in between ...
+        service.alter(upsertions=[up("dave")])  # ... so this process's write cannot be applied as a delta
+        assert calls.count("load_credentials") == 2
+        users = ("alice", "bob", "carol", "dave")
+        assert {u for u in users if service.lookup(u, SHA256) or service.lookup(u, SHA512)} == {"bob", "carol", "dave"}
+        failed = service.alter(deletions=[delete("ghost")])  # refused before the store: nothing to apply
+        assert outcome(failed) == {"ghost": (NOT_FOUND, "Attempt to delete a user credential that does not exist")}
+        assert service.poll() is False and calls.count("load_credentials") == 2
+
+
+# --- the decoy profile -------------------------------------------------------------------------------------------
+
+
+def test_the_decoy_profile_follows_the_most_common_stored_shape_per_mechanism(service: CredentialService) -> None:
+    assert service.decoy_profile(SHA256) == service.decoy_profile(SHA512) == DEFAULT_DECOY_PROFILE
+    confluent_salt = bytes(range(64))  # librdkafka salts with 64 bytes
+    service.alter(upsertions=[up(f"c{i}", 1, 4096, salt=confluent_salt) for i in range(3)])
+    service.alter(upsertions=[up("k0", 1, 8192), up("k1", 2, 8192)])
+    assert service.decoy_profile(SHA256) == DecoyProfile(iterations=4096, salt_bytes=64)
+    assert service.decoy_profile(SHA512) == DecoyProfile(iterations=8192, salt_bytes=len(SALT))
+    service.alter(deletions=[delete(f"c{i}") for i in range(3)])
+    assert service.decoy_profile(SHA256) == DecoyProfile(iterations=8192, salt_bytes=len(SALT))
+
+
+def test_the_decoy_profile_follows_another_processs_writes_after_a_poll(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    with SqliteStore(path) as mine, SqliteStore(path) as theirs:
+        service, other = CredentialService(mine), CredentialService(theirs, salt_factory=lambda: b"\x02" * 64)
+        for user in ("a", "b"):
+            assert other.upsert_password(user, SHA512, "pw", 12000).succeeded
+        assert service.decoy_profile(SHA512) == DEFAULT_DECOY_PROFILE
+        assert service.poll() is True
+        assert service.decoy_profile(SHA512) == DecoyProfile(iterations=12000, salt_bytes=64)
+
+
+def test_polling_is_one_cheap_read_when_nothing_changed(store: CredentialStore) -> None:
+    wrapped, calls = counting(store)
+    service = CredentialService(wrapped)
+    calls.clear()
+    for _ in range(3):
+        assert service.poll() is False
+    assert calls == ["credential_version"] * 3

@@ -1,21 +1,26 @@
 """TopicService: CreateTopics rule by rule in Kafka's order (KRaft ControllerApis / ReplicationControlManager),
-validate-only, auto-creation, DeleteTopics by name and id, describe, and two processes racing for one name."""
+validate-only, auto-creation, DeleteTopics by name and id, describe from the in-memory catalog, following other
+processes, and two processes racing for one name."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.service import KafkaErrorCode, NewTopic, TopicCreateResult, TopicService
 from kafkaguard.service.topics import MANUAL_ASSIGNMENT_UNSUPPORTED, TOPIC_CONFIG_NAMES, topic_name_error
-from kafkaguard.store import ZERO_UUID, MemoryTopicStore, SqliteStore, TopicRecord, TopicStore
+from kafkaguard.store import ZERO_UUID, MemoryTopicStore, SqliteStore, StoreError, TopicRecord, TopicStore
+from tests.service.children import Lines
+from tests.service.guarded import GuardedStore
 
 ROOT = Path(__file__).resolve().parents[2]
 NONE = KafkaErrorCode.NONE
@@ -368,6 +373,111 @@ def test_describe_by_id(service: TopicService) -> None:
         (None, unknown, KafkaErrorCode.UNKNOWN_TOPIC_ID),
         ("a", a.topic_id, NONE),
     ]
+
+
+def test_describe_and_the_cluster_id_read_no_store(store: TopicStore) -> None:
+    guarded = GuardedStore(store)
+    service = TopicService(cast(TopicStore, guarded), id_factory=ids())
+    cluster_id = service.cluster_id()
+    [a] = service.create_topics([new("a")])
+    guarded.closed = True
+    assert service.cluster_id() == cluster_id
+    assert [(d.name, d.topic_id) for d in service.describe()] == [("a", a.topic_id)]
+    assert [d.error_code for d in service.describe(["a", "b"])] == [NONE, KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert [d.name for d in service.describe_by_id([a.topic_id, uuid.UUID(int=1)])] == ["a", None]
+    assert guarded.refused == []
+
+
+def test_the_catalog_is_a_snapshot_that_a_read_holds_unchanged(service: TopicService) -> None:
+    service.create_topics([new("a")])
+    before = service.catalog
+    service.create_topics([new("b")])
+    service.delete_topics(["a"])
+    assert list(before.by_name) == ["a"]
+    assert list(service.catalog.by_name) == ["b"]
+    assert service.catalog.version == service.version == before.version + 2
+
+
+def test_another_connection_is_followed_by_poll_and_own_writes_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "kafkaguard.db"
+    with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
+        first, second = TopicService(first_store), TopicService(second_store)
+        assert first.cluster_id() == second.cluster_id()
+        first.create_topics([new("a")])
+        assert [d.name for d in first.describe()] == ["a"]  # its own write, at once
+        assert second.describe() == []  # the other's, not until it polls
+        assert second.poll() is True
+        assert [d.name for d in second.describe()] == ["a"]
+        assert second.poll() is False
+        second.delete_topics(["a"])
+        assert first.poll() is True
+        assert first.describe() == []
+        # A write after another connection's write, with no poll in between, catches up with it as well.
+        second.create_topics([new("b")])
+        first.create_topics([new("c")])
+        assert [d.name for d in first.describe()] == ["b", "c"]
+        assert first.version == second_store.topic_version() == 4
+
+
+def test_a_stale_catalog_still_answers_auto_create_with_the_stored_topic(tmp_path: Path) -> None:
+    path = tmp_path / "kafkaguard.db"
+    with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
+        first, second = TopicService(first_store), TopicService(second_store)
+        [created] = second.create_topics([new("events", 3)])
+        assert first.describe(["events"])[0].error_code is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        again = first.auto_create("events")
+        assert (again.error_code, again.topic_id, again.num_partitions) == (NONE, created.topic_id, 3)
+
+
+def test_a_committed_write_shows_even_when_the_version_cannot_be_read_after_it() -> None:
+    class VersionFails(MemoryTopicStore):
+        failing = False
+
+        def topic_version(self) -> int:
+            if self.failing:
+                raise StoreError("the disk went away")
+            return super().topic_version()
+
+    store = VersionFails()
+    service = TopicService(store, id_factory=ids())
+    store.failing = True
+    [created] = service.create_topics([new("a")])
+    assert created.succeeded  # the store committed it: the request must not fail
+    assert [d.name for d in service.describe()] == ["a"]
+    assert service.version == -1  # unknown, so the next poll reloads
+    store.failing = False
+    assert service.poll() is True
+    assert (service.version, [d.name for d in service.describe()]) == (1, ["a"])
+
+
+@pytest.mark.integration
+def test_two_processes_see_each_others_topics_within_one_second(tmp_path: Path) -> None:
+    path = tmp_path / "kafkaguard.db"
+    with SqliteStore(path) as store:
+        service = TopicService(store)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.service.topic_follower_child", str(path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            lines = Lines(child)
+            lines.wait_for("ready", timeout=20)
+            deadline = time.monotonic() + 1.0
+            while [d.name for d in service.describe()] != ["from-child"]:
+                assert time.monotonic() < deadline, "this process did not see the other's topic within 1 s"
+                service.poll()
+                time.sleep(0.01)
+            service.create_topics([new("orders")])
+            assert lines.wait_for("topics from-child,orders", timeout=1.0) < 1.0
+            service.delete_topics(["from-child"])
+            assert lines.wait_for("topics orders", timeout=1.0) < 1.0
+        finally:
+            child.kill()
+            child.wait(timeout=10)
+            assert child.stdout is not None
+            child.stdout.close()
 
 
 # ---------------------------------------------------------------------------------------- durability, ids

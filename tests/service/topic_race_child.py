@@ -1,8 +1,8 @@
 """One racer of the two-process topic test: ``python -m tests.service.topic_race_child DB GO_FILE COUNT``.
 
-It opens its own store, prints ``ready``, waits until GO_FILE exists, then asks for its cluster id and creates
-topics ``race-0`` … ``race-<COUNT-1>``, one request each, and prints one JSON line: the cluster id and, per topic,
-the error code it got.
+It opens its own store, prints ``ready``, waits until GO_FILE exists, then builds its topic service (which reads,
+or for a new store writes, the cluster id) and creates topics ``race-0`` … ``race-<COUNT-1>``, one request each,
+and prints one JSON line: the cluster id and, per topic, the error code it got.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from kafkaguard.store import SqliteStore
 
 def main(path: str, go_file: str, count: int) -> None:
     with SqliteStore(path) as store:
-        service = TopicService(store)
         sys.stdout.write("ready\n")
         sys.stdout.flush()
         while not Path(go_file).exists():
             time.sleep(0.001)
+        service = TopicService(store)
         cluster_id = service.cluster_id()
         codes = {
             f"race-{i}": int(service.create_topics([NewTopic(name=f"race-{i}")])[0].error_code) for i in range(count)

@@ -39,7 +39,11 @@ def main(path: str, start: int) -> None:
         out.write(f"C? {user} {iterations}\n")
         out.flush()
         upsertion = ScramUpsertion(
-            user=user, mechanism=ScramMechanism.SCRAM_SHA_256, iterations=iterations, salt=b"s", salted_password=b"p"
+            user=user,
+            mechanism=ScramMechanism.SCRAM_SHA_256,
+            iterations=iterations,
+            salt=b"durability-salt!",
+            salted_password=b"p" * 32,
         )
         result = credentials.alter(upsertions=[upsertion])[0]
         if not result.succeeded:

@@ -7,7 +7,7 @@ import random
 from kafkaguard import AclOperation, AclPermissionType, PatternType, ResourceType, StoredAcl
 from kafkaguard.model import AclBindingFilter
 from kafkaguard.scram import ScramCredential, ScramMechanism, credential_from_salted_password
-from kafkaguard.store import AclStore, CredentialInfo, CredentialStore, UserAlteration
+from kafkaguard.store import AclStore, CredentialInfo, CredentialSnapshot, CredentialStore, UserAlteration
 from tests.store.helpers import acl, acl_filter
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
@@ -138,13 +138,13 @@ def _credential(mechanism: ScramMechanism = SHA256, iterations: int = 4096, seed
 def test_credentials_upsert_replace_delete_and_describe(credential_store: CredentialStore) -> None:
     assert credential_store.get_credential("alice", SHA256) is None
     first = _credential(SHA256, 4096, b"1")
-    missing = credential_store.alter_credentials(
+    write = credential_store.alter_credentials(
         [
             UserAlteration("alice", upsertions=(first, _credential(SHA512, 8192))),
             UserAlteration("bob", upsertions=(_credential(),)),
         ]
     )
-    assert dict(missing) == {}
+    assert dict(write.missing) == {}
     assert credential_store.get_credential("alice", SHA256) == first
     replacement = _credential(SHA256, 5000, b"2")
     credential_store.alter_credentials([UserAlteration("alice", upsertions=(replacement,))])
@@ -160,12 +160,41 @@ def test_credentials_upsert_replace_delete_and_describe(credential_store: Creden
 
 def test_a_missing_deletion_leaves_that_user_unchanged_and_others_applied(credential_store: CredentialStore) -> None:
     credential_store.alter_credentials([UserAlteration("alice", upsertions=(_credential(SHA256),))])
-    missing = credential_store.alter_credentials(
+    write = credential_store.alter_credentials(
         [
             UserAlteration("alice", deletions=(SHA256, SHA512)),
             UserAlteration("bob", upsertions=(_credential(SHA512),)),
         ]
     )
-    assert dict(missing) == {"alice": SHA512}
+    assert dict(write.missing) == {"alice": SHA512}
     assert credential_store.get_credential("alice", SHA256) is not None
     assert credential_store.get_credential("bob", SHA512) is not None
+
+
+def test_every_credential_write_moves_the_credential_version_and_load_reads_them_all(
+    credential_store: CredentialStore,
+) -> None:
+    assert (
+        credential_store.load_credentials() == CredentialSnapshot((), 0) and credential_store.credential_version() == 0
+    )
+    alice, bob = _credential(SHA256, 4096, b"1"), _credential(SHA512, 8192, b"2")
+    first = credential_store.alter_credentials(
+        [UserAlteration("alice", upsertions=(alice,)), UserAlteration("bob", upsertions=(bob,))]
+    )
+    assert first.base_version == 0 < first.version == credential_store.credential_version()
+    loaded = credential_store.load_credentials()
+    assert (sorted(loaded.credentials, key=lambda pair: pair[0]), loaded.version) == (
+        [("alice", alice), ("bob", bob)],
+        first.version,
+    )
+    refused = credential_store.alter_credentials([UserAlteration("carol", deletions=(SHA256,))])
+    assert (refused.base_version, refused.version, dict(refused.missing)) == (
+        first.version,
+        first.version,
+        {"carol": SHA256},
+    )
+    deleted = credential_store.alter_credentials([UserAlteration("bob", deletions=(SHA512,))])
+    assert deleted.base_version == first.version < deleted.version == credential_store.credential_version()
+    assert credential_store.load_credentials().credentials == (("alice", alice),)
+    text = repr(credential_store.load_credentials())
+    assert all(secret.hex() not in text and repr(secret) not in text for secret in (alice.salt, alice.stored_key))

@@ -1,7 +1,9 @@
-"""The SQLite store: durability under SIGKILL, reopening, schema versions, the change log, pragmas, errors."""
+"""The SQLite store: durability under SIGKILL, reopening, schema versions, the change log, pragmas, file modes,
+errors."""
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -17,6 +19,7 @@ from kafkaguard.scram import ScramMechanism, credential_from_salted_password
 from kafkaguard.store import SchemaVersionError, SqliteStore, StoreError, UserAlteration
 from kafkaguard.store.schema import MIGRATIONS
 from kafkaguard.store.sqlite import DATABASE_NAME
+from tests.modes import PRIVATE, file_modes, mode, umask
 from tests.store.helpers import acl
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +32,39 @@ def test_database_lives_under_the_data_dir_with_wal_and_full_sync(tmp_path: Path
         assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert store.check_integrity() == ["ok"]
+
+
+def test_the_database_and_its_wal_and_shm_files_are_created_private(tmp_path: Path) -> None:
+    credential = credential_from_salted_password(SHA256, b"salt", b"p" * 32, 4096)
+    with umask(0o022), SqliteStore.in_data_dir(tmp_path / "data") as store:
+        store.create_acls([acl("a")])
+        store.alter_credentials([UserAlteration("alice", upsertions=(credential,))])
+        # SQLite gives the -wal and -shm files the database file's mode.
+        assert file_modes(tmp_path / "data") == {
+            DATABASE_NAME: PRIVATE,
+            f"{DATABASE_NAME}-shm": PRIVATE,
+            f"{DATABASE_NAME}-wal": PRIVATE,
+        }
+
+
+def test_wider_existing_files_are_tightened_on_open(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "k.db"
+    with umask(0o022):
+        SqliteStore(path).close()
+        # Another connection keeps the -wal and -shm files in place, as a running process would, and gives the -wal
+        # content (SQLite itself sets an empty one to the database's mode when it opens it).
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("PRAGMA user_version = 1")
+        names = [path, tmp_path / "k.db-wal", tmp_path / "k.db-shm"]
+        for name in names:
+            name.chmod(0o644)
+        with caplog.at_level(logging.INFO, logger="kafkaguard"), SqliteStore(path) as store:
+            store.create_acls([acl("a")])
+            assert [mode(name) for name in names] == [PRIVATE] * 3
+        holder.close()
+    tightened = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "0o600" in r.getMessage()]
+    assert len(tightened) == 3
+    assert all(any(str(name) in line for line in tightened) for name in names)
 
 
 def test_everything_survives_reopening(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """TopicStore contract on both implementations (SQLite on a real file, and its twin): names, ids, collisions,
-one-transaction creates and deletes, the cluster id, and TopicRecord as a value."""
+one-transaction creates and deletes, the topic version, the cluster id, and TopicRecord as a value."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.store import MemoryTopicStore, SqliteStore, StoreError, TopicRecord, TopicStore
+from kafkaguard.store import MemoryTopicStore, SqliteStore, StoreError, TopicRecord, TopicSnapshot, TopicStore
 
 
 def topic(name: str, n: int = 1, *, partitions: int = 1, configs: dict[str, str] | None = None) -> TopicRecord:
@@ -122,6 +122,27 @@ def test_many_names_at_once(store: TopicStore) -> None:
     assert store.get_topics([r.name for r in records]) == {r.name: r for r in records}
     assert len(store.get_topics_by_id([r.topic_id for r in records])) == 2000
     assert len(store.conflicting_topics([r.name for r in records])) == 2000
+
+
+def test_the_topic_version_counts_every_topic_created_or_deleted(store: TopicStore) -> None:
+    assert store.topic_version() == 0
+    assert store.load_topics() == TopicSnapshot((), 0)
+    a, b = topic("a", 1), topic("b", 2, partitions=3)
+    store.create_topics([b, a, topic("a", 3)])  # the repeated name is refused and changes nothing
+    assert store.topic_version() == 2
+    assert store.load_topics() == TopicSnapshot((a, b), 2)  # sorted by name
+    # Refusals, misses and failed calls change nothing, so they take no version.
+    assert not store.create_topics([topic("a", 4), topic("a_", 5)])[0].created
+    assert store.topic_version() == 3  # "a_" was created
+    with pytest.raises(StoreError):
+        store.create_topics([topic("c", 6), topic("d", 1)])
+    assert store.delete_topics(["missing"]) == [None]
+    assert store.delete_topics_by_id([uuid.UUID(int=99)]) == [None]
+    assert store.topic_version() == 3
+    store.delete_topics(["a", "a_"])
+    store.delete_topics_by_id([b.topic_id, b.topic_id])
+    assert store.load_topics() == TopicSnapshot((), 6)
+    assert store.topic_version() == 6
 
 
 def test_the_cluster_id_is_kafka_shaped_and_stable(store: TopicStore) -> None:

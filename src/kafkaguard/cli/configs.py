@@ -28,13 +28,11 @@ from kafkaguard.cli.client import DEFAULT_TIMEOUT, CliError, Failure, KafkaAdmin
 from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect
 from kafkaguard.cli.output import fail
 from kafkaguard.errors import ScramError
-from kafkaguard.scram import ScramMechanism, check_iterations
+from kafkaguard.scram import DEFAULT_ITERATIONS, DEFAULT_SALT_BYTES, ScramMechanism, check_iterations
 
-#: kafka-configs.sh's default when ``iterations=`` is not given (ConfigCommand.DefaultScramIterations).
-DEFAULT_ITERATIONS = 4096
 _ACTIONS = "Action (exactly one)"
 #: Random salt bytes per credential (Kafka's Java client uses a 130-bit random number).
-SALT_BYTES = 24
+SALT_BYTES = DEFAULT_SALT_BYTES
 
 
 def parse_add_config(text: str) -> dict[ScramMechanism, tuple[int, str | None]]:
@@ -107,7 +105,8 @@ def configs(
         typer.Option(
             "--add-config",
             help="'SCRAM-SHA-256=[iterations=8192,password=SECRET],SCRAM-SHA-512=[password=SECRET]'. Leave out "
-            "password= to be prompted or to use --password-file. iterations: 4096 (default) to 16384.",
+            "password= to be prompted or to use --password-file. "
+            f"iterations: 4096 to 16384, default {DEFAULT_ITERATIONS} (kafka-configs.sh's is 4096).",
         ),
     ] = None,
     delete_config: Annotated[

@@ -11,7 +11,7 @@ import typer
 from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
 from kafkaguard.errors import KafkaguardError
-from kafkaguard.scram import ScramMechanism
+from kafkaguard.scram import DEFAULT_ITERATIONS, ScramMechanism
 
 app = typer.Typer(no_args_is_help=True, help="SCRAM users (kafka-configs --entity-type users).")
 
@@ -26,7 +26,9 @@ def add(
     mechanism: Annotated[
         list[str] | None, typer.Option(help="SCRAM-SHA-256 and/or SCRAM-SHA-512 (repeatable). Default: both.")
     ] = None,
-    iterations: Annotated[int, typer.Option(min=4096, max=16384, help="PBKDF2 iterations (4096..16384).")] = 8192,
+    iterations: Annotated[
+        int, typer.Option(min=4096, max=16384, help="PBKDF2 iterations (4096..16384).")
+    ] = DEFAULT_ITERATIONS,
     data_dir: Annotated[Path | None, typer.Option(help="Data directory of the server. Default: ./data")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML config file (for data_dir).")] = None,
 ) -> None:

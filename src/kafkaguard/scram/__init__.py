@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from kafkaguard.scram.credential import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SALT_BYTES,
+    MAX_SALT_BYTES,
+    MIN_SALT_BYTES,
     ScramCredential,
     check_iterations,
+    check_salt,
     credential_from_password,
     credential_from_salted_password,
     salted_password,
 )
+from kafkaguard.scram.decoy import DEFAULT_DECOY_PROFILE, DecoyProfile, decoy_credential, decoy_profile_of
 from kafkaguard.scram.mechanism import ScramMechanism
 from kafkaguard.scram.messages import (
     MAX_MESSAGE_BYTES,
@@ -36,10 +42,16 @@ from kafkaguard.scram.server import (
 
 __all__ = [
     "AUTHORIZATION_ID_MISMATCH_MESSAGE",
+    "DEFAULT_DECOY_PROFILE",
+    "DEFAULT_ITERATIONS",
+    "DEFAULT_SALT_BYTES",
+    "MAX_MESSAGE_BYTES",
+    "MAX_SALT_BYTES",
+    "MIN_SALT_BYTES",
     "ClientFinalMessage",
     "ClientFirstMessage",
     "CredentialLookup",
-    "MAX_MESSAGE_BYTES",
+    "DecoyProfile",
     "NonceFactory",
     "ScramCredential",
     "ScramMechanism",
@@ -49,8 +61,11 @@ __all__ = [
     "ServerFirstMessage",
     "authentication_failed_message",
     "check_iterations",
+    "check_salt",
     "credential_from_password",
     "credential_from_salted_password",
+    "decoy_credential",
+    "decoy_profile_of",
     "format_client_final",
     "format_client_first",
     "format_server_final",

@@ -14,8 +14,17 @@ from dataclasses import dataclass, field
 from kafkaguard.errors import UnacceptableCredentialError
 from kafkaguard.scram.mechanism import ScramMechanism
 
-#: Bytes of random salt the convenience derivation uses (Kafka's client uses a 130-bit random number).
+#: The iteration count kafkaguard uses wherever none is given: ``CredentialService.upsert_password``,
+#: ``kafkaguard users add``, ``kafkaguard configs --add-config`` without ``iterations=``, the console's
+#: ``PUT /api/users``, and the SCRAM decoy of a store without credentials. (kafka-configs.sh uses 4096.)
+DEFAULT_ITERATIONS = 8192
+#: Bytes of random salt kafkaguard generates (Kafka's Java client uses a 130-bit random number, librdkafka 64 bytes,
+#: kafka-python 24).
 DEFAULT_SALT_BYTES = 24
+#: The salt lengths an upsertion may carry, inclusive (Kafka checks none; kafkaguard refuses the rest, because the
+#: salt is sent to anyone who names the user: a 1 MiB salt would make a 1.4 MB server-first message).
+MIN_SALT_BYTES = 16
+MAX_SALT_BYTES = 128
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +70,7 @@ def stored_key_of(mechanism: ScramMechanism, salted: bytes) -> bytes:
 
 
 def credential_from_password(
-    mechanism: ScramMechanism, password: str, iterations: int = 4096, salt: bytes | None = None
+    mechanism: ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
 ) -> ScramCredential:
     """Derive a credential from a password with a fresh random salt (for the CLI and the console).
 
@@ -85,3 +94,16 @@ def check_iterations(mechanism: ScramMechanism, iterations: int) -> None:
         raise UnacceptableCredentialError("Too few iterations")
     if iterations > mechanism.max_iterations:
         raise UnacceptableCredentialError("Too many iterations")
+
+
+def check_salt(salt: bytes) -> None:
+    """The salt of a new credential: ``MIN_SALT_BYTES`` to ``MAX_SALT_BYTES`` long (the message never shows it).
+
+    :raises UnacceptableCredentialError: "Salt must not be empty", or the allowed range and the length given.
+    """
+    if not salt:
+        raise UnacceptableCredentialError("Salt must not be empty")
+    if not MIN_SALT_BYTES <= len(salt) <= MAX_SALT_BYTES:
+        raise UnacceptableCredentialError(
+            f"Salt must be {MIN_SALT_BYTES} to {MAX_SALT_BYTES} bytes long; got {len(salt)} bytes"
+        )

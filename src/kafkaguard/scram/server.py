@@ -2,7 +2,12 @@
 
 ::
 
-    session = ScramServerSession(ScramMechanism.SCRAM_SHA_256, store.lookup, decoy_secret=settings_secret)
+    session = ScramServerSession(
+        ScramMechanism.SCRAM_SHA_256,
+        credentials.lookup_for(ScramMechanism.SCRAM_SHA_256),
+        decoy_secret=server_secret,
+        decoy_profile=credentials.decoy_profile(ScramMechanism.SCRAM_SHA_256),
+    )
     server_first = session.receive_client_first(client_first)   # stage CLIENT_FIRST -> CLIENT_FINAL
     server_final = session.receive_client_final(client_final)   # stage CLIENT_FINAL -> AUTHENTICATED
     principal = f"User:{session.authenticated_user}"
@@ -11,11 +16,12 @@ Any failure moves the session to FAILED and raises a :class:`~kafkaguard.errors.
 message is safe to send to the client (Kafka sends it in the SaslAuthenticate response, SEMANTICS.md §11.5).
 
 **No user enumeration.** An unknown user, a credential of another mechanism and a stored credential with too few
-iterations all get a *decoy* credential: salt, StoredKey and ServerKey derived by HMAC from the server's
-``decoy_secret`` and the user name, iterations ``decoy_iterations``. The server-first message is therefore
-well-formed and the same every time for the same name (as a real user's is), and the exchange fails only at the
-proof, through the same code path and with the same message as a wrong password. The decoy flag is checked *after*
-the proof comparison, so even a client that guessed a decoy key could not authenticate.
+iterations all get a *decoy* credential (``kafkaguard.scram.decoy``): salt, StoredKey and ServerKey derived by
+HMAC from the server's ``decoy_secret`` and the user name, iteration count and salt length from ``decoy_profile``
+(the shape most stored credentials of the mechanism have). The server-first message is therefore well-formed,
+shaped like a real user's, and the same every time for the same name (as a real user's is), and the exchange
+fails only at the proof, through the same code path and with the same message as a wrong password. The decoy flag
+is checked *after* the proof comparison, so even a client that guessed a decoy key could not authenticate.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kafkaguard.errors import InvalidConfigError, ScramAuthenticationError, ScramProtocolError, ScramStateError
-from kafkaguard.scram.credential import DEFAULT_SALT_BYTES, ScramCredential
+from kafkaguard.scram.credential import ScramCredential
+from kafkaguard.scram.decoy import DEFAULT_DECOY_PROFILE, DecoyProfile, decoy_credential
 from kafkaguard.scram.mechanism import ScramMechanism
 from kafkaguard.scram.messages import (
     ClientFirstMessage,
@@ -84,14 +91,16 @@ class ScramServerSession:
     :param decoy_secret: server-wide secret (at least 16 random bytes) from which unknown users' decoy salts and
         keys are derived; keep it stable across restarts so a decoy salt does not change when a real one would not.
     :param nonce_factory: the server nonce; injected so tests replay RFC 7677 byte for byte.
-    :param decoy_iterations: iteration count announced for unknown users; use the deployment's usual count.
+    :param decoy_profile: iteration count and salt length announced for unknown users: the shape most stored
+        credentials of ``mechanism`` have (``CredentialService.decoy_profile``).
     :param reauthentication: use Kafka's "re-authentication" wording in the failure message (KIP-368).
-    :raises InvalidConfigError: ``decoy_secret`` too short or ``decoy_iterations`` outside the mechanism's bounds.
+    :raises InvalidConfigError: ``decoy_secret`` too short or the profile's iterations outside the mechanism's
+        bounds.
     """
 
     __slots__ = (
         "_client_first",
-        "_decoy_iterations",
+        "_decoy_profile",
         "_decoy_secret",
         "_exchange",
         "_failure_message",
@@ -108,7 +117,7 @@ class ScramServerSession:
         *,
         decoy_secret: bytes,
         nonce_factory: NonceFactory = default_nonce,
-        decoy_iterations: int = 4096,
+        decoy_profile: DecoyProfile = DEFAULT_DECOY_PROFILE,
         reauthentication: bool = False,
     ) -> None:
         if len(decoy_secret) < MIN_DECOY_SECRET_BYTES:
@@ -116,16 +125,16 @@ class ScramServerSession:
                 f"The SCRAM decoy secret must be at least {MIN_DECOY_SECRET_BYTES} random bytes; "
                 f"got {len(decoy_secret)}"
             )
-        if not mechanism.min_iterations <= decoy_iterations <= mechanism.max_iterations:
+        if not mechanism.min_iterations <= decoy_profile.iterations <= mechanism.max_iterations:
             raise InvalidConfigError(
-                f"decoy_iterations must be between {mechanism.min_iterations} and {mechanism.max_iterations}; "
-                f"got {decoy_iterations}"
+                f"The decoy's iterations must be between {mechanism.min_iterations} and {mechanism.max_iterations}; "
+                f"got {decoy_profile.iterations}"
             )
         self._mechanism = mechanism
         self._lookup = lookup
         self._decoy_secret = decoy_secret
         self._nonce_factory = nonce_factory
-        self._decoy_iterations = decoy_iterations
+        self._decoy_profile = decoy_profile
         self._failure_message = authentication_failed_message(mechanism, reauthentication=reauthentication)
         self._stage = ScramServerStage.CLIENT_FIRST
         #: Kept after the exchange, for ``username`` and ``authenticated_user``; holds nothing secret.
@@ -251,20 +260,9 @@ class ScramServerSession:
         self._exchange = None
 
     def _decoy_credential(self, username: str) -> ScramCredential:
-        """Deterministic per (secret, mechanism, name); unrelated to any password, so no proof can match it."""
-        key = hmac.digest(
-            self._decoy_secret,
-            b"kafkaguard SCRAM decoy\x00" + self._mechanism.mechanism_name.encode() + b"\x00" + username.encode(),
-            "sha256",
-        )
-        hash_name = self._mechanism.hash_name
-        return ScramCredential(
-            mechanism=self._mechanism,
-            salt=hmac.digest(key, b"salt", "sha256")[:DEFAULT_SALT_BYTES],
-            stored_key=hmac.digest(key, b"stored key", hash_name),
-            server_key=hmac.digest(key, b"server key", hash_name),
-            iterations=self._decoy_iterations,
-        )
+        """Deterministic per (secret, mechanism, name, profile); unrelated to any password, so no proof can match
+        it."""
+        return decoy_credential(self._decoy_secret, self._mechanism, username, self._decoy_profile)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,18 +21,13 @@ from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.connection import Connection
+from kafkaguard.server.sasl import record_login
 from kafkaguard.server.scope import BrokerInfo
 
 log = logging.getLogger(__name__)
 
 #: kafkaguard is the cluster's only broker and its controller.
 NODE_ID = 1
-
-
-@dataclass
-class LoginCounters:
-    ok: int = 0
-    failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -51,8 +46,9 @@ class KafkaServer:
             if settings.audit_log is not None
             else None
         )
-        self.logins = LoginCounters()
-        self.cluster_id = services.store.cluster_id()
+        #: Logins per listener and mechanism, shared with a console in the same process (``Services.logins``).
+        self.logins = services.logins
+        self.cluster_id = services.topics.cluster_id()  # from memory: this may run on the event loop
         self._bound: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._sync_task: asyncio.Task[None] | None = None
@@ -88,7 +84,7 @@ class KafkaServer:
         # request garbage do not walk 100k ACL objects (measured: GC pauses of up to 58 ms at 10k ACLs).
         gc.collect()
         gc.freeze()
-        self._sync_task = asyncio.create_task(self._sync_loop(), name="acl-sync")
+        self._sync_task = asyncio.create_task(self._sync_loop(), name="store-sync")
 
     async def stop(self) -> None:
         """Stop accepting, finish open connections' current requests, flush the audit log."""
@@ -120,11 +116,10 @@ class KafkaServer:
         host = self.services.settings.advertised_host or listener.host or "localhost"
         return BrokerInfo(NODE_ID, host, port, self.cluster_id)
 
-    def metrics_login(self, *, ok: bool) -> None:
-        if ok:
-            self.logins.ok += 1
-        else:
-            self.logins.failed += 1
+    def metrics_login(self, connection: Connection, *, ok: bool) -> None:
+        """Count a finished SASL login of ``connection`` in ``logins`` and log it (a failure at INFO, as Kafka)."""
+        if connection.sasl is not None:
+            record_login(self.logins, str(connection.listener), connection.host, connection.sasl, succeeded=ok)
 
     # ----------------------------------------------------------------------------------------------- internals
 
@@ -151,14 +146,22 @@ class KafkaServer:
             self._connections.discard(task)
 
     async def _sync_loop(self) -> None:
-        """Pick up ACL changes other processes made to the same database (cheap when nothing changed)."""
-        interval = self.services.settings.sync_interval_seconds
+        """Every ``sync_interval_seconds``, pick up the ACL, SCRAM credential and topic changes other processes made
+        to the same database (cheap when nothing changed). The polls read the store, so they run in a worker
+        thread; one that fails is logged and retried next time without holding up the others."""
+        services = self.services
+        polls = (
+            ("ACLs", services.acls.poll),
+            ("SCRAM credentials", services.credentials.poll),
+            ("topics", services.topics.poll),
+        )
         while True:
-            await asyncio.sleep(interval)
-            try:
-                await asyncio.to_thread(self.services.acls.poll)
-            except Exception:
-                log.exception("syncing ACLs from the store failed; retrying")
+            await asyncio.sleep(services.settings.sync_interval_seconds)
+            for what, poll in polls:
+                try:
+                    await asyncio.to_thread(poll)
+                except Exception:
+                    log.exception("syncing %s from the store failed; retrying", what)
 
     def _tls_context(self) -> ssl.SSLContext:
         settings = self.services.settings

@@ -4,6 +4,10 @@ Records are appended to an in-memory buffer (cheap, never blocks) and a backgrou
 worker thread every ``flush_interval`` seconds, rotating the file by size (``audit.log`` → ``audit.log.1`` …).
 The buffer is bounded: if the disk cannot keep up, the oldest unwritten records are dropped and counted, and the
 count is written into the log as a line of its own, so a gap is never silent.
+
+The log says who asked for what, from where, and the answer: its files are readable by their owner only. It is
+created with mode 0600 (rotated files keep it), and on start the log and its numbered backups are set to 0600 if
+they are wider (``store.files``).
 """
 
 from __future__ import annotations
@@ -12,11 +16,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 from collections import deque
 from datetime import UTC, datetime
+from glob import escape as glob_escape
 from pathlib import Path
 
 from kafkaguard.audit.record import AuditRecord, to_json_line
+from kafkaguard.store.files import open_private_append, tighten
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +61,14 @@ class AuditLog:
         self._buffer.append(to_json_line(record))
 
     def start(self) -> None:
+        """Create the log's directory, set the log and its backups to 0600 where they are wider, and start the
+        background flush. Runs once at server start, before the first record is written.
+
+        :raises OSError: the directory cannot be created.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for existing in (self.path, *self._backup_files()):
+            tighten(existing)
         self._task = asyncio.create_task(self._run(), name="audit-log")
 
     async def stop(self) -> None:
@@ -98,8 +112,17 @@ class AuditLog:
             size = 0
         if size and size + len(data) > self._max_bytes:
             self._rotate()
-        with self.path.open("ab") as out:
+        with os.fdopen(open_private_append(self.path), "ab") as out:
             out.write(data)
+
+    def _backup_files(self) -> list[Path]:
+        """``audit.log.1``, ``audit.log.2`` …: every rotated file of this log, also those beyond ``backups``."""
+        prefix = self.path.name + "."
+        return [
+            path
+            for path in self.path.parent.glob(glob_escape(prefix) + "*")
+            if path.name[len(prefix) :].isdigit() and path.is_file()
+        ]
 
     def _rotate(self) -> None:
         for index in range(self._backups - 1, 0, -1):

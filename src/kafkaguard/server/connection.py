@@ -19,7 +19,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import Listener
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
-from kafkaguard.server.codec import UnsupportedRequest, decode_request, encode_response
+from kafkaguard.server.codec import SUPPORTED_VERSIONS, UnsupportedRequest, decode_request, encode_response
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame, read_frame
 from kafkaguard.server.handlers.acls import create_acls, delete_acls, describe_acls
@@ -49,6 +49,10 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
 }
+#: APIs the connection answers itself (SASL moves the connection's state; it is no handler's business).
+CONNECTION_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+if set(HANDLERS) | CONNECTION_APIS != set(SUPPORTED_VERSIONS):  # dispatch is exhaustive, checked at import
+    raise ImportError(f"APIs offered without a handler: {set(SUPPORTED_VERSIONS) - set(HANDLERS) - CONNECTION_APIS}")
 #: What a SASL listener answers before authentication completes; anything else closes the connection.
 BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 BEFORE_AUTHENTICATION_CODES = frozenset(int(key) for key in BEFORE_AUTHENTICATION)

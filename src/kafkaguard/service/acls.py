@@ -4,7 +4,13 @@ The service is the single writer of its authorizer. Every change goes to the sto
 request (durable when the store returns), and only then to the authorizer, so an authorizer never shows an ACL
 the store could lose. Changes made by other processes reach this one through ``poll()``/``sync()``: the store's
 ACL version says whether anything changed, its change log says what (a delta), and a full reload is the fallback
-when this process has fallen behind the log.
+when this process has fallen behind the log. The server and the console call ``poll()`` every
+``sync_interval_seconds`` from a worker thread.
+
+Reads (``describe_acls``, and every authorization) use the authorizer's current snapshot only: no store, no lock,
+so they can run on an event loop. That snapshot holds every change this process made (a write reaches the
+authorizer as soon as it is committed, before the call returns) and other processes' changes up to the last poll,
+so they show within ``sync_interval_seconds``.
 """
 
 from __future__ import annotations
@@ -66,7 +72,8 @@ def _sort_key(acl: StoredAcl) -> tuple[str, ...]:
 
 
 class AclService:
-    """ACL changes for one authorizer, backed by one store. Thread-safe."""
+    """ACL changes for one authorizer, backed by one store. Thread-safe: writes and syncs hold the service's lock;
+    reads take the authorizer's snapshot without it."""
 
     def __init__(self, store: AclStore, authorizer: StandardAuthorizer) -> None:
         """Load every stored ACL into ``authorizer`` (replacing what it held) and mark its initial load complete.
@@ -146,14 +153,18 @@ class AclService:
         ]
 
     def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[StoredAcl]:
-        """Every ACL the filter matches (SEMANTICS.md §6, §7), after catching up with other processes."""
-        self.poll()
+        """Every ACL the filter matches (SEMANTICS.md §6, §7), from the authorizer's current snapshot; reads no
+        store and takes no lock. The snapshot holds every change this process has made (read-your-writes) and other
+        processes' changes up to the last ``poll()``: within ``sync_interval_seconds`` where the server or the
+        console polls."""
         return self._authorizer.stored_acls(acl_filter)
 
     # ------------------------------------------------------------------------------------------- following
 
     def poll(self) -> bool:
-        """Catch up if the store changed since the last look; cheap when it did not. True if anything changed.
+        """Catch up if the store changed since the last look; cheap when it did not (one version read). True if
+        anything changed. Reads the store and may wait for its lock: call it from a worker thread, never on an event
+        loop.
 
         :raises StoreError: the store cannot be read.
         """

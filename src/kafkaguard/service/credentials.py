@@ -6,10 +6,18 @@ Alter follows KIP-554 as SEMANTICS.md §11.3 describes it, amended by §16.5 and
   the user's later entries are ignored;
 * DUPLICATE_RESOURCE for a user named both in a deletion and an upsertion, or with one mechanism twice (several
   mechanisms for one user in one request are fine, as KIP-554's own kafka-configs example needs);
-* empty user name, iterations outside 4096..16384, empty salt or salted password → UNACCEPTABLE_CREDENTIAL;
-  a mechanism other than 1/2 → UNSUPPORTED_SASL_MECHANISM; deleting what is not stored → RESOURCE_NOT_FOUND;
+* empty user name, iterations outside 4096..16384, a salt that is not 16..128 bytes long (Kafka checks none; see
+  ``scram.MIN_SALT_BYTES``), an empty salted password → UNACCEPTABLE_CREDENTIAL; a mechanism other than 1/2 →
+  UNSUPPORTED_SASL_MECHANISM; deleting what is not stored → RESOURCE_NOT_FOUND;
 * all of a user's alterations are applied or none is, every user's in one transaction; errors of one user never
   affect another. One result per distinct user, in order of first mention (Kafka's order is a hash order).
+
+Lookups for SASL never touch the store. The service holds every credential in an immutable in-memory snapshot
+(user and mechanism → credential, plus each mechanism's decoy profile), read through one reference without a lock,
+so an event loop that looks a user up never waits on the disk or on a writer. This process's writes replace the
+snapshot after their durable commit; other processes' writes reach it through ``poll()`` (one cheap read of the
+store's credential version; a reload of every credential when it moved), which the server calls every
+``sync_interval_seconds`` on a worker thread.
 
 Secrets (salts, salted passwords, keys) never appear in results, logs, reprs or error messages.
 """
@@ -18,21 +26,27 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from types import MappingProxyType
 
 from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
 from kafkaguard.scram import (
+    DEFAULT_ITERATIONS,
+    DEFAULT_SALT_BYTES,
+    DecoyProfile,
     ScramCredential,
     ScramMechanism,
     check_iterations,
+    check_salt,
     credential_from_salted_password,
+    decoy_profile_of,
     salted_password,
 )
 from kafkaguard.service.errors import KafkaErrorCode
-from kafkaguard.store import CredentialInfo, CredentialStore, UserAlteration
+from kafkaguard.store import CredentialInfo, CredentialStore, CredentialWrite, UserAlteration
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +56,7 @@ DELETE_MISSING = "Attempt to delete a user credential that does not exist"
 EMPTY_USER = "Username must not be empty"
 UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
 #: Bytes of random salt for ``upsert_password``.
-SALT_BYTES = 24
+SALT_BYTES = DEFAULT_SALT_BYTES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,6 +120,26 @@ def _code(mechanism: int | ScramMechanism) -> int:
     return mechanism.code if isinstance(mechanism, ScramMechanism) else int(mechanism)
 
 
+_CredentialKey = tuple[str, ScramMechanism]
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    """Every credential at one credential version of the store, and each mechanism's decoy profile derived from
+    them. Never mutated: a change builds a new one."""
+
+    version: int
+    credentials: Mapping[_CredentialKey, ScramCredential] = field(repr=False)
+    profiles: Mapping[ScramMechanism, DecoyProfile]
+
+    @classmethod
+    def of(cls, version: int, credentials: dict[_CredentialKey, ScramCredential]) -> _Snapshot:
+        """Owns ``credentials`` from now on (the caller must not keep changing it)."""
+        values = credentials.values()
+        profiles = {mechanism: decoy_profile_of(mechanism, values) for mechanism in ScramMechanism}
+        return cls(version, MappingProxyType(credentials), MappingProxyType(profiles))
+
+
 class _Request:
     """The per-user bookkeeping of one alter request."""
 
@@ -127,11 +161,25 @@ class _Request:
 
 
 class CredentialService:
-    """SCRAM credentials backed by one store. Thread-safe as its store is."""
+    """SCRAM credentials backed by one store. Thread-safe; ``lookup``, ``lookup_for`` and ``decoy_profile`` read
+    only the in-memory snapshot (see the module docstring) and never block."""
 
     def __init__(self, store: CredentialStore, *, salt_factory: Callable[[], bytes] | None = None) -> None:
+        """Load every stored credential into the snapshot.
+
+        :raises StoreError: the store cannot be read.
+        """
         self._store = store
         self._salt_factory = salt_factory or (lambda: secrets.token_bytes(SALT_BYTES))
+        #: Held by writers and by ``sync`` only, never by readers: it orders snapshot replacements.
+        self._lock = threading.RLock()
+        self._snapshot = _Snapshot.of(-1, {})
+        self.sync()
+
+    @property
+    def version(self) -> int:
+        """The store's credential version the snapshot reflects."""
+        return self._snapshot.version
 
     def alter(
         self, deletions: Sequence[ScramDeletion] = (), upsertions: Sequence[ScramUpsertion] = ()
@@ -180,9 +228,12 @@ class CredentialService:
         ]
         if alterations:
             # The store re-checks deletions inside its transaction (another process may have deleted meanwhile).
-            for user in self._store.alter_credentials(alterations):
+            with self._lock:
+                write = self._store.alter_credentials(alterations)
+                self._apply(write, alterations)
+            for user in write.missing:
                 request.fail(user, KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING)
-            log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(request.errors))
+            log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(write.missing))
         return [
             UserAlterationResult(user, *request.errors[user]) if user in request.errors else UserAlterationResult(user)
             for user in request.users
@@ -199,10 +250,10 @@ class CredentialService:
         return None
 
     def upsert_password(
-        self, user: str, mechanism: int | ScramMechanism, password: str, iterations: int = 4096
+        self, user: str, mechanism: int | ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS
     ) -> UserAlterationResult:
         """Set a credential from a password with a fresh random salt (for the CLI and the console); the password
-        is used for the derivation only and never stored.
+        is used for the derivation only and never stored. ``iterations`` defaults to ``scram.DEFAULT_ITERATIONS``.
 
         :raises StoreError: nothing was changed.
         """
@@ -249,15 +300,67 @@ class CredentialService:
         return results
 
     def lookup(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
-        """The stored credential for the SASL server (read from the store, so always current).
+        """``user``'s credential for ``mechanism`` in the snapshot, or None. Reads no store and takes no lock:
+        safe on an event loop. Another process's change is seen after the next ``poll()``."""
+        return self._snapshot.credentials.get((user, mechanism))
+
+    def lookup_for(self, mechanism: ScramMechanism) -> Callable[[str], ScramCredential | None]:
+        """``lookup`` bound to one mechanism: the ``lookup(username)`` a ``ScramServerSession`` takes (reads only
+        the snapshot current at each call)."""
+
+        def lookup(user: str) -> ScramCredential | None:
+            return self._snapshot.credentials.get((user, mechanism))
+
+        return lookup
+
+    def decoy_profile(self, mechanism: ScramMechanism) -> DecoyProfile:
+        """The shape an unknown user's decoy credential must have to look like a stored one: the most common
+        (iterations, salt length) among the stored credentials of ``mechanism``, or the default when there is
+        none (``scram.decoy_profile_of``). Reads only the snapshot: safe on an event loop."""
+        return self._snapshot.profiles[mechanism]
+
+    # ------------------------------------------------------------------------------------------- following
+
+    def poll(self) -> bool:
+        """Catch up if another process changed the stored credentials since the last look; one cheap read when
+        nothing changed. True if the snapshot was reloaded. Call it from a worker thread, not an event loop.
 
         :raises StoreError: the store cannot be read.
         """
-        return self._store.get_credential(user, mechanism)
+        if self._store.credential_version() == self._snapshot.version:
+            return False
+        self.sync()
+        return True
 
-    def lookup_for(self, mechanism: ScramMechanism) -> Callable[[str], ScramCredential | None]:
-        """``lookup`` bound to one mechanism: the ``lookup(username)`` a ``ScramServerSession`` takes."""
-        return partial(self.lookup, mechanism=mechanism)
+    def sync(self) -> None:
+        """Reload every stored credential into a new snapshot (the store's current version).
+
+        :raises StoreError: the store cannot be read.
+        """
+        with self._lock:
+            loaded = self._store.load_credentials()
+            credentials = {(user, credential.mechanism): credential for user, credential in loaded.credentials}
+            self._snapshot = _Snapshot.of(loaded.version, credentials)
+        log.debug("loaded %d SCRAM credentials at version %d", len(credentials), loaded.version)
+
+    def _apply(self, write: CredentialWrite, alterations: Sequence[UserAlteration]) -> None:
+        """After this process's durable write: apply it to a copy of the snapshot if the snapshot was at the
+        write's base version, else (another process wrote in between) reload. Called with ``_lock`` held."""
+        snapshot = self._snapshot
+        if write.version == write.base_version or write.version <= snapshot.version:
+            return
+        if write.base_version != snapshot.version:
+            self.sync()
+            return
+        credentials = dict(snapshot.credentials)
+        for alteration in alterations:
+            if alteration.user in write.missing:
+                continue
+            for mechanism in alteration.deletions:
+                credentials.pop((alteration.user, mechanism), None)
+            for credential in alteration.upsertions:
+                credentials[(alteration.user, credential.mechanism)] = credential
+        self._snapshot = _Snapshot.of(write.version, credentials)
 
 
 def _check_fields(user: str, mechanism: int | ScramMechanism, iterations: int) -> tuple[KafkaErrorCode, str] | None:
@@ -283,6 +386,7 @@ def _check_upsertion(upsertion: ScramUpsertion) -> ScramCredential | tuple[Kafka
     if mechanism is None:  # unreachable: _check_fields has resolved it
         return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
     try:
+        check_salt(upsertion.salt)
         return credential_from_salted_password(
             mechanism, upsertion.salt, upsertion.salted_password, upsertion.iterations
         )

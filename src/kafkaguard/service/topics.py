@@ -29,22 +29,33 @@ are the ones set, not every effective config.
 
 Authorization (CREATE, DESCRIBE, DELETE, AUTO_CREATE; SEMANTICS.md §13) is the caller's: this service is asked
 only about topics the caller may act on.
+
+Reads never touch the store. The service holds the whole catalog in memory as one immutable ``TopicCatalog`` (by
+name and by id, at one topic version of the store), replaced whole and read without a lock, so ``describe``,
+``describe_by_id`` and ``cluster_id`` can be called on an event loop. Writes go to the store first (durable when it
+returns) and then into the catalog, so a read after a write of this process sees it. Other processes' writes
+reach the catalog through ``poll()``, which the server calls every ``sync_interval_seconds`` from a worker thread:
+it compares the store's topic version with the catalog's and reloads the catalog when they differ.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TypeVar
 
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.service.errors import KafkaErrorCode
-from kafkaguard.store import ZERO_UUID, TopicRecord, TopicStore, random_uuid
+from kafkaguard.store import ZERO_UUID, StoreError, TopicRecord, TopicStore, random_uuid
 
 log = logging.getLogger(__name__)
+
+_K = TypeVar("_K")
 
 _NONE = KafkaErrorCode.NONE
 #: Kafka ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft log, which CreateTopics may never create.
@@ -194,12 +205,38 @@ class TopicDescription:
         return self.error_code is _NONE
 
 
+@dataclass(frozen=True, slots=True)
+class TopicCatalog:
+    """Every topic at one topic version of the store: built once, never changed, replaced whole. ``by_name``
+    iterates in name order; ``by_id`` holds the same records by topic id. ``version`` -1 is a catalog the store's
+    version is not known for (the next ``poll`` reloads it)."""
+
+    version: int
+    by_name: Mapping[str, TopicRecord]
+    by_id: Mapping[uuid.UUID, TopicRecord]
+
+    @classmethod
+    def of(cls, records: Iterable[TopicRecord], version: int) -> TopicCatalog:
+        by_name = {record.name: record for record in sorted(records, key=lambda record: record.name)}
+        by_id = {record.topic_id: record for record in by_name.values()}
+        return cls(version, MappingProxyType(by_name), MappingProxyType(by_id))
+
+    def changed(
+        self, version: int, *, added: Sequence[TopicRecord] = (), removed: Sequence[TopicRecord] = ()
+    ) -> TopicCatalog:
+        """A new catalog at ``version``: this one without ``removed`` (by name) and with ``added``."""
+        gone = {record.name for record in removed}
+        return TopicCatalog.of([*(r for r in self.by_name.values() if r.name not in gone), *added], version)
+
+
 def _error(code: KafkaErrorCode, message: str | None = None) -> tuple[KafkaErrorCode, str | None]:
     return code, message if message is not None else code.default_message
 
 
 class TopicService:
-    """The topic catalog of this one-broker cluster, backed by one store. Thread-safe as its store is."""
+    """The topic catalog of this one-broker cluster, backed by one store. Thread-safe: reads take the current
+    ``TopicCatalog`` (no lock, no store); writes and reloads hold the service's lock, so the catalog follows the
+    store's topic versions in order."""
 
     def __init__(
         self,
@@ -212,9 +249,10 @@ class TopicService:
     ) -> None:
         """``default_partitions`` and ``default_replication_factor`` are Kafka's ``num.partitions`` and
         ``default.replication.factor``, used for -1 and by auto-creation; ``broker_count`` is how many brokers
-        replicas could be placed on (this server: 1).
+        replicas could be placed on (this server: 1). Reads the cluster id and the whole catalog from the store.
 
         :raises InvalidConfigError: a default or the broker count below 1.
+        :raises StoreError: the store cannot be read (or, for a new store, the cluster id cannot be written).
         """
         for setting, value in (
             ("default_partitions", default_partitions),
@@ -228,13 +266,68 @@ class TopicService:
         self._default_replication_factor = default_replication_factor
         self._broker_count = broker_count
         self._id_factory = id_factory
+        # Held across a store write and the catalog update that follows it, and across a reload; never by readers.
+        self._lock = threading.Lock()
+        self._cluster_id = store.cluster_id()
+        snapshot = store.load_topics()
+        self._catalog = TopicCatalog.of(snapshot.topics, snapshot.version)
 
     def cluster_id(self) -> str:
-        """The cluster id for Metadata and DescribeCluster: the store's, the same across restarts.
+        """The cluster id for Metadata and DescribeCluster: the store's (the same across restarts and in every
+        process on the same store), read once when the service was built. Reads no store."""
+        return self._cluster_id
 
-        :raises StoreError: the store cannot be read or written.
+    @property
+    def catalog(self) -> TopicCatalog:
+        """The current catalog: every write of this process, and other processes' writes up to the last poll."""
+        return self._catalog
+
+    @property
+    def version(self) -> int:
+        """The store's topic version the catalog reflects (-1: unknown until the next poll)."""
+        return self._catalog.version
+
+    # ------------------------------------------------------------------------------------------- following
+
+    def poll(self) -> bool:
+        """Reload the catalog if the store's topic version is not the catalog's (another process created or
+        deleted a topic); one cheap version read when nothing changed. True if it reloaded. The server calls it
+        every ``sync_interval_seconds`` from a worker thread.
+
+        :raises StoreError: the store cannot be read.
         """
-        return self._store.cluster_id()
+        if self._store.topic_version() == self._catalog.version:
+            return False
+        with self._lock:
+            if self._store.topic_version() == self._catalog.version:  # a write of this process caught up meanwhile
+                return False
+            self._reload()
+        return True
+
+    def _reload(self) -> None:
+        snapshot = self._store.load_topics()
+        self._catalog = TopicCatalog.of(snapshot.topics, snapshot.version)
+
+    def _apply(self, *, added: Sequence[TopicRecord] = (), removed: Sequence[TopicRecord] = ()) -> None:
+        """Put this process's committed write into the catalog; called with the lock held, right after the write.
+
+        Every topic created or deleted takes one topic version, so if the store is now exactly this write's number
+        of changes past the catalog, no other process wrote in between and the catalog plus this write is the
+        store's state; otherwise reload.
+        """
+        catalog = self._catalog
+        try:
+            version = self._store.topic_version()
+            if version == catalog.version + len(added) + len(removed):
+                self._catalog = catalog.changed(version, added=added, removed=removed)
+            else:
+                self._reload()
+        except StoreError as e:
+            # The write itself is committed: show it at once, and let the next poll reload (-1 matches no version).
+            self._catalog = catalog.changed(-1, added=added, removed=removed)
+            log.warning(
+                "topic catalog: the store's topic version cannot be read after a write (%s); reloading later", e
+            )
 
     # ---------------------------------------------------------------------------------------------- create
 
@@ -266,7 +359,10 @@ class TopicService:
             else:
                 errors[topic.name] = checked
         if records and not validate_only:
-            for creation in self._store.create_topics(list(records.values())):
+            with self._lock:
+                creations = self._store.create_topics(list(records.values()))
+                self._apply(added=[creation.record for creation in creations if creation.created])
+            for creation in creations:
                 if creation.conflict is not None:
                     errors[creation.record.name] = _conflict_error(creation.record.name, creation.conflict)
                     del records[creation.record.name]
@@ -281,8 +377,9 @@ class TopicService:
 
     def auto_create(self, name: str) -> TopicCreateResult:
         """Create ``name`` with the defaults, for Metadata once the caller has checked AUTO_CREATE (KIP-755) and
-        that auto-creation is on. A topic that exists (another request won the race) is a success with its stored
-        values; an invalid name gets INVALID_TOPIC_EXCEPTION (Kafka's ``AutoTopicCreationManager``).
+        that auto-creation is on. A topic that exists (another request won the race, or another process created it
+        since the last poll) is a success with its stored values, read from the store; an invalid name gets
+        INVALID_TOPIC_EXCEPTION (Kafka's ``AutoTopicCreationManager``).
 
         :raises StoreError: nothing was created.
         """
@@ -346,7 +443,7 @@ class TopicService:
         """
         counts = Counter(names)
         unique = [name for name, count in counts.items() if count == 1]
-        removed = dict(zip(unique, self._store.delete_topics(unique), strict=True)) if unique else {}
+        removed = dict(zip(unique, self._delete(self._store.delete_topics, unique), strict=True)) if unique else {}
         results: list[TopicDeleteResult] = []
         for name, count in counts.items():
             record = removed.get(name)
@@ -369,7 +466,9 @@ class TopicService:
         """
         counts = Counter(ids)
         unique = [topic_id for topic_id, count in counts.items() if count == 1 and topic_id != ZERO_UUID]
-        removed = dict(zip(unique, self._store.delete_topics_by_id(unique), strict=True)) if unique else {}
+        removed = (
+            dict(zip(unique, self._delete(self._store.delete_topics_by_id, unique), strict=True)) if unique else {}
+        )
         results: list[TopicDeleteResult] = []
         for topic_id, count in counts.items():
             record = removed.get(topic_id)
@@ -386,24 +485,31 @@ class TopicService:
         _log_deleted(removed.values())
         return results
 
+    def _delete(
+        self, delete: Callable[[Sequence[_K]], list[TopicRecord | None]], keys: Sequence[_K]
+    ) -> list[TopicRecord | None]:
+        """``delete(keys)`` (a store's delete by name or by id), then its removals into the catalog."""
+        with self._lock:
+            removed = delete(keys)
+            self._apply(removed=[record for record in removed if record is not None])
+        return removed
+
     # -------------------------------------------------------------------------------------------- describe
 
     def describe(self, names: Sequence[str] | None = None) -> list[TopicDescription]:
         """Metadata's view: every topic sorted by name for None; else one description per distinct name, in order
         of first mention: the record, or INVALID_TOPIC_EXCEPTION for an invalid name and
         UNKNOWN_TOPIC_OR_PARTITION for a missing one (``KafkaApis.getTopicMetadata`` without auto-creation).
-
-        :raises StoreError: the store cannot be read.
+        From the current catalog (see ``catalog``): reads no store, takes no lock.
         """
+        catalog = self._catalog
         if names is None:
             return [
-                TopicDescription(record.name, record, topic_id=record.topic_id) for record in self._store.list_topics()
+                TopicDescription(record.name, record, topic_id=record.topic_id) for record in catalog.by_name.values()
             ]
-        unique = list(dict.fromkeys(names))
-        found = self._store.get_topics(unique)
         results: list[TopicDescription] = []
-        for name in unique:
-            record = found.get(name)
+        for name in dict.fromkeys(names):
+            record = catalog.by_name.get(name)
             if record is not None:
                 results.append(TopicDescription(name, record, topic_id=record.topic_id))
             elif (reason := topic_name_error(name)) is not None:
@@ -414,15 +520,12 @@ class TopicService:
 
     def describe_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicDescription]:
         """Metadata v10+ by topic id: one description per distinct id, in order: the record, or UNKNOWN_TOPIC_ID
-        (with no name).
-
-        :raises StoreError: the store cannot be read.
+        (with no name). From the current catalog: reads no store, takes no lock.
         """
-        unique = list(dict.fromkeys(ids))
-        found = self._store.get_topics_by_id(unique)
+        catalog = self._catalog
         results: list[TopicDescription] = []
-        for topic_id in unique:
-            record = found.get(topic_id)
+        for topic_id in dict.fromkeys(ids):
+            record = catalog.by_id.get(topic_id)
             if record is not None:
                 results.append(TopicDescription(record.name, record, topic_id=topic_id))
             else:

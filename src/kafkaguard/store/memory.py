@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
 from kafkaguard.scram import ScramCredential, ScramMechanism
@@ -19,8 +19,11 @@ from kafkaguard.store.ports import (
     AclDelta,
     AclSnapshot,
     CredentialInfo,
+    CredentialSnapshot,
+    CredentialWrite,
     TopicCreation,
     TopicRecord,
+    TopicSnapshot,
     UserAlteration,
     collision_key,
 )
@@ -115,14 +118,23 @@ class MemoryAclStore:
 
 
 class MemoryCredentialStore:
-    """A ``CredentialStore`` held in a dict."""
+    """A ``CredentialStore`` held in a dict, with a credential version like the SQLite store's."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._credentials: dict[tuple[str, ScramMechanism], ScramCredential] = {}
+        self._version = 0
 
     def get_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
         return self._credentials.get((user, mechanism))
+
+    def load_credentials(self) -> CredentialSnapshot:
+        with self._lock:
+            pairs = tuple((user, credential) for (user, _mechanism), credential in self._credentials.items())
+            return CredentialSnapshot(pairs, self._version)
+
+    def credential_version(self) -> int:
+        return self._version
 
     def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
         with self._lock:
@@ -132,9 +144,10 @@ class MemoryCredentialStore:
                     found.setdefault(user, []).append(CredentialInfo(mechanism, credential.iterations))
             return {user: tuple(infos) for user, infos in found.items()}
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> Mapping[str, ScramMechanism]:
+    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
         with self._lock:
             missing: dict[str, ScramMechanism] = {}
+            base = self._version
             for alteration in alterations:
                 user = alteration.user
                 absent = [m for m in alteration.deletions if (user, m) not in self._credentials]
@@ -145,23 +158,33 @@ class MemoryCredentialStore:
                     del self._credentials[(user, mechanism)]
                 for credential in alteration.upsertions:
                     self._credentials[(user, credential.mechanism)] = credential
-            return missing
+                # One step per credential written or deleted, as the SQLite store's triggers count.
+                self._version += len(alteration.deletions) + len(alteration.upsertions)
+            return CredentialWrite(missing, base, self._version)
 
     def close(self) -> None:
         """Nothing to release."""
 
 
 class MemoryTopicStore:
-    """A ``TopicStore`` held in a dict keyed by ``collision_key`` (so a name and its colliding names share a slot).
-    Its cluster id lives as long as the instance."""
+    """A ``TopicStore`` held in a dict keyed by ``collision_key`` (so a name and its colliding names share a slot),
+    with a topic version like the SQLite store's. Its cluster id lives as long as the instance."""
 
     def __init__(self, *, cluster_id: str | None = None) -> None:
         self._lock = threading.Lock()
         self._cluster_id = cluster_id if cluster_id is not None else new_cluster_id()
         self._by_key: dict[str, TopicRecord] = {}
+        self._version = 0
 
     def cluster_id(self) -> str:
         return self._cluster_id
+
+    def topic_version(self) -> int:
+        return self._version
+
+    def load_topics(self) -> TopicSnapshot:
+        with self._lock:
+            return TopicSnapshot(tuple(sorted(self._by_key.values(), key=lambda record: record.name)), self._version)
 
     def list_topics(self) -> list[TopicRecord]:
         with self._lock:
@@ -195,6 +218,7 @@ class MemoryTopicStore:
                 conflict = self._by_key.get(key)
                 if conflict is None:
                     self._by_key[key] = record
+                    self._version += 1
                 outcomes.append(TopicCreation(record, conflict))
             return outcomes
 
@@ -205,6 +229,7 @@ class MemoryTopicStore:
                 key = collision_key(name)
                 record = self._by_key.get(key)
                 removed.append(self._by_key.pop(key) if record is not None and record.name == name else None)
+            self._version += sum(record is not None for record in removed)
             return removed
 
     def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
@@ -214,6 +239,7 @@ class MemoryTopicStore:
             for topic_id in ids:
                 key = by_id.pop(topic_id, None)
                 removed.append(self._by_key.pop(key) if key is not None else None)
+            self._version += sum(record is not None for record in removed)
             return removed
 
     def close(self) -> None:

@@ -1,16 +1,23 @@
 """The store's ports: what the service layer needs from a durable store of ACLs, SCRAM credentials and topics.
 
-Both protocols are synchronous (L2 imports no asyncio; the server calls them through ``asyncio.to_thread``), and
-every method is safe to call from several threads. Every write is one transaction: it is either wholly on disk
-when the call returns or not there at all.
+The protocols are synchronous (L2 imports no asyncio; the server calls them only from worker threads, never on
+its event loop), and every method is safe to call from several threads. Every write is one transaction: it is
+either wholly on disk when the call returns or not there at all.
 
 ACL changes are versioned. Each stored change (an ACL added or removed) takes the next number of one counter, the
 store's *ACL version*; ``changes_since(v)`` returns the net effect of every change after ``v``, so a process that
 has applied version ``v`` to its authorizer can catch up with a delta instead of reloading 100k ACLs. A store keeps
 a bounded change log: a version older than the log gives ``None``, and the caller reloads in full.
 
-The topic catalog is small and read where it is needed (no change log): names, ids, partition counts and configs,
-never message data.
+SCRAM credentials are versioned too, more simply: every credential written or deleted moves the store's *credential
+version* forward, so a process holding all credentials in memory knows, by one cheap ``credential_version()``,
+whether another process changed them (and then reloads them: there are few).
+
+The topic catalog (names, ids, partition counts and configs, never message data) is small, and versioned like the
+credentials: every topic created, changed or deleted takes the next number of the store's *topic version*, so a
+process holding the catalog in memory polls that one number and reloads the catalog when it moved (no change log).
+
+``Store`` is all three ports on one store, as the composition root opens it.
 """
 
 from __future__ import annotations
@@ -124,6 +131,26 @@ class UserAlteration:
     upsertions: tuple[ScramCredential, ...] = field(default=())
 
 
+@dataclass(frozen=True, slots=True)
+class CredentialSnapshot:
+    """Every stored credential, as (user, credential) pairs, at one credential version, read in one transaction."""
+
+    credentials: tuple[tuple[str, ScramCredential], ...] = field(repr=False)
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialWrite:
+    """What one ``alter_credentials`` call did. ``missing``: the users left unchanged because a deletion named a
+    credential that is not stored, each with the first such mechanism. ``base_version``: the credential version
+    just before this write; ``version``: just after it (equal when the call changed nothing). A writer whose
+    ``base_version`` is the version it already holds knows that no other process wrote in between."""
+
+    missing: Mapping[str, ScramMechanism]
+    base_version: int
+    version: int
+
+
 @runtime_checkable
 class CredentialStore(Protocol):
     """Durable SCRAM credentials, one per (user, mechanism): salt, StoredKey, ServerKey and iterations only."""
@@ -132,14 +159,23 @@ class CredentialStore(Protocol):
         """The stored credential, or None."""
         ...
 
+    def load_credentials(self) -> CredentialSnapshot:
+        """Every stored credential (of a mechanism this kafkaguard knows) and the credential version."""
+        ...
+
+    def credential_version(self) -> int:
+        """The current credential version; cheap enough to poll many times a second."""
+        ...
+
     def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
         """Mechanism and iterations for each of ``users`` (all users when None) that has a credential; users
         without one are absent from the result."""
         ...
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> Mapping[str, ScramMechanism]:
-        """Apply the alterations in one transaction, each user's all or none. A user whose deletions name a
-        credential that is not stored is left unchanged and returned, with the first such mechanism."""
+    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
+        """Apply the alterations in one transaction, each user's all or none; the credential version moves forward
+        if anything changed. A user whose deletions name a credential that is not stored is left unchanged and
+        listed in ``missing``."""
         ...
 
     def close(self) -> None: ...
@@ -173,6 +209,14 @@ class TopicRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicSnapshot:
+    """Every stored topic, sorted by name, and the topic version they are at, read in one transaction."""
+
+    topics: tuple[TopicRecord, ...]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
 class TopicCreation:
     """The outcome of ``create_topics`` for one record: ``conflict`` is None when the record was stored, else the
     stored topic that prevented it: the same name (it already exists) or a colliding one (``collision_key``)."""
@@ -197,6 +241,15 @@ class TopicStore(Protocol):
     def cluster_id(self) -> str:
         """This cluster's id (Kafka's 22-character form), generated once and the same on every later call and in
         every process that opens the same store."""
+        ...
+
+    def topic_version(self) -> int:
+        """The current topic version: one more for every topic created, changed or deleted since the store was
+        made; cheap enough to poll many times a second."""
+        ...
+
+    def load_topics(self) -> TopicSnapshot:
+        """Every topic, sorted by name, and the topic version they are at."""
         ...
 
     def list_topics(self) -> list[TopicRecord]:
@@ -234,3 +287,8 @@ class TopicStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class Store(AclStore, CredentialStore, TopicStore, Protocol):
+    """ACLs, credentials and topics in one store (``SqliteStore``): what the services of one process share."""

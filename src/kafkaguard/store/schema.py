@@ -73,7 +73,33 @@ _V2 = (
     "CREATE TABLE cluster (id INTEGER PRIMARY KEY CHECK (id = 1), cluster_id TEXT NOT NULL)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+#: Version 3: the credential version, bumped by every row inserted into, updated in or deleted from
+#: ``scram_credentials``. Triggers keep it, so no writer of the table can change a credential without the processes
+#: that hold the credentials in memory noticing with one cheap read (``credential_version``).
+_V3 = (
+    "INSERT INTO counters (name, value) VALUES ('credential_version', 0)",
+    """CREATE TRIGGER scram_credentials_version_insert AFTER INSERT ON scram_credentials
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'credential_version'; END""",
+    """CREATE TRIGGER scram_credentials_version_update AFTER UPDATE ON scram_credentials
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'credential_version'; END""",
+    """CREATE TRIGGER scram_credentials_version_delete AFTER DELETE ON scram_credentials
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'credential_version'; END""",
+)
+
+#: Version 4: the topic version, bumped by every row inserted into, updated in or deleted from ``topics``. Triggers
+#: keep it, so no writer of the table (a later statement, an operator's sqlite3 shell) can change the catalog
+#: without the processes that hold it in memory noticing (``topic_version``).
+_V4 = (
+    "INSERT INTO counters (name, value) VALUES ('topic_version', 0)",
+    """CREATE TRIGGER topics_version_insert AFTER INSERT ON topics
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'topic_version'; END""",
+    """CREATE TRIGGER topics_version_update AFTER UPDATE ON topics
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'topic_version'; END""",
+    """CREATE TRIGGER topics_version_delete AFTER DELETE ON topics
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'topic_version'; END""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 
 
 def migrate(connection: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

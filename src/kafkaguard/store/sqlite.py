@@ -6,7 +6,16 @@ writers queue for the lock instead of failing.
 
 Every process sees every change: each ACL change is logged under the next ACL version in the same transaction
 as the change itself. ``acl_version()`` first asks ``PRAGMA data_version``, which changes only when another
-connection has committed, so an idle poll costs one pragma; ``changes_since`` then returns the net delta.
+connection has committed, so an idle poll costs one pragma; ``changes_since`` then returns the net delta. Every
+row written to or deleted from the SCRAM credentials bumps the credential version (triggers, in the same
+transaction); ``credential_version()`` is as cheap as ``acl_version()``.
+
+Every topic created, changed or deleted bumps the topic version (triggers, in the same transaction);
+``topic_version()`` is as cheap as ``acl_version()``.
+
+The database holds every user's StoredKey and ServerKey: it is created with mode 0600 (SQLite gives its -wal and
+-shm files the database's mode), and a database, -wal or -shm file found wider is set to 0600 on open
+(``store.files``).
 
 Nothing else in kafkaguard knows SQL.
 """
@@ -40,14 +49,18 @@ from kafkaguard.model.resource import WILDCARD_RESOURCE
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT, AclChange, net_delta
 from kafkaguard.store.errors import StoreError
+from kafkaguard.store.files import create_private, tighten
 from kafkaguard.store.ports import (
     AclCreation,
     AclDeletion,
     AclDelta,
     AclSnapshot,
     CredentialInfo,
+    CredentialSnapshot,
+    CredentialWrite,
     TopicCreation,
     TopicRecord,
+    TopicSnapshot,
     UserAlteration,
     collision_key,
 )
@@ -147,7 +160,8 @@ class SqliteStore:
         busy_timeout: float = 30.0,
         cluster_id_factory: Callable[[], str] = new_cluster_id,
     ) -> None:
-        """Open (creating it and its directory if needed) and migrate the database at ``path``.
+        """Open (creating it and its directory if needed) and migrate the database at ``path``; a new database
+        file is created with mode 0600, and the database, -wal and -shm files are set to 0600 if they are wider.
         ``cluster_id_factory`` is called at most once in the database's life, by the first ``cluster_id()``.
 
         :raises StoreError: the file cannot be opened or migrated (``SchemaVersionError``: it is newer).
@@ -160,8 +174,15 @@ class SqliteStore:
         self._lock = threading.RLock()
         self._seen_data_version: int | None = None
         self._cached_version = 0
+        self._credentials_seen_data_version: int | None = None
+        self._cached_credential_version = 0
+        self._topics_seen_data_version: int | None = None
+        self._cached_topic_version = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            # SQLite would create the file 0644 (less the umask); an empty file is a new database to it.
+            create_private(self.path)
+            tighten(self.path)
             self._conn = sqlite3.connect(self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the database {self.path}: {e}") from e
@@ -171,6 +192,9 @@ class SqliteStore:
                 log.warning("database %s: journal mode is %s, not WAL; readers may block writers", self.path, mode)
             self._conn.execute("PRAGMA synchronous=FULL")
             migrate(self._conn)
+            # New -wal and -shm files take the database's mode; these may predate it (or an older kafkaguard).
+            for suffix in ("-wal", "-shm", "-journal"):
+                tighten(self.path.with_name(self.path.name + suffix))
         except sqlite3.Error as e:
             self._conn.close()
             raise StoreError(f"cannot prepare the database {self.path}: {e}") from e
@@ -343,6 +367,31 @@ class SqliteStore:
             return None
         return ScramCredential(mechanism, bytes(row[0]), bytes(row[1]), bytes(row[2]), int(row[3]))
 
+    def load_credentials(self) -> CredentialSnapshot:
+        with self._read() as conn:
+            version = _counter(conn, "credential_version")
+            rows = conn.execute(
+                "SELECT user, mechanism, salt, stored_key, server_key, iterations FROM scram_credentials"
+            ).fetchall()
+        pairs = tuple(
+            (user, ScramCredential(_MECHANISMS[code], bytes(salt), bytes(stored_key), bytes(server_key), int(i)))
+            for user, code, salt, stored_key, server_key, i in rows
+            if code in _MECHANISMS  # a mechanism from a newer kafkaguard is not ours to use
+        )
+        return CredentialSnapshot(pairs, version)
+
+    def credential_version(self) -> int:
+        with self._lock:
+            try:
+                data_version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+                if data_version != self._credentials_seen_data_version:
+                    # Another connection committed since we last looked (or this is the first look).
+                    self._cached_credential_version = _counter(self._conn, "credential_version")
+                    self._credentials_seen_data_version = data_version
+            except sqlite3.Error as e:
+                raise StoreError(f"reading the database {self.path} failed: {e}") from e
+            return self._cached_credential_version
+
     def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
         sql = "SELECT user, mechanism, iterations FROM scram_credentials"
         found: dict[str, list[CredentialInfo]] = {}
@@ -364,9 +413,10 @@ class SqliteStore:
                     found.setdefault(user, []).append(CredentialInfo(mechanism, int(iterations)))
         return {user: tuple(infos) for user, infos in found.items()}
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> Mapping[str, ScramMechanism]:
+    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
         missing: dict[str, ScramMechanism] = {}
         with self._write() as conn:
+            base = _counter(conn, "credential_version")
             for alteration in alterations:
                 user = alteration.user
                 absent = [
@@ -394,7 +444,9 @@ class SqliteStore:
                         for c in alteration.upsertions
                     ],
                 )
-        return missing
+            # The schema's triggers have counted every row written or deleted.
+            version = self._cached_credential_version = _counter(conn, "credential_version")
+        return CredentialWrite(missing, base, version)
 
     # ---------------------------------------------------------------------------------------------- topics
 
@@ -414,6 +466,24 @@ class SqliteStore:
                         row = conn.execute("SELECT cluster_id FROM cluster WHERE id = 1").fetchone()
                 self._cluster_id = str(row[0])
             return self._cluster_id
+
+    def topic_version(self) -> int:
+        with self._lock:
+            try:
+                data_version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+                if data_version != self._topics_seen_data_version:
+                    # Another connection committed since we last looked (or this is the first look).
+                    self._cached_topic_version = _counter(self._conn, "topic_version")
+                    self._topics_seen_data_version = data_version
+            except sqlite3.Error as e:
+                raise StoreError(f"reading the database {self.path} failed: {e}") from e
+            return self._cached_topic_version
+
+    def load_topics(self) -> TopicSnapshot:
+        with self._read() as conn:
+            version = _counter(conn, "topic_version")
+            topics = tuple(map(_topic, conn.execute(_SELECT_TOPICS + " ORDER BY name")))
+        return TopicSnapshot(topics, version)
 
     def list_topics(self) -> list[TopicRecord]:
         with self._read() as conn:
@@ -454,6 +524,8 @@ class SqliteStore:
                      record.replication_factor, json.dumps(dict(record.configs), sort_keys=True)),
                 )  # fmt: skip
                 outcomes.append(TopicCreation(record))
+            # PRAGMA data_version does not move for this connection's own commits: remember the version here.
+            self._cached_topic_version = _counter(conn, "topic_version")
         return outcomes
 
     def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
@@ -472,6 +544,7 @@ class SqliteStore:
                 if row is not None:
                     conn.execute(delete, (key,))
                 removed.append(None if row is None else _topic(row))
+            self._cached_topic_version = _counter(conn, "topic_version")
         return removed
 
 
