@@ -20,8 +20,7 @@ from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.server.audit_log import AuditLog
-from kafkaguard.server.connection import Connection
-from kafkaguard.server.sasl import record_login
+from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.scope import BrokerInfo
 
 log = logging.getLogger(__name__)
@@ -116,11 +115,6 @@ class KafkaServer:
         host = self.services.settings.advertised_host or listener.host or "localhost"
         return BrokerInfo(NODE_ID, host, port, self.cluster_id)
 
-    def metrics_login(self, connection: Connection, *, ok: bool) -> None:
-        """Count a finished SASL login of ``connection`` in ``logins`` and log it (a failure at INFO, as Kafka)."""
-        if connection.sasl is not None:
-            record_login(self.logins, str(connection.listener), connection.host, connection.sasl, succeeded=ok)
-
     # ----------------------------------------------------------------------------------------------- internals
 
     async def _accept(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -132,7 +126,8 @@ class KafkaServer:
             return
         self._connections.add(task)
         try:
-            await Connection(self, listener, reader, writer).run()
+            context = ListenerContext(self.services, listener, self.broker_for(listener), self.audit)
+            await Connection(context, reader, writer).run()
         except asyncio.CancelledError:
             # stop() cancels open connections. End this task normally: on Python 3.11 asyncio's stream protocol
             # calls task.exception() on it when it finishes, which raises for a cancelled task and logs

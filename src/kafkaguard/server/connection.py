@@ -11,14 +11,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
+from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.codec import SUPPORTED_VERSIONS, UnsupportedRequest, decode_request, encode_response
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame, read_frame
@@ -27,11 +30,8 @@ from kafkaguard.server.handlers.cluster import api_versions, api_versions_respon
 from kafkaguard.server.handlers.scram import alter_user_scram_credentials, describe_user_scram_credentials
 from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
 from kafkaguard.server.header import peek_header
-from kafkaguard.server.sasl import SaslOutcome, SaslState
-from kafkaguard.server.scope import RequestScope
-
-if TYPE_CHECKING:
-    from kafkaguard.server.app import KafkaServer
+from kafkaguard.server.sasl import SaslOutcome, SaslState, record_login
+from kafkaguard.server.scope import BrokerInfo, RequestScope
 
 log = logging.getLogger(__name__)
 
@@ -64,24 +64,30 @@ class CloseConnection(Exception):
     """Raised to end the connection loop with a reason."""
 
 
+@dataclass(frozen=True, slots=True)
+class ListenerContext:
+    """What a connection needs of the server it came in through, and nothing more: the services, this broker as
+    advertised on the connection's listener, and the audit log (None when off)."""
+
+    services: Services
+    listener: Listener
+    broker: BrokerInfo
+    audit: AuditLog | None = None
+
+
 class Connection:
-    def __init__(
-        self,
-        server: KafkaServer,
-        listener: Listener,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        self.server = server
-        self.listener = listener
+    def __init__(self, context: ListenerContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.context = context
+        self.services = context.services
+        self.listener = context.listener
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername")
         self.host = java_host(peer[0]) if peer else "unknown"
-        settings = server.services.settings
+        settings = self.services.settings
         self.sasl = (
-            SaslState(settings.sasl_mechanisms, server.services.credentials, server.services.server_secret)
-            if listener.protocol.uses_sasl
+            SaslState(settings.sasl_mechanisms, self.services.credentials, self.services.server_secret)
+            if self.listener.protocol.uses_sasl
             else None
         )
 
@@ -96,7 +102,7 @@ class Connection:
         return self.sasl is None or self.sasl.authenticated
 
     async def run(self) -> None:
-        settings = self.server.services.settings
+        settings = self.services.settings
         reason = "client closed the connection"
         try:
             while True:
@@ -157,14 +163,14 @@ class Connection:
             await self._sasl_request(api_key, version, correlation_id, request.body)
             return
         scope = RequestScope(
-            services=self.server.services,
-            broker=self.server.broker_for(self.listener),
+            services=self.services,
+            broker=self.context.broker,
             context=RequestContext(self.principal, self.host),
             api_key=api_key,
             api_version=version,
             client_id=request.header.client_id,
-            snapshot=self.server.services.authorizer.snapshot,
-            audit=self.server.audit,
+            snapshot=self.services.authorizer.snapshot,
+            audit=self.context.audit,
         )
         response = await HANDLERS[api_key](scope, request.body)
         await self._send(encode_response(api_key, version, correlation_id, response))
@@ -179,10 +185,10 @@ class Connection:
             if api_key is ApiKey.SASL_HANDSHAKE
             else self.sasl.authenticate(version, body)
         )
+        self._count_login(outcome)  # before answering: a client that sees the answer sees the count
         if outcome.failed:
             await self._failure_delay()
         await self._send(encode_response(api_key, version, correlation_id, outcome.response))
-        self._count_login(outcome)
         if outcome.close:
             raise CloseConnection(f"{api_key.api_name} failed")
 
@@ -190,21 +196,26 @@ class Connection:
         """A SASL token after a v0 handshake: raw bytes in, raw bytes out; failure closes the connection."""
         reply, error = sasl.token(frame)
         if error is not None:
-            self.server.metrics_login(self, ok=False)
+            self._record_login(ok=False)
             await self._failure_delay()
             raise CloseConnection(f"SASL authentication failed: {error}")
-        await self._send(encode_frame(reply or b""))
         if sasl.authenticated:
-            self.server.metrics_login(self, ok=True)
+            self._record_login(ok=True)
+        await self._send(encode_frame(reply or b""))
 
     def _count_login(self, outcome: SaslOutcome) -> None:
         if outcome.failed:
-            self.server.metrics_login(self, ok=False)
+            self._record_login(ok=False)
         elif self.sasl is not None and self.sasl.authenticated:
-            self.server.metrics_login(self, ok=True)
+            self._record_login(ok=True)
+
+    def _record_login(self, *, ok: bool) -> None:
+        """Count a finished SASL login in ``Services.logins`` and log it (a failure at INFO, as Kafka does)."""
+        if self.sasl is not None:
+            record_login(self.services.logins, str(self.listener), self.host, self.sasl, succeeded=ok)
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.
-        delay = self.server.services.settings.auth_failure_delay_ms / 1000
+        delay = self.services.settings.auth_failure_delay_ms / 1000
         if delay:
             await asyncio.sleep(delay)
