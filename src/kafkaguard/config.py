@@ -8,15 +8,17 @@ instead of silently ignored.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
@@ -107,6 +109,19 @@ class Settings(BaseSettings):
     admin_user: str | None = Field(None, description="On start, create this SCRAM user if it has no credential.")
     admin_password: SecretStr | None = Field(None, description="Password for admin_user (never logged).")
     http_listener: str | None = Field(None, description="host:port of the REST console (off when unset).")
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="CIDRs of the proxies whose X-Forwarded-For the console believes (comma-separated in the "
+        "environment); none by default: the client is the socket's peer.",
+    )
+    console_login_workers: int = Field(1, ge=1, description="Threads deriving PBKDF2 for console logins.")
+    console_login_max_pending: int = Field(
+        4, ge=1, description="Console PBKDF2 derivations running or waiting at once; beyond that logins get 429."
+    )
+    console_login_failure_burst: int = Field(10, ge=1, description="Failed console logins a client may make at once.")
+    console_login_failures_per_minute: float = Field(
+        30.0, gt=0, description="Failed console logins a client regains per minute (after the burst: 429)."
+    )
 
     @field_validator("listeners")
     @classmethod
@@ -122,6 +137,30 @@ class Settings(BaseSettings):
     def _check_super_users(cls, value: str) -> str:
         parse_super_users(value)
         return value
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _split_trusted_proxies(cls, value: object) -> object:
+        """A comma-separated string (the environment, a repeated flag's values) → a list of its entries."""
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            return value
+        return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _check_trusted_proxies(cls, value: list[str]) -> list[str]:
+        """Each entry an IP network (a bare address is one host); host bits set after the mask are refused, since
+        ``10.0.0.1/8`` is more likely a typo than a wish to trust all of 10/8."""
+        networks = []
+        for text in value:
+            try:
+                networks.append(str(ipaddress.ip_network(text)))
+            except ValueError as e:
+                raise ValueError(
+                    f"trusted_proxies entry {text!r} is not an IP network such as 10.0.0.0/8 or 192.168.1.10 ({e})"
+                ) from None
+        return networks
 
     @field_validator("sasl_mechanisms")
     @classmethod

@@ -1,5 +1,6 @@
 """The web page in a real headless Chromium (Debian's ``chromium``, installed by ``scripts/setup``; never
-``playwright install``): log in, add an ACL, see it in the list, explain a decision, delete it. Each step saves a
+``playwright install``): log in, add an ACL, see it in the list, explain a decision, delete it — under the
+console's Content-Security-Policy, with no violation or script error. Each step saves a
 screenshot under ``docs/`` (``docs/console-*.png``, committed; the README shows one)."""
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ def _shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
     assert handle.errors == [], f"the console logged errors: {handle.errors}"
 
 
+def _violation(text: str) -> bool:
+    return "Content Security Policy" in text or text.startswith("Refused to")
+
+
 def test_log_in_add_see_explain_delete(shown: ConsoleHandle) -> None:
     with playwright_sync.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
@@ -84,6 +89,12 @@ def test_log_in_add_see_explain_delete(shown: ConsoleHandle) -> None:
             page = browser.new_page(viewport={"width": 1280, "height": 860})
             page.set_default_timeout(10_000)
             page.on("dialog", lambda dialog: dialog.accept())
+            # The page must work under the console's Content-Security-Policy: Chromium reports each violation as
+            # a console error ("Refused to load/execute/apply ... Content Security Policy ..."), and script errors
+            # as page errors. (Its own /favicon.ico 404 and the 401 of the wrong password are not problems.)
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(message.text) if _violation(message.text) else None)
+            page.on("pageerror", lambda error: problems.append(str(error)))
             expect = playwright_sync.expect
 
             # 1. Log in (a wrong password first: the page says so, the browser shows no dialog).
@@ -168,6 +179,8 @@ def test_log_in_add_see_explain_delete(shown: ConsoleHandle) -> None:
             expect(page.locator("#password-message")).to_contain_text("Password set for User:bob")
             expect(page.locator("#user-table tbody tr", has_text="bob")).to_contain_text("SCRAM-SHA-512 · 8192")
             page.screenshot(path=DOCS / "console-users.png", full_page=True)
+            assert problems == []
+            assert page.evaluate("() => document.styleSheets[0].cssRules.length") > 0  # style.css applied
         finally:
             browser.close()
     assert shown.services.authorizer.acl_count == 5  # the four above and reader's cluster ACL

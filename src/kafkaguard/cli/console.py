@@ -108,6 +108,13 @@ def console(
     allow_everyone_if_no_acl_found: Annotated[
         bool | None, typer.Option("--allow-everyone-if-no-acl-found", help="Kafka's setting (default: deny).")
     ] = None,
+    trusted_proxies: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="CIDR of a proxy whose X-Forwarded-For the console believes, repeatable or comma-separated "
+            "(default: none; the client is the socket's peer)."
+        ),
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
@@ -120,6 +127,7 @@ def console(
             http_listener=http_listener,
             super_users=super_users,
             allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+            trusted_proxies=trusted_proxies or None,
         )
         if settings.http_listener is None:
             settings = settings.model_copy(update={"http_listener": DEFAULT_HTTP_LISTENER})

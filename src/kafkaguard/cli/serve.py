@@ -41,6 +41,13 @@ def serve(
     ssl_certfile: Annotated[Path | None, typer.Option(help="PEM certificate chain for SASL_SSL.")] = None,
     ssl_keyfile: Annotated[Path | None, typer.Option(help="PEM private key for SASL_SSL.")] = None,
     http_listener: Annotated[str | None, typer.Option(help="host:port for the REST console (off by default).")] = None,
+    trusted_proxies: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="CIDR of a proxy whose X-Forwarded-For the console believes, repeatable or comma-separated "
+            "(default: none; the client is the socket's peer)."
+        ),
+    ] = None,
     config: Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")] = None,
     log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
 ) -> None:
@@ -60,6 +67,7 @@ def serve(
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
             http_listener=http_listener,
+            trusted_proxies=trusted_proxies or None,
         )
         if settings.http_listener is not None:  # the Kafka server and the console in one event loop
             from kafkaguard.cli.console import serve_with_console

@@ -1,5 +1,10 @@
 """``create_app(services)``: the console's FastAPI application — routers, the one domain-error handler, the body
-limit, metrics, and the web page. No module-level app: each call builds a new one with its own metrics.
+limit, metrics, the web page, and its hardening (security headers, the cross-origin write check, the client
+address from trusted proxies only, bounded login work). No module-level app: each call builds a new one with its
+own metrics and its own PBKDF2 threads.
+
+Swagger UI (``/docs``) and ReDoc are off: FastAPI loads them from a public CDN into the console's origin, where
+they could read what the page can. ``/openapi.json`` stays, for any OpenAPI viewer elsewhere.
 
 The app shares ``services`` with whoever built them: in ``kafkaguard serve --http-listener`` that is the Kafka
 server in the same event loop, so a change through either is visible through the other at once. Alone
@@ -22,12 +27,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from kafkaguard.bootstrap import Services
 from kafkaguard.console.auth import BasicAuthenticator
 from kafkaguard.console.dependencies import ConsoleState
+from kafkaguard.console.gate import LoginGate
 from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.console.routers import acls, authorize, health, users
+from kafkaguard.console.security import SameOriginWrites, SecurityHeaders
+from kafkaguard.console.throttle import DerivationPool, FailedLoginBudget
 from kafkaguard.errors import (
     AuthorizerNotReadyError,
     InvalidAclError,
@@ -54,10 +63,12 @@ def create_app(
     """The console over ``services``. With ``sync_store``, the lifespan polls the store for other processes'
     ACL changes every ``sync_interval_seconds`` (as the Kafka server does; not needed beside it)."""
     settings = services.settings
-    metrics = ConsoleMetrics(lambda: services.authorizer.acl_count)
+    metrics = ConsoleMetrics(lambda: services.authorizer.acl_count, services.logins)
+    pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending)
+    budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)
     state = ConsoleState(
         services=services,
-        authenticator=BasicAuthenticator(services.credentials, ttl_seconds=login_cache_seconds),
+        authenticator=BasicAuthenticator(services.credentials, pool, budget, ttl_seconds=login_cache_seconds),
         metrics=metrics,
         failure_delay_seconds=settings.auth_failure_delay_ms / 1000,
     )
@@ -68,6 +79,7 @@ def create_app(
         try:
             yield
         finally:
+            pool.close()
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -78,6 +90,7 @@ def create_app(
         version="1",
         summary="ACLs, SCRAM users and authorization decisions of a kafkaguard cluster.",
         lifespan=lifespan,
+        docs_url=None,
         redoc_url=None,
     )
     app.state.console = state
@@ -93,8 +106,18 @@ def create_app(
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
+    # Added innermost first: each request passes SecurityHeaders, then the proxy headers (which set the client
+    # address and scheme the rest sees), the gate for throttled logins, timing, the cross-origin check, the body
+    # limit, then the routes.
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
+    app.add_middleware(SameOriginWrites)
     app.add_middleware(_Timing, metrics=metrics)
+    app.add_middleware(LoginGate, state=state)
+    if settings.trusted_proxies:
+        # uvicorn's own: the peer must be in trusted_proxies; then the right-most X-Forwarded-For entry that is not
+        # a trusted proxy is the client. (The runner turns uvicorn's default, which trusts loopback, off.)
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
+    app.add_middleware(SecurityHeaders)
     return app
 
 
@@ -104,8 +127,9 @@ async def _sync_loop(services: Services) -> None:
         await asyncio.sleep(interval)
         try:
             await asyncio.to_thread(services.acls.poll)
+            await asyncio.to_thread(services.credentials.poll)  # logins read the credentials' in-memory snapshot
         except Exception:
-            log.exception("syncing ACLs from the store failed; retrying")
+            log.exception("syncing ACLs and SCRAM credentials from the store failed; retrying")
 
 
 # ------------------------------------------------------------------------------------------------- errors

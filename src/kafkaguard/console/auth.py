@@ -8,14 +8,17 @@ SCRAM-SHA-256.
 PBKDF2 costs milliseconds (4096–16384 iterations), and a browser sends the password with every request, so a
 successful check is cached for ``ttl_seconds``, keyed by (user, HMAC of the password under a per-process random
 key) — the cache never holds a password. A cached entry is used only while the stored credential is the one it
-was checked against (same mechanism, salt, iterations and StoredKey, re-read from the store on every request),
-so a password change or deletion takes effect at once. An unknown user costs one decoy derivation, so the
-response time does not tell whether a user exists.
+was checked against (same mechanism, salt, iterations and StoredKey, looked up again on every request in the
+credential service's in-memory snapshot), so a password change or deletion takes effect at once. An unknown user
+costs one decoy derivation, so the response time does not tell whether a user exists.
+
+Every derivation, real or decoy, runs on the console's own bounded ``DerivationPool`` and first takes one of the
+client's failed logins from its ``FailedLoginBudget`` (``kafkaguard.console.throttle``); a cached login uses
+neither, so a flood of wrong passwords cannot slow down users who are logged in.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hmac
@@ -25,8 +28,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kafkaguard.console.throttle import DerivationPool, FailedLoginBudget, LoginThrottledError
 from kafkaguard.model import RequestContext
-from kafkaguard.scram import ScramCredential, ScramMechanism, salted_password
+from kafkaguard.scram import ScramCredential, ScramMechanism, decoy_credential, salted_password
 from kafkaguard.scram.credential import stored_key_of
 from kafkaguard.service.credentials import CredentialService
 
@@ -103,23 +107,27 @@ def stored_key_for(credential: ScramCredential, password: str) -> bytes:
 
 
 class BasicAuthenticator:
-    """Checks user/password pairs against a CredentialService; thread-safe enough for one event loop."""
+    """Checks user/password pairs against a CredentialService; for one event loop."""
 
     def __init__(
         self,
         credentials: CredentialService,
+        pool: DerivationPool,
+        budget: FailedLoginBudget,
         *,
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._credentials = credentials
+        self.pool = pool
+        self._budget = budget
         self._ttl = ttl_seconds
         self._max_entries = max_entries
         self._clock = clock
         self._key = secrets.token_bytes(32)
         self._cache: OrderedDict[tuple[str, bytes], _Verified] = OrderedDict()
-        #: Full PBKDF2 derivations done (tests and metrics read it).
+        #: Full PBKDF2 derivations done for existing users (tests and metrics read it).
         self.derivations = 0
 
     def _find(self, user: str) -> ScramCredential | None:
@@ -129,30 +137,61 @@ class BasicAuthenticator:
                 return credential
         return None
 
-    async def authenticate(self, user: str, password: str) -> bool:
-        """True iff ``password`` is ``user``'s password for the strongest mechanism the user has.
+    async def authenticate(self, user: str, password: str, client: str) -> bool:
+        """True iff ``password`` is ``user``'s password for the strongest mechanism the user has; ``client`` is
+        the caller's address, whose failed logins are counted.
 
-        :raises StoreError: the store cannot be read.
+        :raises LoginThrottledError: checking needs a derivation, and ``client`` has no failed login left or the
+            pool is full (never for a login the cache answers).
         """
-        credential = await asyncio.to_thread(self._find, user)
-        key = (user, hmac.digest(self._key, password.encode("utf-8", "surrogatepass"), "sha256"))
+        key = self._cache_key(user, password)
+        self.refuse_early(user, password, client)
+        credential = self._find(user)  # the credential service's in-memory snapshot: no I/O, no thread hop
         now = self._clock()
-        if credential is None:
-            # The same work as a real check, so that timing does not reveal whether the user exists.
-            decoy = ScramCredential(ScramMechanism.SCRAM_SHA_512, self._key, b"", b"", 4096)
-            await asyncio.to_thread(stored_key_for, decoy, password)
-            self._cache.pop(key, None)
-            return False
         cached = self._cache.get(key)
-        if cached is not None and cached.still_valid(credential, now):
+        if credential is not None and cached is not None and cached.still_valid(credential, now):
             return True
-        self.derivations += 1
-        derived = await asyncio.to_thread(stored_key_for, credential, password)
-        if not hmac.compare_digest(derived, credential.stored_key):
-            self._cache.pop(key, None)
+        self._cache.pop(key, None)
+        if credential is None:
+            # The same work as a real check of a typical user (the stored users' most common iteration count),
+            # so that timing does not reveal whether the user exists.
+            mechanism = PREFERENCE[0]
+            decoy = decoy_credential(self._key, mechanism, user, self._credentials.decoy_profile(mechanism))
+            await self._derive(decoy, password, client)
             return False
+        derived = await self._derive(credential, password, client)
+        self.derivations += 1
+        if not hmac.compare_digest(derived, credential.stored_key):
+            return False
+        self._budget.give_back(client)  # only failures use up the budget
         self._remember(key, credential, now)
         return True
+
+    def refuse_early(self, user: str, password: str, client: str) -> None:
+        """Refuse, before any work, a login that is not in the cache from a client with no failed login left: no
+        store lookup, no derivation, and the same answer whether the user exists or not. Cheap (one HMAC), so the
+        console calls it before routing too (``kafkaguard.console.gate``).
+
+        :raises LoginThrottledError: as said.
+        """
+        if self._cache_key(user, password) not in self._cache:
+            self._budget.check(client)
+
+    def _cache_key(self, user: str, password: str) -> tuple[str, bytes]:
+        return user, hmac.digest(self._key, password.encode("utf-8", "surrogatepass"), "sha256")
+
+    async def _derive(self, credential: ScramCredential, password: str, client: str) -> bytes:
+        """The StoredKey ``password`` yields under ``credential``, derived on the pool and paid for with one of
+        ``client``'s failed logins (the caller gives it back if the password was right).
+
+        :raises LoginThrottledError: ``client`` has no failed login left, or the pool is full.
+        """
+        self._budget.take(client)
+        try:
+            return await self.pool.run(stored_key_for, credential, password)
+        except LoginThrottledError:
+            self._budget.give_back(client)  # nothing was checked
+            raise
 
     def _remember(self, key: tuple[str, bytes], credential: ScramCredential, now: float) -> None:
         self._cache[key] = _Verified(

@@ -3,7 +3,14 @@
 Every ``/api`` route names the Kafka API it stands for and that API's cluster check (``authorizer.requests``):
 reading ACLs or users needs DESCRIBE on ``Cluster:kafka-cluster``, changing them ALTER, exactly as on the Kafka
 protocol, decided by the same authorizer (so super users, DENY ACLs and ``allow.everyone.if.no.acl.found`` work
-the same way). No credentials, or wrong ones → 401 with ``WWW-Authenticate``; not allowed → 403; both audited.
+the same way). No credentials, or wrong ones → 401 with ``WWW-Authenticate``; not allowed → 403 saying only
+"not authorized", as Kafka does (the deciding rule goes to the audit log, not to the caller); both audited. A login
+that would need a PBKDF2 derivation the console cannot afford now → 429 with ``Retry-After``, counted in the
+metrics but not audited (a flood of them would flood the audit log). 401s and 429s alike are answered after
+``auth_failure_delay_ms``, as the Kafka listener answers a failed login.
+
+The caller's host is the client address uvicorn gives the app: the socket's peer, or, behind a proxy named in
+``trusted_proxies``, what that proxy says (``create_app`` installs the one middleware that may change it).
 """
 
 from __future__ import annotations
@@ -22,12 +29,17 @@ from kafkaguard.bootstrap import Services
 from kafkaguard.console.audit import audit_authentication_failure, audit_decision
 from kafkaguard.console.auth import BasicAuthenticator, Caller, parse_basic
 from kafkaguard.console.metrics import ConsoleMetrics
+from kafkaguard.console.throttle import LoginThrottledError
 from kafkaguard.model import CLUSTER_NAME, Action, PatternType, ResourcePattern, ResourceType, java_host
 
 REALM = "kafkaguard"
 #: The web page sends this header; its 401s then carry a scheme browsers do not prompt for (``xBasic``), so the
 #: page shows its own login form instead of the browser's dialog. Every other client gets ``Basic``.
 PAGE_HEADER = "X-Kafkaguard-Console"
+
+#: The whole body of every 403: which ACL or rule denied is for the audit log, not for the caller (Kafka's
+#: CLUSTER_AUTHORIZATION_FAILED says no more).
+NOT_AUTHORIZED = "not authorized"
 
 _CLUSTER = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL)
 
@@ -40,9 +52,30 @@ class ConsoleState:
     failure_delay_seconds: float
 
 
-def console_state(request: Request) -> ConsoleState:
+def state_of(request: Request) -> ConsoleState:
     state: ConsoleState = request.app.state.console
     return state
+
+
+async def console_state(request: Request) -> ConsoleState:
+    """The app's state, as a dependency. Async on purpose: FastAPI runs a plain ``def`` dependency on its thread
+    pool, a thread round trip for every request (a third of the event loop's time in a flood of refused logins)."""
+    return state_of(request)
+
+
+def client_host(connection: HTTPConnection) -> str:
+    """The client's address as ACL hosts are compared with it (``java_host``)."""
+    return java_host(connection.client.host if connection.client else "")
+
+
+async def throttled(state: ConsoleState, error: LoginThrottledError) -> dict[str, str]:
+    """Count a login refused unchecked, wait as for a wrong password, and return the 429's headers.
+
+    The wait is a timer, not work: without it a client looping on refusals would get its fastest loop, and the
+    event loop it shares with the Kafka listener would spend itself on answering HTTP."""
+    state.metrics.logins.labels("throttled").inc()
+    await asyncio.sleep(state.failure_delay_seconds)
+    return {"Retry-After": str(error.retry_after_seconds)}
 
 
 class _BasicScheme(HTTPBasic):
@@ -71,13 +104,16 @@ def require(api: ApiKey) -> Callable[..., Awaitable[Caller]]:
     action = Action(check.operation, _CLUSTER)
 
     async def authorized_caller(request: Request, _scheme: Annotated[object, Depends(_basic_scheme)] = None) -> Caller:
-        state = console_state(request)
-        host = java_host(request.client.host if request.client else "")
+        state = state_of(request)
+        host = client_host(request)
         given = parse_basic(request.headers.get("authorization"))
         if given is None:
             audit_authentication_failure(None, host, requirement.name)
             raise _unauthorized(request, "Authentication required: HTTP Basic with a SCRAM user's name and password")
-        ok = await state.authenticator.authenticate(given.user, given.password)
+        try:
+            ok = await state.authenticator.authenticate(given.user, given.password, host)
+        except LoginThrottledError as e:
+            raise HTTPException(429, str(e), headers=await throttled(state, e)) from None
         state.metrics.logins.labels("ok" if ok else "failed").inc()
         if not ok:
             audit_authentication_failure(given.user, host, requirement.name)
@@ -88,11 +124,7 @@ def require(api: ApiKey) -> Callable[..., Awaitable[Caller]]:
         state.metrics.decisions.labels(decision.result.value).inc()
         audit_decision(decision, requirement.name)
         if not decision.allowed:
-            raise HTTPException(
-                403,
-                f"{caller.principal} is not authorized for {requirement.name}: it needs "
-                f"{check.operation} on {_CLUSTER} ({decision.rule})",
-            )
+            raise HTTPException(403, NOT_AUTHORIZED)
         return caller
 
     return authorized_caller

@@ -1,16 +1,22 @@
 """The console's Prometheus metrics, in a registry of its own (one per app: no process-global state).
 
 * ``kafkaguard_console_decisions_total{result}``: the console's authorization decisions (ALLOWED, DENIED);
-* ``kafkaguard_console_logins_total{result}``: HTTP Basic logins (ok, failed);
+* ``kafkaguard_console_logins_total{result}``: HTTP Basic logins (ok, failed, throttled: answered 429 unchecked);
 * ``kafkaguard_console_request_duration_seconds{method,route}``: request latency by route template;
-* ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time).
+* ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time);
+* ``kafkaguard_logins_total{listener,mechanism,result}``: the process's logins (``Services.logins``: Kafka
+  listeners, and the console when it records there), read at scrape time; present only when ``logins`` is given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+from kafkaguard.audit.logins import LoginStatistics
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -18,8 +24,10 @@ _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 class ConsoleMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, acl_count: Callable[[], int]) -> None:
+    def __init__(self, acl_count: Callable[[], int], logins: LoginStatistics | None = None) -> None:
         self.registry = CollectorRegistry()
+        if logins is not None:
+            self.registry.register(LoginCollector(logins))
         self.decisions = Counter(
             "kafkaguard_console_decisions", "Authorization decisions of console requests.", ["result"],
             registry=self.registry,
@@ -38,8 +46,26 @@ class ConsoleMetrics:
         self.acls.set_function(lambda: float(acl_count()))
         for result in ("ALLOWED", "DENIED"):
             self.decisions.labels(result)
-        for result in ("ok", "failed"):
+        for result in ("ok", "failed", "throttled"):
             self.logins.labels(result)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class LoginCollector(Collector):
+    """``kafkaguard_logins_total{listener,mechanism,result}`` from a ``LoginStatistics``, read at each scrape."""
+
+    def __init__(self, logins: LoginStatistics) -> None:
+        self._logins = logins
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_logins",
+            "Logins by listener, SASL mechanism and result (ok, failed), as Kafka's successful-/failed-authentication"
+            "-total.",
+            labels=["listener", "mechanism", "result"],
+        )
+        for key, count in self._logins.counts().items():
+            family.add_metric([key.listener, key.mechanism, key.result], count)
+        yield family

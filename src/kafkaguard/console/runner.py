@@ -62,6 +62,9 @@ class ConsoleServer:
             lifespan="on",
             server_header=False,
             timeout_graceful_shutdown=5,
+            # X-Forwarded-For is believed only from the app's trusted_proxies (create_app); uvicorn's default would
+            # believe it from loopback, so any local process could claim any client address.
+            proxy_headers=False,
         )
         self.app = app
         self._server = _Server(config)

@@ -35,6 +35,7 @@ from kafkaguard.model import (
     StoredAcl,
     principal_error,
 )
+from kafkaguard.scram import DEFAULT_ITERATIONS
 
 _E = TypeVar("_E", bound=KafkaEnum)
 
@@ -266,7 +267,7 @@ class PasswordIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     mechanism: MechanismName = "SCRAM-SHA-256"
-    iterations: int = Field(8192, ge=4096, le=16384)
+    iterations: int = Field(DEFAULT_ITERATIONS, ge=4096, le=16384)
     password: Annotated[SecretStr, Field(min_length=1, max_length=1024), AfterValidator(_valid_secret)]
 
 

@@ -25,7 +25,7 @@ from kafkaguard.model import AclBindingFilter
 router = APIRouter(
     prefix="/api/acls",
     tags=["acls"],
-    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}},
+    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 429: {"model": ErrorOut}},
 )
 
 

@@ -12,7 +12,11 @@ from kafkaguard.console.dependencies import ConsoleState, console_state, require
 from kafkaguard.console.schemas import AuthorizeIn, AuthorizeOut, ErrorOut
 from kafkaguard.model import Action, PatternType, RequestContext, ResourcePattern
 
-router = APIRouter(prefix="/api", tags=["authorize"], responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}})
+router = APIRouter(
+    prefix="/api",
+    tags=["authorize"],
+    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 429: {"model": ErrorOut}},
+)
 
 
 @router.post("/authorize", response_model=AuthorizeOut, summary="Explain an authorization decision")

@@ -27,7 +27,7 @@ from kafkaguard.service.errors import KafkaErrorCode
 router = APIRouter(
     prefix="/api/users",
     tags=["users"],
-    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}},
+    responses={401: {"model": ErrorOut}, 403: {"model": ErrorOut}, 429: {"model": ErrorOut}},
 )
 
 UserName = Annotated[Text, Path(min_length=1, description="The user name (principal User:<name>).")]
