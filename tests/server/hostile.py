@@ -10,28 +10,12 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from typing import Any, get_args, get_origin
+from typing import Any
+
+from kafkaguard.server.lengths import FIXED_SIZES, unwrap
 
 #: Counts and lengths no honest request of a few bytes can carry (the issue's list).
 HOSTILE = (2**31 - 1, 2**32 - 2, 1_500_000_000, -2)
-
-_FIXED = {
-    "int8": 1,
-    "uint8": 1,
-    "bool": 1,
-    "int16": 2,
-    "uint16": 2,
-    "error_code": 2,
-    "int32": 4,
-    "uint32": 4,
-    "timedelta_i32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "float64": 8,
-    "timedelta_i64": 8,
-    "datetime_i64": 8,
-    "uuid": 16,
-}
 
 
 def uvarint(value: int) -> bytes:
@@ -45,19 +29,6 @@ def uvarint(value: int) -> bytes:
             return bytes(out)
 
 
-def _unwrap(annotation: Any) -> tuple[Any, bool, bool]:
-    optional = False
-    origin = get_origin(annotation)
-    if origin is not None and origin is not tuple:
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        optional = len(args) != len(get_args(annotation))
-        annotation = args[0]
-        origin = get_origin(annotation)
-    if origin is tuple:
-        return get_args(annotation)[0], True, optional
-    return annotation, False, optional
-
-
 def first_length(schema: type[Any]) -> tuple[bytes, str] | None:
     """(bytes before the first length field, its encoding: "compact", "int32" or "int16"), or None if the body
     has no length field before its end."""
@@ -66,7 +37,7 @@ def first_length(schema: type[Any]) -> tuple[bytes, str] | None:
     for field in dataclasses.fields(schema):
         if "tag" in field.metadata:
             continue
-        inner, is_array, optional = _unwrap(field.type)
+        inner, is_array, optional = unwrap(field.type)
         if not is_array and dataclasses.is_dataclass(inner):
             if optional:
                 prefix.append(1)  # KIP-893 not-null marker
@@ -75,8 +46,8 @@ def first_length(schema: type[Any]) -> tuple[bytes, str] | None:
                 return bytes(prefix) + found[0], found[1]
             return None  # a struct without length fields: stop here, this is rare enough not to matter
         kafka_type = field.metadata.get("kafka_type")
-        if not is_array and kafka_type in _FIXED:
-            prefix.extend(bytes(_FIXED[kafka_type]))
+        if not is_array and kafka_type in FIXED_SIZES:
+            prefix.extend(bytes(FIXED_SIZES[kafka_type]))
             continue
         if flexible:
             return bytes(prefix), "compact"

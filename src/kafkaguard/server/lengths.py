@@ -44,7 +44,8 @@ Check = Callable[[bytes, int, int], int]
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 
-_FIXED_SIZES = {
+#: Bytes of each fixed-size kio ``kafka_type``.
+FIXED_SIZES = {
     "int8": 1,
     "uint8": 1,
     "bool": 1,
@@ -194,15 +195,15 @@ def _compile_entity(entity: type[Any]) -> tuple[Check, int]:
 
 def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, tagged: bool) -> tuple[Check, int]:
     """The check of one field and the fewest bytes it can take."""
-    inner, is_array, optional = _unwrap(field.type)
+    inner, is_array, optional = unwrap(field.type)
     if dataclasses.is_dataclass(inner):
         element_check, element_size = _compile(inner)  # type: ignore[arg-type]
         if not is_array and optional and not tagged:
             return _nullable_struct(element_check, what), 1
     else:
         kafka_type = field.metadata.get("kafka_type")
-        if kafka_type in _FIXED_SIZES:
-            element_size = _FIXED_SIZES[kafka_type]
+        if kafka_type in FIXED_SIZES:
+            element_size = FIXED_SIZES[kafka_type]
             element_check = _fixed(element_size, what)
         elif kafka_type in _VARIABLE:
             nullable = tagged or (optional and not is_array)  # in an array, None would be the array's own null
@@ -212,14 +213,14 @@ def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, 
             raise TypeError(f"{what}: kafka_type {kafka_type!r} is unknown to the length check")
         if not is_array:
             return element_check, element_size
-        if kafka_type in _FIXED_SIZES:
+        if kafka_type in FIXED_SIZES:
             return _fixed_array(element_size, flexible, optional or tagged, what), (1 if flexible else 4)
     if not is_array:
         return element_check, element_size
     return _array(element_check, element_size, flexible, optional or tagged, what), (1 if flexible else 4)
 
 
-def _unwrap(annotation: Any) -> tuple[Any, bool, bool]:
+def unwrap(annotation: Any) -> tuple[Any, bool, bool]:
     """(element type, is it an array, is it nullable) of a kio field annotation such as ``tuple[X, ...] | None``."""
     optional = False
     origin = get_origin(annotation)
