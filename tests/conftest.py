@@ -4,9 +4,23 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from tests.kafka.broker import kafka_source
 
 settings.register_profile("ci", derandomize=True, max_examples=200, deadline=None, print_blob=True)
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.register_profile("nightly", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One visible line when the real-Kafka suite did not run (README: how to enable it)."""
+    if kafka_source() is None:
+        terminalreporter.write_line(
+            "real-Kafka tests (tests/kafka) did NOT run: set KAFKA_TGZ=../shared/kafka/kafka_2.13-3.9.0-offline.tar.gz "
+            "(or KAFKA_HOME) to run them",
+            yellow=True,
+            bold=True,
+        )
