@@ -16,6 +16,7 @@ from kafkaguard.errors import InvalidConfigError
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
 from kafkaguard.service.credentials import CredentialService
+from kafkaguard.service.quotas import QuotaService
 from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
 from kafkaguard.store.files import tighten
@@ -41,6 +42,7 @@ class Services:
     credentials: CredentialService
     topics: TopicService
     server_secret: bytes = field(repr=False)  # derives SCRAM decoys: never in a repr
+    quotas: QuotaService
     #: Logins of this process (Kafka listeners and console), shared by the server and the console.
     logins: LoginStatistics = field(default_factory=LoginStatistics)
 
@@ -63,7 +65,8 @@ def build_services(settings: Settings) -> Services:
     acls = AclService(store, authorizer)
     credentials = CredentialService(store)
     topics = TopicService(store, default_partitions=settings.default_partitions)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret)
+    quotas = QuotaService(store)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas)
     _bootstrap_admin(services)
     return services
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.store import MemoryAclStore, MemoryCredentialStore, SqliteStore
-from kafkaguard.store.ports import AclStore, CredentialStore
+from kafkaguard.store import MemoryAclStore, MemoryCredentialStore, MemoryQuotaStore, SqliteStore
+from kafkaguard.store.ports import AclStore, CredentialStore, QuotaStore
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -23,5 +23,12 @@ def credential_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
     store: CredentialStore = (
         SqliteStore(tmp_path / "kafkaguard.db") if request.param == "sqlite" else MemoryCredentialStore()
     )
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def quota_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[QuotaStore]:
+    store: QuotaStore = SqliteStore(tmp_path / "kafkaguard.db") if request.param == "sqlite" else MemoryQuotaStore()
     yield store
     store.close()

@@ -1,4 +1,4 @@
-"""The documented contracts of ``AclStore`` and ``CredentialStore``, checked on both implementations."""
+"""The documented contracts of ``AclStore``, ``CredentialStore`` and ``QuotaStore``, checked on both implementations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,17 @@ import random
 from kafkaguard import AclOperation, AclPermissionType, PatternType, ResourceType, StoredAcl
 from kafkaguard.model import AclBindingFilter
 from kafkaguard.scram import ScramCredential, ScramMechanism, credential_from_salted_password
-from kafkaguard.store import AclStore, CredentialInfo, CredentialSnapshot, CredentialStore, UserAlteration
+from kafkaguard.store import (
+    AclStore,
+    CredentialInfo,
+    CredentialSnapshot,
+    CredentialStore,
+    QuotaChange,
+    QuotaRecord,
+    QuotaSnapshot,
+    QuotaStore,
+    UserAlteration,
+)
 from tests.store.helpers import acl, acl_filter
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
@@ -198,3 +208,53 @@ def test_every_credential_write_moves_the_credential_version_and_load_reads_them
     assert credential_store.load_credentials().credentials == (("alice", alice),)
     text = repr(credential_store.load_credentials())
     assert all(secret.hex() not in text and repr(secret) not in text for secret in (alice.salt, alice.stored_key))
+
+
+ALICE = (("user", "alice"),)
+DEFAULT_USER = (("user", None),)
+ALICE_APP = (("client-id", "app"), ("user", "alice"))
+
+
+def test_quota_store_satisfies_its_protocol(quota_store: QuotaStore) -> None:
+    assert isinstance(quota_store, QuotaStore)
+    assert quota_store.load_quotas() == QuotaSnapshot((), 0) and quota_store.quota_version() == 0
+
+
+def test_quotas_set_replace_remove_and_load_sorted_with_the_default_first(quota_store: QuotaStore) -> None:
+    first = quota_store.alter_quotas(
+        [
+            QuotaChange(ALICE, "producer_byte_rate", 1024.0),
+            QuotaChange(ALICE, "consumer_byte_rate", 2048.0),
+            QuotaChange(ALICE_APP, "request_percentage", 12.5),
+            QuotaChange(DEFAULT_USER, "controller_mutation_rate", 0.5),
+        ]
+    )
+    assert (first.base_version, first.version) == (0, 4) and quota_store.quota_version() == 4
+    assert quota_store.load_quotas() == QuotaSnapshot(
+        (
+            QuotaRecord(ALICE_APP, {"request_percentage": 12.5}),
+            QuotaRecord(DEFAULT_USER, {"controller_mutation_rate": 0.5}),
+            QuotaRecord(ALICE, {"consumer_byte_rate": 2048.0, "producer_byte_rate": 1024.0}),
+        ),
+        4,
+    )
+    second = quota_store.alter_quotas(
+        [
+            QuotaChange(ALICE, "producer_byte_rate", 10.0),
+            QuotaChange(ALICE, "consumer_byte_rate", None),
+            QuotaChange(ALICE_APP, "request_percentage", None),
+            QuotaChange(ALICE_APP, "never_stored", None),  # no change, no version step
+        ]
+    )
+    assert (second.base_version, second.version) == (4, 7)
+    assert quota_store.load_quotas().quotas == (
+        QuotaRecord(DEFAULT_USER, {"controller_mutation_rate": 0.5}),
+        QuotaRecord(ALICE, {"producer_byte_rate": 10.0}),
+    )
+
+
+def test_quota_values_keep_every_double_including_nan_and_infinity(quota_store: QuotaStore) -> None:
+    values = {"a": float("nan"), "b": float("inf"), "c": 0.1 + 0.2, "d": 9.223372036854776e18}
+    quota_store.alter_quotas([QuotaChange(ALICE, key, value) for key, value in values.items()])
+    (record,) = quota_store.load_quotas().quotas
+    assert [repr(v) for v in record.values.values()] == [repr(v) for v in values.values()]

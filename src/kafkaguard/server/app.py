@@ -141,14 +141,15 @@ class KafkaServer:
             self._connections.discard(task)
 
     async def _sync_loop(self) -> None:
-        """Every ``sync_interval_seconds``, pick up the ACL, SCRAM credential and topic changes other processes made
-        to the same database (cheap when nothing changed). The polls read the store, so they run in a worker
-        thread; one that fails is logged and retried next time without holding up the others."""
+        """Every ``sync_interval_seconds``, pick up the ACL, SCRAM credential, topic and client quota changes other
+        processes made to the same database (cheap when nothing changed). The polls read the store, so they run in a
+        worker thread; one that fails is logged and retried next time without holding up the others."""
         services = self.services
         polls = (
             ("ACLs", services.acls.poll),
             ("SCRAM credentials", services.credentials.poll),
             ("topics", services.topics.poll),
+            ("client quotas", services.quotas.poll),
         )
         while True:
             await asyncio.sleep(services.settings.sync_interval_seconds)

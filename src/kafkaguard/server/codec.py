@@ -42,6 +42,8 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
 }
 
 #: A response body encoded by hand (see ``handlers.acl_encoding``), written after the response header as it is.

@@ -27,6 +27,7 @@ from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame, read_frame
 from kafkaguard.server.handlers.acls import create_acls, delete_acls, describe_acls
 from kafkaguard.server.handlers.cluster import api_versions, api_versions_response, describe_cluster
+from kafkaguard.server.handlers.quotas import alter_client_quotas, describe_client_quotas
 from kafkaguard.server.handlers.scram import alter_user_scram_credentials, describe_user_scram_credentials
 from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
 from kafkaguard.server.header import peek_header
@@ -48,6 +49,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_ACLS: delete_acls,
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
 }
 #: APIs the connection answers itself (SASL moves the connection's state; it is no handler's business).
 CONNECTION_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})

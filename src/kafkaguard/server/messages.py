@@ -7,6 +7,10 @@ sets against the versions it serves.
 
 from __future__ import annotations
 
+from kio.schema.alter_client_quotas.v0.request import AlterClientQuotasRequest as AlterClientQuotasRequestV0
+from kio.schema.alter_client_quotas.v0.response import AlterClientQuotasResponse as AlterClientQuotasResponseV0
+from kio.schema.alter_client_quotas.v1.request import AlterClientQuotasRequest as AlterClientQuotasRequestV1
+from kio.schema.alter_client_quotas.v1.response import AlterClientQuotasResponse as AlterClientQuotasResponseV1
 from kio.schema.alter_user_scram_credentials.v0.request import (
     AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequestV0,
 )
@@ -65,6 +69,10 @@ from kio.schema.describe_acls.v2.request import DescribeAclsRequest as DescribeA
 from kio.schema.describe_acls.v2.response import DescribeAclsResponse as DescribeAclsResponseV2
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest as DescribeAclsRequestV3
 from kio.schema.describe_acls.v3.response import DescribeAclsResponse as DescribeAclsResponseV3
+from kio.schema.describe_client_quotas.v0.request import DescribeClientQuotasRequest as DescribeClientQuotasRequestV0
+from kio.schema.describe_client_quotas.v0.response import DescribeClientQuotasResponse as DescribeClientQuotasResponseV0
+from kio.schema.describe_client_quotas.v1.request import DescribeClientQuotasRequest as DescribeClientQuotasRequestV1
+from kio.schema.describe_client_quotas.v1.response import DescribeClientQuotasResponse as DescribeClientQuotasResponseV1
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as DescribeClusterRequestV0
 from kio.schema.describe_cluster.v0.response import DescribeClusterResponse as DescribeClusterResponseV0
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterRequestV1
@@ -110,6 +118,8 @@ from kio.schema.sasl_handshake.v0.response import SaslHandshakeResponse as SaslH
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest as SaslHandshakeRequestV1
 from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse as SaslHandshakeResponseV1
 
+AlterClientQuotasRequest = AlterClientQuotasRequestV0 | AlterClientQuotasRequestV1
+AlterClientQuotasResponse = AlterClientQuotasResponseV0 | AlterClientQuotasResponseV1
 AlterUserScramCredentialsRequest = AlterUserScramCredentialsRequestV0
 AlterUserScramCredentialsResponse = AlterUserScramCredentialsResponseV0
 ApiVersionsRequest = (
@@ -160,6 +170,8 @@ DeleteTopicsResponse = (
 )
 DescribeAclsRequest = DescribeAclsRequestV1 | DescribeAclsRequestV2 | DescribeAclsRequestV3
 DescribeAclsResponse = DescribeAclsResponseV1 | DescribeAclsResponseV2 | DescribeAclsResponseV3
+DescribeClientQuotasRequest = DescribeClientQuotasRequestV0 | DescribeClientQuotasRequestV1
+DescribeClientQuotasResponse = DescribeClientQuotasResponseV0 | DescribeClientQuotasResponseV1
 DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1
 DescribeClusterResponse = DescribeClusterResponseV0 | DescribeClusterResponseV1
 DescribeUserScramCredentialsRequest = DescribeUserScramCredentialsRequestV0

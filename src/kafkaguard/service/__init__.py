@@ -11,6 +11,14 @@ from kafkaguard.service.credentials import (
     UserDescription,
 )
 from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.service.quotas import (
+    QuotaAlteration,
+    QuotaAlterationResult,
+    QuotaDescription,
+    QuotaFilterComponent,
+    QuotaOp,
+    QuotaService,
+)
 from kafkaguard.service.topics import (
     NewTopic,
     TopicCreateResult,
@@ -25,6 +33,12 @@ __all__ = [
     "ImportResult",
     "KafkaErrorCode",
     "NewTopic",
+    "QuotaAlteration",
+    "QuotaAlterationResult",
+    "QuotaDescription",
+    "QuotaFilterComponent",
+    "QuotaOp",
+    "QuotaService",
     "ScramDeletion",
     "ScramUpsertion",
     "SyncResult",

@@ -20,6 +20,7 @@ class KafkaErrorCode(IntEnum):
     TOPIC_AUTHORIZATION_FAILED = 29
     CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_SASL_MECHANISM = 33
+    UNSUPPORTED_VERSION = 35
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
@@ -61,6 +62,7 @@ _DEFAULT_MESSAGES: dict[KafkaErrorCode, str] = {
     KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
     KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
     KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM: "The broker does not support the requested SASL mechanism.",
+    KafkaErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
     KafkaErrorCode.TOPIC_ALREADY_EXISTS: "Topic with this name already exists.",
     KafkaErrorCode.INVALID_PARTITIONS: "Number of partitions is below 1.",
     KafkaErrorCode.INVALID_REPLICATION_FACTOR: (

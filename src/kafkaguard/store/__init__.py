@@ -1,10 +1,10 @@
-"""L2: durable storage of ACLs, SCRAM credentials and topics (ports, the SQLite default, in-memory twins)."""
+"""L2: durable storage of ACLs, SCRAM credentials, topics and client quotas (ports, SQLite, in-memory twins)."""
 
 from __future__ import annotations
 
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT
 from kafkaguard.store.errors import SchemaVersionError, StoreError
-from kafkaguard.store.memory import MemoryAclStore, MemoryCredentialStore, MemoryTopicStore
+from kafkaguard.store.memory import MemoryAclStore, MemoryCredentialStore, MemoryQuotaStore, MemoryTopicStore
 from kafkaguard.store.ports import (
     AclCreation,
     AclDeletion,
@@ -15,6 +15,12 @@ from kafkaguard.store.ports import (
     CredentialSnapshot,
     CredentialStore,
     CredentialWrite,
+    QuotaChange,
+    QuotaEntity,
+    QuotaRecord,
+    QuotaSnapshot,
+    QuotaStore,
+    QuotaWrite,
     Store,
     TopicCreation,
     TopicRecord,
@@ -43,7 +49,14 @@ __all__ = [
     "CredentialWrite",
     "MemoryAclStore",
     "MemoryCredentialStore",
+    "MemoryQuotaStore",
     "MemoryTopicStore",
+    "QuotaChange",
+    "QuotaEntity",
+    "QuotaRecord",
+    "QuotaSnapshot",
+    "QuotaStore",
+    "QuotaWrite",
     "SchemaVersionError",
     "SqliteStore",
     "Store",

@@ -1,11 +1,4 @@
-"""Errors of the store layer (part of the one tree rooted at ``KafkaguardError``).
-
-::
-
-    KafkaguardError
-     └── StoreError                    the database could not be opened, read or written (cause chained)
-          └── SchemaVersionError        the database was written by a newer kafkaguard
-"""
+"""Errors of the store layer (``StoreError``, ``SchemaVersionError``); the tree is drawn in ``kafkaguard.errors``."""
 
 from __future__ import annotations
 

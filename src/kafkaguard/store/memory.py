@@ -21,11 +21,17 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    QuotaChange,
+    QuotaEntity,
+    QuotaRecord,
+    QuotaSnapshot,
+    QuotaWrite,
     TopicCreation,
     TopicRecord,
     TopicSnapshot,
     UserAlteration,
     collision_key,
+    quota_record_order,
 )
 from kafkaguard.store.uuids import new_cluster_id
 
@@ -241,6 +247,42 @@ class MemoryTopicStore:
                 removed.append(self._by_key.pop(key) if key is not None else None)
             self._version += sum(record is not None for record in removed)
             return removed
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class MemoryQuotaStore:
+    """A ``QuotaStore`` held in a dict, with a quota version like the SQLite store's (one step per value set or
+    removed, as its triggers count)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._quotas: dict[QuotaEntity, dict[str, float]] = {}
+        self._version = 0
+
+    def quota_version(self) -> int:
+        return self._version
+
+    def load_quotas(self) -> QuotaSnapshot:
+        with self._lock:
+            records = (QuotaRecord(entity, values) for entity, values in self._quotas.items() if values)
+            return QuotaSnapshot(tuple(sorted(records, key=quota_record_order)), self._version)
+
+    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
+        with self._lock:
+            base = self._version
+            for change in changes:
+                values = self._quotas.setdefault(change.entity, {})
+                if change.value is None:
+                    if values.pop(change.key, None) is not None:
+                        self._version += 1
+                    if not values:
+                        del self._quotas[change.entity]
+                else:
+                    values[change.key] = float(change.value)
+                    self._version += 1
+            return QuotaWrite(base, self._version)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -17,7 +17,10 @@ The topic catalog (names, ids, partition counts and configs, never message data)
 credentials: every topic created, changed or deleted takes the next number of the store's *topic version*, so a
 process holding the catalog in memory polls that one number and reloads the catalog when it moved (no change log).
 
-``Store`` is all three ports on one store, as the composition root opens it.
+Client quotas (KIP-546: an entity of ``user``/``client-id``/``ip`` names, each a name or the default, and its
+quota values) are few and versioned like the credentials: every value set or removed moves the *quota version*.
+
+``Store`` is all four ports on one store, as the composition root opens it.
 """
 
 from __future__ import annotations
@@ -289,6 +292,83 @@ class TopicStore(Protocol):
     def close(self) -> None: ...
 
 
+#: A client quota entity: (entity type, entity name) pairs sorted by type, each type at most once; a None name is
+#: the type's default entity (Kafka's ``ClientQuotaEntity`` with a null name).
+QuotaEntity = tuple[tuple[str, str | None], ...]
+
+
+def quota_entity(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
+    """The canonical ``QuotaEntity`` of ``pairs`` (sorted by type; a repeated type keeps its last name)."""
+    return tuple(sorted(dict(pairs).items()))
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaRecord:
+    """One entity's stored quotas: key to value, an immutable mapping sorted by key (never empty in a store)."""
+
+    entity: QuotaEntity
+    values: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", MappingProxyType(dict(sorted(self.values.items()))))
+
+    def __hash__(self) -> int:
+        return hash((self.entity, tuple(self.values.items())))
+
+
+def quota_record_order(record: QuotaRecord) -> tuple[tuple[str, bool, str], ...]:
+    """The order of records in a ``QuotaSnapshot``: by entity, type by type, a default entity before the named
+    ones."""
+    return tuple((entity_type, name is not None, name or "") for entity_type, name in record.entity)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaSnapshot:
+    """Every entity with at least one quota, sorted by entity, at one quota version, read in one transaction."""
+
+    quotas: tuple[QuotaRecord, ...]
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaChange:
+    """Set ``entity``'s quota ``key`` to ``value``, or remove it (``value`` None; removing what is not stored is
+    no change)."""
+
+    entity: QuotaEntity
+    key: str
+    value: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaWrite:
+    """What one ``alter_quotas`` call did: the quota version just before it and just after it."""
+
+    base_version: int
+    version: int
+
+
 @runtime_checkable
-class Store(AclStore, CredentialStore, TopicStore, Protocol):
-    """ACLs, credentials and topics in one store (``SqliteStore``): what the services of one process share."""
+class QuotaStore(Protocol):
+    """Durable client quotas (already validated): one value per (entity, key)."""
+
+    def quota_version(self) -> int:
+        """The current quota version: one more for every value set or removed since the store was made; cheap
+        enough to poll many times a second."""
+        ...
+
+    def load_quotas(self) -> QuotaSnapshot:
+        """Every entity with quotas, sorted by entity, and the quota version they are at."""
+        ...
+
+    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
+        """Apply the changes in order, in one transaction."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Store(AclStore, CredentialStore, TopicStore, QuotaStore, Protocol):
+    """ACLs, credentials, topics and client quotas in one store (``SqliteStore``): what the services of one
+    process share."""

@@ -99,7 +99,27 @@ _V4 = (
         BEGIN UPDATE counters SET value = value + 1 WHERE name = 'topic_version'; END""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+#: Version 5: client quotas (KIP-546). One row per (entity, key): ``entity`` is the JSON array of the entity's
+#: ``[type, name]`` pairs sorted by type (a null name is the default entity), ``value`` the quota as Python's
+#: ``repr`` of the double (text, because a REAL column cannot hold the NaN that Kafka accepts). The quota version
+#: is bumped by triggers, like the credential and topic versions.
+_V5 = (
+    """CREATE TABLE client_quotas (
+        entity TEXT NOT NULL CHECK (json_valid(entity)),
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        PRIMARY KEY (entity, key)
+    ) WITHOUT ROWID""",
+    "INSERT INTO counters (name, value) VALUES ('quota_version', 0)",
+    """CREATE TRIGGER client_quotas_version_insert AFTER INSERT ON client_quotas
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'quota_version'; END""",
+    """CREATE TRIGGER client_quotas_version_update AFTER UPDATE ON client_quotas
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'quota_version'; END""",
+    """CREATE TRIGGER client_quotas_version_delete AFTER DELETE ON client_quotas
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'quota_version'; END""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 
 
 def migrate(connection: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

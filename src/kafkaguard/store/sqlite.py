@@ -11,7 +11,7 @@ row written to or deleted from the SCRAM credentials bumps the credential versio
 transaction); ``credential_version()`` is as cheap as ``acl_version()``.
 
 Every topic created, changed or deleted bumps the topic version (triggers, in the same transaction);
-``topic_version()`` is as cheap as ``acl_version()``.
+``topic_version()`` is as cheap as ``acl_version()``. Client quotas are versioned the same way (``quota_version()``).
 
 The database holds every user's StoredKey and ServerKey: it is created with mode 0600 (SQLite gives its -wal and
 -shm files the database's mode), and a database, -wal or -shm file found wider is set to 0600 on open
@@ -58,11 +58,17 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    QuotaChange,
+    QuotaEntity,
+    QuotaRecord,
+    QuotaSnapshot,
+    QuotaWrite,
     TopicCreation,
     TopicRecord,
     TopicSnapshot,
     UserAlteration,
     collision_key,
+    quota_record_order,
 )
 from kafkaguard.store.schema import migrate
 from kafkaguard.store.uuids import new_cluster_id
@@ -178,6 +184,8 @@ class SqliteStore:
         self._cached_credential_version = 0
         self._topics_seen_data_version: int | None = None
         self._cached_topic_version = 0
+        self._quotas_seen_data_version: int | None = None
+        self._cached_quota_version = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # SQLite would create the file 0644 (less the umask); an empty file is a new database to it.
@@ -546,6 +554,51 @@ class SqliteStore:
                 removed.append(None if row is None else _topic(row))
             self._cached_topic_version = _counter(conn, "topic_version")
         return removed
+
+    # ------------------------------------------------------------------------------------------ client quotas
+
+    def quota_version(self) -> int:
+        with self._lock:
+            try:
+                data_version = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+                if data_version != self._quotas_seen_data_version:
+                    # Another connection committed since we last looked (or this is the first look).
+                    self._cached_quota_version = _counter(self._conn, "quota_version")
+                    self._quotas_seen_data_version = data_version
+            except sqlite3.Error as e:
+                raise StoreError(f"reading the database {self.path} failed: {e}") from e
+            return self._cached_quota_version
+
+    def load_quotas(self) -> QuotaSnapshot:
+        with self._read() as conn:
+            version = _counter(conn, "quota_version")
+            rows = conn.execute("SELECT entity, key, value FROM client_quotas").fetchall()
+        by_entity: dict[QuotaEntity, dict[str, float]] = {}
+        for entity, key, value in rows:
+            by_entity.setdefault(_entity(entity), {})[key] = float(value)
+        records = sorted((QuotaRecord(entity, values) for entity, values in by_entity.items()), key=quota_record_order)
+        return QuotaSnapshot(tuple(records), version)
+
+    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
+        with self._write() as conn:
+            base = _counter(conn, "quota_version")
+            for change in changes:
+                entity = json.dumps([list(pair) for pair in change.entity])
+                if change.value is None:
+                    conn.execute("DELETE FROM client_quotas WHERE entity = ? AND key = ?", (entity, change.key))
+                else:
+                    conn.execute(
+                        "INSERT INTO client_quotas (entity, key, value) VALUES (?, ?, ?) "
+                        "ON CONFLICT (entity, key) DO UPDATE SET value = excluded.value",
+                        (entity, change.key, repr(float(change.value))),
+                    )
+            # The schema's triggers have counted every row written or deleted.
+            version = self._cached_quota_version = _counter(conn, "quota_version")
+        return QuotaWrite(base, version)
+
+
+def _entity(text: str) -> QuotaEntity:
+    return tuple((str(entity_type), None if name is None else str(name)) for entity_type, name in json.loads(text))
 
 
 def _topic(row: _Row) -> TopicRecord:

@@ -1,0 +1,102 @@
+"""DescribeClientQuotas and AlterClientQuotas (API keys 48, 49; KIP-546), as Kafka 3.9's KRaft broker and controller
+answer them (see ``service.quotas``). Describe answers from the quota service's in-memory snapshot on the event
+loop; alter runs on a worker thread (it may resolve an ip entity's host name, and it writes to the store)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import f64
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.server.build import NO_THROTTLE, build, nested
+from kafkaguard.server.codec import response_schema
+from kafkaguard.server.messages import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
+from kafkaguard.server.scope import RequestScope
+from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.service.quotas import QuotaAlteration, QuotaFilterComponent, QuotaOp
+
+_DENIED = KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+async def describe_client_quotas(
+    scope: RequestScope, request: DescribeClientQuotasRequest
+) -> DescribeClientQuotasResponse:
+    cls: type[DescribeClientQuotasResponse] = response_schema(ApiKey.DESCRIBE_CLIENT_QUOTAS, scope.api_version)
+    entry_cls, entity_cls, value_cls = (nested(cls, name) for name in ("EntryData", "EntityData", "ValueData"))
+    if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_CLIENT_QUOTAS]).request_allowed:
+        # Kafka: a top-level error (its default text, so a null message) and null entries.
+        return build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode.cluster_authorization_failed,
+            error_message=None,
+            entries=None,
+        )
+    components = [
+        QuotaFilterComponent(entity_type=c.entity_type, match_type=int(c.match_type), match=c.match)
+        for c in request.components
+    ]
+    description = scope.services.quotas.describe(components, strict=request.strict)
+    if description.entries is None:
+        return build(
+            cls,
+            throttle_time=NO_THROTTLE,
+            error_code=ErrorCode(description.error_code.code),
+            error_message=description.error_code.wire_message(description.error_message),
+            entries=None,
+        )
+    entries = tuple(
+        build(
+            entry_cls,
+            entity=tuple(build(entity_cls, entity_type=t, entity_name=n) for t, n in record.entity),
+            values=tuple(build(value_cls, key=key, value=f64(value)) for key, value in record.values.items()),
+        )
+        for record in description.entries
+    )
+    # Kafka's KRaft broker leaves the message at the schema's default, "" (not null), on success.
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="", entries=entries)
+
+
+async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
+    cls: type[AlterClientQuotasResponse] = response_schema(ApiKey.ALTER_CLIENT_QUOTAS, scope.api_version)
+    entry_cls, entity_cls = nested(cls, "EntryData"), nested(cls, "EntityData")
+    if not scope.authorize(REQUIREMENTS[ApiKey.ALTER_CLIENT_QUOTAS]).request_allowed:
+        # Kafka (AlterClientQuotasRequest.getErrorResponse): every entry as sent, in order, with the error's
+        # default text.
+        denied = tuple(
+            build(
+                entry_cls,
+                error_code=ErrorCode.cluster_authorization_failed,
+                error_message=_DENIED.default_message,
+                entity=tuple(
+                    build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity
+                ),
+            )
+            for entry in request.entries
+        )
+        return build(cls, throttle_time=NO_THROTTLE, entries=denied)
+    alterations = [
+        QuotaAlteration(
+            entity=tuple((e.entity_type, e.entity_name) for e in entry.entity),
+            ops=tuple(QuotaOp(key=op.key, value=float(op.value), remove=op.remove) for op in entry.ops),
+        )
+        for entry in request.entries
+    ]
+    results = await asyncio.to_thread(scope.services.quotas.alter, alterations, validate_only=request.validate_only)
+    entries = tuple(
+        build(
+            entry_cls,
+            error_code=ErrorCode(result.error_code.code),
+            error_message=result.error_message,
+            entity=tuple(build(entity_cls, entity_type=t, entity_name=n) for t, n in result.entity),
+        )
+        for result in results
+    )
+    return build(cls, throttle_time=NO_THROTTLE, entries=entries)
