@@ -13,7 +13,8 @@ ACLs and adds 300. The same records are written in three formats, 8 plain files 
 
 Measured per format in one session (session start excluded):
 
-* floor: the minimal read of the same files (Parquet: count every column; lines: ``spark.read.text().count()``);
+* floor: a lower bound for any Spark job over the same files, which only reads them (Parquet: count every column;
+  lines: ``spark.read.text().count()``);
 * reference: the JVM aggregation by access key (principal, host, operation, resource type and name) with counts
   and first/last seen, without decisions (line formats through the pipeline's reader);
 * simulate: ``kafkaguard.pipeline.jobs.simulate.run`` end to end (Kafka's log folded: grouped as text and parsed
@@ -293,8 +294,9 @@ def write_logs(root: Path, n: int, rng: np.random.Generator) -> dict[str, str]:
 
 
 def floor(spark, fmt: str, path: str) -> float:
-    """The minimal read of the files: Parquet, count every column (column chunks are read, not decoded into rows);
-    line formats, count the lines (``spark.read.text``: every byte is read and split into lines, nothing parsed)."""
+    """A lower bound for any Spark job over the files, since it only reads them: Parquet, count every column
+    (column chunks are read, not decoded into rows); line formats, count the lines (``spark.read.text``: every byte
+    is read and split into lines, nothing parsed)."""
     from pyspark.sql import functions as F
 
     start = time.perf_counter()
@@ -486,7 +488,8 @@ def report(rows: list[Row], udf_size: int, proposed_acls: int) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     lines += [
         "",
-        "Definitions. *Floor*: the minimal read of the same files that any job must do. Parquet: count every "
+        "Definitions. *Floor*: a lower bound for any Spark job over the same files, which must at least read them: "
+        "it only reads them. Parquet: count every "
         "column (Parquet column chunks are read without decoding them into rows); JSON lines and kafka-authorizer.log: "
         "`spark.read.text(files).count()` (every byte read and split into lines, nothing parsed). *Reference*: the "
         "JVM aggregation any such job needs (group by principal, host, operation, resource type and name with "

@@ -4,11 +4,12 @@ Run: ``scripts/bench server`` (or ``.venv/bin/python -m benchmarks.bench_server 
 
 The server (``KafkaServer`` on a fresh SQLite data directory, one SASL_PLAINTEXT listener on a free loopback port)
 runs in its own process pinned to one core; this process is the load generator, pinned to the other. The load
-generator speaks the Kafka protocol itself: requests encoded with kio's ``entity_writer`` (request header v1/v2 by
-``__flexible__``, 4-byte framing), every response decoded with ``entity_reader`` and its error code checked. Each
-connection logs in with SaslHandshake v1 + two SaslAuthenticate v2 (SCRAM-SHA-256 unless said otherwise) through a
-small SCRAM client of our own that caches the salted password per (user, salt, iterations), so a login costs the
-client four HMACs, not a PBKDF2; its first login is checked against ``scramp``'s client. Load is closed-loop: each
+generator speaks the Kafka protocol itself, with the tests' client codec (``tests/wire.py``): requests encoded with
+kio's ``entity_writer`` (the request header their schema names: v1, or v2 for flexible versions; 4-byte framing),
+every response decoded with ``entity_reader`` and its error code checked. Each connection logs in with SaslHandshake
+v1 + two SaslAuthenticate v2 (SCRAM-SHA-256 unless said otherwise; ``tests.wire.scram_exchange``) through a small
+SCRAM client of our own that caches the salted password per (user, salt, iterations), so a login costs the client
+four HMACs, not a PBKDF2; its first login is checked against ``scramp``'s client. Load is closed-loop: each
 connection keeps ``depth`` requests in flight and sends the next one when a response arrives; latency is from
 writing a request to the last byte of its response (decoding comes after the clock read).
 
@@ -16,8 +17,9 @@ Measured, each next to a baseline from the same run:
 
 1. SCRAM logins/s over fresh connections (connect, ApiVersions, SaslHandshake, SaslAuthenticate × 2, close);
    baseline: connect + ApiVersions + close.
-2. DescribeAcls with a small result at 50 connections; baseline: ApiVersions at the same concurrency (the server's
-   protocol floor: framing, header, kio decode/encode, no handler work).
+2. DescribeAcls with a small result at 50 connections; baseline: ApiVersions at the same concurrency (framing,
+   header, kio decode/encode, no handler work; a baseline, not a bound: ApiVersions' response is larger than a small
+   DescribeAcls response, so DescribeAcls may be the faster).
 3. DescribeAcls returning all of 10k ACLs; baseline: the same handler and response encoding called in-process.
 4. CreateAcls + DeleteAcls round trips (durable SQLite commits); baseline: the same through ``AclService``
    in-process.
@@ -36,7 +38,6 @@ import cProfile
 import gc
 import hashlib
 import hmac
-import io
 import logging
 import multiprocessing
 import os
@@ -48,24 +49,17 @@ import struct
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection as PipeEnd
 from pathlib import Path
 from typing import Any
 
-import scramp  # type: ignore[import-untyped]
-from kio.index import load_response_schema
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.create_acls.v3.request import AclCreation, CreateAclsRequest
 from kio.schema.delete_acls.v3.request import DeleteAclsFilter, DeleteAclsRequest
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
-from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
-from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
-from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
-from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i8
 
 from benchmarks.bench_authorize import CORE, realistic
 from benchmarks.report import write_section
@@ -84,6 +78,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import load_settings
 from kafkaguard.scram import ScramMechanism
+from tests.wire import decode_response, encode_request, frame, scram_exchange, scramp_exchange
 
 HOST = "127.0.0.1"
 USER, PASSWORD = "bench", "bench-password"
@@ -223,77 +218,21 @@ class ServerProcess:
 
 # ------------------------------------------------------------------------------------------------ the protocol
 
-_WRITERS: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
-_READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
-
-
-def _writer(cls: type[Any]) -> Callable[[io.BytesIO, Any], None]:
-    if cls not in _WRITERS:
-        _WRITERS[cls] = entity_writer(cls)
-    return _WRITERS[cls]
-
-
-def _reader(cls: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
-    if cls not in _READERS:
-        _READERS[cls] = entity_reader(cls)
-    return _READERS[cls]
-
-
-def encode_request(body: Any, correlation_id: int) -> bytes:
-    """One framed request: header v2 for flexible request versions, else v1, then the body; all by kio."""
-    cls = type(body)
-    header_cls: type[Any] = RequestHeaderV2 if cls.__flexible__ else RequestHeaderV1
-    buffer = io.BytesIO()
-    header = header_cls(
-        request_api_key=cls.__api_key__,
-        request_api_version=cls.__version__,
-        correlation_id=i32(correlation_id),
-        client_id="kafkaguard-bench",
-    )
-    _writer(header_cls)(buffer, header)
-    _writer(cls)(buffer, body)
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
+CLIENT_ID = "kafkaguard-bench"
 
 
 class Template:
     """A request encoded once; each send only patches the correlation id (bytes 8..12 of the frame)."""
 
     def __init__(self, body: Any) -> None:
-        self.frame = encode_request(body, 0)
-        cls = type(body)
-        self.response_cls: type[Any] = load_response_schema(int(cls.__api_key__), int(cls.__version__))
-        self.api_key = ApiKey(int(cls.__api_key__))
+        self.frame = frame(encode_request(body, 0, CLIENT_ID))
+        self.api_key = int(type(body).__api_key__)
+        self.api_version = int(type(body).__version__)
 
     def with_id(self, correlation_id: int) -> bytes:
         frame = bytearray(self.frame)
         struct.pack_into(">i", frame, 8, correlation_id)
         return bytes(frame)
-
-
-def decode_response(frame: bytes, response_cls: type[Any], api_key: ApiKey) -> Any:
-    """The body of one response frame (without its size prefix): response header v0 for ApiVersions and
-    non-flexible versions, else v1 (correlation id + tagged fields)."""
-    offset = 4
-    if api_key is not ApiKey.API_VERSIONS and response_cls.__flexible__:
-        count, offset = _uvarint(frame, offset)
-        for _ in range(count):
-            _tag, offset = _uvarint(frame, offset)
-            size, offset = _uvarint(frame, offset)
-            offset += size
-    body, _end = _reader(response_cls)(frame, offset)
-    return body
-
-
-def _uvarint(data: bytes, offset: int) -> tuple[int, int]:
-    value = 0
-    for shift in range(0, 35, 7):
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-    raise ValueError("varint longer than 5 bytes")
 
 
 @dataclass
@@ -316,7 +255,7 @@ class KafkaConn(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self._next_id = 1
-        self._waiting: dict[int, tuple[asyncio.Future[Any], Template | type[Any], ApiKey]] = {}
+        self._waiting: dict[int, tuple[asyncio.Future[Any], int, int]] = {}  # future, api key, api version
         self._run: LoadRun | None = None
         self._sent: deque[tuple[int, float]] = deque()
         self._drained: asyncio.Future[None] | None = None
@@ -331,7 +270,7 @@ class KafkaConn(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         if not self.lost.done():
             self.lost.set_result(None)
-        for future, _cls, _key in self._waiting.values():
+        for future, _key, _version in self._waiting.values():
             if not future.done():
                 future.set_exception(ConnectionError("connection lost"))
         if self._drained is not None and not self._drained.done():
@@ -345,32 +284,28 @@ class KafkaConn(asyncio.Protocol):
             if len(buffer) < 4 + size:
                 return
             now = self.last_frame_at = time.perf_counter()
-            frame = bytes(buffer[4 : 4 + size])
+            payload = bytes(buffer[4 : 4 + size])
             del buffer[: 4 + size]
             if self._run is not None:
-                self._on_load_response(self._run, frame, now)
+                self._on_load_response(self._run, payload, now)
             else:
-                self._on_response(frame)
+                self._on_response(payload)
 
     # request / response
     async def request(self, body: Any, timeout: float = 30.0) -> Any:
         assert self.transport is not None
         correlation_id = self._next_id
         self._next_id += 1
-        cls = type(body)
-        api_key = ApiKey(int(cls.__api_key__))
-        response_cls = load_response_schema(int(cls.__api_key__), int(cls.__version__))
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting[correlation_id] = (future, response_cls, api_key)
-        self.transport.write(encode_request(body, correlation_id))
+        self._waiting[correlation_id] = (future, int(type(body).__api_key__), int(type(body).__version__))
+        self.transport.write(frame(encode_request(body, correlation_id, CLIENT_ID)))
         return await asyncio.wait_for(future, timeout)
 
-    def _on_response(self, frame: bytes) -> None:
-        correlation_id = int.from_bytes(frame[:4], "big", signed=True)
-        future, response_cls, api_key = self._waiting.pop(correlation_id)
-        assert isinstance(response_cls, type)
+    def _on_response(self, payload: bytes) -> None:
+        correlation_id = int.from_bytes(payload[:4], "big", signed=True)
+        future, api_key, api_version = self._waiting.pop(correlation_id)
         if not future.done():
-            future.set_result(decode_response(frame, response_cls, api_key))
+            future.set_result(decode_response(payload, api_key, api_version)[1])
 
     # closed-loop load
     def start_load(self, run: LoadRun, depth: int) -> None:
@@ -385,14 +320,14 @@ class KafkaConn(asyncio.Protocol):
         self._sent.append((correlation_id, time.perf_counter()))
         self.transport.write(self._run.template.with_id(correlation_id))
 
-    def _on_load_response(self, run: LoadRun, frame: bytes, now: float) -> None:
+    def _on_load_response(self, run: LoadRun, payload: bytes, now: float) -> None:
         correlation_id, sent_at = self._sent.popleft()
-        if int.from_bytes(frame[:4], "big", signed=True) != correlation_id:
+        if int.from_bytes(payload[:4], "big", signed=True) != correlation_id:
             raise RuntimeError("response out of order")
         if run.recording:
             run.latencies.append(now - sent_at)
         template = run.template
-        if not run.check(decode_response(frame, template.response_cls, template.api_key)):
+        if not run.check(decode_response(payload, template.api_key, template.api_version)[1]):
             run.errors += 1
         if not run.stopping:
             self._send_load()
@@ -428,7 +363,8 @@ class _Keys:
 
 class CachedScramClient:
     """RFC 5802 client side with the salted password cached per (mechanism, user, salt, iterations): after the
-    first login of a user a login costs four HMACs and one hash, so the load generator stays cheap."""
+    first login of a user a login costs four HMACs and one hash, so the load generator stays cheap. The messages go
+    through ``tests.wire.scram_exchange``, as scramp's do."""
 
     def __init__(self) -> None:
         self._keys: dict[tuple[str, str, bytes, int], _Keys] = {}
@@ -450,43 +386,56 @@ class CachedScramClient:
     async def login(self, conn: KafkaConn, mechanism: ScramMechanism, user: str, password: str) -> None:
         """SaslHandshake v1 + SaslAuthenticate v2 × 2 on ``conn``; raises unless the server proves itself too."""
         hash_name = "sha256" if mechanism is ScramMechanism.SCRAM_SHA_256 else "sha512"
-        handshake = await conn.request(SaslHandshakeRequest(mechanism=mechanism.mechanism_name))
-        if handshake.error_code != 0:
-            raise RuntimeError(f"SaslHandshake failed: {handshake.error_code}")
-        nonce = secrets.token_urlsafe(18)
-        client_first_bare = f"n={user},r={nonce}"
-        first = await conn.request(SaslAuthenticateRequest(auth_bytes=b"n,," + client_first_bare.encode()))
-        if first.error_code != 0:
-            raise RuntimeError(f"SCRAM client-first refused: {first.error_message}")
-        server_first = bytes(first.auth_bytes).decode()
-        attrs = dict(part.split("=", 1) for part in server_first.split(","))
-        if not attrs["r"].startswith(nonce):
+        await exchange(conn, scram_exchange(_CachedLogin(self, hash_name, user, password), mechanism.mechanism_name))
+
+
+class _CachedLogin:
+    """One login's four steps (``tests.wire.ScramClientSteps``), with the keys of ``CachedScramClient``."""
+
+    def __init__(self, cache: CachedScramClient, hash_name: str, user: str, password: str) -> None:
+        self._cache, self._hash_name, self._user, self._password = cache, hash_name, user, password
+        self._nonce = secrets.token_urlsafe(18)
+        self._client_first_bare = f"n={user},r={self._nonce}"
+        self._final = ""
+        self._expected = ""
+
+    def get_client_first(self) -> str:
+        return "n,," + self._client_first_bare
+
+    def set_server_first(self, message: str) -> None:
+        attrs = dict(part.split("=", 1) for part in message.split(","))
+        if not attrs["r"].startswith(self._nonce):
             raise RuntimeError("server nonce does not extend ours")
-        keys = self.keys(hash_name, user, password, base64.b64decode(attrs["s"]), int(attrs["i"]))
+        hash_name = self._hash_name
+        keys = self._cache.keys(hash_name, self._user, self._password, base64.b64decode(attrs["s"]), int(attrs["i"]))
         without_proof = f"c=biws,r={attrs['r']}"
-        auth_message = f"{client_first_bare},{server_first},{without_proof}".encode()
+        auth_message = f"{self._client_first_bare},{message},{without_proof}".encode()
         signature = hmac.digest(keys.stored_key, auth_message, hash_name)
         proof = bytes(a ^ b for a, b in zip(keys.client_key, signature, strict=True))
-        final = f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-        last = await conn.request(SaslAuthenticateRequest(auth_bytes=final))
-        if last.error_code != 0:
-            raise RuntimeError(f"SCRAM authentication failed: {last.error_message}")
-        expected = b"v=" + base64.b64encode(hmac.digest(keys.server_key, auth_message, hash_name))
-        if bytes(last.auth_bytes) != expected:
+        self._final = f"{without_proof},p={base64.b64encode(proof).decode()}"
+        self._expected = "v=" + base64.b64encode(hmac.digest(keys.server_key, auth_message, hash_name)).decode()
+
+    def get_client_final(self) -> str:
+        return self._final
+
+    def set_server_final(self, message: str) -> None:
+        if message != self._expected:
             raise RuntimeError("server signature does not verify")
+
+
+async def exchange(conn: KafkaConn, steps: Generator[Any, Any, None]) -> None:
+    """Drive a ``tests.wire`` exchange (a generator of request bodies) over ``conn``."""
+    try:
+        body = next(steps)
+        while True:
+            body = steps.send(await conn.request(body))
+    except StopIteration:
+        return
 
 
 async def scramp_login(conn: KafkaConn, user: str, password: str) -> None:
     """One login through scramp's client (an independent implementation), to check ours against it."""
-    client = scramp.ScramClient(["SCRAM-SHA-256"], user, password)
-    handshake = await conn.request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"))
-    assert handshake.error_code == 0, handshake
-    first = await conn.request(SaslAuthenticateRequest(auth_bytes=client.get_client_first().encode()))
-    assert first.error_code == 0, first
-    client.set_server_first(bytes(first.auth_bytes).decode())
-    last = await conn.request(SaslAuthenticateRequest(auth_bytes=client.get_client_final().encode()))
-    assert last.error_code == 0, last
-    client.set_server_final(bytes(last.auth_bytes).decode())
+    await exchange(conn, scramp_exchange(user, password, "SCRAM-SHA-256"))
 
 
 # ------------------------------------------------------------------------------------------------ requests

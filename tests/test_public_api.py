@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import json
 import subprocess
 import sys
@@ -44,7 +45,8 @@ def test_every_exported_name_resolves():
 
 
 def test_version_is_the_package_version():
-    assert kafkaguard.__version__ == "0.1.0"
+    # The installed distribution's version (pyproject.toml's), so that the two cannot drift apart.
+    assert kafkaguard.__version__ == importlib.metadata.version("kafkaguard")
 
 
 def test_star_import_gives_exactly_all():

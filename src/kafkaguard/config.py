@@ -123,11 +123,13 @@ class Settings(BaseSettings):
         30.0, gt=0, description="Failed console logins a client regains per minute (after the burst: 429)."
     )
 
+    # The validators raise InvalidConfigError: a ValueError, so pydantic collects it into its ValidationError like
+    # any other; ``load_settings`` reports them all at once.
     @field_validator("listeners")
     @classmethod
     def _check_listeners(cls, value: list[str]) -> list[str]:
         if not value:
-            raise ValueError("at least one listener is needed")
+            raise InvalidConfigError("at least one listener is needed")
         for text in value:
             Listener.parse(text)
         return value
@@ -157,7 +159,7 @@ class Settings(BaseSettings):
             try:
                 networks.append(str(ipaddress.ip_network(text)))
             except ValueError as e:
-                raise ValueError(
+                raise InvalidConfigError(
                     f"trusted_proxies entry {text!r} is not an IP network such as 10.0.0.0/8 or 192.168.1.10 ({e})"
                 ) from None
         return networks
@@ -168,7 +170,7 @@ class Settings(BaseSettings):
         known = {"SCRAM-SHA-256", "SCRAM-SHA-512"}
         unknown = [m for m in value if m not in known]
         if unknown:
-            raise ValueError(f"unsupported SASL mechanism(s) {unknown}; supported: {sorted(known)}")
+            raise InvalidConfigError(f"unsupported SASL mechanism(s) {unknown}; supported: {sorted(known)}")
         return value
 
     @classmethod

@@ -4,24 +4,42 @@ Every error raised across a layer boundary is a ``KafkaguardError``; the mapping
 statuses happens once, at the edges (server and console). Messages say what is wrong and what to do about it,
 and never contain secret material (passwords, salts, keys, proofs).
 
-::
+Every subclass of ``KafkaguardError`` in the package, with the module (under ``kafkaguard.``) that defines it;
+``tests/test_errors.py`` imports every module and fails if this drawing and the classes differ::
 
-    KafkaguardError
-     ├── InvalidNameError          (also ValueError)  an enum name that is not one of Kafka's
-     ├── InvalidCodeError          (also ValueError)  an enum wire code outside int8
-     ├── InvalidAclError           (also ValueError)  a binding, pattern, entry or filter that cannot exist
-     ├── InvalidActionError        (also ValueError)  an authorize() argument Kafka rejects (non-literal, ANY, …)
-     ├── InvalidConfigError        (also ValueError)  e.g. a super user that is not Type:Name
-     ├── AuthorizerNotReadyError                       the initial ACL load has not completed
-     └── ScramError                                    SCRAM credentials and the SASL/SCRAM exchange
-          ├── UnsupportedMechanismError                 not SCRAM-SHA-256/512 (Kafka UNSUPPORTED_SASL_MECHANISM)
-          ├── UnacceptableCredentialError               KIP-554 validation (Kafka UNACCEPTABLE_CREDENTIAL)
-          ├── ScramAuthenticationError                  a failed exchange (Kafka SASL_AUTHENTICATION_FAILED)
-          │    └── ScramProtocolError                   a malformed or refused SCRAM message
-          └── ScramStateError                           a session step called out of order (ILLEGAL_SASL_STATE)
+    KafkaguardError                       errors            root of every error kafkaguard raises on purpose
+     ├── InvalidNameError                 errors            (also ValueError) an enum name that is not Kafka's
+     ├── InvalidCodeError                 errors            (also ValueError) an enum wire code outside int8
+     ├── InvalidAclError                  errors            (also ValueError) a binding, pattern, entry or filter
+     │    └── AclJsonError                model.acl_json    an ACL JSON document with bad entries (all listed)
+     ├── InvalidActionError               errors            (also ValueError) authorize() on PREFIXED, ANY, …
+     ├── InvalidConfigError               errors            (also ValueError) e.g. a super user not Type:Name
+     ├── AuthorizerNotReadyError          errors            the initial ACL load has not completed
+     ├── ScramError                       errors            SCRAM credentials and the SASL/SCRAM exchange
+     │    ├── UnsupportedMechanismError   errors            (also ValueError) not SCRAM-SHA-256/512
+     │    ├── UnacceptableCredentialError errors            (also ValueError) KIP-554 validation
+     │    ├── ScramAuthenticationError    errors            a failed exchange (SASL_AUTHENTICATION_FAILED)
+     │    │    └── ScramProtocolError     errors            a malformed or refused SCRAM message
+     │    └── ScramStateError             errors            a session step called out of order
+     ├── StoreError                       store.errors      the store cannot be opened, read or written
+     │    └── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
+     ├── ProtocolError                    server.errors     bytes that are not a valid Kafka request
+     │    ├── FrameError                  server.errors     a bad or oversized frame length, or a cut frame
+     │    ├── HeaderError                 server.errors     a request header that cannot be decoded
+     │    ├── LengthError                 server.lengths    a declared length or count the bytes cannot hold
+     │    └── UnsupportedRequest          server.codec      an API or version this server does not offer
+     ├── LoginThrottledError              console.throttle  a console login refused before checking (HTTP 429)
+     ├── CliError                         cli.client        reported by the CLI as one line, with an exit code
+     │    ├── KafkaCallError              cli.client        the cluster answered a call with a Kafka error
+     │    └── UnsupportedByClientError    cli.client        a binding librdkafka cannot express
+     ├── AclFileError                     cli.aclfile       an ACL file (acls.yaml) that cannot be used
+     └── PipelineError                    pipeline.errors   bad input or environment of an audit job
 
-Layers add their own subtrees under KafkaguardError: ``store.errors.StoreError`` (the store cannot be read or
-written), ``server.errors.ProtocolError`` (bytes that are not a valid Kafka request; closes that connection).
+The classes outside this module live in the layer that raises them: a ``ProtocolError`` closes only the
+connection it happened on; the CLI, the console and the pipeline turn theirs into one message each.
+Deliberately outside the tree: ``server.connection.CloseConnection`` (control flow that ends a connection loop,
+never raised across a layer) and the ``TypeError`` of ``server.build``/``server.lengths`` (a programming error in
+the server's own code that the tests find, the same whatever a client sends).
 """
 
 from __future__ import annotations

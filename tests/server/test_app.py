@@ -26,8 +26,8 @@ from kafkaguard.config import SecurityProtocol
 from kafkaguard.store import SqliteStore
 from tests.modes import PRIVATE, file_modes, umask
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
-from tests.server.wire import AUTO_CREATE, Wire, create_acl, metadata
 from tests.service.children import Lines
+from tests.wire import AUTO_CREATE, Wire, create_acl, metadata
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from tests.server.wire import Wire
+from tests.wire import Wire
 
 pytestmark = pytest.mark.integration
 

@@ -21,7 +21,7 @@ from kafkaguard.server import codec
 from kafkaguard.server import connection as connection_module
 from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.scope import BrokerInfo
-from tests.server.wire import decode_response, encode_request, frame
+from tests.wire import decode_response, encode_request, frame
 
 
 class RecordingWriter:

@@ -10,7 +10,7 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from tests.server.conftest import TlsFiles, start_server
-from tests.server.wire import Wire
+from tests.wire import Wire
 
 pytestmark = pytest.mark.integration
 

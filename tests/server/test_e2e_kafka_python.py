@@ -17,7 +17,7 @@ import pytest
 
 from kafkaguard.config import SecurityProtocol
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
-from tests.server.wire import AUTO_CREATE, Wire, create_acl
+from tests.wire import AUTO_CREATE, Wire, create_acl
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)

@@ -35,7 +35,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.server.codec import SUPPORTED_VERSIONS
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
-from tests.server.wire import (
+from tests.wire import (
     Wire,
     create_acl,
     decode_api_versions_v0,

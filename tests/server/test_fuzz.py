@@ -30,7 +30,7 @@ from kafkaguard.config import SecurityProtocol
 from kafkaguard.server.codec import SUPPORTED_VERSIONS
 from kafkaguard.server.framing import DEFAULT_MAX_FRAME_BYTES, UNAUTHENTICATED_MAX_FRAME_BYTES
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
-from tests.server.wire import Wire, encode_request
+from tests.wire import Wire, encode_request
 
 pytestmark = pytest.mark.integration
 

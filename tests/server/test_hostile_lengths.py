@@ -32,7 +32,7 @@ from kafkaguard.server.codec import SUPPORTED_VERSIONS
 from tests.server.conftest import TlsFiles
 from tests.server.hostile import hostile_bodies
 from tests.server.test_cli_serve import free_port, wait_until_listening
-from tests.server.wire import Wire, frame
+from tests.wire import Wire, frame
 
 pytestmark = pytest.mark.integration
 

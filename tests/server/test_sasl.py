@@ -28,7 +28,7 @@ from kafkaguard.scram import ScramMechanism, parse_server_first
 from kafkaguard.service import ScramUpsertion
 from kafkaguard.store import DATABASE_NAME, SqliteStore
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
-from tests.server.wire import Wire, encode_request
+from tests.wire import Wire, encode_request
 
 pytestmark = pytest.mark.integration
 

@@ -100,6 +100,7 @@ def require(api: ApiKey) -> Callable[..., Awaitable[Caller]]:
     requirement = REQUIREMENTS[api]
     check = requirement.cluster
     if check is None:  # pragma: no cover - the console's APIs all have a cluster check
+        # A programming error when the routes are built (not a KafkaguardError: no request reaches this).
         raise ValueError(f"{api.api_name} has no cluster check")
     action = Action(check.operation, _CLUSTER)
 

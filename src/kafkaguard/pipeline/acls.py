@@ -83,13 +83,15 @@ def acl_set_from_text(
         document = json.loads(text)
     except ValueError as e:
         raise PipelineError(f"{source}: not valid JSON ({e})") from e
+    invalid = f"{source}: not a valid kafkaguard ACL document"
+    if not isinstance(document, dict) or not isinstance(document.get("acls"), list):
+        raise PipelineError(f'{invalid}: expected a JSON object {{"acls": [ ... ]}}')
     try:
-        if not isinstance(document, dict) or not isinstance(document.get("acls"), list):
-            raise TypeError(document)
         acls = tuple(_stored(document["acls"]))
-    except (AclJsonError, KeyError, TypeError) as e:
-        detail = str(e) if isinstance(e, AclJsonError) else 'expected a JSON object {"acls": [ ... ]}'
-        raise PipelineError(f"{source}: not a valid kafkaguard ACL document: {detail}") from e
+    except AclJsonError as e:
+        raise PipelineError(f"{invalid}: {e}") from e
+    except (KeyError, TypeError) as e:
+        raise PipelineError(f'{invalid}: expected a JSON object {{"acls": [ ... ]}}') from e
     try:
         users = parse_super_users(super_users)
     except InvalidConfigError as e:

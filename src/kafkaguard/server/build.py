@@ -37,6 +37,8 @@ def build(cls: type[T], **values: Any) -> T:
         if name in names:
             kept[name] = value
         elif name not in _declared_in_any_version(cls):
+            # A bare TypeError on purpose (as for a wrong keyword argument): a handler of this server names a field
+            # kio never declares, a programming error the tests find; no client input reaches this.
             raise TypeError(f"{cls.__name__} declares no field {name!r} in any supported version")
     return cls(**kept)
 
@@ -45,6 +47,7 @@ def nested(cls: type[Any], name: str) -> type[Any]:
     """The nested entity class ``name`` of the same API version as ``cls`` (e.g. ``MetadataResponseTopic``)."""
     found = getattr(sys.modules[cls.__module__], name)
     if not isinstance(found, type):
+        # A programming error in the calling handler (not a KafkaguardError: no client input reaches this).
         raise TypeError(f"{cls.__module__}.{name} is not an entity class")
     return found
 

@@ -24,8 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kafkaguard.authorizer import AclCreateResult, AclDeleteResult, StandardAuthorizer
-from kafkaguard.errors import InvalidAclError
-from kafkaguard.model import AclBinding, AclBindingFilter, StoredAcl, validate_new_binding
+from kafkaguard.authorizer.mutation import plan_creation, plan_deletion
+from kafkaguard.model import AclBinding, AclBindingFilter, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, AclJsonProblem, acls_from_document, acls_to_document
 from kafkaguard.store import AclDelta, AclStore
 
@@ -101,26 +101,20 @@ class AclService:
     def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
         """One result per binding, in order (SEMANTICS.md §8). An invalid binding fails alone (Kafka
         INVALID_REQUEST with the reason); an identical ACL is stored once and creating it again succeeds.
-        The valid bindings are stored in one transaction.
+        The valid bindings are stored in one transaction. Validation and results are ``authorizer.mutation``'s,
+        the same as ``StandardAuthorizer.add_acls``'; the store gives the ids.
 
         :raises StoreError: nothing was stored (the whole request fails).
         """
-        reasons = [validate_new_binding(binding) for binding in bindings]
-        valid = [binding for binding, reason in zip(bindings, reasons, strict=True) if reason is None]
-        stored: list[StoredAcl] = []
-        if valid:
+        plan = plan_creation(bindings)
+        stored: tuple[StoredAcl, ...] = ()
+        if plan.valid:
             with self._lock:
-                creation = self._store.create_acls(valid)
+                creation = self._store.create_acls(plan.valid)
                 self._apply(creation.delta)
-            stored = list(creation.acls)
+            stored = creation.acls
             log.info("created ACLs: %d requested, %d new", len(bindings), len(creation.delta.added))
-        found = iter(stored)
-        return [
-            AclCreateResult(binding, error=InvalidAclError(reason))
-            if reason is not None
-            else AclCreateResult(binding, acl_id=next(found).id)
-            for binding, reason in zip(bindings, reasons, strict=True)
-        ]
+        return plan.results(stored)
 
     def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
         """One result per filter, in order (SEMANTICS.md §9): each lists every ACL it matched in the state before
@@ -130,27 +124,15 @@ class AclService:
 
         :raises StoreError: nothing was removed.
         """
-        errors: list[InvalidAclError | None] = []
-        for acl_filter in filters:
-            if acl_filter.pattern_filter.is_unknown:
-                errors.append(InvalidAclError("Unknown patternFilter."))
-            elif acl_filter.entry_filter.is_unknown:
-                errors.append(InvalidAclError("Unknown entryFilter."))
-            else:
-                errors.append(None)
-        valid = [f for f, error in zip(filters, errors, strict=True) if error is None]
-        matched: list[tuple[StoredAcl, ...]] = []
-        if valid:
+        plan = plan_deletion(filters)
+        matched: tuple[tuple[StoredAcl, ...], ...] = ()
+        if plan.valid:
             with self._lock:
-                deletion = self._store.delete_acls(valid)
+                deletion = self._store.delete_acls(plan.valid)
                 self._apply(deletion.delta)
-            matched = list(deletion.matched)
+            matched = deletion.matched
             log.info("deleted ACLs: %d filter(s), %d removed", len(filters), len(deletion.delta.removed))
-        found = iter(matched)
-        return [
-            AclDeleteResult(error=error) if error is not None else AclDeleteResult(removed_acls=next(found))
-            for error in errors
-        ]
+        return plan.results(matched)
 
     def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[StoredAcl]:
         """Every ACL the filter matches (SEMANTICS.md §6, §7), from the authorizer's current snapshot; reads no
