@@ -48,7 +48,7 @@ def kio_bytes(version: int, groups) -> bytes:
         cls,
         throttle_time=timedelta(0),
         error_code=ErrorCode.none,
-        error_message=None,
+        error_message="",  # Kafka sends "" on success (tests/kafka/differential)
         resources=tuple(
             build(
                 resource_cls,

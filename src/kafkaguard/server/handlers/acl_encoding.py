@@ -32,7 +32,7 @@ def _uvarint(value: int) -> bytes:
 
 
 def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern, Sequence[StoredAcl]]]) -> PreEncoded:
-    """A successful response (error 0, null message) listing ``resources`` with their ACLs."""
+    """A successful response (error 0, an empty message, as Kafka sends it) listing ``resources`` with their ACLs."""
     flexible = version >= 2
     cache: dict[str, bytes] = {}
 
@@ -49,7 +49,7 @@ def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern
 
     tags = b"\x00" if flexible else b""
     out = bytearray(_HEAD.pack(0, 0))
-    out += b"\x00" if flexible else b"\xff\xff"  # null error message
+    out += b"\x01" if flexible else b"\x00\x00"  # "": Kafka never sets the message of a successful answer
     out += count(len(resources))
     for pattern, acls in resources:
         out.append(pattern.resource_type.code)

@@ -4,8 +4,11 @@ Authorization: DESCRIBE on the cluster for DescribeAcls, ALTER for the other two
 CLUSTER_AUTHORIZATION_FAILED (top level, or on every result). Changes go through the ACL service on a worker thread
 (the store commits synchronously), so the event loop never waits on the disk.
 
-Deliberate differences (§16.3): where Kafka closes the connection on an unknown enum code, kafkaguard answers
-INVALID_REQUEST naming the field and the code.
+Deliberate differences (§16.3): where Kafka closes the connection on the code 0 (UNKNOWN), kafkaguard answers
+INVALID_REQUEST naming the field and the code. Codes that are merely unrecognised (a newer client's) are answered
+as Kafka 3.9 answers them (measured by tests/kafka/differential): DescribeAcls matches nothing, CreateAcls and
+DeleteAcls refuse that binding or filter with INVALID_REQUEST and Kafka's own message. Successful CreateAcls
+results and DescribeAcls answers carry the empty message "", as Kafka's do.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.errors import InvalidAclError
 from kafkaguard.model import (
+    CLUSTER_NAME,
     AccessControlEntry,
     AccessControlEntryFilter,
     AclBinding,
@@ -48,24 +52,45 @@ def not_authorized_message(scope: RequestScope) -> str:
     return f"Request {scope.api_key.api_name} v{scope.api_version} is not authorized."
 
 
+#: Kafka's success message (its generated classes default a nullable string to "").
+SUCCESS_MESSAGE = ""
+
+
 def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
-    """A message naming the first field whose code this version does not know, or None."""
-    for field, (code, enum) in codes.items():
-        if enum.from_code(code).is_unknown:
+    """A message naming the first field holding the code 0 (UNKNOWN), where Kafka closes the connection (§16.3)."""
+    for field, (code, _enum) in codes.items():
+        if code == 0:
             return f"Unknown {field.replace('_', ' ')} code {code}: this server does not support it"
     return None
 
 
+def _unrecognised(**codes: tuple[int, type[Any]]) -> str | None:
+    """The first field whose (non-zero) code this version does not know, or None."""
+    for field, (code, enum) in codes.items():
+        if enum.from_code(code).is_unknown:
+            return field
+    return None
+
+
+def _filter_codes(request: Any) -> dict[str, tuple[int, type[Any]]]:
+    return {
+        "resource_type": (request.resource_type_filter, ResourceType),
+        "pattern_type": (request.pattern_type_filter, PatternType),
+        "operation": (request.operation, AclOperation),
+        "permission_type": (request.permission_type, AclPermissionType),
+    }
+
+
 def filter_from_wire(request: Any) -> AclBindingFilter | str:
-    """A DescribeAcls/DeleteAcls filter, or the reason it cannot be one."""
-    unknown = _unknown_codes(
-        resource_type=(request.resource_type_filter, ResourceType),
-        pattern_type=(request.pattern_type_filter, PatternType),
-        operation=(request.operation, AclOperation),
-        permission_type=(request.permission_type, AclPermissionType),
-    )
+    """A DescribeAcls/DeleteAcls filter, or the reason it cannot be one: the code 0 named (§16.3), or Kafka's
+    DeleteAcls message for an unrecognised code ("Unknown patternFilter." before "Unknown entryFilter.")."""
+    codes = _filter_codes(request)
+    unknown = _unknown_codes(**codes)
     if unknown is not None:
         return unknown
+    unrecognised = _unrecognised(**codes)
+    if unrecognised is not None:
+        return "Unknown patternFilter." if unrecognised in ("resource_type", "pattern_type") else "Unknown entryFilter."
     return AclBindingFilter(
         ResourcePatternFilter(
             ResourceType.from_code(request.resource_type_filter),
@@ -91,11 +116,17 @@ async def describe_acls(scope: RequestScope, request: DescribeAclsRequest) -> De
             error_message=not_authorized_message(scope),
             resources=(),
         )
-    acl_filter = filter_from_wire(request)
-    if isinstance(acl_filter, str):
+    unknown = _unknown_codes(**_filter_codes(request))
+    if unknown is not None:
         return build(
-            cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request, error_message=acl_filter, resources=()
+            cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request, error_message=unknown, resources=()
         )
+    if _unrecognised(**_filter_codes(request)) is not None:
+        # Kafka reads an unrecognised code as UNKNOWN, which matches no ACL: an empty, successful answer.
+        return encode_describe_acls(scope.api_version, [])
+    acl_filter = filter_from_wire(request)
+    if isinstance(acl_filter, str):  # unreachable: both refusals were answered above
+        raise TypeError(acl_filter)
     grouped: dict[ResourcePattern, list[StoredAcl]] = {}
     for acl in scope.snapshot.index.find(acl_filter):  # the request's one snapshot, as its authorization
         grouped.setdefault(acl.binding.pattern, []).append(acl)
@@ -137,14 +168,45 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
     valid = [binding for binding in bindings if binding is not None]
     if len(valid) != len(bindings):
         return every(ErrorCode.unknown_server_error, None)
-    outcomes = await asyncio.to_thread(scope.services.acls.create_acls, valid)
-    results = tuple(
-        build(result_cls, error_code=ErrorCode.none, error_message=None)
-        if outcome.error is None
-        else build(result_cls, error_code=ErrorCode.invalid_request, error_message=str(outcome.error))
-        for outcome in outcomes
-    )
-    return build(cls, throttle_time=NO_THROTTLE, results=results)
+    refused = [_kafka_refusal(creation) for creation in request.creations]
+    accepted = [binding for binding, refusal in zip(valid, refused, strict=True) if refusal is None]
+    outcomes = iter(await asyncio.to_thread(scope.services.acls.create_acls, accepted) if accepted else [])
+    results = []
+    for refusal in refused:
+        if refusal is not None:
+            results.append(build(result_cls, error_code=ErrorCode.invalid_request, error_message=refusal))
+            continue
+        outcome = next(outcomes)
+        results.append(
+            build(result_cls, error_code=ErrorCode.none, error_message=SUCCESS_MESSAGE)
+            if outcome.error is None
+            else build(result_cls, error_code=ErrorCode.invalid_request, error_message=str(outcome.error))
+        )
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(results))
+
+
+#: Kafka's controller names the field as its Java name and the decoded value (always UNKNOWN here).
+_KAFKA_FIELD = {"resource_type": "resourceType", "pattern_type": "patternType", "operation": "operation",
+                "permission_type": "permissionType"}  # fmt: skip
+
+
+def _kafka_refusal(creation: Any) -> str | None:
+    """Kafka's per-binding message for a creation with an unrecognised, non-zero code — after its handler's CLUSTER
+    name and empty-name checks, as Kafka orders them — or None (the service decides; the code 0 is §16.3's)."""
+    codes = {
+        "resource_type": (creation.resource_type, ResourceType),
+        "pattern_type": (creation.resource_pattern_type, PatternType),
+        "operation": (creation.operation, AclOperation),
+        "permission_type": (creation.permission_type, AclPermissionType),
+    }
+    unrecognised = _unrecognised(**codes)
+    if unrecognised is None or _unknown_codes(**codes) is not None:
+        return None
+    if creation.resource_type == ResourceType.CLUSTER.code and creation.resource_name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if not creation.resource_name:
+        return "Invalid empty resource name"
+    return f"Invalid {_KAFKA_FIELD[unrecognised]} UNKNOWN"
 
 
 async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:

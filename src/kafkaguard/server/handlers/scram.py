@@ -53,7 +53,10 @@ async def describe_user_scram_credentials(
             result_cls,
             user=description.user,
             error_code=ErrorCode(description.error_code.code),
-            error_message=description.error_code.wire_message(description.error_message),
+            # Kafka's generated classes default a nullable string to "": a success carries "", not null.
+            error_message=""
+            if description.error_code.code == 0
+            else description.error_code.wire_message(description.error_message),
             credential_infos=tuple(
                 build(info_cls, mechanism=info.mechanism.code, iterations=info.iterations)
                 for info in description.credentials
@@ -61,7 +64,7 @@ async def describe_user_scram_credentials(
         )
         for description in descriptions
     )
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message=None, results=results)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="", results=results)
 
 
 async def alter_user_scram_credentials(

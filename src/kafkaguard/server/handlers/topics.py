@@ -10,6 +10,7 @@ cluster, or DESCRIBE and DELETE on the topic.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
-from kafkaguard.model import ResourceType
+from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
@@ -37,6 +38,8 @@ from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC = ResourceType.TOPIC
 AUTHORIZATION_FAILED = "Authorization failed."
+#: DeleteTopics' denial text on Kafka 3.9 (the error's default text, sent rather than null; measured).
+TOPIC_AUTHORIZATION_FAILED = "Topic authorization failed."
 #: The first Metadata version that looks topics up by id (and whose response may carry a null topic name).
 TOPIC_IDS_SINCE = 12
 #: Kafka's DYNAMIC_TOPIC_CONFIG config source.
@@ -137,7 +140,13 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
                 made = created[name]
                 entries.append(topic_entry(made) if isinstance(made, TopicRecord) else error_entry(name, made))
             else:
-                entries.append(error_entry(name, ErrorCode(description.error_code.code)))
+                entry = error_entry(name, ErrorCode(description.error_code.code))
+                if include_ops:  # Kafka reports the operations on an absent topic the caller may describe
+                    entry = dataclasses.replace(
+                        entry,
+                        topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, name),
+                    )
+                entries.append(entry)
     wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return build(
         cls,
@@ -225,16 +234,19 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                     topic_id=ZERO_UUID,
                     error_code=ErrorCode.topic_authorization_failed,
                     error_message=AUTHORIZATION_FAILED,
-                    topic_config_error_code=ErrorCode.topic_authorization_failed.value,
+                    topic_config_error_code=ErrorCode.none.value,  # as Kafka 3.9 answers (measured)
                     num_partitions=-1,
                     replication_factor=-1,
-                    configs=None,
+                    configs=() if config_cls is not None else None,
                 )
             )
             continue
         result = created[name]
-        configs = None
+        # Kafka 3.9 (measured): an empty config list, not null, wherever it lists none; and a caller that may not
+        # DESCRIBE_CONFIGS the new topic sees neither its configs nor its partition count and replication factor.
+        configs: tuple[Any, ...] | None = () if config_cls is not None else None
         config_error = ErrorCode.none.value
+        num_partitions, replication_factor = result.num_partitions, result.replication_factor
         if result.succeeded and config_cls is not None:
             # Kafka returns the topic's configs only to a caller allowed to DESCRIBE_CONFIGS the topic.
             may_see = REQUIREMENTS[ApiKey.DESCRIBE_CONFIGS]
@@ -252,6 +264,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                 )
             else:
                 config_error = ErrorCode.topic_authorization_failed.value
+                num_partitions = replication_factor = -1
         results.append(
             build(
                 result_cls,
@@ -260,8 +273,8 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                 error_code=ErrorCode(result.error_code.code),
                 error_message=result.error_code.wire_message(result.error_message),
                 topic_config_error_code=config_error,
-                num_partitions=result.num_partitions,
-                replication_factor=result.replication_factor,
+                num_partitions=num_partitions,
+                replication_factor=replication_factor,
                 configs=configs,
             )
         )
@@ -296,15 +309,42 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     results: list[Any] = []
     deletable_names = [n for n in names if outcome.allows(TOPIC, n)]
     deletable_ids = [i for i in ids if i not in id_names or outcome.allows(TOPIC, id_names[i])]
+    # Kafka (ControllerApis.deleteTopics) checks DESCRIBE, then existence, then DELETE: a missing topic the caller
+    # may describe is UNKNOWN_TOPIC_OR_PARTITION even without DELETE (measured on Kafka 3.9).
+    # The DESCRIBE results are the request's own (one snapshot, already audited).
+    describable = {
+        action.resource_pattern.name
+        for action, result in outcome.decisive
+        if action.operation is AclOperation.DESCRIBE
+        and action.resource_pattern.resource_type is TOPIC
+        and result is AuthorizationResult.ALLOWED
+    }
+    denied_describable = [n for n in names if n not in deletable_names and n in describable]
+    absent = (
+        {d.name for d in service.describe(denied_describable) if d.record is None}
+        if denied_describable and outcome.request_allowed
+        else set()
+    )
     for name in names:
-        if name not in deletable_names:
+        if name in absent:
+            missing = KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            results.append(
+                build(
+                    result_cls,
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    error_code=ErrorCode(missing.code),
+                    error_message=missing.default_message,
+                )
+            )
+        elif name not in deletable_names:
             results.append(
                 build(
                     result_cls,
                     name=name,
                     topic_id=ZERO_UUID,
                     error_code=ErrorCode.topic_authorization_failed,
-                    error_message=AUTHORIZATION_FAILED,
+                    error_message=TOPIC_AUTHORIZATION_FAILED,
                 )
             )
     for topic_id in ids:
@@ -316,7 +356,7 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
                     name=None,
                     topic_id=topic_id,
                     error_code=ErrorCode.topic_authorization_failed,
-                    error_message=AUTHORIZATION_FAILED,
+                    error_message=TOPIC_AUTHORIZATION_FAILED,
                 )
             )
     results.extend(

@@ -1,0 +1,70 @@
+"""Targets for the differential suite: the session's real Kafka broker and one kafkaguard server per module, both
+with ``User:admin`` as super user; a ``token`` per test isolates resource and user names on the shared broker.
+The terminal summary reports how many steps were compared and how many differences were documented ones."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from tests.kafka import broker
+from tests.kafka.broker import KafkaBroker
+from tests.kafka.differential.runner import TALLY, Pair, Target
+from tests.server import conftest as guard_conftest
+from tests.server.conftest import ServerHandle, TlsFiles, start_server
+
+
+@pytest.fixture(scope="module")
+def guard_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+    directory = tmp_path_factory.mktemp("kafkaguard-differential")
+    handle = start_server(
+        directory,
+        TlsFiles(directory / "unused.pem", directory / "unused.key"),
+        listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
+        ssl_certfile=None,
+        ssl_keyfile=None,
+        audit_log=None,
+    )
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the server logged errors: {handle.errors}"
+
+
+@pytest.fixture(scope="module")
+def targets(kafka: KafkaBroker, guard_server: ServerHandle) -> tuple[Target, Target]:
+    host, port = kafka.bootstrap.split(":")
+    return (
+        Target("kafka", (host, int(port)), broker.ADMIN, broker.ADMIN_PASSWORD),
+        Target("kafkaguard", guard_server.sasl, guard_conftest.ADMIN, guard_conftest.ADMIN_PASSWORD),
+    )
+
+
+@pytest.fixture
+def token() -> str:
+    return f"dt{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def admin(targets: tuple[Target, Target], token: str) -> Iterator[Pair]:
+    """The super user's connections to both targets."""
+    kafka, guard = targets
+    connected = Pair(kafka, guard, kafka.admin, kafka.admin_password, token)
+    try:
+        yield connected
+    finally:
+        connected.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if TALLY.steps:
+        terminalreporter.write_line(TALLY.summary(), green=not TALLY.undocumented, red=bool(TALLY.undocumented))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """An undocumented difference fails the run even when DIFFERENTIAL_KEEP_GOING let its test go on."""
+    if TALLY.undocumented and exitstatus == 0:
+        session.exitstatus = 1
