@@ -1143,19 +1143,37 @@ def test_explain_matching_acls_most_specific_first_and_deny_rule():
     )
 
 
-def test_explain_allow_rule_is_the_most_specific_allow():
+def test_explain_names_the_allow_kafka_names_the_last_in_its_scan_order():
+    """Kafka's StandardAuthorizerData.checkSection overwrites the allowing ACL on every match while it walks the
+    exact name, then shorter prefixes, then ``*``: its audit log names the LAST matching ALLOW (here the prefix),
+    and kafkaguard names the same one, so usage counts per ACL agree with Kafka's log (tests/kafka)."""
     literal_allow = acl(TOPIC, "orders", LITERAL, "User:alice", READ, ALLOW)
     prefix_allow = acl(TOPIC, "ord", PREFIXED, "User:alice", ALL, ALLOW)
-    authorizer = make(prefix_allow, literal_allow)
+    wildcard_other = acl(TOPIC, "*", LITERAL, "User:bob", READ, ALLOW)
+    authorizer = make(prefix_allow, literal_allow, wildcard_other)
     decision = authorizer.explain(ctx(), action(DESCRIBE, TOPIC, "orders"))
     assert decision.result is ALLOWED
     assert isinstance(decision.rule, MatchingAclRule)
-    assert decision.rule.acl.binding == literal_allow
+    assert decision.rule.acl.binding == prefix_allow
     assert [a.binding for a in decision.matching_acls] == [literal_allow, prefix_allow]
     assert decision.explanation() == (
         f"ALLOWED: User:alice from 192.168.0.1 DESCRIBE on Topic:LITERAL:orders, because ACL {decision.rule.acl.id} "
-        "allows it (it matches and no DENY matches): ALLOW READ for User:alice from host * on Topic:LITERAL:orders."
+        "allows it (it matches and no DENY matches): ALLOW ALL for User:alice from host * on Topic:PREFIXED:ord."
     )
+
+
+def test_explain_names_the_first_deny_and_orders_one_name_by_operation_then_principal():
+    """At one resource name Kafka orders ACLs by pattern type, operation, principal, host, permission: the first
+    matching DENY is reported (ALL, code 2, before READ, code 3), and the last matching ALLOW."""
+    deny_all = acl(TOPIC, "orders", LITERAL, "User:*", ALL, DENY)
+    deny_read = acl(TOPIC, "orders", LITERAL, "User:alice", READ, DENY)
+    allow_read = acl(TOPIC, "orders", LITERAL, "User:alice", READ, ALLOW)
+    allow_read_any = acl(TOPIC, "orders", LITERAL, "User:*", READ, ALLOW)
+    denied = make(deny_read, deny_all).explain(ctx(), action(READ, TOPIC, "orders"))
+    assert isinstance(denied.rule, MatchingAclRule) and denied.rule.acl.binding == deny_all
+    allowed = make(allow_read_any, allow_read).explain(ctx(), action(READ, TOPIC, "orders"))
+    # same operation: by principal string, "User:*" < "User:alice", so User:alice's ACL is met last
+    assert isinstance(allowed.rule, MatchingAclRule) and allowed.rule.acl.binding == allow_read
 
 
 def test_explain_relevant_acls_but_none_matching():

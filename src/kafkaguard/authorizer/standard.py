@@ -23,13 +23,15 @@ from dataclasses import dataclass, replace
 
 from kafkaguard.authorizer.by_resource_type import scan_by_resource_type
 from kafkaguard.authorizer.index import RELEVANT_BIT, AclIndex
+from kafkaguard.authorizer.mutation import assign_ids, match_filters, plan_creation, plan_deletion
 from kafkaguard.authorizer.operations import CONCRETE_OPERATIONS, allow_bit, covered_operations, deny_bit
 from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
 from kafkaguard.authorizer.rules import Decision, DefaultRule, MatchingAclRule, Rule, SuperUserRule
-from kafkaguard.errors import AuthorizerNotReadyError, InvalidAclError, InvalidActionError, InvalidConfigError
+from kafkaguard.errors import AuthorizerNotReadyError, InvalidActionError, InvalidConfigError
 from kafkaguard.model import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
     AclBinding,
     AclBindingFilter,
     AclId,
@@ -42,7 +44,6 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
     StoredAcl,
-    validate_new_binding,
 )
 
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
@@ -189,48 +190,27 @@ class StandardAuthorizer:
         return list(self._snapshot.index.find(acl_filter))
 
     def add_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
-        """Create ACLs; one result per binding, in order (SEMANTICS.md §8). An invalid binding fails alone; an
-        existing or repeated binding succeeds and is stored once. The valid ones are applied in one swap."""
+        """Create ACLs without a store; one result per binding, in order (SEMANTICS.md §8). An invalid binding fails
+        alone; an existing or repeated binding succeeds and is stored once. The valid ones are applied in one swap.
+        Validation and results are ``mutation``'s, shared with the service layer."""
+        plan = plan_creation(bindings)
         with self._write_lock:
-            index = self._snapshot.index
-            results: list[AclCreateResult] = []
-            added: dict[AclBinding, StoredAcl] = {}
-            for binding in bindings:
-                reason = validate_new_binding(binding)
-                if reason is not None:
-                    results.append(AclCreateResult(binding, error=InvalidAclError(reason)))
-                    continue
-                existing = index.id_of(binding)
-                if existing is None:
-                    acl = added.get(binding)
-                    if acl is None:
-                        acl = added[binding] = StoredAcl(self._id_factory(), binding)
-                    existing = acl.id
-                results.append(AclCreateResult(binding, acl_id=existing))
+            stored, added = assign_ids(self._snapshot.index, plan.valid, self._id_factory)
             if added:
-                self._snapshot = replace(self._snapshot, index=index.with_changes(added=added.values()))
-            return results
+                self._snapshot = replace(self._snapshot, index=self._snapshot.index.with_changes(added=added))
+        return plan.results(stored)
 
     def remove_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
-        """Delete ACLs; one result per filter, in order, each listing every ACL it matched in the state before
-        the call (an ACL matched by several filters is listed under each and removed once, SEMANTICS.md §9)."""
+        """Delete ACLs without a store; one result per filter, in order, each listing every ACL it matched in the
+        state before the call (an ACL matched by several filters is listed under each and removed once,
+        SEMANTICS.md §9). Validation and results are ``mutation``'s, shared with the service layer."""
+        plan = plan_deletion(filters)
         with self._write_lock:
-            index = self._snapshot.index
-            results: list[AclDeleteResult] = []
-            removed: set[AclId] = set()
-            for acl_filter in filters:
-                if acl_filter.pattern_filter.is_unknown:
-                    results.append(AclDeleteResult(error=InvalidAclError("Unknown patternFilter.")))
-                    continue
-                if acl_filter.entry_filter.is_unknown:
-                    results.append(AclDeleteResult(error=InvalidAclError("Unknown entryFilter.")))
-                    continue
-                matched = tuple(index.find(acl_filter))
-                removed.update(acl.id for acl in matched)
-                results.append(AclDeleteResult(removed_acls=matched))
+            matched = match_filters(self._snapshot.index, plan.valid)
+            removed = {acl.id for group in matched for acl in group}
             if removed:
-                self._snapshot = replace(self._snapshot, index=index.with_changes(removed=removed))
-            return results
+                self._snapshot = replace(self._snapshot, index=self._snapshot.index.with_changes(removed=removed))
+        return plan.results(matched)
 
     def apply_changes(self, added: Iterable[StoredAcl] = (), removed: Iterable[AclId] = ()) -> None:
         """Apply changes already made durable elsewhere (the service layer's path): ``removed`` ids first, then
@@ -298,15 +278,38 @@ def explain_in(snap: AuthorizerSnapshot, context: RequestContext, action: Action
     denies = [acl for acl in matching if acl.binding.entry.permission_type is AclPermissionType.DENY]
     rule: Rule
     if denies:
-        result, rule = DENIED, MatchingAclRule(denies[0])
+        result, rule = DENIED, MatchingAclRule(min(denies, key=_kafka_scan_position))
     elif matching:
-        result, rule = ALLOWED, MatchingAclRule(matching[0])
+        result, rule = ALLOWED, MatchingAclRule(max(matching, key=_kafka_scan_position))
     elif relevant:
         result, rule = DENIED, DefaultRule(DENIED, resource_has_acls=True)
     else:
         result = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
         rule = DefaultRule(result, resource_has_acls=False)
     return Decision(context, action, result, rule, tuple(matching), relevant)
+
+
+def _kafka_scan_position(acl: StoredAcl) -> tuple[int, int, int, int, str, str, int]:
+    """Where Kafka's StandardAuthorizerData meets ``acl`` when it scans for a decision, so that the deciding ACL we
+    name is the one Kafka's audit log names (kafkaguard's ``audit usage`` credits the same ACL as Kafka's log).
+
+    Kafka walks its ACLs sorted by resource name in REVERSE order (the exact name, then ever shorter prefixes; at
+    one name LITERAL before PREFIXED), then by operation, principal, host and permission codes, and afterwards the
+    LITERAL ``*`` section in the same order. The first matching DENY decides and stops the walk; otherwise the
+    LAST matching ALLOW is the one reported (``checkSection`` overwrites ``allowAcl`` on every match). Every ACL
+    here is relevant to one resource name, so "reverse name order" is "longest name first".
+    """
+    pattern, entry = acl.binding.pattern, acl.binding.entry
+    wildcard = pattern.pattern_type is LITERAL and pattern.name == WILDCARD_RESOURCE
+    return (
+        1 if wildcard else 0,
+        -len(pattern.name),
+        pattern.pattern_type.code,
+        entry.operation.code,
+        entry.principal,
+        entry.host,
+        entry.permission_type.code,
+    )
 
 
 def _check_action(action: Action) -> None:
