@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kafkaguard.config import SecurityProtocol
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)
@@ -33,20 +33,8 @@ CLI_PASSWORD = "operator-secret"  # noqa: S105 - a test password
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """A server with one SASL_PLAINTEXT listener; User:admin is a super user."""
-    directory = tmp_path_factory.mktemp("kafkaguard-cli")
-    handle = start_server(
-        directory,
-        TlsFiles(directory / "unused.pem", directory / "unused.key"),
-        listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
-        ssl_certfile=None,
-        ssl_keyfile=None,
-        audit_log=None,
-    )
-    try:
+    with sasl_server(tmp_path_factory.mktemp("kafkaguard-cli")) as handle:
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the server logged errors: {handle.errors}"
 
 
 @pytest.fixture(scope="module")

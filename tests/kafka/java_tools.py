@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kafkaguard.config import SecurityProtocol
 from tests.kafka.broker import KafkaBroker
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.server.conftest import ServerHandle, sasl_server
 
 TOOL_TIMEOUT = 120
 
@@ -21,21 +21,9 @@ TOOL_TIMEOUT = 120
 @contextmanager
 def kafkaguard_server(directory: Path) -> Iterator[ServerHandle]:
     """kafkaguard's server with one SASL_PLAINTEXT listener, super user User:admin (password admin-secret, both
-    mechanisms, as on the broker)."""
-    handle = start_server(
-        directory,
-        TlsFiles(directory / "unused.pem", directory / "unused.key"),
-        listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
-        ssl_certfile=None,
-        ssl_keyfile=None,
-        audit_log=None,
-        auto_create_topics=False,
-    )
-    try:
+    mechanisms, as on the broker), no auto-creation (as the broker's tests expect)."""
+    with sasl_server(directory, auto_create_topics=False) as handle:
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the server logged errors: {handle.errors}"
 
 
 def kafkaguard_bootstrap(server: ServerHandle) -> str:

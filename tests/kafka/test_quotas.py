@@ -30,7 +30,7 @@ from kio.static.primitive import f64, i8
 
 from kafkaguard.config import SecurityProtocol
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.server.conftest import ServerHandle, sasl_server
 from tests.wire import Wire
 
 OUTSIDER = "quota-outsider"
@@ -43,20 +43,8 @@ Op = tuple[str, float | None]  # (key, value); None removes
 
 @pytest.fixture(scope="module")
 def guard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    directory = tmp_path_factory.mktemp("kafkaguard-quotas")
-    handle = start_server(
-        directory,
-        TlsFiles(directory / "unused.pem", directory / "unused.key"),
-        listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
-        ssl_certfile=None,
-        ssl_keyfile=None,
-        audit_log=None,
-    )
-    try:
+    with sasl_server(tmp_path_factory.mktemp("kafkaguard-quotas")) as handle:
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the server logged errors: {handle.errors}"
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -211,6 +212,23 @@ def start_server(
     if create_admin:
         handle.add_user(ADMIN, ADMIN_PASSWORD)
     return handle
+
+
+@contextmanager
+def sasl_server(directory: Path, **overrides: Any) -> Iterator[ServerHandle]:
+    """A running server with one SASL_PLAINTEXT listener and no audit log (User:admin a super user with both
+    mechanisms); stopped afterwards, and it must not have logged an error."""
+    handle = start_server(
+        directory,
+        TlsFiles(directory / "unused.pem", directory / "unused.key"),
+        **{"listeners": ["SASL_PLAINTEXT://127.0.0.1:0"], "ssl_certfile": None, "ssl_keyfile": None,
+           "audit_log": None, **overrides},
+    )  # fmt: skip
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the server logged errors: {handle.errors}"
 
 
 @pytest.fixture(scope="module")

@@ -13,25 +13,13 @@ from tests.kafka import broker
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.differential.runner import TALLY, Pair, Target
 from tests.server import conftest as guard_conftest
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.server.conftest import ServerHandle, sasl_server
 
 
 @pytest.fixture(scope="module")
 def guard_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    directory = tmp_path_factory.mktemp("kafkaguard-differential")
-    handle = start_server(
-        directory,
-        TlsFiles(directory / "unused.pem", directory / "unused.key"),
-        listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
-        ssl_certfile=None,
-        ssl_keyfile=None,
-        audit_log=None,
-    )
-    try:
+    with sasl_server(tmp_path_factory.mktemp("kafkaguard-differential")) as handle:
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the server logged errors: {handle.errors}"
 
 
 @pytest.fixture(scope="module")
