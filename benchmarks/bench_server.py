@@ -25,7 +25,8 @@ Measured, each next to a baseline from the same run:
    in-process.
 
 Afterwards each scenario is repeated with ``cProfile`` enabled in the server's event-loop thread (switched on and
-off over a control pipe), and the hot spots are reported as file:function with their share of the busy time.
+off over a control pipe), and the hot spots are reported as file:function with their share of the busy time
+(``benchmarks.profiling``).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import cProfile
 import gc
 import hashlib
 import hmac
@@ -62,6 +62,7 @@ from kio.schema.describe_acls.v3.request import DescribeAclsRequest
 from kio.static.primitive import i8
 
 from benchmarks.bench_authorize import CORE, realistic
+from benchmarks.profiling import PROFILE_START, PROFILE_STOP, LoopProfiler, Profile, render_profiles, summarize
 from benchmarks.report import write_section
 from kafkaguard import (
     AccessControlEntry,
@@ -117,7 +118,7 @@ async def _serve(data_dir: Path, ctl: PipeEnd) -> None:
     commands: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
     loop.add_reader(ctl.fileno(), lambda: commands.put_nowait(ctl.recv()))
     ctl.send(("port", server.bound_listeners[0].port))
-    profiler: cProfile.Profile | None = None
+    profiler = LoopProfiler()
     gc_pauses = _GcPauses()
     gc.callbacks.append(gc_pauses)
     deadline = loop.time() + SERVER_MAX_LIFETIME_S
@@ -131,15 +132,8 @@ async def _serve(data_dir: Path, ctl: PipeEnd) -> None:
                 break
             if command == "cpu":
                 ctl.send(("cpu", (time.process_time(), gc_pauses.total, gc_pauses.take_max())))
-            elif command == "profile-start":
-                profiler = cProfile.Profile()
-                profiler.enable()
-                ctl.send(("ok", None))
-            elif command == "profile-stop" and profiler is not None:
-                profiler.disable()
-                profiler.dump_stats(arg)
-                profiler = None
-                ctl.send(("ok", arg))
+            elif command in profiler.commands:
+                ctl.send(profiler.handle(command, arg))
             else:
                 ctl.send(("error", command))
     finally:
@@ -196,10 +190,10 @@ class ServerProcess:
         return float(cpu), float(gc_total), float(gc_max)
 
     def profile_start(self) -> None:
-        self._call("profile-start", None)
+        self._call(PROFILE_START, None)
 
     def profile_stop(self, path: Path) -> pstats.Stats:
-        self._call("profile-stop", str(path), timeout=120.0)
+        self._call(PROFILE_STOP, str(path), timeout=120.0)
         return pstats.Stats(str(path))
 
     def close(self) -> None:
@@ -815,91 +809,6 @@ async def inprocess_describe_all(services: Services, rounds: int) -> tuple[float
     return statistics.median(lookup), statistics.median(handler), statistics.median(encode), size
 
 
-# ------------------------------------------------------------------------------------------------ profiling
-
-
-def _label(func: tuple[str, int, str]) -> str:
-    filename, _line, name = func
-    if filename == "~":
-        return name.replace("<", "").replace(">", "")
-    for marker in ("/site-packages/", "/src/", "/lib/python3.11/"):
-        if marker in filename:
-            filename = filename.split(marker, 1)[1]
-            break
-    return f"{filename}:{name}"
-
-
-def _is_idle(func: tuple[str, int, str]) -> bool:
-    return func[0] == "~" and ("poll' of 'select.epoll" in func[2] or "select.select" in func[2])
-
-
-def _area(func: tuple[str, int, str]) -> str:
-    filename = func[0]
-    if filename == "~":
-        name = func[2]
-        if "sqlite3" in name:
-            return "sqlite3 (C)"
-        if "socket" in name or "send" in name or "recv" in name:
-            return "socket I/O (C)"
-        return "other built-ins (C)"
-    for area in ("kafkaguard/server", "kafkaguard/authorizer", "kafkaguard/scram", "kafkaguard/store", "kafkaguard"):
-        if f"/{area}/" in filename:
-            return area
-    for area in ("kio", "asyncio", "dataclasses", "enum", "hmac", "logging", "ipaddress"):
-        if f"/{area}/" in filename or filename.endswith(f"/{area}.py"):
-            return area
-    return "other Python"
-
-
-#: asyncio functions whose cumulative time is the server's per-request overhead, shown next to its own code.
-_ASYNCIO_CUMULATIVE = frozenset({"wait_for", "readexactly", "drain"})
-
-
-@dataclass
-class Profile:
-    scenario: str
-    busy_s: float
-    idle_share: float
-    top_self: list[tuple[str, float]]  # (file:function, % of busy time), by self time
-    top_cum: list[tuple[str, float]]  # kafkaguard/kio functions by cumulative time
-    areas: list[tuple[str, float]]
-
-
-def summarize(scenario: str, stats: pstats.Stats, n_self: int = 12, n_cum: int = 10) -> Profile:
-    raw: dict[tuple[str, int, str], tuple[int, int, float, float, Any]] = stats.stats  # type: ignore[attr-defined]
-    idle = sum(tt for func, (_cc, _nc, tt, _ct, _callers) in raw.items() if _is_idle(func))
-    total = sum(tt for _cc, _nc, tt, _ct, _callers in raw.values())
-    busy = max(total - idle, 1e-9)
-    self_rows = sorted(((func, tt) for func, (_cc, _nc, tt, _ct, _c) in raw.items() if not _is_idle(func)),
-                       key=lambda row: -row[1])  # fmt: skip
-    skip_cum = ("Connection.run", "_accept", "Connection._handle", "run_forever", "_run_once", "Handle._run")
-    cum_rows = sorted(
-        (
-            (func, ct)
-            for func, (_cc, _nc, _tt, ct, _c) in raw.items()
-            if ("/kafkaguard/" in func[0] or "/kio/" in func[0] or func[2] in _ASYNCIO_CUMULATIVE)
-            and not any(s.split(".")[-1] == func[2] for s in skip_cum)
-        ),
-        key=lambda row: -row[1],
-    )
-    areas: dict[str, float] = {}
-    for func, (_cc, _nc, tt, _ct, _c) in raw.items():
-        if not _is_idle(func):
-            areas[_area(func)] = areas.get(_area(func), 0.0) + tt
-    merged: dict[str, float] = {}
-    for func, tt in self_rows:
-        merged[_label(func)] = merged.get(_label(func), 0.0) + tt
-    top_self = sorted(merged.items(), key=lambda row: -row[1])[:n_self]
-    return Profile(
-        scenario,
-        busy,
-        idle / total if total else 0.0,
-        [(label, 100 * tt / busy) for label, tt in top_self],
-        [(_label(func), 100 * ct / busy) for func, ct in cum_rows[:n_cum]],
-        sorted(((area, 100 * tt / busy) for area, tt in areas.items()), key=lambda row: -row[1]),
-    )
-
-
 # ------------------------------------------------------------------------------------------------ the run
 
 
@@ -1198,21 +1107,7 @@ def render(o: Outcome, affinity: str) -> str:
         "SQLite commits on `asyncio.to_thread` workers are not in these profiles). Self time: in the function "
         "itself; cumulative: with everything it calls.",
     ]
-    for p in o.profiles:
-        lines += [
-            "",
-            f"**{p.scenario}** — {p.busy_s:.2f} s busy, idle {100 * p.idle_share:.0f}% of the profiled time. "
-            "By area: " + ", ".join(f"{area} {share:.0f}%" for area, share in p.areas[:7]) + ".",
-            "",
-            "| self time | % | cumulative (kafkaguard, kio, asyncio `wait_for`/`readexactly`/`drain`) | % |",
-            "|---|---:|---|---:|",
-        ]
-        for i in range(max(len(p.top_self), len(p.top_cum))):
-            s = p.top_self[i] if i < len(p.top_self) else ("", float("nan"))
-            c = p.top_cum[i] if i < len(p.top_cum) else ("", float("nan"))
-            s_pct = f"{s[1]:.1f}" if s[0] else ""
-            c_pct = f"{c[1]:.1f}" if c[0] else ""
-            lines.append(f"| `{s[0]}` | {s_pct} | `{c[0]}` | {c_pct} |" if c[0] else f"| `{s[0]}` | {s_pct} | | |")
+    lines += render_profiles(o.profiles)
     return "\n".join(lines)
 
 
