@@ -19,6 +19,7 @@ from kafkaguard.server.messages import (
     DescribeClientQuotasResponse,
 )
 from kafkaguard.server.scope import RequestScope
+from kafkaguard.server.wire_errors import wire_error
 from kafkaguard.service.errors import KafkaErrorCode
 from kafkaguard.service.quotas import QuotaAlteration, QuotaFilterComponent, QuotaOp
 
@@ -48,7 +49,7 @@ async def describe_client_quotas(
         return build(
             cls,
             throttle_time=NO_THROTTLE,
-            error_code=ErrorCode(description.error_code.code),
+            error_code=wire_error(description.error_code),
             error_message=description.error_code.wire_message(description.error_message),
             entries=None,
         )
@@ -93,7 +94,7 @@ async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasReq
     entries = tuple(
         build(
             entry_cls,
-            error_code=ErrorCode(result.error_code.code),
+            error_code=wire_error(result.error_code),
             error_message=result.error_message,
             entity=tuple(build(entity_cls, entity_type=t, entity_name=n) for t, n in result.entity),
         )

@@ -17,6 +17,7 @@ from kafkaguard.server.messages import (
     DescribeUserScramCredentialsResponse,
 )
 from kafkaguard.server.scope import RequestScope
+from kafkaguard.server.wire_errors import wire_error
 from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
 
 
@@ -52,7 +53,7 @@ async def describe_user_scram_credentials(
         build(
             result_cls,
             user=description.user,
-            error_code=ErrorCode(description.error_code.code),
+            error_code=wire_error(description.error_code),
             # Kafka's generated classes default a nullable string to "": a success carries "", not null.
             error_message=""
             if description.error_code.code == 0
@@ -103,7 +104,7 @@ async def alter_user_scram_credentials(
         build(
             result_cls,
             user=outcome.user,
-            error_code=ErrorCode(outcome.error_code.code),
+            error_code=wire_error(outcome.error_code),
             error_message=outcome.error_code.wire_message(outcome.error_message),
         )
         for outcome in outcomes

@@ -31,6 +31,7 @@ from kafkaguard.server.messages import (
     MetadataResponse,
 )
 from kafkaguard.server.scope import RequestScope
+from kafkaguard.server.wire_errors import wire_error
 from kafkaguard.service import NewTopic
 from kafkaguard.service.errors import KafkaErrorCode
 from kafkaguard.store import TopicRecord
@@ -140,7 +141,7 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
                 made = created[name]
                 entries.append(topic_entry(made) if isinstance(made, TopicRecord) else error_entry(name, made))
             else:
-                entry = error_entry(name, ErrorCode(description.error_code.code))
+                entry = error_entry(name, wire_error(description.error_code))
                 if include_ops:  # Kafka reports the operations on an absent topic the caller may describe
                     entry = dataclasses.replace(
                         entry,
@@ -189,7 +190,7 @@ async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) ->
                 configs=created.configs,
             )
         else:
-            results[name] = ErrorCode(created.error_code.code)
+            results[name] = wire_error(created.error_code)
     return results
 
 
@@ -270,7 +271,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                 result_cls,
                 name=name,
                 topic_id=result.topic_id,
-                error_code=ErrorCode(result.error_code.code),
+                error_code=wire_error(result.error_code),
                 error_message=result.error_code.wire_message(result.error_message),
                 topic_config_error_code=config_error,
                 num_partitions=num_partitions,
@@ -333,7 +334,7 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
                     result_cls,
                     name=name,
                     topic_id=ZERO_UUID,
-                    error_code=ErrorCode(missing.code),
+                    error_code=wire_error(missing),
                     error_message=missing.default_message,
                 )
             )
@@ -380,7 +381,7 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
                 result_cls,
                 name=result.name,
                 topic_id=result.topic_id,
-                error_code=ErrorCode(result.error_code.code),
+                error_code=wire_error(result.error_code),
                 error_message=result.error_message,
             )
         )
