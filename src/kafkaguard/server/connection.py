@@ -58,7 +58,6 @@ if set(HANDLERS) | CONNECTION_APIS != set(SUPPORTED_VERSIONS):  # dispatch is ex
     raise ImportError(f"APIs offered without a handler: {set(SUPPORTED_VERSIONS) - set(HANDLERS) - CONNECTION_APIS}")
 #: What a SASL listener answers before authentication completes; anything else closes the connection.
 BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-BEFORE_AUTHENTICATION_CODES = frozenset(int(key) for key in BEFORE_AUTHENTICATION)
 #: Frames above this size are decoded on a worker thread (the length check walks every element in Python).
 LARGE_FRAME = 256 * 1024
 
@@ -146,7 +145,7 @@ class Connection:
         if not self.authenticated:
             # Kafka reads only the header before authentication: no other body is decoded until SASL completes.
             api_key_code = peek_header(frame)[0]
-            if api_key_code not in BEFORE_AUTHENTICATION_CODES:
+            if api_key_code not in BEFORE_AUTHENTICATION:  # ApiKey is an IntEnum: a raw code finds its member
                 raise CloseConnection(f"API key {api_key_code} before SASL authentication completed")
         try:
             if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
