@@ -112,5 +112,5 @@ def _bootstrap_admin(services: Services) -> None:
                 settings.admin_user, mechanism, settings.admin_password.get_secret_value()
             )
             if not result.succeeded:
-                raise InvalidConfigError(f"admin user {settings.admin_user!r}: {result.error_message}")
+                raise InvalidConfigError(f"admin user {settings.admin_user!r}: {result.error}")
             log.info("created SCRAM credential %s for bootstrap user %s", mechanism, settings.admin_user)

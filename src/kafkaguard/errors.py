@@ -29,6 +29,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── LengthError                 server.lengths    a declared length or count the bytes cannot hold
      │    └── UnsupportedRequest          server.codec      an API or version this server does not offer
      ├── LoginThrottledError              console.throttle  a console login refused before checking (HTTP 429)
+     ├── ItemRefusedError                 console.item_errors a per-item Kafka error answered over REST
      ├── CliError                         cli.client        reported by the CLI as one line, with an exit code
      │    ├── KafkaCallError              cli.client        the cluster answered a call with a Kafka error
      │    └── UnsupportedByClientError    cli.client        a binding librdkafka cannot express

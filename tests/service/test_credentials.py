@@ -16,6 +16,7 @@ from typing import Any, cast
 
 import pytest
 
+from kafkaguard.model import KafkaErrorCode
 from kafkaguard.scram import (
     DEFAULT_DECOY_PROFILE,
     DEFAULT_ITERATIONS,
@@ -26,12 +27,12 @@ from kafkaguard.scram import (
 )
 from kafkaguard.service import (
     CredentialService,
-    KafkaErrorCode,
     ScramDeletion,
     ScramUpsertion,
     UserAlterationResult,
 )
 from kafkaguard.store import CredentialInfo, CredentialStore, MemoryCredentialStore, SqliteStore
+from tests.service.outcomes import code_of, message_of
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 NONE = KafkaErrorCode.NONE
@@ -55,7 +56,7 @@ def delete(user: str, mechanism: int = 1) -> ScramDeletion:
 
 def outcome(results: list[UserAlterationResult]) -> dict[str, tuple[KafkaErrorCode, str | None]]:
     assert len({r.user for r in results}) == len(results), "one result per distinct user"
-    return {r.user: (r.error_code, r.error_message) for r in results}
+    return {r.user: (code_of(r), message_of(r)) for r in results}
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -100,7 +101,7 @@ def test_the_same_mechanism_twice_is_a_duplicate_and_nothing_of_that_user_is_app
         "alice": (DUPLICATE, "A user credential cannot be altered twice in the same request"),
         "bob": (NONE, None),
     }
-    assert service.describe(["alice"])[0].error_code is NOT_FOUND
+    assert code_of(service.describe(["alice"])[0]) is NOT_FOUND
     assert mechanisms(service, "bob") == {SHA256: 4096}
 
 
@@ -127,7 +128,7 @@ def test_one_bad_alteration_fails_all_of_that_users_and_no_other_users(service: 
     }
     assert service.lookup("alice", SHA256) is None
     assert mechanisms(service, "bob") == {SHA512: 4096}
-    assert service.describe(["carol"])[0].error_code is NOT_FOUND  # the last credential gone: no such user
+    assert code_of(service.describe(["carol"])[0]) is NOT_FOUND  # the last credential gone: no such user
 
 
 @pytest.mark.parametrize(
@@ -182,32 +183,32 @@ def test_describe_all_for_none_or_empty_and_per_user_errors(service: CredentialS
     service.alter(upsertions=[up("alice", 1), up("alice", 2, 5000), up("bob", 2)])
     everyone = service.describe(None)
     assert everyone == service.describe([])
-    assert [(d.user, d.error_code, d.credentials) for d in everyone] == [
+    assert [(d.user, code_of(d), d.credentials) for d in everyone] == [
         ("alice", NONE, (CredentialInfo(SHA256, 4096), CredentialInfo(SHA512, 5000))),
         ("bob", NONE, (CredentialInfo(SHA512, 4096),)),
     ]
     described = {d.user: d for d in service.describe(["bob", "carol", "alice", "alice", ""])}
     assert described["bob"].credentials == (CredentialInfo(SHA512, 4096),)
-    assert (described["carol"].error_code, described["carol"].error_message) == (
+    assert (code_of(described["carol"]), message_of(described["carol"])) == (
         NOT_FOUND,
         "Attempt to describe a user credential that does not exist: carol",
     )
-    assert (described["alice"].error_code, described["alice"].error_message) == (
+    assert (code_of(described["alice"]), message_of(described["alice"])) == (
         DUPLICATE,
         "Cannot describe SCRAM credentials for the same user twice in a single request: alice",
     )
     assert described["alice"].credentials == ()
-    assert described[""].error_code is NOT_FOUND
+    assert code_of(described[""]) is NOT_FOUND
     assert set(described) == {"bob", "carol", "alice", ""}
 
 
 def test_upsert_password_derives_with_a_fresh_salt(service: CredentialService) -> None:
     assert service.upsert_password("alice", SHA512, "pa55word", 8192).succeeded
     assert service.lookup("alice", SHA512) == credential_from_password(SHA512, "pa55word", 8192, salt=SALT)
-    assert service.upsert_password("alice", SHA256, "", 4096).error_message == "Password must not be empty"
-    assert service.upsert_password("alice", SHA256, "pw", 1).error_message == "Too few iterations"
-    assert service.upsert_password("alice", 9, "pw").error_code is UNSUPPORTED
-    assert service.upsert_password("", SHA256, "pw").error_code is UNACCEPTABLE
+    assert message_of(service.upsert_password("alice", SHA256, "", 4096)) == "Password must not be empty"
+    assert message_of(service.upsert_password("alice", SHA256, "pw", 1)) == "Too few iterations"
+    assert code_of(service.upsert_password("alice", 9, "pw")) is UNSUPPORTED
+    assert code_of(service.upsert_password("", SHA256, "pw")) is UNACCEPTABLE
     random_salts = CredentialService(MemoryCredentialStore())
     random_salts.upsert_password("a", SHA256, "pw")
     random_salts.upsert_password("b", SHA256, "pw")
@@ -252,7 +253,7 @@ def test_secrets_never_appear_in_reprs_results_logs_or_the_database_dump(
             repr(store.load_credentials()),
             repr(service._snapshot),
             caplog.text,
-            *(str(r.error_message) for r in results),
+            *(str(message_of(r)) for r in results),
         ]
         secrets = [SALT, SALTED, credential.stored_key, credential.server_key, b"hunter2-password"]
         for secret in secrets:
@@ -287,13 +288,13 @@ def test_salts_must_be_16_to_128_bytes_long(service: CredentialService, length: 
 def test_a_one_mebibyte_salt_is_refused_and_never_stored(service: CredentialService) -> None:
     # Stored, it would be sent (base64: 1.4 MB) to anyone who names the user in a SCRAM client-first.
     [result] = service.alter(upsertions=[up("alice", salt=b"\x01" * (1 << 20))])
-    assert (result.error_code, result.error_message) == (
+    assert (code_of(result), message_of(result)) == (
         UNACCEPTABLE,
         "Salt must be 16 to 128 bytes long; got 1048576 bytes",
     )
-    assert service.describe(["alice"])[0].error_code is NOT_FOUND
+    assert code_of(service.describe(["alice"])[0]) is NOT_FOUND
     short_salts = CredentialService(MemoryCredentialStore(), salt_factory=lambda: b"8 bytes!")
-    assert short_salts.upsert_password("carol", SHA256, "pw").error_code is UNACCEPTABLE
+    assert code_of(short_salts.upsert_password("carol", SHA256, "pw")) is UNACCEPTABLE
 
 
 # --- one default -------------------------------------------------------------------------------------------------

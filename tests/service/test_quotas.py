@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.model import KafkaErrorCode
 from kafkaguard.service.quotas import (
     IP_KEYS,
     MATCH_DEFAULT,
@@ -30,6 +30,7 @@ from kafkaguard.service.quotas import (
 )
 from kafkaguard.store import MemoryQuotaStore, QuotaRecord, SqliteStore
 from tests.service.guarded import GuardedStore
+from tests.service.outcomes import code_of, message_of
 
 INVALID = KafkaErrorCode.INVALID_REQUEST
 TOO_LARGE = "Proposed value for {} is too large for {}."
@@ -119,7 +120,7 @@ def test_bad_entities_fail_alone_with_kafkas_message(entity: list[tuple[str, str
     quotas = service()
     good = alteration([("user", "alice")], ("producer_byte_rate", 5.0))
     results = quotas.alter([alteration(entity, ("producer_byte_rate", 5.0)), good])
-    assert {(r.error_code, r.error_message) for r in results} == {(INVALID, message), (KafkaErrorCode.NONE, None)}
+    assert {(code_of(r), message_of(r)) for r in results} == {(INVALID, message), (KafkaErrorCode.NONE, None)}
     assert quotas.quotas() == (QuotaRecord((("user", "alice"),), {"producer_byte_rate": 5.0}),)
 
 
@@ -136,7 +137,7 @@ def test_ip_entities_accept_addresses_resolvable_names_and_the_default() -> None
 def test_an_invalid_key_fails_the_entity_and_nothing_of_it_is_stored() -> None:
     quotas = service()
     (result,) = quotas.alter([alteration([("user", "a")], ("producer_byte_rate", 5.0), ("nope", 1.0))])
-    assert (result.error_code, result.error_message) == (INVALID, "Invalid configuration key nope")
+    assert (code_of(result), message_of(result)) == (INVALID, "Invalid configuration key nope")
     assert quotas.quotas() == ()
 
 
@@ -144,10 +145,10 @@ def test_duplicates_answer_ignoring_duplicate_entity_and_the_first_valid_entry_s
     quotas = service()
     alice = [("user", "alice")]
     (dup_key,) = quotas.alter([alteration(alice, ("producer_byte_rate", 5.0), ("producer_byte_rate", 6.0))])
-    assert dup_key.error_message == "Ignoring duplicate entity ClientQuotaEntity(entries={user=alice})"
+    assert message_of(dup_key) == "Ignoring duplicate entity ClientQuotaEntity(entries={user=alice})"
     assert quotas.quotas() == ()
     (dup_entity,) = quotas.alter([alteration(alice, ("producer_byte_rate", 5.0)), alteration(alice, ("x", 1.0))])
-    assert dup_entity.error_code is INVALID
+    assert code_of(dup_entity) is INVALID
     assert quotas.quotas() == (QuotaRecord((("user", "alice"),), {"producer_byte_rate": 5.0}),)
 
 
@@ -249,7 +250,7 @@ def test_malformed_filters_answer_a_top_level_error(
     description = populated.describe(
         [QuotaFilterComponent(entity_type=t, match_type=m, match=s) for t, m, s in components]
     )
-    assert (description.entries, description.error_code, description.error_message) == (None, code, message)
+    assert (description.entries, code_of(description), message_of(description)) == (None, code, message)
 
 
 def test_matches_requires_every_exact_and_specified_type() -> None:

@@ -16,11 +16,13 @@ from typing import cast
 import pytest
 
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.service import KafkaErrorCode, NewTopic, TopicCreateResult, TopicService
+from kafkaguard.model import KafkaErrorCode
+from kafkaguard.service import NewTopic, TopicCreateResult, TopicService
 from kafkaguard.service.topics import MANUAL_ASSIGNMENT_UNSUPPORTED, TOPIC_CONFIG_NAMES, topic_name_error
 from kafkaguard.store import ZERO_UUID, MemoryTopicStore, SqliteStore, StoreError, TopicRecord, TopicStore
 from tests.service.children import Lines
 from tests.service.guarded import GuardedStore
+from tests.service.outcomes import code_of, message_of
 
 ROOT = Path(__file__).resolve().parents[2]
 NONE = KafkaErrorCode.NONE
@@ -43,7 +45,7 @@ def new(name: str, partitions: int = -1, replication: int = -1, /, **configs: st
 
 
 def outcome(results: list[TopicCreateResult]) -> list[tuple[str, KafkaErrorCode, str | None]]:
-    return [(r.name, r.error_code, r.error_message) for r in results]
+    return [(r.name, code_of(r), message_of(r)) for r in results]
 
 
 @pytest.fixture(params=["sqlite", "memory"])
@@ -64,7 +66,7 @@ def service(store: TopicStore) -> TopicService:
 def test_a_topic_is_created_with_its_settings_and_configs(service: TopicService, store: TopicStore) -> None:
     [result] = service.create_topics([new("orders", 6, 1, **{"retention.ms": "60000", "cleanup.policy": "compact"})])
     assert result.succeeded
-    assert (result.error_code, result.error_message) == (NONE, None)
+    assert (code_of(result), message_of(result)) == (NONE, None)
     assert result.topic_id == uuid.UUID(int=0xABC001)
     assert (result.num_partitions, result.replication_factor) == (6, 1)
     assert dict(result.configs) == {"cleanup.policy": "compact", "retention.ms": "60000"}
@@ -77,7 +79,7 @@ def test_a_topic_is_created_with_its_settings_and_configs(service: TopicService,
 def test_minus_one_takes_the_services_defaults(store: TopicStore) -> None:
     service = TopicService(store, default_partitions=3, default_replication_factor=2, broker_count=2)
     [result] = service.create_topics([new("t")])
-    assert (result.error_code, result.num_partitions, result.replication_factor) == (NONE, 3, 2)
+    assert (code_of(result), result.num_partitions, result.replication_factor) == (NONE, 3, 2)
     assert result.topic_id != ZERO_UUID
 
 
@@ -161,7 +163,7 @@ def test_configs_null_values_then_unknown_names(service: TopicService) -> None:
 
 
 def test_config_errors_come_before_partition_errors(service: TopicService) -> None:
-    assert service.create_topics([new("t", 0, 0, bogus="1")])[0].error_code is CONFIG
+    assert code_of(service.create_topics([new("t", 0, 0, bogus="1")])[0]) is CONFIG
 
 
 def test_manual_assignments_are_refused(service: TopicService) -> None:
@@ -211,15 +213,14 @@ def test_replication_factors(store: TopicStore) -> None:
 
 
 def test_replication_factor_is_checked_before_partitions(service: TopicService) -> None:
-    assert service.create_topics([new("t", 0, 0)])[0].error_code is REPLICATION
+    assert code_of(service.create_topics([new("t", 0, 0)])[0]) is REPLICATION
 
 
 def test_a_default_above_the_broker_count_fails_like_an_explicit_one(store: TopicStore) -> None:
     service = TopicService(store, default_replication_factor=3, broker_count=2)
     [result] = service.create_topics([new("t")])
-    assert result.error_code is REPLICATION
-    assert result.error_message is not None
-    assert "replication factor of 3 cannot be reached because only 2 broker(s)" in result.error_message
+    assert code_of(result) is REPLICATION
+    assert "replication factor of 3 cannot be reached because only 2 broker(s)" in str(message_of(result))
 
 
 def test_every_error_has_kafkas_code_number() -> None:
@@ -244,7 +245,7 @@ def test_results_follow_the_request_order_with_mixed_outcomes(service: TopicServ
     names = ["z", "exists", "bad name", "a", "y"]
     results = service.create_topics([new(name) for name in names])
     assert [r.name for r in results] == names
-    assert [r.error_code for r in results] == [NONE, EXISTS, INVALID_TOPIC, NONE, NONE]
+    assert [code_of(r) for r in results] == [NONE, EXISTS, INVALID_TOPIC, NONE, NONE]
 
 
 # ------------------------------------------------------------------------------------------ validate only
@@ -264,7 +265,7 @@ def test_validate_only_checks_everything_and_changes_nothing(service: TopicServi
         ],
         validate_only=True,
     )
-    assert [r.error_code for r in results] == [NONE, EXISTS, INVALID_TOPIC, INVALID_TOPIC, PARTITIONS, CONFIG]
+    assert [code_of(r) for r in results] == [NONE, EXISTS, INVALID_TOPIC, INVALID_TOPIC, PARTITIONS, CONFIG]
     assert (results[0].num_partitions, results[0].replication_factor, dict(results[0].configs)) == (
         4,
         1,
@@ -281,7 +282,7 @@ def test_validate_only_checks_everything_and_changes_nothing(service: TopicServi
 def test_auto_create_uses_the_defaults(store: TopicStore) -> None:
     service = TopicService(store, default_partitions=4, id_factory=ids())
     result = service.auto_create("events")
-    assert (result.error_code, result.num_partitions, result.replication_factor) == (NONE, 4, 1)
+    assert (code_of(result), result.num_partitions, result.replication_factor) == (NONE, 4, 1)
     assert dict(result.configs) == {}
     assert [d.name for d in service.describe()] == ["events"]
 
@@ -294,8 +295,8 @@ def test_auto_create_of_an_existing_topic_answers_with_the_stored_one(service: T
 
 
 def test_auto_create_refuses_what_create_refuses(service: TopicService) -> None:
-    assert service.auto_create("bad name").error_code is INVALID_TOPIC
-    assert service.auto_create("__cluster_metadata").error_code is INVALID_REQUEST
+    assert code_of(service.auto_create("bad name")) is INVALID_TOPIC
+    assert code_of(service.auto_create("__cluster_metadata")) is INVALID_REQUEST
     service.auto_create("a.b")
     assert outcome([service.auto_create("a_b")]) == [
         ("a_b", INVALID_TOPIC, "Topic 'a_b' collides with existing topic: a.b")
@@ -308,7 +309,7 @@ def test_auto_create_refuses_what_create_refuses(service: TopicService) -> None:
 def test_delete_by_name(service: TopicService) -> None:
     created = {r.name: r.topic_id for r in service.create_topics([new("a"), new("b"), new("c")])}
     results = service.delete_topics(["b", "missing", "c", "c", "a"])
-    assert [(r.name, r.topic_id, r.error_code, r.error_message) for r in results] == [
+    assert [(r.name, r.topic_id, code_of(r), message_of(r)) for r in results] == [
         ("b", created["b"], NONE, None),
         (
             "missing",
@@ -326,7 +327,7 @@ def test_delete_by_id(service: TopicService) -> None:
     created = {r.name: r.topic_id for r in service.create_topics([new("a"), new("b"), new("c")])}
     unknown = uuid.UUID(int=42)
     results = service.delete_topics_by_id([created["a"], unknown, created["b"], created["b"], ZERO_UUID])
-    assert [(r.name, r.topic_id, r.error_code, r.error_message) for r in results] == [
+    assert [(r.name, r.topic_id, code_of(r), message_of(r)) for r in results] == [
         ("a", created["a"], NONE, None),
         (None, unknown, KafkaErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."),
         (None, created["b"], INVALID_REQUEST, "Duplicate topic id."),
@@ -341,7 +342,7 @@ def test_a_deleted_topic_can_be_created_again(service: TopicService) -> None:
     second = service.create_topics([new("t", 3)])[0]
     assert second.succeeded
     assert second.topic_id != first.topic_id
-    assert service.describe_by_id([first.topic_id])[0].error_code is KafkaErrorCode.UNKNOWN_TOPIC_ID
+    assert code_of(service.describe_by_id([first.topic_id])[0]) is KafkaErrorCode.UNKNOWN_TOPIC_ID
 
 
 # ----------------------------------------------------------------------------------------------- describe
@@ -350,14 +351,14 @@ def test_a_deleted_topic_can_be_created_again(service: TopicService) -> None:
 def test_describe(service: TopicService) -> None:
     created = {r.name: r for r in service.create_topics([new("b", 2), new("a", 1, 1, **{"retention.ms": "9"})])}
     everything = service.describe()
-    assert [(d.name, d.error_code, d.topic_id) for d in everything] == [
+    assert [(d.name, code_of(d), d.topic_id) for d in everything] == [
         ("a", NONE, created["a"].topic_id),
         ("b", NONE, created["b"].topic_id),
     ]
     assert everything[0].record is not None
     assert dict(everything[0].record.configs) == {"retention.ms": "9"}
     named = service.describe(["b", "nope", "b", "no way"])
-    assert [(d.name, d.error_code, d.error_message) for d in named] == [
+    assert [(d.name, code_of(d), message_of(d)) for d in named] == [
         ("b", NONE, None),
         ("nope", KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
         ("no way", INVALID_TOPIC, f"Topic name is invalid: 'no way' contains {ILLEGAL}"),
@@ -369,7 +370,7 @@ def test_describe_by_id(service: TopicService) -> None:
     [a] = service.create_topics([new("a")])
     unknown = uuid.UUID(int=7)
     results = service.describe_by_id([unknown, a.topic_id, unknown])
-    assert [(d.name, d.topic_id, d.error_code) for d in results] == [
+    assert [(d.name, d.topic_id, code_of(d)) for d in results] == [
         (None, unknown, KafkaErrorCode.UNKNOWN_TOPIC_ID),
         ("a", a.topic_id, NONE),
     ]
@@ -383,7 +384,7 @@ def test_describe_and_the_cluster_id_read_no_store(store: TopicStore) -> None:
     guarded.closed = True
     assert service.cluster_id() == cluster_id
     assert [(d.name, d.topic_id) for d in service.describe()] == [("a", a.topic_id)]
-    assert [d.error_code for d in service.describe(["a", "b"])] == [NONE, KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert [code_of(d) for d in service.describe(["a", "b"])] == [NONE, KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert [d.name for d in service.describe_by_id([a.topic_id, uuid.UUID(int=1)])] == ["a", None]
     assert guarded.refused == []
 
@@ -424,9 +425,9 @@ def test_a_stale_catalog_still_answers_auto_create_with_the_stored_topic(tmp_pat
     with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
         first, second = TopicService(first_store), TopicService(second_store)
         [created] = second.create_topics([new("events", 3)])
-        assert first.describe(["events"])[0].error_code is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert code_of(first.describe(["events"])[0]) is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         again = first.auto_create("events")
-        assert (again.error_code, again.topic_id, again.num_partitions) == (NONE, created.topic_id, 3)
+        assert (code_of(again), again.topic_id, again.num_partitions) == (NONE, created.topic_id, 3)
 
 
 def test_a_committed_write_shows_even_when_the_version_cannot_be_read_after_it() -> None:
@@ -500,7 +501,7 @@ def test_the_catalog_and_the_cluster_id_survive_a_restart(tmp_path: Path) -> Non
             replication_factor=1,
             configs={"retention.ms": "1"},
         )
-        assert service.create_topics([new("orders")])[0].error_code is EXISTS
+        assert code_of(service.create_topics([new("orders")])[0]) is EXISTS
     with SqliteStore(tmp_path / "other.db") as store:
         assert TopicService(store).cluster_id() != cluster_id
 
@@ -538,6 +539,6 @@ def test_two_processes_creating_the_same_topics_one_wins_each(tmp_path: Path) ->
 
 def test_partition_count_is_limited_per_topic(service: TopicService) -> None:
     results = service.create_topics([new("huge", 10_001, 1), new("largest", 10_000, 1)])
-    assert results[0].error_code is PARTITIONS
-    assert results[0].error_message == "Number of partitions 10001 exceeds the limit of 10000 partitions per topic."
-    assert results[1].error_code is NONE and results[1].num_partitions == 10_000
+    assert code_of(results[0]) is PARTITIONS
+    assert message_of(results[0]) == "Number of partitions 10001 exceeds the limit of 10000 partitions per topic."
+    assert code_of(results[1]) is NONE and results[1].num_partitions == 10_000

@@ -22,8 +22,15 @@ from dataclasses import dataclass
 
 from kafkaguard.authorizer.index import AclIndex
 from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
-from kafkaguard.errors import InvalidAclError
-from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl, validate_new_binding
+from kafkaguard.model import (
+    AclBinding,
+    AclBindingFilter,
+    AclId,
+    ItemError,
+    KafkaErrorCode,
+    StoredAcl,
+    validate_new_binding,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +38,7 @@ class CreationPlan:
     """A CreateAcls request validated: ``errors[i]`` refuses the i-th binding, or is None if it may be created."""
 
     bindings: tuple[AclBinding, ...]
-    errors: tuple[InvalidAclError | None, ...]
+    errors: tuple[ItemError | None, ...]
 
     @property
     def valid(self) -> tuple[AclBinding, ...]:
@@ -54,7 +61,7 @@ class DeletionPlan:
     """A DeleteAcls request validated: ``errors[i]`` refuses the i-th filter, or is None if it may match."""
 
     filters: tuple[AclBindingFilter, ...]
-    errors: tuple[InvalidAclError | None, ...]
+    errors: tuple[ItemError | None, ...]
 
     @property
     def valid(self) -> tuple[AclBindingFilter, ...]:
@@ -73,7 +80,7 @@ def plan_creation(bindings: Iterable[AclBinding]) -> CreationPlan:
     """Validate each binding as a new ACL (``validate_new_binding``: Kafka's checks and kafkaguard's)."""
     given = tuple(bindings)
     reasons = (validate_new_binding(binding) for binding in given)
-    return CreationPlan(given, tuple(None if reason is None else InvalidAclError(reason) for reason in reasons))
+    return CreationPlan(given, tuple(None if reason is None else _invalid(reason) for reason in reasons))
 
 
 def plan_deletion(filters: Iterable[AclBindingFilter]) -> DeletionPlan:
@@ -82,12 +89,17 @@ def plan_deletion(filters: Iterable[AclBindingFilter]) -> DeletionPlan:
     return DeletionPlan(given, tuple(_filter_error(f) for f in given))
 
 
-def _filter_error(acl_filter: AclBindingFilter) -> InvalidAclError | None:
+def _filter_error(acl_filter: AclBindingFilter) -> ItemError | None:
     if acl_filter.pattern_filter.is_unknown:
-        return InvalidAclError("Unknown patternFilter.")
+        return _invalid("Unknown patternFilter.")
     if acl_filter.entry_filter.is_unknown:
-        return InvalidAclError("Unknown entryFilter.")
+        return _invalid("Unknown entryFilter.")
     return None
+
+
+def _invalid(reason: str) -> ItemError:
+    """Kafka refuses a bad binding or filter per item with INVALID_REQUEST and the reason as its message."""
+    return ItemError(KafkaErrorCode.INVALID_REQUEST, reason)
 
 
 def assign_ids(

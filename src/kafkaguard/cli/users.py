@@ -41,9 +41,9 @@ def add(
         raise typer.Exit(code=2) from None
     try:
         for chosen in mechanisms:
-            result = services.credentials.upsert_password(name, chosen, password, iterations)
-            if not result.succeeded:
-                typer.secho(f"error: {result.error_code}: {result.error_message}", fg=typer.colors.RED, err=True)
+            error = services.credentials.upsert_password(name, chosen, password, iterations).error
+            if error is not None:
+                typer.secho(f"error: {error.summary}", fg=typer.colors.RED, err=True)
                 raise typer.Exit(code=1)
             typer.echo(f"{chosen} credential stored for User:{name} (iterations={iterations})")
     finally:

@@ -33,6 +33,7 @@ from kafkaguard.bootstrap import Services
 from kafkaguard.console.auth import BasicAuthenticator
 from kafkaguard.console.dependencies import ConsoleState
 from kafkaguard.console.gate import LoginGate
+from kafkaguard.console.item_errors import ItemRefusedError
 from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.console.routers import acls, authorize, health, users
 from kafkaguard.console.security import SameOriginWrites, SecurityHeaders
@@ -136,6 +137,8 @@ async def _sync_loop(services: Services) -> None:
 
 
 def _status_for(error: KafkaguardError) -> int:
+    if isinstance(error, ItemRefusedError):
+        return error.status
     if isinstance(error, InvalidAclError | InvalidActionError | InvalidNameError | ScramError):
         return 422
     if isinstance(error, AuthorizerNotReadyError | StoreError):

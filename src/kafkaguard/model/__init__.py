@@ -7,6 +7,7 @@ from kafkaguard.model.binding import AclBinding, AclBindingFilter, AclId, Stored
 from kafkaguard.model.entry import WILDCARD_HOST, AccessControlEntry, AccessControlEntryFilter
 from kafkaguard.model.enums import AclOperation, AclPermissionType, KafkaEnum, PatternType, ResourceType
 from kafkaguard.model.host import java_host
+from kafkaguard.model.item_error import ItemError, KafkaErrorCode
 from kafkaguard.model.principal import (
     ANONYMOUS_PRINCIPAL,
     WILDCARD_PRINCIPAL,
@@ -35,7 +36,9 @@ __all__ = [
     "AclPermissionType",
     "Action",
     "AuthorizationResult",
+    "ItemError",
     "KafkaEnum",
+    "KafkaErrorCode",
     "KafkaPrincipal",
     "PatternType",
     "RequestContext",

@@ -10,7 +10,6 @@ from kafkaguard.service.credentials import (
     UserAlterationResult,
     UserDescription,
 )
-from kafkaguard.service.errors import KafkaErrorCode
 from kafkaguard.service.quotas import (
     QuotaAlteration,
     QuotaAlterationResult,
@@ -31,7 +30,6 @@ __all__ = [
     "AclService",
     "CredentialService",
     "ImportResult",
-    "KafkaErrorCode",
     "NewTopic",
     "QuotaAlteration",
     "QuotaAlterationResult",

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
+from kafkaguard.model import ItemError, KafkaErrorCode
 from kafkaguard.scram import (
     DEFAULT_ITERATIONS,
     DEFAULT_SALT_BYTES,
@@ -45,12 +46,10 @@ from kafkaguard.scram import (
     decoy_profile_of,
     salted_password,
 )
-from kafkaguard.service.errors import KafkaErrorCode
 from kafkaguard.store import CredentialInfo, CredentialStore, CredentialWrite, UserAlteration
 
 log = logging.getLogger(__name__)
 
-_NONE = KafkaErrorCode.NONE
 DUPLICATE_ALTERATION = "A user credential cannot be altered twice in the same request"
 DELETE_MISSING = "Attempt to delete a user credential that does not exist"
 EMPTY_USER = "Username must not be empty"
@@ -88,13 +87,14 @@ class ScramUpsertion:
 
 @dataclass(frozen=True, slots=True)
 class UserAlterationResult:
+    """One user's outcome: ``error`` is None when every alteration of that user was applied."""
+
     user: str
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
 
     @property
     def succeeded(self) -> bool:
-        return self.error_code is _NONE
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +102,7 @@ class UserDescription:
     """One user's described credentials (mechanism and iterations only), or the error for that name."""
 
     user: str
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
     credentials: tuple[CredentialInfo, ...] = ()
 
 
@@ -145,7 +144,7 @@ class _Request:
 
     def __init__(self) -> None:
         self.users: dict[str, None] = {}  # first-mention order
-        self.errors: dict[str, tuple[KafkaErrorCode, str]] = {}
+        self.errors: dict[str, ItemError] = {}
         self.deletions: dict[str, dict[int, ScramMechanism]] = {}
         self.upsertions: dict[str, dict[int, ScramCredential]] = {}
 
@@ -154,8 +153,8 @@ class _Request:
         self.users.setdefault(user)
         return user not in self.errors
 
-    def fail(self, user: str, code: KafkaErrorCode, message: str) -> None:
-        self.errors[user] = (code, message)
+    def fail(self, user: str, error: ItemError) -> None:
+        self.errors[user] = error
         self.deletions.pop(user, None)
         self.upsertions.pop(user, None)
 
@@ -195,11 +194,11 @@ class CredentialService:
                 continue
             pending = request.deletions.setdefault(user, {})
             if code in pending:
-                request.fail(user, KafkaErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTERATION)
+                request.fail(user, ItemError(KafkaErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTERATION))
                 continue
             error = self._check_deletion(user, deletion.mechanism)
             if error is not None:
-                request.fail(user, *error)
+                request.fail(user, error)
                 continue
             mechanism = _mechanism(deletion.mechanism)
             if mechanism is not None:
@@ -210,13 +209,13 @@ class CredentialService:
                 continue
             pending_upserts = request.upsertions.setdefault(user, {})
             if request.deletions.get(user) or code in pending_upserts:
-                request.fail(user, KafkaErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTERATION)
+                request.fail(user, ItemError(KafkaErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTERATION))
                 continue
             checked = _check_upsertion(upsertion)
             if isinstance(checked, ScramCredential):
                 pending_upserts[code] = checked
             else:
-                request.fail(user, *checked)
+                request.fail(user, checked)
         alterations = [
             UserAlteration(
                 user,
@@ -232,21 +231,18 @@ class CredentialService:
                 write = self._store.alter_credentials(alterations)
                 self._apply(write, alterations)
             for user in write.missing:
-                request.fail(user, KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING)
+                request.fail(user, ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING))
             log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(write.missing))
-        return [
-            UserAlterationResult(user, *request.errors[user]) if user in request.errors else UserAlterationResult(user)
-            for user in request.users
-        ]
+        return [UserAlterationResult(user, request.errors.get(user)) for user in request.users]
 
-    def _check_deletion(self, user: str, mechanism_code: int | ScramMechanism) -> tuple[KafkaErrorCode, str] | None:
+    def _check_deletion(self, user: str, mechanism_code: int | ScramMechanism) -> ItemError | None:
         if not user:
-            return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_USER
+            return ItemError(KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_USER)
         mechanism = _mechanism(mechanism_code)
         if mechanism is None:
-            return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+            return ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
         if self._store.get_credential(user, mechanism) is None:
-            return KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING
+            return ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING)
         return None
 
     def upsert_password(
@@ -259,11 +255,12 @@ class CredentialService:
         """
         error = _check_fields(user, mechanism, iterations)
         if error is None and not password:
-            error = KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, "Password must not be empty"
+            error = ItemError(KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, "Password must not be empty")
         resolved = _mechanism(mechanism)
         if error is not None or resolved is None:
-            code, message = error or (KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
-            return UserAlterationResult(user, code, message)
+            return UserAlterationResult(
+                user, error or ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
+            )
         salt = self._salt_factory()
         upsertion = ScramUpsertion(
             user=user,
@@ -291,12 +288,12 @@ class CredentialService:
         for user, count in counts.items():
             if count > 1:
                 message = f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}"
-                results.append(UserDescription(user, KafkaErrorCode.DUPLICATE_RESOURCE, message))
+                results.append(UserDescription(user, ItemError(KafkaErrorCode.DUPLICATE_RESOURCE, message)))
             elif user in infos:
                 results.append(UserDescription(user, credentials=infos[user]))
             else:
                 message = f"Attempt to describe a user credential that does not exist: {user}"
-                results.append(UserDescription(user, KafkaErrorCode.RESOURCE_NOT_FOUND, message))
+                results.append(UserDescription(user, ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, message)))
         return results
 
     def lookup(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
@@ -363,32 +360,32 @@ class CredentialService:
         self._snapshot = _Snapshot.of(write.version, credentials)
 
 
-def _check_fields(user: str, mechanism: int | ScramMechanism, iterations: int) -> tuple[KafkaErrorCode, str] | None:
+def _check_fields(user: str, mechanism: int | ScramMechanism, iterations: int) -> ItemError | None:
     """Kafka's checks of an upsertion, in Kafka's order: name, mechanism, iterations."""
     if not user:
-        return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_USER
+        return ItemError(KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_USER)
     resolved = _mechanism(mechanism)
     if resolved is None:
-        return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+        return ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
     try:
         check_iterations(resolved, iterations)
     except UnacceptableCredentialError as e:
-        return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, str(e)
+        return ItemError(KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, str(e))
     return None
 
 
-def _check_upsertion(upsertion: ScramUpsertion) -> ScramCredential | tuple[KafkaErrorCode, str]:
+def _check_upsertion(upsertion: ScramUpsertion) -> ScramCredential | ItemError:
     """The credential to store, or the error (SEMANTICS.md §11.3, §16.5)."""
     error = _check_fields(upsertion.user, upsertion.mechanism, upsertion.iterations)
     if error is not None:
         return error
     mechanism = _mechanism(upsertion.mechanism)
     if mechanism is None:  # unreachable: _check_fields has resolved it
-        return KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+        return ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
     try:
         check_salt(upsertion.salt)
         return credential_from_salted_password(
             mechanism, upsertion.salt, upsertion.salted_password, upsertion.iterations
         )
     except UnacceptableCredentialError as e:
-        return KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, str(e)
+        return ItemError(KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, str(e))

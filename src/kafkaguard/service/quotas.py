@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
-from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.model import ItemError, KafkaErrorCode
 from kafkaguard.store import QuotaChange, QuotaEntity, QuotaRecord, QuotaStore
 from kafkaguard.store.ports import quota_entity, quota_record_order
 
@@ -68,7 +68,6 @@ IP_KEYS: Mapping[str, str] = MappingProxyType({"connection_creation_rate": "INT"
 _LONG_MAX = float(2**63 - 1)  # as Java compares a double with Long.MAX_VALUE: 2^63
 _INT_MAX = float(2**31 - 1)
 _INVALID = KafkaErrorCode.INVALID_REQUEST
-_NONE = KafkaErrorCode.NONE
 
 K = TypeVar("K", bound=Hashable)
 
@@ -172,12 +171,11 @@ class QuotaAlterationResult:
     """The outcome for one distinct entity; ``entity`` in the order Kafka's map iterates it."""
 
     entity: tuple[tuple[str, str | None], ...]
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
 
     @property
     def succeeded(self) -> bool:
-        return self.error_code is _NONE
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,15 +192,15 @@ class QuotaDescription:
     """DescribeClientQuotas' answer: the matching entities (sorted by entity), or a top-level error and None."""
 
     entries: tuple[QuotaRecord, ...] | None
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
 
 
 class _FilterError(Exception):
+    """Ends the check of a malformed filter with its error (private control flow: the service answers it)."""
+
     def __init__(self, code: KafkaErrorCode, message: str) -> None:
         super().__init__(message)
-        self.code = code
-        self.message = message
+        self.error = ItemError(code, message)
 
 
 def resolves(host: str) -> bool:
@@ -372,15 +370,15 @@ class QuotaService:
                         message = (
                             f"Duplicate quota key {op.key} not updating quota for this entity {entity_text(entity)}"
                         )
-                        results[key] = QuotaAlterationResult(entity, _INVALID, message)
+                        results[key] = QuotaAlterationResult(entity, ItemError(_INVALID, message))
                     else:
                         ops[op.key] = None if op.remove else float(op.value)
                 if key in results:
                     message = f"Ignoring duplicate entity {entity_text(entity)}"
-                    results[key] = QuotaAlterationResult(entity, _INVALID, message)
+                    results[key] = QuotaAlterationResult(entity, ItemError(_INVALID, message))
                     continue
                 error, entity_changes = self._check(entity, ops, len(alteration.ops), current)
-                results[key] = QuotaAlterationResult(entity, _INVALID if error else _NONE, error)
+                results[key] = QuotaAlterationResult(entity, ItemError(_INVALID, error) if error else None)
                 changes.extend(entity_changes)
             if changes and not validate_only:
                 write = self._store.alter_quotas(changes)
@@ -421,7 +419,7 @@ class QuotaService:
         try:
             exact, specified = parse_filter(components)
         except _FilterError as e:
-            return QuotaDescription(None, e.code, e.message)
+            return QuotaDescription(None, e.error)
         records = (
             QuotaRecord(entity, values)
             for entity, values in self._snapshot.quotas.items()

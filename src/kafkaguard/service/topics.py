@@ -50,14 +50,13 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.model import ItemError, KafkaErrorCode
 from kafkaguard.store import ZERO_UUID, StoreError, TopicRecord, TopicStore, random_uuid
 
 log = logging.getLogger(__name__)
 
 _K = TypeVar("_K")
 
-_NONE = KafkaErrorCode.NONE
 #: Kafka ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft log, which CreateTopics may never create.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: Kafka ``Topic.MAX_NAME_LENGTH``.
@@ -164,8 +163,7 @@ class TopicCreateResult:
     defaults resolved, ``configs`` the ones set. On failure, Kafka's defaults: zero id, -1, -1, no configs."""
 
     name: str
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
     topic_id: uuid.UUID = ZERO_UUID
     num_partitions: int = -1
     replication_factor: int = -1
@@ -173,7 +171,7 @@ class TopicCreateResult:
 
     @property
     def succeeded(self) -> bool:
-        return self.error_code is _NONE
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,12 +180,11 @@ class TopicDeleteResult:
 
     name: str | None
     topic_id: uuid.UUID = ZERO_UUID
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
 
     @property
     def succeeded(self) -> bool:
-        return self.error_code is _NONE
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,13 +193,12 @@ class TopicDescription:
 
     name: str | None
     record: TopicRecord | None = None
-    error_code: KafkaErrorCode = _NONE
-    error_message: str | None = None
+    error: ItemError | None = None
     topic_id: uuid.UUID = ZERO_UUID
 
     @property
     def succeeded(self) -> bool:
-        return self.error_code is _NONE
+        return self.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,10 +223,6 @@ class TopicCatalog:
         """A new catalog at ``version``: this one without ``removed`` (by name) and with ``added``."""
         gone = {record.name for record in removed}
         return TopicCatalog.of([*(r for r in self.by_name.values() if r.name not in gone), *added], version)
-
-
-def _error(code: KafkaErrorCode, message: str | None = None) -> tuple[KafkaErrorCode, str | None]:
-    return code, message if message is not None else code.default_message
 
 
 class TopicService:
@@ -340,14 +332,14 @@ class TopicService:
         """
         counts = Counter(topic.name for topic in topics)
         firsts = list({topic.name: topic for topic in topics}.values())  # first-mention order
-        errors: dict[str, tuple[KafkaErrorCode, str | None]] = {}
+        errors: dict[str, ItemError] = {}
         for topic in firsts:
             if counts[topic.name] > 1:
-                errors[topic.name] = _error(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME)
+                errors[topic.name] = ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME)
             elif topic.name == CLUSTER_METADATA_TOPIC:
-                errors[topic.name] = _error(KafkaErrorCode.INVALID_REQUEST, CLUSTER_METADATA_PROHIBITED)
+                errors[topic.name] = ItemError(KafkaErrorCode.INVALID_REQUEST, CLUSTER_METADATA_PROHIBITED)
             elif (reason := topic_name_error(topic.name)) is not None:
-                errors[topic.name] = _error(KafkaErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+                errors[topic.name] = ItemError(KafkaErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         candidates = [topic for topic in firsts if topic.name not in errors]
         conflicts = self._store.conflicting_topics([topic.name for topic in candidates]) if candidates else {}
         records: dict[str, TopicRecord] = {}
@@ -369,9 +361,7 @@ class TopicService:
             if records:
                 log.info("created topics: %s", ", ".join(records))
         return [
-            TopicCreateResult(topic.name, *errors[topic.name])
-            if topic.name in errors
-            else _created(records[topic.name])
+            TopicCreateResult(topic.name, errors[topic.name]) if topic.name in errors else _created(records[topic.name])
             for topic in firsts
         ]
 
@@ -384,41 +374,41 @@ class TopicService:
         :raises StoreError: nothing was created.
         """
         result = self.create_topics([NewTopic(name=name)])[0]
-        if result.error_code is KafkaErrorCode.TOPIC_ALREADY_EXISTS:
+        if result.error is not None and result.error.code is KafkaErrorCode.TOPIC_ALREADY_EXISTS:
             record = self._store.get_topics([name]).get(name)
             if record is not None:
                 return _created(record)
         return result
 
-    def _check(self, topic: NewTopic) -> TopicRecord | tuple[KafkaErrorCode, str | None]:
+    def _check(self, topic: NewTopic) -> TopicRecord | ItemError:
         """Steps 5-8 of the module docstring: the record to store, or the error."""
         nulls = [config for config, value in topic.configs.items() if value is None]
         if nulls:
-            return _error(
+            return ItemError(
                 KafkaErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls)
             )
         unknown = next((config for config in topic.configs if config not in TOPIC_CONFIG_NAMES), None)
         if unknown is not None:
-            return _error(KafkaErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown}")
+            return ItemError(KafkaErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown}")
         if topic.assignments:
             if topic.replication_factor != -1:
-                return _error(KafkaErrorCode.INVALID_REQUEST, ASSIGNMENT_WITH_REPLICATION_FACTOR)
+                return ItemError(KafkaErrorCode.INVALID_REQUEST, ASSIGNMENT_WITH_REPLICATION_FACTOR)
             if topic.num_partitions != -1:
-                return _error(KafkaErrorCode.INVALID_REQUEST, ASSIGNMENT_WITH_PARTITIONS)
-            return _error(KafkaErrorCode.INVALID_REQUEST, MANUAL_ASSIGNMENT_UNSUPPORTED)
+                return ItemError(KafkaErrorCode.INVALID_REQUEST, ASSIGNMENT_WITH_PARTITIONS)
+            return ItemError(KafkaErrorCode.INVALID_REQUEST, MANUAL_ASSIGNMENT_UNSUPPORTED)
         if topic.replication_factor < -1 or topic.replication_factor == 0:
-            return _error(KafkaErrorCode.INVALID_REPLICATION_FACTOR, INVALID_REPLICATION_FACTOR)
+            return ItemError(KafkaErrorCode.INVALID_REPLICATION_FACTOR, INVALID_REPLICATION_FACTOR)
         if topic.num_partitions < -1 or topic.num_partitions == 0:
-            return _error(KafkaErrorCode.INVALID_PARTITIONS, INVALID_PARTITIONS)
+            return ItemError(KafkaErrorCode.INVALID_PARTITIONS, INVALID_PARTITIONS)
         partitions = self._default_partitions if topic.num_partitions == -1 else topic.num_partitions
         if partitions > MAX_PARTITIONS:
-            return _error(
+            return ItemError(
                 KafkaErrorCode.INVALID_PARTITIONS,
                 f"Number of partitions {partitions} exceeds the limit of {MAX_PARTITIONS} partitions per topic.",
             )
         replication = self._default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
         if replication > self._broker_count:
-            return _error(
+            return ItemError(
                 KafkaErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication} time(s): The target replication factor of "
                 f"{replication} cannot be reached because only {self._broker_count} broker(s) are registered.",
@@ -449,10 +439,10 @@ class TopicService:
             record = removed.get(name)
             if count > 1:
                 results.append(
-                    TopicDeleteResult(name, ZERO_UUID, *_error(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME))
+                    TopicDeleteResult(name, ZERO_UUID, ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME))
                 )
             elif record is None:
-                results.append(TopicDeleteResult(name, ZERO_UUID, *_error(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+                results.append(TopicDeleteResult(name, ZERO_UUID, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
             else:
                 results.append(TopicDeleteResult(name, record.topic_id))
         _log_deleted(removed.values())
@@ -474,12 +464,14 @@ class TopicService:
             record = removed.get(topic_id)
             if topic_id == ZERO_UUID:
                 results.append(
-                    TopicDeleteResult(None, topic_id, *_error(KafkaErrorCode.INVALID_REQUEST, NO_NAME_OR_ID))
+                    TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.INVALID_REQUEST, NO_NAME_OR_ID))
                 )
             elif count > 1:
-                results.append(TopicDeleteResult(None, topic_id, *_error(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_ID)))
+                results.append(
+                    TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_ID))
+                )
             elif record is None:
-                results.append(TopicDeleteResult(None, topic_id, *_error(KafkaErrorCode.UNKNOWN_TOPIC_ID)))
+                results.append(TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)))
             else:
                 results.append(TopicDeleteResult(record.name, topic_id))
         _log_deleted(removed.values())
@@ -513,9 +505,9 @@ class TopicService:
             if record is not None:
                 results.append(TopicDescription(name, record, topic_id=record.topic_id))
             elif (reason := topic_name_error(name)) is not None:
-                results.append(TopicDescription(name, None, KafkaErrorCode.INVALID_TOPIC_EXCEPTION, reason))
+                results.append(TopicDescription(name, None, ItemError(KafkaErrorCode.INVALID_TOPIC_EXCEPTION, reason)))
             else:
-                results.append(TopicDescription(name, None, *_error(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
+                results.append(TopicDescription(name, None, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
         return results
 
     def describe_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicDescription]:
@@ -530,15 +522,15 @@ class TopicService:
                 results.append(TopicDescription(record.name, record, topic_id=topic_id))
             else:
                 results.append(
-                    TopicDescription(None, None, *_error(KafkaErrorCode.UNKNOWN_TOPIC_ID), topic_id=topic_id)
+                    TopicDescription(None, None, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID), topic_id=topic_id)
                 )
         return results
 
 
-def _conflict_error(name: str, conflict: TopicRecord) -> tuple[KafkaErrorCode, str | None]:
+def _conflict_error(name: str, conflict: TopicRecord) -> ItemError:
     if conflict.name == name:
-        return _error(KafkaErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-    return _error(
+        return ItemError(KafkaErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    return ItemError(
         KafkaErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {conflict.name}"
     )
 

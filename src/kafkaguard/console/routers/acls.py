@@ -10,6 +10,7 @@ from pydantic import Discriminator, Tag
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.console.auth import Caller
 from kafkaguard.console.dependencies import ConsoleState, console_state, require
+from kafkaguard.console.item_errors import raise_for
 from kafkaguard.console.schemas import (
     AclBindingIn,
     AclCreateOut,
@@ -95,8 +96,7 @@ def delete_acls(
     if chosen == AclBindingFilter.ANY and not delete_all:
         raise HTTPException(400, "The filter is empty and would delete every ACL; give ?all=true to do that.")
     result = state.services.acls.delete_acls([chosen])[0]
-    if result.error is not None:  # pragma: no cover - the schema admits no UNKNOWN codes
-        raise HTTPException(400, str(result.error))
+    raise_for(result.error)  # unreachable: this schema admits no UNKNOWN codes; answered as any refused item
     deleted = sorted((AclOut.stored(acl) for acl in result.removed_acls), key=_order)
     return AclDeleteOut(deleted=deleted, count=len(deleted))
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query
+from fastapi import APIRouter, Depends, Path, Query
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.console.auth import Caller
 from kafkaguard.console.dependencies import ConsoleState, console_state, require
+from kafkaguard.console.item_errors import raise_for
 from kafkaguard.console.schemas import (
     CredentialOut,
     ErrorOut,
@@ -19,10 +20,8 @@ from kafkaguard.console.schemas import (
     UserListOut,
     UserOut,
 )
-from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
 from kafkaguard.scram import ScramMechanism
-from kafkaguard.service.credentials import ScramDeletion, UserAlterationResult
-from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.service.credentials import ScramDeletion
 
 router = APIRouter(
     prefix="/api/users",
@@ -31,21 +30,6 @@ router = APIRouter(
 )
 
 UserName = Annotated[Text, Path(min_length=1, description="The user name (principal User:<name>).")]
-
-_STATUS = {KafkaErrorCode.RESOURCE_NOT_FOUND: 404, KafkaErrorCode.DUPLICATE_RESOURCE: 409}
-
-
-def _raise_for(result: UserAlterationResult) -> None:
-    """Kafka's per-user error as HTTP: invalid input is a 422 (through the app's domain-error handler, in the
-    same shape as every other 422), a missing credential 404, a duplicate 409."""
-    if result.succeeded:
-        return
-    message = f"{result.error_code.name}: {result.error_message}"
-    if result.error_code is KafkaErrorCode.UNACCEPTABLE_CREDENTIAL:
-        raise UnacceptableCredentialError(message)
-    if result.error_code is KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM:
-        raise UnsupportedMechanismError(message)
-    raise HTTPException(_STATUS.get(result.error_code, 400), message)
 
 
 def _mechanism_name(mechanism: ScramMechanism) -> MechanismName:
@@ -88,7 +72,7 @@ def set_password(
     result = state.services.credentials.upsert_password(
         name, mechanism, body.password.get_secret_value(), body.iterations
     )
-    _raise_for(result)
+    raise_for(result.error)
     return _describe_one(state, name)
 
 
@@ -111,10 +95,9 @@ def delete_user(
     else:
         description = state.services.credentials.describe([name])[0]
         chosen = [info.mechanism for info in description.credentials]
-        if not chosen:
-            raise HTTPException(404, f"RESOURCE_NOT_FOUND: {description.error_message}")
+        raise_for(description.error)
     result = state.services.credentials.alter(deletions=[ScramDeletion(user=name, mechanism=m) for m in chosen])[0]
-    _raise_for(result)
+    raise_for(result.error)
     return UserDeletedOut(name=name, deleted=[_mechanism_name(m) for m in chosen])
 
 

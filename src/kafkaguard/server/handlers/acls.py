@@ -16,9 +16,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.authorizer.results import AclDeleteResult
 from kafkaguard.errors import InvalidAclError
 from kafkaguard.model import (
     CLUSTER_NAME,
@@ -28,6 +27,8 @@ from kafkaguard.model import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    ItemError,
+    KafkaErrorCode,
     PatternType,
     ResourcePattern,
     ResourcePatternFilter,
@@ -46,13 +47,22 @@ from kafkaguard.server.messages import (
     DescribeAclsResponse,
 )
 from kafkaguard.server.scope import RequestScope
+from kafkaguard.server.wire_errors import error_fields
 
 
 def not_authorized_message(scope: RequestScope) -> str:
     return f"Request {scope.api_key.api_name} v{scope.api_version} is not authorized."
 
 
-#: Kafka's success message (its generated classes default a nullable string to "").
+def _denied(scope: RequestScope) -> ItemError:
+    return ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED, not_authorized_message(scope))
+
+
+def _invalid(message: str) -> ItemError:
+    return ItemError(KafkaErrorCode.INVALID_REQUEST, message)
+
+
+#: CreateAcls' success message (Kafka's generated classes default a nullable string to "").
 SUCCESS_MESSAGE = ""
 
 
@@ -112,15 +122,12 @@ async def describe_acls(scope: RequestScope, request: DescribeAclsRequest) -> De
         return build(
             cls,
             throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=not_authorized_message(scope),
+            **error_fields(_denied(scope)),
             resources=(),
         )
     unknown = _unknown_codes(**_filter_codes(request))
     if unknown is not None:
-        return build(
-            cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request, error_message=unknown, resources=()
-        )
+        return build(cls, throttle_time=NO_THROTTLE, **error_fields(_invalid(unknown)), resources=())
     if _unrecognised(**_filter_codes(request)) is not None:
         # Kafka reads an unrecognised code as UNKNOWN, which matches no ACL: an empty, successful answer.
         return encode_describe_acls(scope.api_version, [])
@@ -158,31 +165,22 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
     cls: type[CreateAclsResponse] = response_schema(ApiKey.CREATE_ACLS, scope.api_version)
     result_cls = nested(cls, "AclCreationResult")
 
-    def every(code: ErrorCode, message: str | None) -> CreateAclsResponse:
-        results = tuple(build(result_cls, error_code=code, error_message=message) for _ in request.creations)
+    def every(error: ItemError) -> CreateAclsResponse:
+        results = tuple(build(result_cls, **error_fields(error)) for _ in request.creations)
         return build(cls, throttle_time=NO_THROTTLE, results=results)
 
     if not scope.authorize(REQUIREMENTS[ApiKey.CREATE_ACLS]).request_allowed:
-        return every(ErrorCode.cluster_authorization_failed, not_authorized_message(scope))
+        return every(_denied(scope))
     bindings = [_binding_from_wire(creation) for creation in request.creations]
     valid = [binding for binding in bindings if binding is not None]
     if len(valid) != len(bindings):
-        return every(ErrorCode.unknown_server_error, None)
+        return every(ItemError(KafkaErrorCode.UNKNOWN_SERVER_ERROR))
     refused = [_kafka_refusal(creation) for creation in request.creations]
     accepted = [binding for binding, refusal in zip(valid, refused, strict=True) if refusal is None]
     outcomes = iter(await asyncio.to_thread(scope.services.acls.create_acls, accepted) if accepted else [])
-    results = []
-    for refusal in refused:
-        if refusal is not None:
-            results.append(build(result_cls, error_code=ErrorCode.invalid_request, error_message=refusal))
-            continue
-        outcome = next(outcomes)
-        results.append(
-            build(result_cls, error_code=ErrorCode.none, error_message=SUCCESS_MESSAGE)
-            if outcome.error is None
-            else build(result_cls, error_code=ErrorCode.invalid_request, error_message=str(outcome.error))
-        )
-    return build(cls, throttle_time=NO_THROTTLE, results=tuple(results))
+    errors = (refusal if refusal is not None else next(outcomes).error for refusal in refused)
+    results = tuple(build(result_cls, **error_fields(error, on_success=SUCCESS_MESSAGE)) for error in errors)
+    return build(cls, throttle_time=NO_THROTTLE, results=results)
 
 
 #: Kafka's controller names the field as its Java name and the decoded value (always UNKNOWN here).
@@ -190,7 +188,7 @@ _KAFKA_FIELD = {"resource_type": "resourceType", "pattern_type": "patternType", 
                 "permission_type": "permissionType"}  # fmt: skip
 
 
-def _kafka_refusal(creation: Any) -> str | None:
+def _kafka_refusal(creation: Any) -> ItemError | None:
     """Kafka's per-binding message for a creation with an unrecognised, non-zero code — after its handler's CLUSTER
     name and empty-name checks, as Kafka orders them — or None (the service decides; the code 0 is §16.3's)."""
     codes = {
@@ -203,47 +201,32 @@ def _kafka_refusal(creation: Any) -> str | None:
     if unrecognised is None or _unknown_codes(**codes) is not None:
         return None
     if creation.resource_type == ResourceType.CLUSTER.code and creation.resource_name != CLUSTER_NAME:
-        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+        return _invalid(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
     if not creation.resource_name:
-        return "Invalid empty resource name"
-    return f"Invalid {_KAFKA_FIELD[unrecognised]} UNKNOWN"
+        return _invalid("Invalid empty resource name")
+    return _invalid(f"Invalid {_KAFKA_FIELD[unrecognised]} UNKNOWN")
 
 
 async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:
     cls: type[DeleteAclsResponse] = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
     result_cls, matching_cls = nested(cls, "DeleteAclsFilterResult"), nested(cls, "DeleteAclsMatchingAcl")
     if not scope.authorize(REQUIREMENTS[ApiKey.DELETE_ACLS]).request_allowed:
-        message = not_authorized_message(scope)
-        results = tuple(
-            build(
-                result_cls, error_code=ErrorCode.cluster_authorization_failed, error_message=message, matching_acls=()
-            )
-            for _ in request.filters
-        )
+        denied = error_fields(_denied(scope))
+        results = tuple(build(result_cls, **denied, matching_acls=()) for _ in request.filters)
         return build(cls, throttle_time=NO_THROTTLE, filter_results=results)
     parsed = [filter_from_wire(wire) for wire in request.filters]
     valid = [acl_filter for acl_filter in parsed if not isinstance(acl_filter, str)]
     outcomes = iter(await asyncio.to_thread(scope.services.acls.delete_acls, valid) if valid else [])
     results_out = []
     for acl_filter in parsed:
-        if isinstance(acl_filter, str):
-            results_out.append(
-                build(result_cls, error_code=ErrorCode.invalid_request, error_message=acl_filter, matching_acls=())
-            )
-            continue
-        outcome = next(outcomes)
+        outcome = AclDeleteResult(error=_invalid(acl_filter)) if isinstance(acl_filter, str) else next(outcomes)
         if outcome.error is not None:
-            results_out.append(
-                build(
-                    result_cls, error_code=ErrorCode.invalid_request, error_message=str(outcome.error), matching_acls=()
-                )
-            )
+            results_out.append(build(result_cls, **error_fields(outcome.error), matching_acls=()))
             continue
         matching = tuple(
             build(
                 matching_cls,
-                error_code=ErrorCode.none,
-                error_message=None,
+                **error_fields(None),
                 resource_type=acl.binding.pattern.resource_type.code,
                 resource_name=acl.binding.pattern.name,
                 pattern_type=acl.binding.pattern.pattern_type.code,
@@ -254,5 +237,5 @@ async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> Delete
             )
             for acl in outcome.removed_acls
         )
-        results_out.append(build(result_cls, error_code=ErrorCode.none, error_message=None, matching_acls=matching))
+        results_out.append(build(result_cls, **error_fields(None), matching_acls=matching))
     return build(cls, throttle_time=NO_THROTTLE, filter_results=tuple(results_out))

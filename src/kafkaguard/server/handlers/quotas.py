@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from kio.schema.errors import ErrorCode
 from kio.static.primitive import f64
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.model import ItemError, KafkaErrorCode
 from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.messages import (
@@ -19,11 +19,10 @@ from kafkaguard.server.messages import (
     DescribeClientQuotasResponse,
 )
 from kafkaguard.server.scope import RequestScope
-from kafkaguard.server.wire_errors import wire_error
-from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.server.wire_errors import error_fields
 from kafkaguard.service.quotas import QuotaAlteration, QuotaFilterComponent, QuotaOp
 
-_DENIED = KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED
+_DENIED = ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
 
 async def describe_client_quotas(
@@ -33,26 +32,14 @@ async def describe_client_quotas(
     entry_cls, entity_cls, value_cls = (nested(cls, name) for name in ("EntryData", "EntityData", "ValueData"))
     if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_CLIENT_QUOTAS]).request_allowed:
         # Kafka: a top-level error (its default text, so a null message) and null entries.
-        return build(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.cluster_authorization_failed,
-            error_message=None,
-            entries=None,
-        )
+        return build(cls, throttle_time=NO_THROTTLE, **error_fields(_DENIED), entries=None)
     components = [
         QuotaFilterComponent(entity_type=c.entity_type, match_type=int(c.match_type), match=c.match)
         for c in request.components
     ]
     description = scope.services.quotas.describe(components, strict=request.strict)
     if description.entries is None:
-        return build(
-            cls,
-            throttle_time=NO_THROTTLE,
-            error_code=wire_error(description.error_code),
-            error_message=description.error_code.wire_message(description.error_message),
-            entries=None,
-        )
+        return build(cls, throttle_time=NO_THROTTLE, **error_fields(description.error), entries=None)
     entries = tuple(
         build(
             entry_cls,
@@ -62,7 +49,7 @@ async def describe_client_quotas(
         for record in description.entries
     )
     # Kafka's KRaft broker leaves the message at the schema's default, "" (not null), on success.
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="", entries=entries)
+    return build(cls, throttle_time=NO_THROTTLE, **error_fields(None, on_success=""), entries=entries)
 
 
 async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
@@ -74,8 +61,7 @@ async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasReq
         denied = tuple(
             build(
                 entry_cls,
-                error_code=ErrorCode.cluster_authorization_failed,
-                error_message=_DENIED.default_message,
+                **error_fields(_DENIED, default_text=True),
                 entity=tuple(
                     build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity
                 ),
@@ -94,8 +80,7 @@ async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasReq
     entries = tuple(
         build(
             entry_cls,
-            error_code=wire_error(result.error_code),
-            error_message=result.error_message,
+            **error_fields(result.error, default_text=True),
             entity=tuple(build(entity_cls, entity_type=t, entity_name=n) for t, n in result.entity),
         )
         for result in results

@@ -8,6 +8,7 @@ import asyncio
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.model import ItemError, KafkaErrorCode
 from kafkaguard.server.build import NO_THROTTLE, build, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.messages import (
@@ -17,7 +18,7 @@ from kafkaguard.server.messages import (
     DescribeUserScramCredentialsResponse,
 )
 from kafkaguard.server.scope import RequestScope
-from kafkaguard.server.wire_errors import wire_error
+from kafkaguard.server.wire_errors import error_fields
 from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
 
 
@@ -53,11 +54,8 @@ async def describe_user_scram_credentials(
         build(
             result_cls,
             user=description.user,
-            error_code=wire_error(description.error_code),
             # Kafka's generated classes default a nullable string to "": a success carries "", not null.
-            error_message=""
-            if description.error_code.code == 0
-            else description.error_code.wire_message(description.error_message),
+            **error_fields(description.error, on_success=""),
             credential_infos=tuple(
                 build(info_cls, mechanism=info.mechanism.code, iterations=info.iterations)
                 for info in description.credentials
@@ -78,15 +76,11 @@ async def alter_user_scram_credentials(
     if not scope.authorize(REQUIREMENTS[ApiKey.ALTER_USER_SCRAM_CREDENTIALS]).request_allowed:
         # Kafka: one result per distinct user named, sorted by name, all with the same error.
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
-        results = tuple(
-            build(
-                result_cls,
-                user=user,
-                error_code=ErrorCode.cluster_authorization_failed,
-                error_message=f"Request {ApiKey.ALTER_USER_SCRAM_CREDENTIALS.api_name} is not authorized.",
-            )
-            for user in users
+        denied = ItemError(
+            KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            f"Request {ApiKey.ALTER_USER_SCRAM_CREDENTIALS.api_name} is not authorized.",
         )
+        results = tuple(build(result_cls, user=user, **error_fields(denied)) for user in users)
         return build(cls, throttle_time=NO_THROTTLE, results=results)
     deletions = [ScramDeletion(user=d.name, mechanism=int(d.mechanism)) for d in request.deletions]
     upsertions = [
@@ -104,8 +98,7 @@ async def alter_user_scram_credentials(
         build(
             result_cls,
             user=outcome.user,
-            error_code=wire_error(outcome.error_code),
-            error_message=outcome.error_code.wire_message(outcome.error_message),
+            **error_fields(outcome.error),
         )
         for outcome in outcomes
     )

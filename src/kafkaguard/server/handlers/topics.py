@@ -18,7 +18,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
-from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
+from kafkaguard.model import AclOperation, AuthorizationResult, ItemError, KafkaErrorCode, ResourceType
 from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
@@ -31,20 +31,22 @@ from kafkaguard.server.messages import (
     MetadataResponse,
 )
 from kafkaguard.server.scope import RequestScope
-from kafkaguard.server.wire_errors import wire_error
-from kafkaguard.service import NewTopic
-from kafkaguard.service.errors import KafkaErrorCode
+from kafkaguard.server.wire_errors import ErrorFields, error_fields, wire_error
+from kafkaguard.service import NewTopic, TopicDescription
 from kafkaguard.store import TopicRecord
 from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC = ResourceType.TOPIC
-AUTHORIZATION_FAILED = "Authorization failed."
-#: DeleteTopics' denial text on Kafka 3.9 (the error's default text, sent rather than null; measured).
-TOPIC_AUTHORIZATION_FAILED = "Topic authorization failed."
+#: CreateTopics' denial on Kafka 3.9: TOPIC_AUTHORIZATION_FAILED with its own text (measured).
+_CREATE_DENIED = ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
 #: The first Metadata version that looks topics up by id (and whose response may carry a null topic name).
 TOPIC_IDS_SINCE = 12
 #: Kafka's DYNAMIC_TOPIC_CONFIG config source.
 DYNAMIC_TOPIC_CONFIG = 1
+
+
+def _is_missing(description: TopicDescription) -> bool:
+    return description.error is not None and description.error.code is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def _unique(names: Iterable[str]) -> list[str]:
@@ -129,7 +131,7 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
                 entries.append(error_entry(None, ErrorCode.topic_authorization_failed, found.topic_id))
             else:
                 entries.append(topic_entry(found.record))
-        missing = [n for n in names if by_name[n].error_code is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        missing = [n for n in names if _is_missing(by_name[n])]
         created = await _auto_create(scope, request, [n for n in missing if outcome.allows(TOPIC, n)])
         for name in names:
             description = by_name[name]
@@ -141,7 +143,7 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
                 made = created[name]
                 entries.append(topic_entry(made) if isinstance(made, TopicRecord) else error_entry(name, made))
             else:
-                entry = error_entry(name, wire_error(description.error_code))
+                entry = error_entry(name, wire_error(description.error))
                 if include_ops:  # Kafka reports the operations on an absent topic the caller may describe
                     entry = dataclasses.replace(
                         entry,
@@ -190,7 +192,7 @@ async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) ->
                 configs=created.configs,
             )
         else:
-            results[name] = wire_error(created.error_code)
+            results[name] = wire_error(created.error)
     return results
 
 
@@ -233,8 +235,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                     result_cls,
                     name=name,
                     topic_id=ZERO_UUID,
-                    error_code=ErrorCode.topic_authorization_failed,
-                    error_message=AUTHORIZATION_FAILED,
+                    **error_fields(_CREATE_DENIED),
                     topic_config_error_code=ErrorCode.none.value,  # as Kafka 3.9 answers (measured)
                     num_partitions=-1,
                     replication_factor=-1,
@@ -271,8 +272,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                 result_cls,
                 name=name,
                 topic_id=result.topic_id,
-                error_code=wire_error(result.error_code),
-                error_message=result.error_code.wire_message(result.error_message),
+                **error_fields(result.error),
                 topic_config_error_code=config_error,
                 num_partitions=num_partitions,
                 replication_factor=replication_factor,
@@ -285,6 +285,14 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
 # ----------------------------------------------------------------------------------------------- DeleteTopics
 
 NEITHER_NAME_NOR_ID = "Neither topic name nor id were specified."
+_NAMELESS = ItemError(KafkaErrorCode.INVALID_REQUEST, NEITHER_NAME_NOR_ID)
+_UNKNOWN_TOPIC = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_DELETE_DENIED = ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def deletion_error(error: ItemError | None) -> ErrorFields:
+    """DeleteTopics sends the error's default text rather than null (Kafka 3.9, measured): its rule for every item."""
+    return error_fields(error, default_text=True)
 
 
 def _topic_id(topic: Any) -> uuid.UUID | None:
@@ -328,47 +336,15 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     )
     for name in names:
         if name in absent:
-            missing = KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            results.append(
-                build(
-                    result_cls,
-                    name=name,
-                    topic_id=ZERO_UUID,
-                    error_code=wire_error(missing),
-                    error_message=missing.default_message,
-                )
-            )
+            results.append(build(result_cls, name=name, topic_id=ZERO_UUID, **deletion_error(_UNKNOWN_TOPIC)))
         elif name not in deletable_names:
-            results.append(
-                build(
-                    result_cls,
-                    name=name,
-                    topic_id=ZERO_UUID,
-                    error_code=ErrorCode.topic_authorization_failed,
-                    error_message=TOPIC_AUTHORIZATION_FAILED,
-                )
-            )
+            results.append(build(result_cls, name=name, topic_id=ZERO_UUID, **deletion_error(_DELETE_DENIED)))
     for topic_id in ids:
         if topic_id not in deletable_ids:
             # The name is withheld from a caller who may not describe the topic.
-            results.append(
-                build(
-                    result_cls,
-                    name=None,
-                    topic_id=topic_id,
-                    error_code=ErrorCode.topic_authorization_failed,
-                    error_message=TOPIC_AUTHORIZATION_FAILED,
-                )
-            )
+            results.append(build(result_cls, name=None, topic_id=topic_id, **deletion_error(_DELETE_DENIED)))
     results.extend(
-        build(
-            result_cls,
-            name=None,
-            topic_id=ZERO_UUID,
-            error_code=ErrorCode.invalid_request,
-            error_message=NEITHER_NAME_NOR_ID,
-        )
-        for _ in range(nameless)
+        build(result_cls, name=None, topic_id=ZERO_UUID, **deletion_error(_NAMELESS)) for _ in range(nameless)
     )
     deleted = []
     if deletable_names:
@@ -376,13 +352,5 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     if deletable_ids:
         deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids)
     for result in deleted:
-        results.append(
-            build(
-                result_cls,
-                name=result.name,
-                topic_id=result.topic_id,
-                error_code=wire_error(result.error_code),
-                error_message=result.error_message,
-            )
-        )
+        results.append(build(result_cls, name=result.name, topic_id=result.topic_id, **deletion_error(result.error)))
     return build(cls, throttle_time=NO_THROTTLE, responses=tuple(results))

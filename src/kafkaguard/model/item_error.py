@@ -1,16 +1,25 @@
-"""Kafka's error codes as the service layer reports them per item (SEMANTICS.md §10).
+"""One per-item outcome for every batch API: Kafka's error code and message for an item that failed.
 
-The server puts ``code`` on the wire as is; ``default_message`` is Kafka's text, which the wire rule of §10
-replaces by null (``wire_message``).
+Kafka answers a batch (CreateAcls, DeleteAcls, AlterUserScramCredentials, CreateTopics, AlterClientQuotas …) item
+by item: each item succeeds or carries an ``ApiError`` (a code and an optional message, SEMANTICS.md §10). Every
+result type of kafkaguard does the same with ``error: ItemError | None`` (None = succeeded), so there is one shape
+to map: the server maps it to the wire in ``server.wire_errors``, the console to HTTP in ``console.item_errors``.
+
+Example: deleting the credential of a user that has none gives
+``ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")``;
+``str()`` of it is the message, ``.text`` falls back to Kafka's default text when there is no message, and
+``.wire_message`` follows Kafka's ``ApiError.fromThrowable`` rule (null when the message is the default text).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import IntEnum
 
 
 class KafkaErrorCode(IntEnum):
-    """Kafka ``Errors`` codes (never renumbered)."""
+    """Kafka ``Errors`` codes that kafkaguard gives per item (never renumbered; ``server.wire_errors`` checks each
+    against kio's name and number at import)."""
 
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0
@@ -81,3 +90,29 @@ _DEFAULT_MESSAGES: dict[KafkaErrorCode, str] = {
     KafkaErrorCode.UNACCEPTABLE_CREDENTIAL: "Requested credential would not meet criteria for acceptability.",
     KafkaErrorCode.UNKNOWN_TOPIC_ID: "This server does not host this topic ID.",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class ItemError:
+    """Why one item of a batch failed: Kafka's code and, when Kafka gives one, its own message."""
+
+    code: KafkaErrorCode
+    message: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The message, else Kafka's default text for the code (``ApiError.messageWithFallback``)."""
+        return self.message if self.message is not None else (self.code.default_message or self.code.name)
+
+    @property
+    def wire_message(self) -> str | None:
+        """The message as Kafka puts it on the wire after ``ApiError.fromThrowable``: null for the default text."""
+        return self.code.wire_message(self.text)
+
+    @property
+    def summary(self) -> str:
+        """``CODE: text``, as the CLI and the console show an item's error to a person."""
+        return f"{self.code.name}: {self.text}"
+
+    def __str__(self) -> str:
+        return self.text
