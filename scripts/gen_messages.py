@@ -1,5 +1,6 @@
-"""Writes src/kafkaguard/server/messages.py: per API the server offers, its request and response types as unions of
-kio's per-version classes (for the versions in ``codec.SUPPORTED_VERSIONS``). Run after changing those versions:
+"""Writes src/kafkaguard/server/messages.py and src/kafkaguard/proxy/messages.py: per API the server offers (and per
+API the proxy forwards), its request and response types as unions of kio's per-version classes (for the versions in
+``server.codec.SUPPORTED_VERSIONS`` and ``proxy.versions.FORWARDED``). Run after changing those versions:
 
     .venv/bin/python scripts/gen_messages.py
 
@@ -10,13 +11,18 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from kio.index import load_request_schema, load_response_schema
 
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.proxy.versions import FORWARDED
 from kafkaguard.server.codec import SUPPORTED_VERSIONS
 
-TARGET = Path(__file__).resolve().parent.parent / "src" / "kafkaguard" / "server" / "messages.py"
+SOURCE = Path(__file__).resolve().parent.parent / "src" / "kafkaguard"
+TARGET = SOURCE / "server" / "messages.py"
+PROXY_TARGET = SOURCE / "proxy" / "messages.py"
 RUFF = Path(sys.executable).with_name("ruff")
 
 HEAD = '''"""The request and response types of every API the server decodes: unions of kio's per-version classes.
@@ -31,10 +37,17 @@ from __future__ import annotations
 '''
 
 
-def render() -> str:
+PROXY_HEAD = HEAD.replace("every API the server decodes", "every API the proxy forwards").replace(
+    "``codec.SUPPORTED_VERSIONS``", "``proxy.versions.FORWARDED``"
+)
+
+
+def render(
+    versions: Mapping[ApiKey, tuple[int, int]] = SUPPORTED_VERSIONS, head: str = HEAD, target: Path = TARGET
+) -> str:
     imports: list[str] = []
     unions: list[str] = []
-    for key, (low, high) in sorted(SUPPORTED_VERSIONS.items(), key=lambda item: item[0].api_name):
+    for key, (low, high) in sorted(versions.items(), key=lambda item: item[0].api_name):
         for kind, load in (("Request", load_request_schema), ("Response", load_response_schema)):
             members = []
             for version in range(low, high + 1):
@@ -43,10 +56,10 @@ def render() -> str:
                 imports.append(f"from {cls.__module__} import {cls.__name__} as {alias}")
                 members.append(alias)
             unions.append(f"{key.api_name}{kind} = {' | '.join(members)}")
-    text = HEAD + "\n".join(imports) + "\n\n" + "\n".join(unions) + "\n"
+    text = head + "\n".join(imports) + "\n\n" + "\n".join(unions) + "\n"
     for command in (["check", "--select", "I", "--fix", "--quiet"], ["format"]):  # the project's own import order
         text = subprocess.run(  # noqa: S603 - the project's own ruff, fixed arguments
-            [str(RUFF), *command, "--stdin-filename", str(TARGET), "-"],
+            [str(RUFF), *command, "--stdin-filename", str(target), "-"],
             input=text,
             capture_output=True,
             text=True,
@@ -55,6 +68,11 @@ def render() -> str:
     return text
 
 
+def render_proxy() -> str:
+    return render(FORWARDED, PROXY_HEAD, PROXY_TARGET)
+
+
 if __name__ == "__main__":
     TARGET.write_text(render())
-    print(f"wrote {TARGET}")  # noqa: T201 - a script's one line of output
+    PROXY_TARGET.write_text(render_proxy())
+    print(f"wrote {TARGET} and {PROXY_TARGET}")  # noqa: T201 - a script's one line of output

@@ -76,6 +76,23 @@ class Listener:
         return f"{self.protocol.value}://{host}:{self.port}"
 
 
+_HOST_PORT = re.compile(r"^(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\s,]+):(?P<port>\d{1,5})$")
+
+
+def parse_host_ports(text: str) -> list[tuple[str, int]]:
+    """``host:port[,host:port...]`` (Kafka's bootstrap.servers) as (host, port) pairs.
+
+    :raises InvalidConfigError: an entry that is not host:port with a port in 1..65535.
+    """
+    servers = []
+    for entry in (part.strip() for part in text.split(",")):
+        match = _HOST_PORT.match(entry)
+        if match is None or not 0 < int(match["port"]) <= 65535:
+            raise InvalidConfigError(f"upstream server {entry!r} is not host:port, for example kafka-1.internal:9092")
+        servers.append((match["host"].strip("[]"), int(match["port"])))
+    return servers
+
+
 class Settings(BaseSettings):
     """kafkaguard's configuration. Build it with :func:`load_settings`."""
 
@@ -122,6 +139,24 @@ class Settings(BaseSettings):
     console_login_failures_per_minute: float = Field(
         30.0, gt=0, description="Failed console logins a client regains per minute (after the burst: 429)."
     )
+    upstream: str | None = Field(
+        None, description="The proxy's upstream cluster: bootstrap servers, host:port[,host:port...]."
+    )
+    upstream_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="How the proxy reaches the upstream (Kafka's security.protocol)."
+    )
+    upstream_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        "SCRAM-SHA-512", description="The proxy's SASL mechanism towards the upstream."
+    )
+    upstream_user: str | None = Field(None, description="The proxy's service user on the upstream (SASL).")
+    upstream_password: SecretStr | None = Field(
+        None, description="The service user's password (KAFKAGUARD_UPSTREAM_PASSWORD; never logged)."
+    )
+    upstream_password_file: Path | None = Field(None, description="A file holding the service user's password.")
+    upstream_ssl_cafile: Path | None = Field(None, description="PEM CA bundle to verify the upstream's TLS.")
+    upstream_timeout_seconds: float = Field(
+        40.0, gt=0, description="Longest wait for the upstream to connect or answer one request."
+    )
 
     # The validators raise InvalidConfigError: a ValueError, so pydantic collects it into its ValidationError like
     # any other; ``load_settings`` reports them all at once.
@@ -132,6 +167,13 @@ class Settings(BaseSettings):
             raise InvalidConfigError("at least one listener is needed")
         for text in value:
             Listener.parse(text)
+        return value
+
+    @field_validator("upstream")
+    @classmethod
+    def _check_upstream(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_host_ports(value)
         return value
 
     @field_validator("super_users")
@@ -186,6 +228,11 @@ class Settings(BaseSettings):
         if cls._yaml_file is not None:
             sources.append(YamlConfigSettingsSource(settings_cls, yaml_file=cls._yaml_file))
         return tuple(sources)
+
+    @property
+    def upstream_servers(self) -> list[tuple[str, int]]:
+        """The upstream bootstrap servers as (host, port), in the order given (empty when unset)."""
+        return parse_host_ports(self.upstream) if self.upstream else []
 
     @property
     def parsed_listeners(self) -> list[Listener]:

@@ -27,7 +27,9 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── FrameError                  server.errors     a bad or oversized frame length, or a cut frame
      │    ├── HeaderError                 server.errors     a request header that cannot be decoded
      │    ├── LengthError                 server.lengths    a declared length or count the bytes cannot hold
-     │    └── UnsupportedRequest          server.codec      an API or version this server does not offer
+     │    ├── UnsupportedRequest          server.codec      an API or version this server does not offer
+     │    └── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
+     ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
      ├── LoginThrottledError              console.throttle  a console login refused before checking (HTTP 429)
      ├── ItemRefusedError                 console.item_errors a per-item Kafka error answered over REST
      ├── CliError                         cli.client        reported by the CLI as one line, with an exit code

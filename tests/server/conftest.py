@@ -163,9 +163,11 @@ def start_server(
     tls: TlsFiles,
     *,
     create_admin: bool = True,
+    server_type: type[KafkaServer] = KafkaServer,
     **overrides: Any,
 ) -> ServerHandle:
-    """Start a server on free loopback ports; ``overrides`` are settings (``auth_failure_delay_ms=100``...)."""
+    """Start a server on free loopback ports; ``overrides`` are settings (``auth_failure_delay_ms=100``...).
+    ``server_type`` ``ProxyServer`` starts the proxy instead (its listeners need fixed ports)."""
     audit_path = data_dir / "audit" / "audit.log"
     options: dict[str, Any] = {
         "data_dir": data_dir,
@@ -192,7 +194,7 @@ def start_server(
     thread.start()
 
     async def make() -> KafkaServer:
-        server = KafkaServer(services)
+        server = server_type(services)
         await server.start()
         return server
 
@@ -204,7 +206,9 @@ def start_server(
         loop.close()
         services.close()
         raise
-    ports = {listener.protocol: listener.port for listener in server.bound_listeners}
+    ports: dict[SecurityProtocol, int] = {}
+    for listener in server.bound_listeners:  # the first of each protocol: the proxy binds node ports after them
+        ports.setdefault(listener.protocol, listener.port)
     handle = ServerHandle(services, server, loop, thread, data_dir, audit_path, tls, ports, errors)
     collector = _ErrorCollector(errors)
     logging.getLogger("kafkaguard").addHandler(collector)

@@ -102,9 +102,9 @@ def test_nothing_but_sasl_is_decoded_before_login(services: Services, monkeypatc
     decoded: list[bytes] = []
     real = codec.decode_request
 
-    def spy(data: bytes) -> Any:
+    def spy(data: bytes, versions: Any = codec.SUPPORTED_VERSIONS) -> Any:
         decoded.append(data)
-        return real(data)
+        return real(data, versions)
 
     monkeypatch.setattr(connection_module, "decode_request", spy)
     handshake = encode_request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)

@@ -19,9 +19,12 @@ from kafkaguard.server.connection import CONNECTION_APIS, HANDLERS
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_generated_message_module_is_up_to_date():
-    render = runpy.run_path(str(ROOT / "scripts" / "gen_messages.py"))["render"]
-    assert (ROOT / "src" / "kafkaguard" / "server" / "messages.py").read_text() == render(), (
+def test_the_generated_message_modules_are_up_to_date():
+    script = runpy.run_path(str(ROOT / "scripts" / "gen_messages.py"))
+    assert (ROOT / "src" / "kafkaguard" / "server" / "messages.py").read_text() == script["render"](), (
+        "run: .venv/bin/python scripts/gen_messages.py"
+    )
+    assert (ROOT / "src" / "kafkaguard" / "proxy" / "messages.py").read_text() == script["render_proxy"](), (
         "run: .venv/bin/python scripts/gen_messages.py"
     )
 

@@ -59,6 +59,7 @@ class ApiKey(IntEnum):
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
     ADD_OFFSETS_TO_TXN = 25
     END_TXN = 26
@@ -85,6 +86,7 @@ class ApiKey(IntEnum):
     DESCRIBE_CLUSTER = 60
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     DESCRIBE_TOPIC_PARTITIONS = 75
@@ -162,6 +164,8 @@ REQUIREMENTS: Mapping[ApiKey, Requirement] = {
     ),
     ApiKey.DELETE_RECORDS: _each("DeleteRecords", _TOPIC_DENIED, Check(_O.DELETE, _T)),
     ApiKey.INIT_PRODUCER_ID: _each("InitProducerId", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Check(_O.WRITE, _X)),
+    # A consumer's OffsetForLeaderEpoch (replica id -1) needs DESCRIBE on the topic; a follower's, CLUSTER_ACTION.
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _each("OffsetForLeaderEpoch", _TOPIC_DENIED, Check(_O.DESCRIBE, _T)),
     ApiKey.ADD_PARTITIONS_TO_TXN: _each(
         "AddPartitionsToTxn", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Check(_O.WRITE, _X), Check(_O.WRITE, _T)
     ),
@@ -201,6 +205,8 @@ REQUIREMENTS: Mapping[ApiKey, Requirement] = {
     ApiKey.DESCRIBE_TRANSACTIONS: _each(
         "DescribeTransactions", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", Check(_O.DESCRIBE, _X)
     ),
+    # ListTransactions lists only the transactional ids the caller may DESCRIBE (no error for the others).
+    ApiKey.LIST_TRANSACTIONS: Requirement("ListTransactions", per_resource=(Check(_O.DESCRIBE, _X),), denial_error=""),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _each("ConsumerGroupHeartbeat", _GROUP_DENIED, Check(_O.READ, _G)),
     ApiKey.CONSUMER_GROUP_DESCRIBE: _each("ConsumerGroupDescribe", _GROUP_DENIED, Check(_O.DESCRIBE, _G)),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: _each("DescribeTopicPartitions", _TOPIC_DENIED, Check(_O.DESCRIBE, _T)),

@@ -163,21 +163,7 @@ class StandardAuthorizer:
 
         :raises InvalidActionError: ANY or UNKNOWN resource type or operation, as Kafka's argument checks.
         """
-        if resource_type is ResourceType.ANY:
-            raise InvalidActionError("Must specify a non-filter resource type for authorizeByResourceType")
-        if resource_type.is_unknown:
-            raise InvalidActionError("Unknown resource type")
-        if operation is AclOperation.ANY:
-            raise InvalidActionError("Must specify a non-filter operation type for authorizeByResourceType")
-        if operation.is_unknown:
-            raise InvalidActionError("Unknown operation type")
-        snap = self._snapshot
-
-        def probe(name: str) -> AuthorizationResult:
-            action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
-            return authorize_in(snap, context, (action,))[0]
-
-        return scan_by_resource_type(snap.index, context, operation, resource_type, probe)
+        return authorize_by_resource_type_in(self._snapshot, context, operation, resource_type)
 
     # ----------------------------------------------------------------------------------------------- ACL state
 
@@ -339,3 +325,26 @@ def _entry_matches(acl: StoredAcl, context: RequestContext, operation: AclOperat
     if entry.host != context.host and entry.host != WILDCARD_HOST:
         return False
     return operation in covered_operations(entry.operation, entry.permission_type)
+
+
+def authorize_by_resource_type_in(
+    snapshot: AuthorizerSnapshot, context: RequestContext, operation: AclOperation, resource_type: ResourceType
+) -> AuthorizationResult:
+    """``StandardAuthorizer.authorize_by_resource_type`` against one given snapshot (a request's own).
+
+    :raises InvalidActionError: ANY or UNKNOWN resource type or operation, as Kafka's argument checks.
+    """
+    if resource_type is ResourceType.ANY:
+        raise InvalidActionError("Must specify a non-filter resource type for authorizeByResourceType")
+    if resource_type.is_unknown:
+        raise InvalidActionError("Unknown resource type")
+    if operation is AclOperation.ANY:
+        raise InvalidActionError("Must specify a non-filter operation type for authorizeByResourceType")
+    if operation.is_unknown:
+        raise InvalidActionError("Unknown operation type")
+
+    def probe(name: str) -> AuthorizationResult:
+        action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
+        return authorize_in(snapshot, context, (action,))[0]
+
+    return scan_by_resource_type(snapshot.index, context, operation, resource_type, probe)

@@ -11,17 +11,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kafkaguard.bootstrap import Services, build_services
+from kafkaguard.cli import options as o
 from kafkaguard.config import Settings, load_settings
-from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.errors import InvalidConfigError
 
 if TYPE_CHECKING:
     from kafkaguard.console import HttpListener
+    from kafkaguard.server.app import KafkaServer
 
 log = logging.getLogger(__name__)
 
@@ -63,12 +64,12 @@ async def run_console(settings: Settings) -> None:
 class ServerWithConsole:
     """The Kafka server and the console on one ``Services``, in the running event loop."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, server_type: type[KafkaServer] | None = None) -> None:
         from kafkaguard.console import ConsoleServer, create_app  # the console extra, imported only to serve
         from kafkaguard.server.app import KafkaServer  # the server extra, imported only to serve
 
         self.services = services
-        self.server = KafkaServer(services)
+        self.server = (server_type or KafkaServer)(services)
         self.console = ConsoleServer(create_app(services), _http_listener(services.settings))
 
     async def start(self) -> None:
@@ -85,11 +86,12 @@ class ServerWithConsole:
         await self.server.stop()
 
 
-async def serve_with_console(settings: Settings) -> None:
-    """What ``kafkaguard serve --http-listener`` runs: both until SIGTERM/SIGINT, then a clean shutdown."""
+async def serve_with_console(settings: Settings, server_type: type[KafkaServer] | None = None) -> None:
+    """What ``kafkaguard serve --http-listener`` (and ``proxy --http-listener``, with its ``server_type``) runs: both
+    until SIGTERM/SIGINT, then a clean shutdown."""
     services = await asyncio.to_thread(build_services, settings)
     try:
-        both = ServerWithConsole(services)
+        both = ServerWithConsole(services, server_type)
         await both.start()
         try:
             await _until_signalled()
@@ -100,28 +102,20 @@ async def serve_with_console(settings: Settings) -> None:
 
 
 def console(
-    data_dir: Annotated[Path | None, typer.Option(help="Data directory (SQLite database). Default: ./data")] = None,
+    data_dir: o.DataDir = None,
     http_listener: Annotated[
         str | None, typer.Option(help=f"host:port to serve the console on. Default: {DEFAULT_HTTP_LISTENER}")
     ] = None,
-    super_users: Annotated[str | None, typer.Option(help="Super users, e.g. 'User:admin;User:ops'.")] = None,
-    allow_everyone_if_no_acl_found: Annotated[
-        bool | None, typer.Option("--allow-everyone-if-no-acl-found", help="Kafka's setting (default: deny).")
-    ] = None,
-    trusted_proxies: Annotated[
-        list[str] | None,
-        typer.Option(
-            help="CIDR of a proxy whose X-Forwarded-For the console believes, repeatable or comma-separated "
-            "(default: none; the client is the socket's peer)."
-        ),
-    ] = None,
-    config: Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")] = None,
-    log_level: Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")] = "INFO",
+    super_users: o.SuperUsers = None,
+    allow_everyone_if_no_acl_found: o.AllowEveryone = None,
+    trusted_proxies: o.TrustedProxies = None,
+    config: o.ConfigFile = None,
+    log_level: o.LogLevel = "INFO",
 ) -> None:
     """Run the REST console and web page alone against a data directory (the Kafka server may run elsewhere)."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        settings = load_settings(
+
+    def settings() -> Settings:
+        loaded = load_settings(
             config,
             data_dir=data_dir,
             http_listener=http_listener,
@@ -129,11 +123,8 @@ def console(
             allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
             trusted_proxies=trusted_proxies or None,
         )
-        if settings.http_listener is None:
-            settings = settings.model_copy(update={"http_listener": DEFAULT_HTTP_LISTENER})
-        asyncio.run(run_console(settings))
-    except KafkaguardError as e:
-        typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
-        raise typer.Exit(code=2) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(code=130) from None
+        if loaded.http_listener is None:
+            return loaded.model_copy(update={"http_listener": DEFAULT_HTTP_LISTENER})
+        return loaded
+
+    o.run_service(log_level, settings, run_console)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import typer
 
-from kafkaguard.cli import acls, apply, audit, check, configs, console, export, plan, serve, users
+from kafkaguard.cli import acls, apply, audit, check, configs, console, export, plan, proxy, serve, users
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
 app.command("serve")(serve.serve)
 app.command("console")(console.console)
+app.command("proxy")(proxy.proxy)
 app.add_typer(users.app, name="users")
 app.add_typer(audit.app, name="audit")
 app.command("acls")(acls.acls)

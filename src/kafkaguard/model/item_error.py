@@ -27,6 +27,7 @@ class KafkaErrorCode(IntEnum):
     LEADER_NOT_AVAILABLE = 5
     INVALID_TOPIC_EXCEPTION = 17
     TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
     CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_SASL_MECHANISM = 33
     UNSUPPORTED_VERSION = 35
@@ -36,6 +37,7 @@ class KafkaErrorCode(IntEnum):
     INVALID_REPLICA_ASSIGNMENT = 39
     INVALID_CONFIG = 40
     INVALID_REQUEST = 42
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
     SECURITY_DISABLED = 54
     TOPIC_DELETION_DISABLED = 73
     RESOURCE_NOT_FOUND = 91
@@ -69,6 +71,7 @@ _DEFAULT_MESSAGES: dict[KafkaErrorCode, str] = {
     ),
     KafkaErrorCode.INVALID_TOPIC_EXCEPTION: "The request attempted to perform an operation on an invalid topic.",
     KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    KafkaErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
     KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
     KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM: "The broker does not support the requested SASL mechanism.",
     KafkaErrorCode.UNSUPPORTED_VERSION: "The version of API is not supported.",
@@ -83,6 +86,7 @@ _DEFAULT_MESSAGES: dict[KafkaErrorCode, str] = {
         "This most likely occurs because of a request being malformed by the client library or the message was "
         "sent to an incompatible broker. See the broker logs for more details."
     ),
+    KafkaErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
     KafkaErrorCode.SECURITY_DISABLED: "Security features are disabled.",
     KafkaErrorCode.TOPIC_DELETION_DISABLED: "Topic deletion is disabled.",
     KafkaErrorCode.RESOURCE_NOT_FOUND: "A request illegally referred to a resource that does not exist.",

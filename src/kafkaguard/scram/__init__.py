@@ -1,7 +1,14 @@
-"""L1: SCRAM-SHA-256/512 credentials (RFC 5802 / RFC 7677, KIP-554) and the server side of the SASL exchange."""
+"""L1: SCRAM-SHA-256/512 credentials (RFC 5802 / RFC 7677, KIP-554) and both sides of the SASL exchange."""
 
 from __future__ import annotations
 
+from kafkaguard.scram.client import (
+    DEFAULT_CACHE_ENTRIES,
+    MAX_SERVER_ITERATIONS,
+    SaltedPasswordCache,
+    ScramClientSession,
+    ScramClientStage,
+)
 from kafkaguard.scram.credential import (
     DEFAULT_ITERATIONS,
     DEFAULT_SALT_BYTES,
@@ -42,17 +49,22 @@ from kafkaguard.scram.server import (
 
 __all__ = [
     "AUTHORIZATION_ID_MISMATCH_MESSAGE",
+    "DEFAULT_CACHE_ENTRIES",
     "DEFAULT_DECOY_PROFILE",
     "DEFAULT_ITERATIONS",
     "DEFAULT_SALT_BYTES",
     "MAX_MESSAGE_BYTES",
     "MAX_SALT_BYTES",
+    "MAX_SERVER_ITERATIONS",
     "MIN_SALT_BYTES",
     "ClientFinalMessage",
     "ClientFirstMessage",
     "CredentialLookup",
     "DecoyProfile",
     "NonceFactory",
+    "SaltedPasswordCache",
+    "ScramClientSession",
+    "ScramClientStage",
     "ScramCredential",
     "ScramMechanism",
     "ScramServerSession",

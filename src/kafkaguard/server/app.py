@@ -60,23 +60,8 @@ class KafkaServer:
 
         :raises InvalidConfigError: a listener cannot be bound, or TLS is configured wrongly.
         """
-        settings = self.services.settings
-        for listener in settings.parsed_listeners:
-            context = self._tls_context() if listener.protocol.uses_tls else None
-            try:
-                server = await asyncio.start_server(
-                    functools.partial(self._accept, listener),
-                    listener.host or None,
-                    listener.port,
-                    ssl=context,
-                    limit=64 * 1024,
-                )
-            except OSError as e:
-                await self.stop()
-                raise InvalidConfigError(f"cannot listen on {listener}: {e.strerror}") from e
-            bound = _Bound(listener, server, server.sockets[0].getsockname()[1])
-            self._bound.append(bound)
-            log.info("listening on %s://%s:%d", listener.protocol.value, listener.host, bound.port)
+        for listener in self.services.settings.parsed_listeners:
+            await self.bind(listener)
         if self.audit is not None:
             self.audit.start()
         # The loaded ACL set is long-lived: move it out of the cyclic GC's reach so that collections triggered by
@@ -104,6 +89,33 @@ class KafkaServer:
         self._bound.clear()
         self._stopped.set()
 
+    async def bind(self, listener: Listener) -> Listener:
+        """Listen on ``listener`` (port 0: any free port); returns it with the port bound.
+
+        :raises InvalidConfigError: it cannot be bound, or TLS is configured wrongly (the server is stopped).
+        """
+        context = self._tls_context() if listener.protocol.uses_tls else None
+        try:
+            server = await asyncio.start_server(
+                functools.partial(self._accept, listener),
+                listener.host or None,
+                listener.port,
+                ssl=context,
+                limit=64 * 1024,
+            )
+        except OSError as e:
+            await self.stop()
+            raise InvalidConfigError(f"cannot listen on {listener}: {e.strerror}") from e
+        bound = _Bound(listener, server, server.sockets[0].getsockname()[1])
+        self._bound.append(bound)
+        log.info("listening on %s://%s:%d", listener.protocol.value, listener.host, bound.port)
+        return Listener(listener.protocol, listener.host, bound.port)
+
+    def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
+        """The connection object for a client that came in on ``listener`` (the proxy makes its own)."""
+        context = ListenerContext(self.services, listener, self.broker_for(listener), self.audit)
+        return Connection(context, reader, writer)
+
     @property
     def bound_listeners(self) -> list[Listener]:
         """The listeners as bound, with the real port (useful with port 0)."""
@@ -126,8 +138,7 @@ class KafkaServer:
             return
         self._connections.add(task)
         try:
-            context = ListenerContext(self.services, listener, self.broker_for(listener), self.audit)
-            await Connection(context, reader, writer).run()
+            await self.connection(listener, reader, writer).run()
         except asyncio.CancelledError:
             # stop() cancels open connections. End this task normally: on Python 3.11 asyncio's stream protocol
             # calls task.exception() on it when it finishes, which raises for a cancelled task and logs

@@ -50,7 +50,7 @@ SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
 PreEncoded = NewType("PreEncoded", bytes)
 
 # What kio's decoders raise on bad bytes, besides its own SerialError.
-_DECODE_ERRORS = (SerialError, ValueError, KeyError, TypeError, OverflowError, IndexError)
+DECODE_ERRORS = (SerialError, ValueError, KeyError, TypeError, OverflowError, IndexError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,33 +71,37 @@ class UnsupportedRequest(ProtocolError):
         self.correlation_id = correlation_id
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
+#: API → (lowest, highest) version offered; the server's is ``SUPPORTED_VERSIONS``, the proxy's is negotiated.
+Versions = Mapping[ApiKey, tuple[int, int]]
+
+
+def is_supported(api_key: int, api_version: int, versions: Versions = SUPPORTED_VERSIONS) -> bool:
     try:
-        low, high = SUPPORTED_VERSIONS[ApiKey(api_key)]
+        low, high = versions[ApiKey(api_key)]
     except (ValueError, KeyError):
         return False
     return low <= api_version <= high
 
 
-def decode_request(frame: bytes) -> DecodedRequest:
+def decode_request(frame: bytes, versions: Versions = SUPPORTED_VERSIONS) -> DecodedRequest:
     """Header and body of one request frame. Call it only for a request the connection may send in its state:
     before authentication, only ApiVersions and SASL bodies are decoded (``connection`` checks the header first).
 
-    :raises UnsupportedRequest: an API or version this server does not offer.
+    :raises UnsupportedRequest: an API or version ``versions`` does not offer.
     :raises ProtocolError: bytes that do not decode as that request, including a length or count that the bytes
         after it cannot hold (``lengths.LengthError``), checked before kio allocates anything.
     """
     api_key, api_version, correlation_id = peek_header(frame)
-    if not is_supported(api_key, api_version):
+    if not is_supported(api_key, api_version, versions):
         raise UnsupportedRequest(
             f"API key {api_key} version {api_version} is not supported", api_key, api_version, correlation_id
         )
-    schema = _request_schema(api_key, api_version)
+    schema = request_schema(api_key, api_version)
     header, offset = decode_header(frame, flexible=schema.__flexible__)
     check_body(schema, frame, offset)
     try:
-        body, _consumed = _reader(schema)(frame, offset)  # trailing bytes are ignored on purpose
-    except _DECODE_ERRORS as e:
+        body, _consumed = reader_for(schema)(frame, offset)  # trailing bytes are ignored on purpose
+    except DECODE_ERRORS as e:
         name = ApiKey(api_key).api_name
         raise ProtocolError(f"malformed {name} v{api_version} request: {e}") from e
     return DecodedRequest(header, ApiKey(api_key), body)
@@ -112,13 +116,13 @@ def encode_response(api_key: ApiKey, api_version: int, correlation_id: int, body
     schema = response_schema(api_key, api_version)
     buffer = io.BytesIO()
     if api_key is ApiKey.API_VERSIONS or not schema.__flexible__:
-        _writer(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+        writer_for(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
     else:
-        _writer(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+        writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
     if isinstance(body, bytes):
         buffer.write(body)
     else:
-        _writer(type(body))(buffer, body)
+        writer_for(type(body))(buffer, body)
     return encode_frame(buffer.getvalue())
 
 
@@ -126,7 +130,7 @@ _REQUEST_SCHEMAS: dict[tuple[int, int], type[Any]] = {}
 _RESPONSE_SCHEMAS: dict[tuple[int, int], type[Any]] = {}
 
 
-def _request_schema(api_key: int, api_version: int) -> type[Any]:
+def request_schema(api_key: int, api_version: int) -> type[Any]:
     # kio resolves schemas by import path on every call; the server asks thousands of times a second.
     schema = _REQUEST_SCHEMAS.get((api_key, api_version))
     if schema is None:
@@ -145,14 +149,14 @@ _READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
 _WRITERS: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
 
 
-def _reader(schema: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
+def reader_for(schema: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
     reader = _READERS.get(schema)
     if reader is None:  # built once per schema: kio compiles a reader per entity type
         reader = _READERS[schema] = cast(Callable[[bytes, int], tuple[Any, int]], entity_reader(schema))
     return reader
 
 
-def _writer(schema: type[Any]) -> Callable[[io.BytesIO, Any], None]:
+def writer_for(schema: type[Any]) -> Callable[[io.BytesIO, Any], None]:
     writer = _WRITERS.get(schema)
     if writer is None:
         writer = _WRITERS[schema] = cast(Callable[[io.BytesIO, Any], None], entity_writer(schema))

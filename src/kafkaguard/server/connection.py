@@ -22,7 +22,14 @@ from kafkaguard.config import Listener
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
 from kafkaguard.server.audit_log import AuditLog
-from kafkaguard.server.codec import SUPPORTED_VERSIONS, UnsupportedRequest, decode_request, encode_response
+from kafkaguard.server.codec import (
+    SUPPORTED_VERSIONS,
+    DecodedRequest,
+    UnsupportedRequest,
+    Versions,
+    decode_request,
+    encode_response,
+)
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame, read_frame
 from kafkaguard.server.handlers.acls import create_acls, delete_acls, describe_acls
@@ -78,6 +85,9 @@ class ListenerContext:
 
 
 class Connection:
+    """A client connection of ``kafkaguard serve``: every API is answered by ``HANDLERS``. The proxy's connection
+    shares everything up to ``dispatch`` (framing, the pre-login gate, SASL, decoding) and overrides the rest."""
+
     def __init__(self, context: ListenerContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.context = context
         self.services = context.services
@@ -134,7 +144,7 @@ class Connection:
             with contextlib.suppress(ConnectionError, OSError):
                 await self.writer.wait_closed()
 
-    async def _send(self, data: bytes) -> None:
+    async def send(self, data: bytes) -> None:
         self.writer.write(data)
         await self.writer.drain()
 
@@ -147,35 +157,47 @@ class Connection:
             api_key_code = peek_header(frame)[0]
             if api_key_code not in BEFORE_AUTHENTICATION:  # ApiKey is an IntEnum: a raw code finds its member
                 raise CloseConnection(f"API key {api_key_code} before SASL authentication completed")
+        versions = self.versions()
         try:
             if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
-                request = await asyncio.to_thread(decode_request, frame)
+                request = await asyncio.to_thread(decode_request, frame, versions)
             else:
-                request = decode_request(frame)
+                request = decode_request(frame, versions)
         except UnsupportedRequest as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 # A newer client: answer v0 with our versions so it can pick one (Kafka's rule).
-                body = api_versions_response(0, ErrorCode.unsupported_version)
-                await self._send(encode_response(ApiKey.API_VERSIONS, 0, e.correlation_id, body))
+                body = api_versions_response(0, ErrorCode.unsupported_version, versions)
+                await self.send(encode_response(ApiKey.API_VERSIONS, 0, e.correlation_id, body))
                 return
             raise CloseConnection(str(e)) from e
         api_key, version = request.api_key, request.header.api_version
-        correlation_id = request.header.correlation_id
         if api_key is ApiKey.SASL_HANDSHAKE or api_key is ApiKey.SASL_AUTHENTICATE:
-            await self._sasl_request(api_key, version, correlation_id, request.body)
+            await self._sasl_request(api_key, version, request.header.correlation_id, request.body)
             return
-        scope = RequestScope(
+        await self.dispatch(request, frame)
+
+    def versions(self) -> Versions:
+        """The APIs and versions this connection offers (what ApiVersions answers)."""
+        return SUPPORTED_VERSIONS
+
+    def scope(self, request: DecodedRequest) -> RequestScope:
+        """The request's scope: who asks, and the one authorizer snapshot every check of the request reads."""
+        return RequestScope(
             services=self.services,
             broker=self.context.broker,
             context=RequestContext(self.principal, self.host),
-            api_key=api_key,
-            api_version=version,
+            api_key=request.api_key,
+            api_version=request.header.api_version,
             client_id=request.header.client_id,
             snapshot=self.services.authorizer.snapshot,
             audit=self.context.audit,
         )
-        response = await HANDLERS[api_key](scope, request.body)
-        await self._send(encode_response(api_key, version, correlation_id, response))
+
+    async def dispatch(self, request: DecodedRequest, frame: bytes) -> None:
+        """Answer an authenticated request (``frame`` is its bytes as received, for a subclass that forwards)."""
+        header = request.header
+        response = await HANDLERS[request.api_key](self.scope(request), request.body)
+        await self.send(encode_response(request.api_key, header.api_version, header.correlation_id, response))
 
     async def _sasl_request(self, api_key: ApiKey, version: int, correlation_id: int, body: Any) -> None:
         if self.sasl is None:
@@ -190,7 +212,7 @@ class Connection:
         self._count_login(outcome)  # before answering: a client that sees the answer sees the count
         if outcome.failed:
             await self._failure_delay()
-        await self._send(encode_response(api_key, version, correlation_id, outcome.response))
+        await self.send(encode_response(api_key, version, correlation_id, outcome.response))
         if outcome.close:
             raise CloseConnection(f"{api_key.api_name} failed")
 
@@ -203,7 +225,7 @@ class Connection:
             raise CloseConnection(f"SASL authentication failed: {error}")
         if sasl.authenticated:
             self._record_login(ok=True)
-        await self._send(encode_frame(reply or b""))
+        await self.send(encode_frame(reply or b""))
 
     def _count_login(self, outcome: SaslOutcome) -> None:
         if outcome.failed:

@@ -7,7 +7,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import ApiKey, authorized_operations
 from kafkaguard.model import CLUSTER_NAME, AclOperation, ResourceType
 from kafkaguard.server.build import NO_THROTTLE, build, nested
-from kafkaguard.server.codec import SUPPORTED_VERSIONS, response_schema
+from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions, response_schema
 from kafkaguard.server.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -20,14 +20,16 @@ from kafkaguard.server.scope import RequestScope
 OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
-def api_versions_response(api_version: int, error: ErrorCode = ErrorCode.none) -> ApiVersionsResponse:
+def api_versions_response(
+    api_version: int, error: ErrorCode = ErrorCode.none, versions: Versions = SUPPORTED_VERSIONS
+) -> ApiVersionsResponse:
     """Our versions; also the v0 answer to an ApiVersions version we do not support (with UNSUPPORTED_VERSION),
     so that the client can retry with one we do."""
     cls: type[ApiVersionsResponse] = response_schema(ApiKey.API_VERSIONS, api_version)
     version_cls = nested(cls, "ApiVersion")
     keys = tuple(
         build(version_cls, api_key=key.value, min_version=low, max_version=high)
-        for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+        for key, (low, high) in sorted(versions.items())
     )
     return build(cls, error_code=error, api_keys=keys, throttle_time=NO_THROTTLE)
 

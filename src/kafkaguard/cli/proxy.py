@@ -1,0 +1,87 @@
+"""``kafkaguard proxy``: kafkaguard's ACLs, SCRAM users and audit log enforced on real traffic, in front of any
+Kafka cluster (see ``kafkaguard.proxy``).
+
+Every flag is also a config-file key and a ``KAFKAGUARD_*`` environment variable; the service user's password comes
+from ``KAFKAGUARD_UPSTREAM_PASSWORD`` or ``--upstream-password-file``, never a flag (it would show in ``ps``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafkaguard.cli import options as o
+from kafkaguard.config import Settings, load_settings
+
+
+async def _run(settings: Settings) -> None:
+    from kafkaguard.proxy.app import ProxyServer  # the server extra, imported only to serve
+
+    if settings.http_listener is not None:
+        from kafkaguard.cli.console import serve_with_console
+
+        await serve_with_console(settings, ProxyServer)
+        return
+    from kafkaguard.proxy.app import serve as run_proxy
+
+    await run_proxy(settings)
+
+
+def proxy(
+    upstream: Annotated[
+        str | None, typer.Option(help="The upstream cluster's bootstrap servers, host:port[,host:port...].")
+    ] = None,
+    upstream_security_protocol: Annotated[
+        str | None, typer.Option(help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL towards the upstream.")
+    ] = None,
+    upstream_sasl_mechanism: Annotated[
+        str | None, typer.Option(help="SCRAM-SHA-512 (default) or SCRAM-SHA-256.")
+    ] = None,
+    upstream_user: Annotated[str | None, typer.Option(help="The proxy's service user on the upstream.")] = None,
+    upstream_password_file: Annotated[
+        Path | None, typer.Option(help="File with the service user's password (or KAFKAGUARD_UPSTREAM_PASSWORD).")
+    ] = None,
+    upstream_ssl_cafile: Annotated[Path | None, typer.Option(help="PEM CA bundle for the upstream's TLS.")] = None,
+    data_dir: o.DataDir = None,
+    listener: o.Listeners = None,
+    advertised_host: o.AdvertisedHost = None,
+    super_users: o.SuperUsers = None,
+    allow_everyone_if_no_acl_found: o.AllowEveryone = None,
+    audit_log: o.AuditLog = None,
+    audit_mode: o.AuditMode = None,
+    ssl_certfile: o.SslCertfile = None,
+    ssl_keyfile: o.SslKeyfile = None,
+    http_listener: o.HttpListener = None,
+    trusted_proxies: o.TrustedProxies = None,
+    config: o.ConfigFile = None,
+    log_level: o.LogLevel = "INFO",
+) -> None:
+    """Proxy Kafka clients to an upstream cluster, authorizing every request with kafkaguard's ACLs.
+
+    On a listener of port P, upstream broker N is served on port P+1+N: open those ports to clients too."""
+    o.run_service(
+        log_level,
+        lambda: load_settings(
+            config,
+            upstream=upstream,
+            upstream_security_protocol=upstream_security_protocol,
+            upstream_sasl_mechanism=upstream_sasl_mechanism,
+            upstream_user=upstream_user,
+            upstream_password_file=upstream_password_file,
+            upstream_ssl_cafile=upstream_ssl_cafile,
+            data_dir=data_dir,
+            listeners=listener or None,
+            advertised_host=advertised_host,
+            super_users=super_users,
+            allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
+            audit_log=audit_log,
+            audit_mode=audit_mode,
+            ssl_certfile=ssl_certfile,
+            ssl_keyfile=ssl_keyfile,
+            http_listener=http_listener,
+            trusted_proxies=trusted_proxies or None,
+        ),
+        _run,
+    )

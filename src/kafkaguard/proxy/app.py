@@ -1,0 +1,181 @@
+"""The proxy process: the server's listeners, store sync and audit log, with proxy connections, one listener per
+upstream node, and the upstream discovered at start.
+
+``ProxyServer(services)`` is started and stopped by its owner (tests); ``serve(settings)`` is what
+``kafkaguard proxy`` runs until SIGTERM/SIGINT. Starting reads three things from the upstream with the service
+credential (failing with a clear error when it cannot): its ApiVersions (to offer only what both sides can do), its
+brokers (to open their listeners), and ``auto.create.topics.enable`` (see ``handlers.metadata``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import ssl
+from typing import Any
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.bootstrap import Services, build_services
+from kafkaguard.config import Listener, Settings
+from kafkaguard.errors import InvalidConfigError
+from kafkaguard.proxy.connection import ProxyConnection, ProxyListenerContext
+from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
+from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.proxy.versions import negotiate
+from kafkaguard.scram import ScramMechanism
+from kafkaguard.server.app import KafkaServer
+from kafkaguard.server.build import build, nested
+from kafkaguard.server.codec import Versions, request_schema
+from kafkaguard.server.connection import Connection
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ConfigResource type of a broker.
+_BROKER_RESOURCE = 4
+
+
+class ProxyServer(KafkaServer):
+    def __init__(self, services: Services) -> None:
+        super().__init__(services)
+        settings = services.settings
+        problem = check_listeners(settings.parsed_listeners)
+        if problem is not None:
+            raise InvalidConfigError(problem)
+        if not settings.upstream_servers:
+            raise InvalidConfigError("the proxy needs upstream: the upstream cluster's bootstrap servers, host:port")
+        self.security = upstream_security(settings)
+        host = settings.advertised_host or settings.parsed_listeners[0].host or "localhost"
+        self.nodes = NodeDirectory((Address(h, p) for h, p in settings.upstream_servers), host)
+        self.nodes.on_new_node(self._serve_node)
+        self.versions: Versions = {}
+        #: Node listeners: the bound listener → (the client listener it belongs to, the upstream node id).
+        self._node_listeners: dict[Listener, tuple[Listener, int]] = {}
+
+    async def start(self) -> None:
+        """Discover the upstream, then bind the client listeners and a listener per upstream node.
+
+        :raises InvalidConfigError: the upstream cannot be reached or refuses the service credential, or a
+            listener cannot be bound.
+        """
+        await self._discover()
+        await super().start()
+        for node_id in self.nodes.node_ids:
+            await self._serve_node(node_id)
+
+    def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
+        client_listener, node_id = self._node_listeners.get(listener, (listener, None))
+        context = ProxyListenerContext(
+            self.services,
+            client_listener,
+            self.broker_for(client_listener),
+            self.audit,
+            node_id=node_id,
+            nodes=self.nodes,
+            security=self.security,
+            versions=self.versions,
+            timeout=self.services.settings.upstream_timeout_seconds,
+        )
+        return ProxyConnection(context, reader, writer)
+
+    async def _serve_node(self, node_id: int) -> None:
+        """Bind node ``node_id``'s port on every client listener (once; the server may not be started yet)."""
+        if not self._bound:
+            return  # start() binds every known node once the client listeners are up
+        for listener in self.services.settings.parsed_listeners:
+            node_listener = Listener(listener.protocol, listener.host, node_port(listener.port, node_id))
+            if node_listener in self._node_listeners:
+                continue
+            self._node_listeners[node_listener] = (listener, node_id)
+            await self.bind(node_listener)
+
+    async def _discover(self) -> None:
+        upstream = UpstreamConnection(
+            self.nodes.bootstrap, self.security, timeout=self.services.settings.upstream_timeout_seconds
+        )
+        try:
+            hello = build(request_schema(ApiKey.API_VERSIONS, 3), client_software_name="kafkaguard-proxy",
+                          client_software_version="1")  # fmt: skip
+            versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
+            offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
+            self.versions = negotiate(offered)
+            brokers_only = build(request_schema(ApiKey.METADATA, 12), topics=(), allow_auto_topic_creation=False,
+                                 include_topic_authorized_operations=False)  # fmt: skip
+            metadata = await upstream.call(ApiKey.METADATA, 12, brokers_only)
+            await self.nodes.learn(UpstreamNode(int(b.node_id), Address(b.host, int(b.port))) for b in metadata.brokers)
+            self.nodes.auto_create_topics = await _auto_create_enabled(upstream, int(metadata.brokers[0].node_id))
+        except Exception as e:
+            raise InvalidConfigError(f"cannot use the upstream {self.services.settings.upstream}: {e}") from e
+        finally:
+            upstream.close()
+        log.info(
+            "upstream %s: nodes %s, auto.create.topics.enable=%s, %d APIs offered",
+            self.services.settings.upstream, self.nodes.node_ids, self.nodes.auto_create_topics, len(self.versions),
+        )  # fmt: skip
+
+
+async def _auto_create_enabled(upstream: UpstreamConnection, node_id: int) -> bool:
+    """The broker's ``auto.create.topics.enable`` (DescribeConfigs v4 on the broker resource); False if unreadable."""
+    schema = request_schema(ApiKey.DESCRIBE_CONFIGS, 4)
+    resource = build(nested(schema, "DescribeConfigsResource"), resource_type=_BROKER_RESOURCE,
+                     resource_name=str(node_id), configuration_keys=("auto.create.topics.enable",))  # fmt: skip
+    answer: Any = await upstream.call(
+        ApiKey.DESCRIBE_CONFIGS,
+        4,
+        build(schema, resources=(resource,), include_synonyms=False, include_documentation=False),
+    )
+    for result in answer.results:
+        for config in result.configs:
+            if config.name == "auto.create.topics.enable":
+                return str(config.value).lower() == "true"
+    log.warning("the upstream did not tell auto.create.topics.enable; Metadata will not auto-create topics")
+    return False
+
+
+def upstream_security(settings: Settings) -> UpstreamSecurity:
+    """The proxy's way into the upstream, from the settings.
+
+    :raises InvalidConfigError: SASL without a user or password, an unreadable password file or CA bundle.
+    """
+    protocol = UpstreamProtocol(settings.upstream_security_protocol)
+    password = settings.upstream_password.get_secret_value() if settings.upstream_password else ""
+    if settings.upstream_password_file is not None:
+        try:
+            password = settings.upstream_password_file.read_text("utf-8").rstrip("\n")
+        except OSError as e:
+            raise InvalidConfigError(f"cannot read upstream_password_file: {e.strerror}") from None
+    if protocol.uses_sasl and (not settings.upstream_user or not password):
+        raise InvalidConfigError(
+            f"upstream_security_protocol {protocol.value} needs upstream_user and a password "
+            "(KAFKAGUARD_UPSTREAM_PASSWORD or upstream_password_file)"
+        )
+    tls = None
+    if protocol.uses_tls:
+        try:
+            tls = ssl.create_default_context(cafile=settings.upstream_ssl_cafile)
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidConfigError(f"cannot load upstream_ssl_cafile: {e}") from None
+    return UpstreamSecurity(
+        protocol=protocol,
+        mechanism=ScramMechanism.from_name(settings.upstream_sasl_mechanism),
+        username=settings.upstream_user or "",
+        password=password,
+        tls=tls,
+    )
+
+
+async def serve(settings: Settings) -> None:
+    """Build the services, proxy until SIGTERM or SIGINT, then shut down cleanly."""
+    services = await asyncio.to_thread(build_services, settings)
+    server = ProxyServer(services)
+    try:
+        await server.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+        log.info("shutting down")
+    finally:
+        await server.stop()
+        services.close()

@@ -1,0 +1,68 @@
+"""FindCoordinator (10): DESCRIBE on the group or transactional id; the coordinator at the proxy's address.
+
+As ``KafkaApis.handleFindCoordinatorRequest`` (Kafka 3.9): a group key needs DESCRIBE on the group (else
+GROUP_AUTHORIZATION_FAILED), a transaction key DESCRIBE on the transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); a refused key gets no node (-1, "", -1) and the error's default text.
+v4 batches keys: each is decided alone and only the allowed ones go upstream.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
+from kafkaguard.proxy.handlers.addresses import proxied_node
+from kafkaguard.proxy.messages import FindCoordinatorRequest
+from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.codec import response_schema
+from kafkaguard.server.wire_errors import error_fields
+
+#: Kafka's CoordinatorType: 0 = group, 1 = transaction.
+_KEY_TYPES = {0: ResourceType.GROUP, 1: ResourceType.TRANSACTIONAL_ID}
+_DENIED = {
+    ResourceType.GROUP: ItemError(KafkaErrorCode.GROUP_AUTHORIZATION_FAILED),
+    ResourceType.TRANSACTIONAL_ID: ItemError(KafkaErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+}
+_INVALID = ItemError(KafkaErrorCode.INVALID_REQUEST)
+
+
+async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -> Reply:
+    cls = response_schema(ApiKey.FIND_COORDINATOR, scope.api_version)
+    resource_type = _KEY_TYPES.get(int(getattr(request, "key_type", 0)))  # v0 asks for groups only
+    batched = hasattr(request, "coordinator_keys")
+    keys: list[str] = list(request.coordinator_keys) if batched else [request.key]  # type: ignore[union-attr]
+    if resource_type is None:  # Kafka: "Unknown coordinator type" (INVALID_REQUEST) for every key
+        return _refusals(cls, scope, keys, _INVALID) if batched else _single(cls, _INVALID)
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.FIND_COORDINATOR], {resource_type: keys})
+    allowed = [key for key in keys if outcome.allows(resource_type, key)]
+    denied = [key for key in keys if not outcome.allows(resource_type, key)]
+    if not batched:
+        if denied:
+            return _single(cls, _DENIED[resource_type])
+        answer = (await scope.forward()).body()
+        host, port = await proxied_node(scope, int(answer.node_id), answer.host, int(answer.port))
+        return rebuild(answer, host=host, port=port)
+    refused = _refusals(cls, scope, denied, _DENIED[resource_type]).coordinators
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, coordinators=refused)
+    answer = (await scope.forward(rebuild(request, coordinator_keys=tuple(allowed)))).body()
+    coordinators = []
+    for coordinator in answer.coordinators:
+        host, port = await proxied_node(scope, int(coordinator.node_id), coordinator.host, int(coordinator.port))
+        coordinators.append(rebuild(coordinator, host=host, port=port))
+    return rebuild(answer, coordinators=tuple(coordinators) + refused)
+
+
+def _single(cls: type[Any], error: ItemError) -> Any:
+    return build(cls, throttle_time=NO_THROTTLE, node_id=-1, host="", port=-1, **error_fields(error, default_text=True))
+
+
+def _refusals(cls: type[Any], scope: ProxyScope, keys: list[str], error: ItemError) -> Any:
+    coordinator_cls = nested(cls, "Coordinator")
+    coordinators = tuple(
+        build(coordinator_cls, key=key, node_id=-1, host="", port=-1, **error_fields(error, default_text=True))
+        for key in keys
+    )
+    return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)

@@ -1,0 +1,114 @@
+"""Metadata (3) and DescribeCluster (60): topics the caller may describe, auto-creation it may cause, brokers at
+the proxy's addresses, and authorized-operations bitmasks computed from kafkaguard's ACLs.
+
+As ``KafkaApis.handleTopicMetadataRequest`` (Kafka 3.9):
+
+* a request for all topics lists only those the caller may DESCRIBE (the rest are silently left out);
+* a topic named without DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED and never reaches the upstream (so it is
+  never auto-created either);
+* a named topic that does not exist is created when the request allows it, the upstream creates topics
+  (``auto.create.topics.enable``) and the caller has AUTO_CREATE (SEMANTICS.md §16.1; Kafka: CREATE) on the cluster
+  or the topic; without it the topic is answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers it. The proxy asks the
+  upstream without auto-creation first and again, with it, only for the topics the caller may create;
+* KIP-430 authorized operations are the caller's under kafkaguard's ACLs (the upstream's would be the proxy's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
+from kafkaguard.model import ResourceType
+from kafkaguard.proxy.handlers.addresses import proxied_brokers
+from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
+from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.server.build import build, nested, rebuild
+from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
+from kafkaguard.store.uuids import ZERO_UUID
+
+TOPIC = ResourceType.TOPIC
+#: Kafka's internal topics (``Topic.isInternal``), flagged as such even in a refusal.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
+    include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    if request.topics is None:
+        answer = (await scope.forward(rebuild(request, allow_auto_topic_creation=False))).body()
+        listed = [topic.name for topic in answer.topics if topic.name is not None]
+        outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: listed})
+        topics = tuple(t for t in answer.topics if t.name is not None and outcome.allows(TOPIC, t.name))
+        return await _answer(scope, request, answer, topics, include_ops)
+    names = list(dict.fromkeys(topic.name for topic in request.topics if topic.name is not None))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: names})
+    describable = [name for name in names if outcome.allows(TOPIC, name)]
+    refused = [name for name in names if not outcome.allows(TOPIC, name)]
+    answer = (await scope.forward(_asking(request, describable, auto_create=False))).body()
+    found = {topic.name: topic for topic in answer.topics}
+    missing = [name for name in describable if found[name].error_code == ErrorCode.unknown_topic_or_partition]
+    wants_creation = bool(getattr(request, "allow_auto_topic_creation", True))
+    if missing and wants_creation and scope.nodes.auto_create_topics:
+        creation = scope.authorize(METADATA_AUTO_CREATE, {TOPIC: missing})
+        creatable = [name for name in missing if creation.allows(TOPIC, name)]
+        refused += [name for name in missing if not creation.allows(TOPIC, name)]
+        if creatable:
+            created = (await scope.forward(_asking(request, creatable, auto_create=True))).body()
+            found.update({topic.name: topic for topic in created.topics})
+        answer = rebuild(answer, topics=tuple(found.values()))
+    allowed = tuple(topic for name, topic in found.items() if name not in refused)
+    topic_cls = nested(type(answer), "MetadataResponseTopic")
+    denials = tuple(_refusal(topic_cls, name) for name in refused)
+    return await _answer(scope, request, answer, allowed, include_ops, denials)
+
+
+def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
+    topic_cls = nested(type(request), "MetadataRequestTopic")
+    topics = tuple(build(topic_cls, name=name, topic_id=ZERO_UUID) for name in names)
+    return rebuild(request, topics=topics, allow_auto_topic_creation=auto_create)
+
+
+def _refusal(topic_cls: type[Any], name: str) -> Any:
+    return build(
+        topic_cls,
+        error_code=ErrorCode.topic_authorization_failed,
+        name=name,
+        topic_id=ZERO_UUID,
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=(),
+        topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
+    )
+
+
+async def _answer(
+    scope: ProxyScope,
+    request: Any,
+    answer: Any,
+    topics: tuple[Any, ...],
+    include_ops: bool,
+    denials: tuple[Any, ...] = (),
+) -> Reply:
+    if include_ops:
+        topics = tuple(
+            rebuild(t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, t.name))
+            for t in topics
+        )
+    wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+    return rebuild(
+        answer,
+        brokers=await proxied_brokers(scope, answer.brokers),
+        topics=topics + denials,
+        cluster_authorized_operations=cluster_operations(scope) if wanted_cluster_ops else OPERATIONS_NOT_REQUESTED,
+    )
+
+
+async def describe_cluster(scope: ProxyScope, request: DescribeClusterRequest) -> Reply:
+    answer = (await scope.forward()).body()
+    wanted = bool(getattr(request, "include_cluster_authorized_operations", False))
+    return rebuild(
+        answer,
+        brokers=await proxied_brokers(scope, answer.brokers, id_field="broker_id"),
+        cluster_authorized_operations=cluster_operations(scope) if wanted else OPERATIONS_NOT_REQUESTED,
+    )

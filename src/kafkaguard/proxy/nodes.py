@@ -1,0 +1,98 @@
+"""Which upstream broker a client connection means, and how clients reach every upstream broker through the proxy.
+
+Kafka clients bootstrap from any broker, then connect to each broker by the address Metadata advertises for its
+node id. The proxy advertises itself for every node: on a client listener of port ``P``, upstream node ``N`` is
+served on port ``P + 1 + N`` (node 1 of a listener on 9092 is at 9094). A connection to the listener's own port is a
+bootstrap connection and goes to the first upstream bootstrap server that answers; a connection to ``P + 1 + N``
+goes to node ``N``. So a client never learns an upstream address, and every request it makes passes the proxy.
+
+Worked example: upstream nodes 1 at 10.0.0.5:9092 and 2 at 10.0.0.6:9092, one proxy listener
+SASL_PLAINTEXT://0.0.0.0:19092 advertised as proxy.example: Metadata answers node 1 at proxy.example:19094 and node
+2 at proxy.example:19095; a connection to 19095 is forwarded to 10.0.0.6:9092.
+
+Node ids are learned from every upstream answer that names brokers (Metadata, DescribeCluster, FindCoordinator);
+a new node gets its listeners before the answer that names it reaches the client. ``MAX_NODE_ID`` bounds the port
+range a listener claims.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from kafkaguard.config import Listener
+from kafkaguard.proxy.upstream import Address
+
+log = logging.getLogger(__name__)
+
+#: Node ids above this are not served (their port would leave the listener's range); see ``check_listeners``.
+MAX_NODE_ID = 999
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamNode:
+    node_id: int
+    address: Address
+
+
+def node_port(listener_port: int, node_id: int) -> int:
+    """The proxy port that serves upstream node ``node_id`` for a listener on ``listener_port``."""
+    return listener_port + 1 + node_id
+
+
+class NodeDirectory:
+    """The upstream nodes the proxy knows, and the hook that opens their listeners. Used on the event loop only."""
+
+    def __init__(self, bootstrap: Iterable[Address], advertised_host: str) -> None:
+        self.bootstrap = tuple(bootstrap)
+        self.advertised_host = advertised_host
+        #: The upstream brokers' ``auto.create.topics.enable``, read when the proxy starts: Metadata's
+        #: auto-creation is authorized only where the upstream would create (KafkaApis checks its own setting).
+        self.auto_create_topics = False
+        self._nodes: dict[int, Address] = {}
+        self._on_new_node: Callable[[int], Awaitable[None]] | None = None
+
+    def on_new_node(self, hook: Callable[[int], Awaitable[None]]) -> None:
+        self._on_new_node = hook
+
+    def address_of(self, node_id: int) -> Address | None:
+        return self._nodes.get(node_id)
+
+    @property
+    def node_ids(self) -> list[int]:
+        return sorted(self._nodes)
+
+    async def learn(self, nodes: Iterable[UpstreamNode]) -> None:
+        """Record the upstream's brokers (an address may change: a broker moved); open listeners for new ones."""
+        for node in nodes:
+            if not 0 <= node.node_id <= MAX_NODE_ID:
+                log.error("upstream node %d is outside 0..%d: the proxy cannot serve it", node.node_id, MAX_NODE_ID)
+                continue
+            known = self._nodes.get(node.node_id)
+            self._nodes[node.node_id] = node.address
+            if known is None:
+                log.info("upstream node %d at %s", node.node_id, node.address)
+                if self._on_new_node is not None:
+                    await self._on_new_node(node.node_id)
+            elif known != node.address:
+                log.info("upstream node %d moved from %s to %s", node.node_id, known, node.address)
+
+    def advertised(self, listener: Listener, node_id: int) -> tuple[str, int]:
+        """What the proxy tells a client of ``listener`` about node ``node_id``: (host, port)."""
+        return self.advertised_host, node_port(listener.port, node_id)
+
+
+def check_listeners(listeners: Iterable[Listener]) -> str | None:
+    """Why these listeners' port ranges cannot all be served (overlap or past 65535), or None."""
+    ranges = sorted((listener.port, node_port(listener.port, MAX_NODE_ID), str(listener)) for listener in listeners)
+    for low, high, name in ranges:
+        if low == 0:
+            return f"listener {name}: the proxy needs fixed ports (port 0 is only for the server's tests)"
+        if high > 65535:
+            return f"listener {name}: nodes 0..{MAX_NODE_ID} need ports up to {high}, above 65535; choose a lower port"
+    for (_, high, name), (low, _, other) in itertools.pairwise(ranges):
+        if low <= high:
+            return f"listeners {name} and {other}: each claims {MAX_NODE_ID + 2} ports (its own, then one per node)"
+    return None

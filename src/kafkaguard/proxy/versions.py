@@ -1,0 +1,65 @@
+"""The APIs and versions the proxy offers: what it can authorize exactly, and the upstream serves (fail closed).
+
+``FORWARDED`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
+without broker endpoints in the body: Produce v10+ and Fetch v16+ carry node endpoints for KIP-951 leader
+discovery (they would reveal upstream addresses), Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
+DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet
+authorize. ``negotiate`` intersects these with the upstream's ApiVersions; an API the upstream lacks is not
+offered, and an API the proxy has no handler for is never offered at all: a client cannot reach the upstream with
+a request the proxy did not authorize.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions
+
+#: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
+FORWARDED: Mapping[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 8),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_FETCH: (2, 8),
+    ApiKey.FIND_COORDINATOR: (0, 4),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+#: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.
+LOCAL: Mapping[ApiKey, tuple[int, int]] = {
+    key: SUPPORTED_VERSIONS[key]
+    for key in (
+        ApiKey.API_VERSIONS,
+        ApiKey.SASL_HANDSHAKE,
+        ApiKey.SASL_AUTHENTICATE,
+        ApiKey.DESCRIBE_ACLS,
+        ApiKey.CREATE_ACLS,
+        ApiKey.DELETE_ACLS,
+        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
+        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+        ApiKey.DESCRIBE_CLIENT_QUOTAS,
+        ApiKey.ALTER_CLIENT_QUOTAS,
+    )
+}
+
+
+def negotiate(upstream: Mapping[int, tuple[int, int]]) -> Versions:
+    """The proxy's ApiVersions: every local API, and each forwarded API in the overlap of its cap with the
+    upstream's range (absent when they do not overlap or the upstream lacks it)."""
+    offered: dict[ApiKey, tuple[int, int]] = dict(LOCAL)
+    for key, (low, high) in FORWARDED.items():
+        theirs = upstream.get(int(key))
+        if theirs is None:
+            continue
+        overlap = max(low, theirs[0]), min(high, theirs[1])
+        if overlap[0] <= overlap[1]:
+            offered[key] = overlap
+    return offered

@@ -1,0 +1,94 @@
+"""The proxy's side of the wire towards the upstream cluster: encoding requests, decoding responses.
+
+Requests the proxy changes (a Produce without its denied topics, a Fetch without a session) are encoded with the
+client's own header values (correlation id, client id), so the upstream's answer can go back unchanged when the
+proxy has nothing to merge. Responses are decoded only when the proxy must read or change them; before kio reads
+one, every length in it is checked against the bytes that remain (``server.lengths``), as for a client's request:
+an upstream is trusted with data, not with the proxy's memory.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from typing import Any
+
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
+from kio.static.primitive import i16, i32
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.server.codec import DECODE_ERRORS, reader_for, request_schema, response_schema, writer_for
+from kafkaguard.server.errors import ProtocolError
+from kafkaguard.server.lengths import check_body
+
+_CORRELATION = struct.Struct(">i")
+
+
+class UpstreamProtocolError(ProtocolError):
+    """An upstream answer the proxy cannot read: it closes the client connection it belongs to, nothing more."""
+
+
+def encode_request(api_key: ApiKey, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
+    """A request payload (no length prefix): the header version the schema names, then ``body``."""
+    schema = request_schema(api_key, api_version)
+    header_cls = schema.__header_schema__
+    header = header_cls(
+        request_api_key=i16(api_key),
+        request_api_version=i16(api_version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    buffer = io.BytesIO()
+    writer_for(header_cls)(buffer, header)
+    writer_for(schema)(buffer, body)
+    return buffer.getvalue()
+
+
+def response_header_size(api_key: ApiKey, api_version: int, payload: bytes) -> int:
+    """Bytes of the response header at the start of ``payload``: v0 (the correlation id) for ApiVersions and
+    non-flexible versions, else v1 (plus tagged fields, read with kio)."""
+    if api_key is ApiKey.API_VERSIONS or not response_schema(api_key, api_version).__flexible__:
+        return 4
+    check_body(ResponseHeaderV1, payload, 0)
+    try:
+        return int(reader_for(ResponseHeaderV1)(payload, 0)[1])
+    except DECODE_ERRORS as e:
+        raise UpstreamProtocolError(f"unreadable {api_key.api_name} v{api_version} response header: {e}") from e
+
+
+def correlation_id_of(payload: bytes) -> int:
+    """The correlation id every response starts with."""
+    if len(payload) < 4:
+        raise UpstreamProtocolError(f"a response of {len(payload)} bytes has no correlation id")
+    return int(_CORRELATION.unpack_from(payload)[0])
+
+
+def request_correlation_id(payload: bytes) -> int:
+    """The correlation id of a request payload (after its int16 API key and version)."""
+    return int(_CORRELATION.unpack_from(payload, 4)[0])
+
+
+def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> Any:
+    """The kio response body of a response payload (no length prefix).
+
+    :raises UpstreamProtocolError: lengths that do not fit, or bytes kio cannot read as that response.
+    """
+    offset = response_header_size(api_key, api_version, payload)
+    schema = response_schema(api_key, api_version)
+    try:
+        check_body(schema, payload, offset)
+        return reader_for(schema)(payload, offset)[0]
+    except ProtocolError as e:
+        raise UpstreamProtocolError(f"malformed {api_key.api_name} v{api_version} response: {e}") from e
+    except DECODE_ERRORS as e:
+        raise UpstreamProtocolError(f"malformed {api_key.api_name} v{api_version} response: {e}") from e
+
+
+def encode_response_header(api_key: ApiKey, api_version: int, correlation_id: int) -> bytes:
+    buffer = io.BytesIO()
+    if api_key is ApiKey.API_VERSIONS or not response_schema(api_key, api_version).__flexible__:
+        writer_for(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+    else:
+        writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    return buffer.getvalue()
