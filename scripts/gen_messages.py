@@ -1,6 +1,6 @@
 """Writes src/kafkaguard/server/messages.py and src/kafkaguard/proxy/messages.py: per API the server offers (and per
 API the proxy forwards), its request and response types as unions of kio's per-version classes (for the versions in
-``server.codec.SUPPORTED_VERSIONS`` and ``proxy.versions.FORWARDED``). Run after changing those versions:
+``server.codec.SUPPORTED_VERSIONS`` and ``proxy.versions.CAPS``). Run after changing those versions:
 
     .venv/bin/python scripts/gen_messages.py
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from kio.index import load_request_schema, load_response_schema
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.proxy.versions import FORWARDED
+from kafkaguard.proxy.versions import CAPS
 from kafkaguard.server.codec import SUPPORTED_VERSIONS
 
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "kafkaguard"
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 
 PROXY_HEAD = HEAD.replace("every API the server decodes", "every API the proxy forwards").replace(
-    "``codec.SUPPORTED_VERSIONS``", "``proxy.versions.FORWARDED``"
+    "``codec.SUPPORTED_VERSIONS``", "``proxy.versions.CAPS``"
 )
 
 
@@ -69,7 +69,7 @@ def render(
 
 
 def render_proxy() -> str:
-    return render(FORWARDED, PROXY_HEAD, PROXY_TARGET)
+    return render(CAPS, PROXY_HEAD, PROXY_TARGET)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.proxy.connection import ProxyConnection, ProxyListenerContext
+from kafkaguard.proxy.connection import HANDLERS, ProxyConnection, ProxyListenerContext
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.versions import negotiate
@@ -98,7 +98,7 @@ class ProxyServer(KafkaServer):
                           client_software_version="1")  # fmt: skip
             versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
             offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
-            self.versions = negotiate(offered)
+            self.versions = negotiate(offered, HANDLERS)
             brokers_only = build(request_schema(ApiKey.METADATA, 12), topics=(), allow_auto_topic_creation=False,
                                  include_topic_authorized_operations=False)  # fmt: skip
             metadata = await upstream.call(ApiKey.METADATA, 12, brokers_only)

@@ -1,23 +1,23 @@
 """The APIs and versions the proxy offers: what it can authorize exactly, and the upstream serves (fail closed).
 
-``FORWARDED`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
+``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
 without broker endpoints in the body: Produce v10+ and Fetch v16+ carry node endpoints for KIP-951 leader
 discovery (they would reveal upstream addresses), Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
 DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet
-authorize. ``negotiate`` intersects these with the upstream's ApiVersions; an API the upstream lacks is not
-offered, and an API the proxy has no handler for is never offered at all: a client cannot reach the upstream with
-a request the proxy did not authorize.
+authorize. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
+for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
+offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions
 
 #: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
-FORWARDED: Mapping[ApiKey, tuple[int, int]] = {
+CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 9),
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 8),
@@ -31,6 +31,25 @@ FORWARDED: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.SYNC_GROUP: (0, 5),
     ApiKey.INIT_PRODUCER_ID: (0, 4),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
 }
 
 #: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.
@@ -51,11 +70,12 @@ LOCAL: Mapping[ApiKey, tuple[int, int]] = {
 }
 
 
-def negotiate(upstream: Mapping[int, tuple[int, int]]) -> Versions:
-    """The proxy's ApiVersions: every local API, and each forwarded API in the overlap of its cap with the
-    upstream's range (absent when they do not overlap or the upstream lacks it)."""
+def negotiate(upstream: Mapping[int, tuple[int, int]], forwarded: Iterable[ApiKey]) -> Versions:
+    """The proxy's ApiVersions: every local API, and each ``forwarded`` API (those with a handler) in the overlap
+    of its cap with the upstream's range (absent when they do not overlap or the upstream lacks it)."""
     offered: dict[ApiKey, tuple[int, int]] = dict(LOCAL)
-    for key, (low, high) in FORWARDED.items():
+    for key in forwarded:
+        low, high = CAPS[key]
         theirs = upstream.get(int(key))
         if theirs is None:
             continue

@@ -1,0 +1,11 @@
+"""The administrative topic and config APIs (CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords,
+DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, OffsetForLeaderEpoch): authorized as ``KafkaApis`` does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafkaguard.authorizer.requests import ApiKey
+
+#: API → handler; merged into ``proxy.connection.HANDLERS``.
+HANDLERS: dict[ApiKey, Any] = {}
