@@ -1,15 +1,24 @@
-"""A real Apache Kafka broker for tests: KRaft, broker and controller in one JVM, on loopback.
+"""A real Apache Kafka for tests, on loopback: one combined-mode broker, or a KRaft cluster of brokers.
 
 Started from the tarball named by ``KAFKA_TGZ`` (unpacked once per test session) or an unpacked ``KAFKA_HOME``,
-with its own ``server.properties``: a SASL_PLAINTEXT listener with SCRAM-SHA-256/512 on a free port, Kafka's KRaft
+with its own ``server.properties`` per JVM and free ports.
+
+``KafkaBroker`` runs broker and controller in one JVM: a SASL_PLAINTEXT listener with SCRAM-SHA-256/512, Kafka's KRaft
 ``StandardAuthorizer``, ``super.users=User:admin``, ``allow.everyone.if.no.acl.found=false``, and
 ``kafka.authorizer.logger`` at DEBUG into ``kafka-authorizer.log`` (allowed and denied decisions, Kafka's
 ``[%d] %p %m (%c)%n`` layout). The admin's SCRAM credentials are written at format time, as kafka-storage does.
+
+``KafkaCluster`` runs one dedicated controller (``process.roles=controller``, node id ``CONTROLLER_ID``) and N brokers
+(``process.roles=broker``, node ids 1..N), each in its own JVM, sharing one cluster id: the upstream a proxy sits in
+front of. Its client listener is SASL_PLAINTEXT (as above; ``authorizer=False`` leaves ``authorizer.class.name``
+out) or PLAINTEXT (never with an authorizer: every client would be ``User:ANONYMOUS``).
+
 ``stop`` sends TERM, waits, then kills: a test session never leaves a JVM behind.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import signal
@@ -17,14 +26,31 @@ import socket
 import subprocess
 import tarfile
 import time
+import uuid
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 ADMIN = "admin"
 ADMIN_PASSWORD = "admin-secret"  # noqa: S105 - the test broker's super user
 START_TIMEOUT = 90.0
-JVM_OPTIONS = ["-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=2",
-               "-Djava.awt.headless=true"]  # fmt: skip
+STOP_TIMEOUT = 30.0
+STARTED = b"Kafka Server started"  # KafkaRaftServer logs it once a node (broker or controller) is up
+JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:ActiveProcessorCount=2", "-Djava.awt.headless=true"]
+JVM_OPTIONS = ["-Xms128m", "-Xmx512m", *JVM_FLAGS]
+# A cluster runs 1 + N JVMs on a small machine: smaller heaps (measured RSS: ~125 MB controller, ~270 MB a broker).
+CONTROLLER_JVM_OPTIONS = ["-Xms32m", "-Xmx192m", *JVM_FLAGS]
+CLUSTER_BROKER_JVM_OPTIONS = ["-Xms64m", "-Xmx320m", *JVM_FLAGS]
+CONTROLLER_ID = 1000
+LOOPBACK = "127.0.0.1"
+Listener = Literal["SASL_PLAINTEXT", "PLAINTEXT"]
+ClientConfig = dict[str, str | int | float | bool]  # confluent-kafka's configuration
+
+_SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required"
+_PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
+_LAYOUT = "[%d] %p %m (%c)%n"
 
 
 class KafkaNotConfigured(Exception):
@@ -33,7 +59,7 @@ class KafkaNotConfigured(Exception):
 
 def free_port() -> int:
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((LOOPBACK, 0))
         port: int = probe.getsockname()[1]
         return port
 
@@ -77,6 +103,113 @@ def java() -> str:
     return found
 
 
+def new_cluster_id() -> str:
+    """What ``kafka-storage random-uuid`` prints (Kafka's ``Uuid.randomUuid``), without starting a JVM for it."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):  # Kafka's randomUuid avoids these (they read as command-line options)
+            return text
+
+
+def scram_format_args(users: Mapping[str, str]) -> list[str]:
+    """``kafka-storage format --add-scram`` arguments: SCRAM-SHA-256 and -512 credentials for each user."""
+    return [
+        arg
+        for user, password in users.items()
+        for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+        for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")
+    ]
+
+
+def sasl_client_properties(path: Path, user: str, password: str, mechanism: str) -> Path:
+    path.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        f"sasl.mechanism={mechanism}\n"
+        f'sasl.jaas.config={_SCRAM_JAAS} username="{user}" password="{password}";\n'
+    )
+    return path
+
+
+def write_properties(path: Path, lines: Sequence[str]) -> Path:
+    path.write_text("\n".join([*lines, ""]))
+    return path
+
+
+def write_server_log4j(workdir: Path, authorizer_log: Path) -> Path:
+    """log4j2 for a Kafka node: INFO to stdout, the authorizer's decisions at DEBUG into ``authorizer_log``."""
+    return write_properties(
+        workdir / "log4j2.properties",
+        [
+            "status = warn",
+            "appender.console.type = Console",
+            "appender.console.name = STDOUT",
+            "appender.console.layout.type = PatternLayout",
+            f"appender.console.layout.pattern = {_LAYOUT}",
+            "rootLogger.level = INFO",
+            "rootLogger.appenderRef.stdout.ref = STDOUT",
+            "logger.state.name = state.change.logger",
+            "logger.state.level = WARN",
+            "appender.authz.type = File",
+            "appender.authz.name = AUTHZ",
+            f"appender.authz.fileName = {authorizer_log}",
+            "appender.authz.layout.type = PatternLayout",
+            f"appender.authz.layout.pattern = {_LAYOUT}",
+            "logger.authorizer.name = kafka.authorizer.logger",
+            "logger.authorizer.level = DEBUG",
+            "logger.authorizer.additivity = false",
+            "logger.authorizer.appenderRef.authz.ref = AUTHZ",
+        ],
+    )
+
+
+def write_tools_log4j(workdir: Path) -> Path:
+    return write_properties(
+        workdir / "tools-log4j2.properties",
+        [
+            "status = error",
+            "appender.console.type = Console",
+            "appender.console.name = STDERR",
+            "appender.console.target = SYSTEM_ERR",
+            "appender.console.layout.type = PatternLayout",
+            "appender.console.layout.pattern = %p %m%n",
+            "rootLogger.level = WARN",
+            "rootLogger.appenderRef.stderr.ref = STDERR",
+        ],
+    )
+
+
+def format_storage(run: Sequence[str], cluster_id: str, properties: Path, *extra: str) -> None:
+    """``kafka-storage format`` for one node.
+
+    :raises RuntimeError: with the tool's output when it fails.
+    """
+    formatted = subprocess.run(
+        [*run, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties), *extra],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if formatted.returncode != 0:
+        raise RuntimeError(f"kafka-storage format failed: {formatted.stdout[-2000:]}{formatted.stderr[-2000:]}")
+
+
+def stop_process(process: subprocess.Popen[bytes] | None) -> None:
+    """TERM, wait, then KILL."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def has_started(log: Path, offset: int = 0) -> bool:
+    """Whether ``log`` says ``Kafka Server started`` after its first ``offset`` bytes."""
+    with log.open("rb") as read:
+        read.seek(offset)
+        return STARTED in read.read()
+
+
 @dataclass
 class KafkaBroker:
     """One running broker. ``bootstrap`` is ``127.0.0.1:port`` (SASL_PLAINTEXT, SCRAM)."""
@@ -89,7 +222,7 @@ class KafkaBroker:
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{LOOPBACK}:{self.port}"
 
     @property
     def authorizer_log(self) -> Path:
@@ -107,13 +240,7 @@ class KafkaBroker:
     def client_properties(self, path: Path, user: str = ADMIN, password: str = ADMIN_PASSWORD,
                           mechanism: str = "SCRAM-SHA-512") -> Path:  # fmt: skip
         """A --command-config file for Kafka's tools (and kafkaguard's CLI)."""
-        path.write_text(
-            "security.protocol=SASL_PLAINTEXT\n"
-            f"sasl.mechanism={mechanism}\n"
-            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="{user}" password="{password}";\n'
-        )
-        return path
+        return sasl_client_properties(path, user, password, mechanism)
 
     def start(self) -> None:
         """Write the configuration, format the storage with the admin's SCRAM credentials, start, wait for ready.
@@ -124,55 +251,37 @@ class KafkaBroker:
         properties = self._write_config()
         run = [java(), *JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}", "-cp",
                self.classpath]  # fmt: skip
-        cluster_id = subprocess.run(
-            [*run, "kafka.tools.StorageTool", "random-uuid"], capture_output=True, text=True, check=True, timeout=120
-        ).stdout.split()[-1]
-        formatted = subprocess.run(
-            [*run, "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(properties),
-             "--add-scram", f"SCRAM-SHA-256=[name={ADMIN},password={ADMIN_PASSWORD}]",
-             "--add-scram", f"SCRAM-SHA-512=[name={ADMIN},password={ADMIN_PASSWORD}]"],
-            capture_output=True, text=True, timeout=120, check=False,
-        )  # fmt: skip
-        if formatted.returncode != 0:
-            raise RuntimeError(f"kafka-storage format failed: {formatted.stdout[-2000:]}{formatted.stderr[-2000:]}")
-        with (self.workdir / "broker.log").open("wb") as log:  # the child keeps its own descriptor
+        format_storage(run, new_cluster_id(), properties, *scram_format_args({ADMIN: ADMIN_PASSWORD}))
+        log_path = self.workdir / "broker.log"
+        with log_path.open("wb") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
                 [*run, "kafka.Kafka", str(properties)], stdout=log, stderr=subprocess.STDOUT
             )
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
-            if b"Kafka Server started" in (self.workdir / "broker.log").read_bytes():
+            if has_started(log_path):
                 return
             if self.process.poll() is not None:
                 break
             time.sleep(0.2)  # polling the broker's log for readiness, bounded by the deadline
-        tail = (self.workdir / "broker.log").read_text(errors="replace")[-3000:]
+        tail = log_path.read_text(errors="replace")[-3000:]
         self.stop()
         raise RuntimeError(f"the Kafka broker did not start within {START_TIMEOUT:g} s:\n{tail}")
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
+        stop_process(self.process)
 
     def _write_config(self) -> Path:
-        jaas = (f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{ADMIN}" '
-                f'password="{ADMIN_PASSWORD}";')  # fmt: skip
-        plain = (f'org.apache.kafka.common.security.plain.PlainLoginModule required username="{ADMIN}" '
-                 f'password="{ADMIN_PASSWORD}" user_{ADMIN}="{ADMIN_PASSWORD}";')  # fmt: skip
-        properties = self.workdir / "server.properties"
-        properties.write_text(
-            "\n".join([
+        jaas = f'{_SCRAM_JAAS} username="{ADMIN}" password="{ADMIN_PASSWORD}";'
+        plain = f'{_PLAIN_JAAS} username="{ADMIN}" password="{ADMIN_PASSWORD}" user_{ADMIN}="{ADMIN_PASSWORD}";'
+        properties = write_properties(
+            self.workdir / "server.properties",
+            [
                 "process.roles=broker,controller",
                 "node.id=1",
-                f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-                f"listeners=SASL_PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-                f"advertised.listeners=SASL_PLAINTEXT://127.0.0.1:{self.port}",
+                f"controller.quorum.voters=1@{LOOPBACK}:{self.controller_port}",
+                f"listeners=SASL_PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
+                f"advertised.listeners=SASL_PLAINTEXT://{LOOPBACK}:{self.port}",
                 "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
                 "inter.broker.listener.name=SASL_PLAINTEXT",
                 "controller.listener.names=CONTROLLER",
@@ -198,37 +307,289 @@ class KafkaBroker:
                 "num.io.threads=2",
                 "background.threads=2",
                 "log.cleaner.threads=1",
-                "",
-            ])
-        )  # fmt: skip
-        layout = "[%d] %p %m (%c)%n"
-        (self.workdir / "log4j2.properties").write_text(
-            "\n".join([
-                "status = warn",
-                "appender.console.type = Console",
-                "appender.console.name = STDOUT",
-                "appender.console.layout.type = PatternLayout",
-                f"appender.console.layout.pattern = {layout}",
-                "rootLogger.level = INFO",
-                "rootLogger.appenderRef.stdout.ref = STDOUT",
-                "logger.state.name = state.change.logger",
-                "logger.state.level = WARN",
-                "appender.authz.type = File",
-                "appender.authz.name = AUTHZ",
-                f"appender.authz.fileName = {self.authorizer_log}",
-                "appender.authz.layout.type = PatternLayout",
-                f"appender.authz.layout.pattern = {layout}",
-                "logger.authorizer.name = kafka.authorizer.logger",
-                "logger.authorizer.level = DEBUG",
-                "logger.authorizer.additivity = false",
-                "logger.authorizer.appenderRef.authz.ref = AUTHZ",
-                "",
-            ])
-        )  # fmt: skip
-        (self.workdir / "tools-log4j2.properties").write_text(
-            "status = error\nappender.console.type = Console\nappender.console.name = STDERR\n"
-            "appender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-            "appender.console.layout.pattern = %p %m%n\nrootLogger.level = WARN\n"
-            "rootLogger.appenderRef.stderr.ref = STDERR\n"
+            ],
         )
+        write_server_log4j(self.workdir, self.authorizer_log)
+        write_tools_log4j(self.workdir)
         return properties
+
+
+@dataclass
+class ClusterNode:
+    """One JVM of a ``KafkaCluster``: a broker (node ids 1..N) or the controller (``CONTROLLER_ID``)."""
+
+    node_id: int
+    role: Literal["broker", "controller"]
+    workdir: Path
+    port: int = field(default_factory=free_port)
+    host: str = LOOPBACK
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def address(self) -> str:
+        """``host:port`` of its listener (the client listener of a broker, the CONTROLLER one of the controller)."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def properties(self) -> Path:
+        return self.workdir / "server.properties"
+
+    @property
+    def log(self) -> Path:
+        """Its stdout and stderr, appended to across restarts."""
+        return self.workdir / "server.log"
+
+    @property
+    def authorizer_log(self) -> Path:
+        return self.workdir / "kafka-authorizer.log"
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class KafkaCluster:
+    """A KRaft cluster: one dedicated controller and ``brokers`` brokers, each in its own JVM, on 127.0.0.1.
+
+    ``listener`` is the brokers' client (and inter-broker) listener; with SASL_PLAINTEXT the controller listener is
+    SASL_PLAINTEXT + PLAIN and clients use SCRAM-SHA-256/512, with ``User:admin`` (and ``scram_users``) credentials
+    written at format time. ``authorizer`` puts Kafka's ``StandardAuthorizer`` on every node, with ``User:admin`` and
+    ``super_users`` (principals such as ``User:proxy``) as super users, ``allow.everyone.if.no.acl.found=false``.
+    Internal topics (offsets, transactions) get replication factor min(brokers, 3) with min ISR 1, so a group keeps
+    its coordinator while one broker restarts; ``default.replication.factor`` is 1.
+    """
+
+    def __init__(self, home: Path, workdir: Path, brokers: int = 2, listener: Listener = "SASL_PLAINTEXT",
+                 authorizer: bool = True, super_users: Sequence[str] = (),
+                 scram_users: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        if listener not in ("SASL_PLAINTEXT", "PLAINTEXT"):
+            raise ValueError(f"listener must be SASL_PLAINTEXT or PLAINTEXT, not {listener!r}")
+        if authorizer and listener == "PLAINTEXT":
+            raise ValueError("an authorizer on a PLAINTEXT cluster would see every client (and broker) as ANONYMOUS")
+        self.home = home
+        self.workdir = workdir
+        self.listener: Listener = listener
+        self.authorizer = authorizer
+        self.super_users = [f"User:{ADMIN}", *super_users]
+        self.scram_users = {ADMIN: ADMIN_PASSWORD, **(scram_users or {})}
+        self.cluster_id = new_cluster_id()
+        self.controller = ClusterNode(CONTROLLER_ID, "controller", workdir / "controller")
+        self.brokers = [ClusterNode(n, "broker", workdir / f"broker-{n}") for n in range(1, brokers + 1)]
+
+    @property
+    def nodes(self) -> list[ClusterNode]:
+        return [self.controller, *self.brokers]
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's ``host:port``, comma-separated (clients skip one that is down)."""
+        return ",".join(node.address for node in self.brokers)
+
+    @property
+    def classpath(self) -> str:
+        return str(self.home / "libs" / "*")
+
+    def broker(self, node_id: int) -> ClusterNode:
+        for node in self.brokers:
+            if node.node_id == node_id:
+                return node
+        raise KeyError(f"no broker with node id {node_id}")
+
+    def java_command(self, main_class: str, *args: str) -> list[str]:
+        """A command line running one of Kafka's main classes (AclCommand, ConfigCommand …) from the same jars."""
+        log4j = f"-Dlog4j2.configurationFile={self.workdir / 'tools-log4j2.properties'}"
+        return [java(), *JVM_OPTIONS, log4j, "-cp", self.classpath, main_class, *args]
+
+    def client_properties(self, path: Path, user: str = ADMIN, password: str = ADMIN_PASSWORD,
+                          mechanism: str = "SCRAM-SHA-512") -> Path:  # fmt: skip
+        """A --command-config file for Kafka's tools (and kafkaguard's CLI); PLAINTEXT ignores the credentials."""
+        if self.listener == "PLAINTEXT":
+            path.write_text("security.protocol=PLAINTEXT\n")
+            return path
+        return sasl_client_properties(path, user, password, mechanism)
+
+    def client_config(self, user: str = ADMIN, password: str = ADMIN_PASSWORD,
+                      mechanism: str = "SCRAM-SHA-512") -> ClientConfig:  # fmt: skip
+        """confluent-kafka (librdkafka) settings reaching the cluster; PLAINTEXT ignores the credentials."""
+        config: ClientConfig = {"bootstrap.servers": self.bootstrap, "security.protocol": self.listener}
+        if self.listener == "SASL_PLAINTEXT":
+            config |= {"sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password}
+        return config
+
+    def metadata_brokers(self, timeout: float = 5.0) -> dict[int, tuple[str, int]]:
+        """The brokers a Metadata response lists: ``{node_id: (host, port)}``.
+
+        :raises confluent_kafka.KafkaException: no broker answered within ``timeout``.
+        """
+        from confluent_kafka.admin import AdminClient  # lazily: tests/conftest.py imports this module
+
+        admin = AdminClient({**self.client_config(), "log_level": 2})  # a stopped broker is expected, not an error
+        metadata = admin.list_topics(timeout=timeout)
+        return {b.id: (str(b.host), b.port) for b in metadata.brokers.values()}
+
+    def wait_for_brokers(self, timeout: float = START_TIMEOUT) -> dict[int, tuple[str, int]]:
+        """Wait until Metadata lists exactly the running brokers, at their ports.
+
+        :raises RuntimeError: it did not within ``timeout``.
+        """
+        from confluent_kafka import KafkaException
+
+        expected = {node.node_id: (node.host, node.port) for node in self.brokers if node.running}
+        deadline = time.monotonic() + timeout
+        seen: dict[int, tuple[str, int]] | str = "no answer"
+        while time.monotonic() < deadline:
+            try:
+                seen = self.metadata_brokers(timeout=min(5.0, max(0.5, deadline - time.monotonic())))
+            except KafkaException as e:
+                seen = str(e)
+            if seen == expected:
+                return seen
+            time.sleep(0.2)  # polling Metadata until the controller has (un)fenced the brokers, bounded
+        raise RuntimeError(f"Metadata did not list brokers {expected} within {timeout:g} s; last: {seen}")
+
+    def start(self) -> None:
+        """Write each node's configuration, format its storage with the one cluster id, start every JVM, and wait
+        until each logged ``Kafka Server started`` and Metadata lists all brokers.
+
+        :raises RuntimeError: formatting failed or the cluster did not start in time (with the logs' tails).
+        """
+        for node in self.nodes:
+            node.workdir.mkdir(parents=True, exist_ok=True)
+            self._write_config(node)
+        write_tools_log4j(self.workdir)
+        scram = scram_format_args(self.scram_users)  # the bootstrap metadata only the controller reads
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            formats = [
+                pool.submit(format_storage, self._run(node), self.cluster_id, node.properties,
+                            *(scram if node is self.controller else []))
+                for node in self.nodes
+            ]  # fmt: skip
+            for done in formats:
+                done.result()
+        try:
+            self._launch(self.nodes)
+            self.wait_for_brokers()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop the brokers (together, each with a controlled shutdown), then the controller."""
+        running = [node for node in self.brokers if node.running]
+        for node in running:
+            assert node.process is not None
+            node.process.send_signal(signal.SIGTERM)
+        for node in running:
+            stop_process(node.process)
+        stop_process(self.controller.process)
+
+    def stop_broker(self, node_id: int) -> None:
+        """Stop one broker and wait until Metadata no longer lists it."""
+        stop_process(self.broker(node_id).process)
+        if any(node.running for node in self.brokers):
+            self.wait_for_brokers()
+
+    def start_broker(self, node_id: int) -> None:
+        """Start a stopped broker again on its storage and port, and wait until Metadata lists it.
+
+        :raises RuntimeError: it did not start in time.
+        """
+        node = self.broker(node_id)
+        if node.running:
+            return
+        try:
+            self._launch([node])
+            self.wait_for_brokers()
+        except BaseException:
+            stop_process(node.process)
+            raise
+
+    def _run(self, node: ClusterNode) -> list[str]:
+        heap = CONTROLLER_JVM_OPTIONS if node.role == "controller" else CLUSTER_BROKER_JVM_OPTIONS
+        log4j = f"-Dlog4j2.configurationFile={node.workdir / 'log4j2.properties'}"
+        return [java(), *heap, log4j, "-cp", self.classpath]
+
+    def _launch(self, nodes: Sequence[ClusterNode]) -> None:
+        """Start the JVMs together and wait for each one's ``Kafka Server started`` in what it logs from now on."""
+        offsets = {}
+        for node in nodes:
+            offsets[node.node_id] = node.log.stat().st_size if node.log.exists() else 0
+            with node.log.open("ab") as log:  # the child keeps its own descriptor
+                node.process = subprocess.Popen(
+                    [*self._run(node), "kafka.Kafka", str(node.properties)], stdout=log, stderr=subprocess.STDOUT
+                )
+        waiting = list(nodes)
+        deadline = time.monotonic() + START_TIMEOUT
+        while waiting and time.monotonic() < deadline:
+            waiting = [node for node in waiting if not has_started(node.log, offsets[node.node_id])]
+            if any(not node.running for node in waiting):
+                break
+            time.sleep(0.2)  # polling the logs for readiness, bounded by the deadline
+        if waiting:
+            tails = "\n".join(
+                f"--- node {node.node_id} ({node.role}, {'running' if node.running else 'exited'}):\n"
+                + node.log.read_text(errors="replace")[-2000:]
+                for node in waiting
+            )
+            raise RuntimeError(f"Kafka nodes did not start within {START_TIMEOUT:g} s:\n{tails}")
+
+    def _write_config(self, node: ClusterNode) -> None:
+        controller = self.controller
+        common = [
+            f"process.roles={node.role}",
+            f"node.id={node.node_id}",
+            f"controller.quorum.voters={controller.node_id}@{controller.address}",
+            "controller.listener.names=CONTROLLER",
+            f"log.dirs={node.workdir / 'data'}",
+            "num.network.threads=2",
+            "num.io.threads=2",
+            "background.threads=2",
+        ]
+        if self.listener == "SASL_PLAINTEXT":
+            plain = f'{_PLAIN_JAAS} username="{ADMIN}" password="{ADMIN_PASSWORD}" user_{ADMIN}="{ADMIN_PASSWORD}";'
+            common += [
+                "sasl.mechanism.controller.protocol=PLAIN",
+                "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
+                f"listener.name.controller.plain.sasl.jaas.config={plain}",
+            ]
+        if self.authorizer:
+            common += [
+                "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                f"super.users={';'.join(self.super_users)}",
+                "allow.everyone.if.no.acl.found=false",
+            ]
+        if node.role == "controller":
+            lines = [
+                *common,
+                f"listeners=CONTROLLER://{node.address}",
+                f"listener.security.protocol.map=CONTROLLER:{self.listener}",
+            ]
+        else:
+            internal_rf = min(len(self.brokers), 3)
+            lines = [
+                *common,
+                f"listeners={self.listener}://{node.address}",
+                f"advertised.listeners={self.listener}://{node.address}",
+                f"listener.security.protocol.map={self.listener}:{self.listener},CONTROLLER:{self.listener}",
+                f"inter.broker.listener.name={self.listener}",
+                "num.partitions=1",
+                "default.replication.factor=1",
+                f"offsets.topic.replication.factor={internal_rf}",
+                "offsets.topic.num.partitions=3",
+                f"transaction.state.log.replication.factor={internal_rf}",
+                "transaction.state.log.min.isr=1",
+                "group.initial.rebalance.delay.ms=0",
+                "log.cleaner.threads=1",
+            ]
+            if self.listener == "SASL_PLAINTEXT":
+                jaas = f'{_SCRAM_JAAS} username="{ADMIN}" password="{ADMIN_PASSWORD}";'
+                lines += [
+                    "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+                    "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
+                    f"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config={jaas}",
+                    f"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config={jaas}",
+                ]
+        write_properties(node.properties, lines)
+        write_server_log4j(node.workdir, node.authorizer_log)

@@ -1,0 +1,1 @@
+"""Tests against a real multi-broker Kafka cluster, the upstream of ``kafkaguard proxy``."""
