@@ -78,7 +78,7 @@ def _responses(scope: ProxyScope, topics: Any, error: ErrorCode) -> tuple[Any, .
                     log_start_offset=-1,
                     aborted_transactions=None,
                     preferred_read_replica=-1,
-                    records=None,
+                    records=b"",  # MemoryRecords.EMPTY, never null: clients read its size
                 )
                 for partition in topic.partitions
             ),

@@ -1,0 +1,187 @@
+"""Authorization equivalence: the same users, ACLs and clients, once straight to a real Kafka broker that holds the
+ACLs, once through ``kafkaguard proxy`` (in front of the same broker, whose ACLs never apply to the proxy): every
+client-visible outcome must be equal — delivered messages, error codes per partition, visible topics, group
+membership, committed offsets.
+
+Each side gets its users and ACLs through its own Kafka admin API (the broker's, and the proxy's, which answers the
+ACL and SCRAM APIs from kafkaguard's store), with the same names but for a per-side token, so the two runs share no
+topic or group. Outcomes are compared with the token replaced by ``T``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.cimpl import NewTopic
+
+from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
+from tests.server.conftest import ServerHandle
+
+PASSWORD = "equivalence-pw"  # noqa: S105 - a test password
+TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER  # BROKER: librdkafka's CLUSTER
+LITERAL, PREFIXED = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+COUNT = 5
+
+
+@dataclass(frozen=True)
+class Side:
+    label: str
+    bootstrap: str
+    token: str
+
+    def name(self, base: str) -> str:
+        return f"eq-{self.token}-{base}"
+
+    def config(self, user: str, password: str = PASSWORD, **extra: Any) -> dict[str, Any]:
+        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
+                **extra}  # fmt: skip
+
+
+def allow(resource: ResourceType, name: str, principal: str, op: AclOperation, pattern: Any = LITERAL,
+          permission: AclPermissionType = AclPermissionType.ALLOW) -> AclBinding:  # fmt: skip
+    return AclBinding(resource, name, pattern, f"User:{principal}", "*", op, permission)
+
+
+def acls(side: Side) -> list[AclBinding]:
+    n = side.name
+    return [
+        allow(TOPIC, n("orders"), n("producer"), AclOperation.WRITE),
+        allow(TOPIC, n("orders"), n("producer"), AclOperation.DESCRIBE),
+        allow(TOPIC, n("orders"), n("consumer"), AclOperation.READ),
+        allow(TOPIC, n("secret"), n("consumer"), AclOperation.DESCRIBE),
+        allow(GROUP, n("group"), n("consumer"), AclOperation.READ, PREFIXED),
+        allow(CLUSTER, "kafka-cluster", n("idempotent"), AclOperation.IDEMPOTENT_WRITE),
+        allow(TOPIC, n("orders"), n("idempotent"), AclOperation.WRITE),
+        allow(TOPIC, n("orders"), n("writeonly"), AclOperation.WRITE),
+        allow(TOPIC, n(""), n("ops"), AclOperation.DESCRIBE, PREFIXED),
+        allow(TOPIC, n("hidden"), n("ops"), AclOperation.DESCRIBE, permission=AclPermissionType.DENY),
+    ]
+
+
+USERS = ("producer", "consumer", "idempotent", "writeonly", "ops", "nobody")
+
+
+def prepare(side: Side, kafka: KafkaBroker) -> None:
+    """Topics on the broker (as its admin), users and ACLs through the side's own admin API."""
+    broker_admin = AdminClient(Side("broker", kafka.bootstrap, side.token).config(ADMIN, ADMIN_PASSWORD))
+    topics = [NewTopic(side.name(t), 2, 1) for t in ("orders", "secret", "hidden")]
+    for future in broker_admin.create_topics(topics).values():
+        future.result(60)
+    admin = AdminClient(side.config(ADMIN, ADMIN_PASSWORD))
+    upserts = [UserScramCredentialUpsertion(side.name(u), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                            PASSWORD.encode()) for u in USERS]  # fmt: skip
+    for future in admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
+        future.result(60)
+    wanted = acls(side)
+    for future in admin.create_acls(wanted).values():
+        future.result(60)
+    anyone: Any = None
+    every = AclBindingFilter(ResourceType.ANY, anyone, ResourcePatternType.ANY, anyone, anyone, AclOperation.ANY,
+                             AclPermissionType.ANY)  # fmt: skip
+    eventually(lambda: sum(side.token in b.principal for b in admin.describe_acls(every).result(30)), len(wanted))
+    for user in USERS:  # the side knows every credential before the traffic starts
+        eventually(lambda u=user: logs_in(side, side.name(u)), True)
+
+
+def eventually(probe: Callable[[], Any], expected: Any, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while (value := probe()) != expected:
+        assert time.monotonic() < deadline, f"still {value!r}, expected {expected!r}"
+        time.sleep(0.2)  # polling the broker's metadata propagation, bounded by the deadline
+
+
+def logs_in(side: Side, user: str) -> bool:
+    try:
+        AdminClient(side.config(user)).list_topics(timeout=5)
+        return True
+    except KafkaException:
+        return False
+
+
+def produce(side: Side, user: str, topics: list[str], **extra: Any) -> dict[str, list[str]]:
+    """Per topic, each message's delivery outcome: "ok" or the Kafka error name."""
+    producer = Producer(side.config(user, **{"linger.ms": 5, "message.timeout.ms": 10_000, **extra}))
+    outcomes: dict[str, list[str]] = {}
+    for topic in topics:
+        for i in range(COUNT):
+            producer.produce(side.name(topic), f"{topic}-{i}".encode(), partition=i % 2,
+                             on_delivery=lambda err, _m, t=topic: outcomes.setdefault(t, []).append(
+                                 "ok" if err is None else KafkaError(err.code()).name()))  # fmt: skip
+    producer.flush(30)
+    return {topic: sorted(result) for topic, result in outcomes.items()}
+
+
+def consume(side: Side, user: str, topic: str, group: str, count: int) -> dict[str, Any]:
+    """What a subscribing consumer sees: the values it got, or the first error's name; and its committed offsets."""
+    consumer = Consumer(side.config(user, **{"group.id": side.name(group), "auto.offset.reset": "earliest",
+                                             "enable.auto.commit": False}))  # fmt: skip
+    consumer.subscribe([side.name(topic)])
+    values: list[str] = []
+    error: str | None = None
+    try:
+        deadline = time.monotonic() + 40
+        while len(values) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error() is not None:
+                error = message.error().name()
+                break
+            values.append((message.value() or b"").decode())
+        committed: list[int] = []
+        if error is None and values:
+            consumer.commit(asynchronous=False)
+            found = consumer.committed([TopicPartition(side.name(topic), p) for p in (0, 1)], timeout=30)
+            committed = [tp.offset for tp in found]
+    except KafkaException as e:
+        error = e.args[0].name()
+        committed = []
+    finally:
+        consumer.close()
+    return {"values": sorted(values), "error": error, "committed": committed}
+
+
+def visible_topics(side: Side, user: str) -> list[str]:
+    topics = AdminClient(side.config(user)).list_topics(timeout=30).topics
+    return sorted(t.replace(side.token, "T") for t in topics if side.token in t)
+
+
+def outcomes(side: Side) -> dict[str, Any]:
+    return {
+        "producer writes orders, not secret": produce(side, side.name("producer"), ["orders", "secret"]),
+        "nobody writes nothing": produce(side, side.name("nobody"), ["orders"]),
+        "idempotent producer with IDEMPOTENT_WRITE": produce(side, side.name("idempotent"), ["orders"],
+                                                              **{"enable.idempotence": True}),  # fmt: skip
+        "idempotent producer with topic WRITE only (KIP-679)": produce(
+            side, side.name("writeonly"), ["orders"], **{"enable.idempotence": True}
+        ),
+        "consumer reads orders in its group": consume(side, side.name("consumer"), "orders", "group-a", 4 * COUNT),
+        "consumer outside its groups": consume(side, side.name("consumer"), "orders", "other", 1),
+        "consumer without READ on secret": consume(side, side.name("consumer"), "secret", "group-b", 1),
+        "ops sees the prefix but the denied topic": visible_topics(side, side.name("ops")),
+        "nobody sees nothing": visible_topics(side, side.name("nobody")),
+    }
+
+
+@pytest.mark.timeout(600)
+def test_clients_see_the_same_outcomes_through_the_proxy_as_on_kafka(proxy: ServerHandle, kafka: KafkaBroker):
+    token = uuid.uuid4().hex[:6]
+    direct = Side("kafka", kafka.bootstrap, f"k{token}")
+    proxied = Side("proxy", proxy.bootstrap(next(iter(proxy.ports))), f"p{token}")
+    results = {}
+    for side in (direct, proxied):
+        prepare(side, kafka)
+        results[side.label] = outcomes(side)
+    assert results["kafka"]["consumer reads orders in its group"]["values"], "the scenario must move messages"
+    for scenario, expected in results["kafka"].items():
+        assert results["proxy"][scenario] == expected, scenario
