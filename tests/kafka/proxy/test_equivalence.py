@@ -10,6 +10,7 @@ topic or group. Outcomes are compared with the token replaced by ``T``.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable
@@ -18,7 +19,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBinding, AclBindingFilter, AclOperation, AclPermissionType
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 from confluent_kafka.cimpl import NewTopic
@@ -41,7 +43,7 @@ class Side:
     def name(self, base: str) -> str:
         return f"eq-{self.token}-{base}"
 
-    def config(self, user: str, password: str = PASSWORD, **extra: Any) -> dict[str, Any]:
+    def config(self, user: str, *, password: str = PASSWORD, **extra: object) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
                 **extra}  # fmt: skip
@@ -73,11 +75,11 @@ USERS = ("producer", "consumer", "idempotent", "writeonly", "ops", "nobody")
 
 def prepare(side: Side, kafka: KafkaBroker) -> None:
     """Topics on the broker (as its admin), users and ACLs through the side's own admin API."""
-    broker_admin = AdminClient(Side("broker", kafka.bootstrap, side.token).config(ADMIN, ADMIN_PASSWORD))
+    broker_admin = AdminClient(Side("broker", kafka.bootstrap, side.token).config(ADMIN, password=ADMIN_PASSWORD))
     topics = [NewTopic(side.name(t), 2, 1) for t in ("orders", "secret", "hidden")]
     for future in broker_admin.create_topics(topics).values():
         future.result(60)
-    admin = AdminClient(side.config(ADMIN, ADMIN_PASSWORD))
+    admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
     upserts = [UserScramCredentialUpsertion(side.name(u), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
                                             PASSWORD.encode()) for u in USERS]  # fmt: skip
     for future in admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
@@ -88,9 +90,13 @@ def prepare(side: Side, kafka: KafkaBroker) -> None:
     anyone: Any = None
     every = AclBindingFilter(ResourceType.ANY, anyone, ResourcePatternType.ANY, anyone, anyone, AclOperation.ANY,
                              AclPermissionType.ANY)  # fmt: skip
-    eventually(lambda: sum(side.token in b.principal for b in admin.describe_acls(every).result(30)), len(wanted))
+
+    def stored() -> int:
+        return sum(side.token in b.principal for b in admin.describe_acls(every).result(30))
+
+    eventually(stored, len(wanted))
     for user in USERS:  # the side knows every credential before the traffic starts
-        eventually(lambda u=user: logs_in(side, side.name(u)), True)
+        eventually(functools.partial(logs_in, side, side.name(user)), True)
 
 
 def eventually(probe: Callable[[], Any], expected: Any, timeout: float = 30.0) -> None:
@@ -110,13 +116,17 @@ def logs_in(side: Side, user: str) -> bool:
 
 def produce(side: Side, user: str, topics: list[str], **extra: Any) -> dict[str, list[str]]:
     """Per topic, each message's delivery outcome: "ok" or the Kafka error name."""
-    producer = Producer(side.config(user, **{"linger.ms": 5, "message.timeout.ms": 10_000, **extra}))
+    settings: dict[str, object] = {"linger.ms": 5, "message.timeout.ms": 10_000, **extra}
+    producer = Producer(side.config(user, **settings))
     outcomes: dict[str, list[str]] = {}
+
+    def delivered(topic: str, error: KafkaError | None, _message: object) -> None:
+        outcomes.setdefault(topic, []).append("ok" if error is None else KafkaError(error.code()).name())
+
     for topic in topics:
         for i in range(COUNT):
-            producer.produce(side.name(topic), f"{topic}-{i}".encode(), partition=i % 2,
-                             on_delivery=lambda err, _m, t=topic: outcomes.setdefault(t, []).append(
-                                 "ok" if err is None else KafkaError(err.code()).name()))  # fmt: skip
+            report = functools.partial(delivered, topic)
+            producer.produce(side.name(topic), f"{topic}-{i}".encode(), partition=i % 2, on_delivery=report)
     producer.flush(30)
     return {topic: sorted(result) for topic, result in outcomes.items()}
 
@@ -134,8 +144,9 @@ def consume(side: Side, user: str, topic: str, group: str, count: int) -> dict[s
             message = consumer.poll(0.5)
             if message is None:
                 continue
-            if message.error() is not None:
-                error = message.error().name()
+            problem = message.error()
+            if problem is not None:
+                error = problem.name()
                 break
             values.append((message.value() or b"").decode())
         committed: list[int] = []
@@ -160,8 +171,9 @@ def outcomes(side: Side) -> dict[str, Any]:
     return {
         "producer writes orders, not secret": produce(side, side.name("producer"), ["orders", "secret"]),
         "nobody writes nothing": produce(side, side.name("nobody"), ["orders"]),
-        "idempotent producer with IDEMPOTENT_WRITE": produce(side, side.name("idempotent"), ["orders"],
-                                                              **{"enable.idempotence": True}),  # fmt: skip
+        "idempotent producer with IDEMPOTENT_WRITE": produce(
+            side, side.name("idempotent"), ["orders"], **{"enable.idempotence": True}
+        ),
         "idempotent producer with topic WRITE only (KIP-679)": produce(
             side, side.name("writeonly"), ["orders"], **{"enable.idempotence": True}
         ),
