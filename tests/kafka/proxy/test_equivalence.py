@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,10 +43,12 @@ class Side:
     def name(self, base: str) -> str:
         return f"eq-{self.token}-{base}"
 
-    def config(self, user: str, *, password: str = PASSWORD, **extra: object) -> dict[str, Any]:
+    def config(
+        self, user: str, *, password: str = PASSWORD, extra: Mapping[str, object] | None = None
+    ) -> dict[str, Any]:
         return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
-                **extra}  # fmt: skip
+                **(extra or {})}  # fmt: skip
 
 
 def allow(resource: ResourceType, name: str, principal: str, op: AclOperation, pattern: Any = LITERAL,
@@ -117,7 +119,7 @@ def logs_in(side: Side, user: str) -> bool:
 def produce(side: Side, user: str, topics: list[str], **extra: Any) -> dict[str, list[str]]:
     """Per topic, each message's delivery outcome: "ok" or the Kafka error name."""
     settings: dict[str, object] = {"linger.ms": 5, "message.timeout.ms": 10_000, **extra}
-    producer = Producer(side.config(user, **settings))
+    producer = Producer(side.config(user, extra=settings))
     outcomes: dict[str, list[str]] = {}
 
     def delivered(topic: str, error: KafkaError | None, _message: object) -> None:
@@ -133,8 +135,8 @@ def produce(side: Side, user: str, topics: list[str], **extra: Any) -> dict[str,
 
 def consume(side: Side, user: str, topic: str, group: str, count: int) -> dict[str, Any]:
     """What a subscribing consumer sees: the values it got, or the first error's name; and its committed offsets."""
-    consumer = Consumer(side.config(user, **{"group.id": side.name(group), "auto.offset.reset": "earliest",
-                                             "enable.auto.commit": False}))  # fmt: skip
+    settings = {"group.id": side.name(group), "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    consumer = Consumer(side.config(user, extra=settings))
     consumer.subscribe([side.name(topic)])
     values: list[str] = []
     error: str | None = None
