@@ -13,6 +13,7 @@ import asyncio
 import logging
 import signal
 import ssl
+from collections import Counter
 from typing import Any
 
 from kafkaguard.authorizer.requests import ApiKey
@@ -51,6 +52,8 @@ class ProxyServer(KafkaServer):
         self.versions: Versions = {}
         #: Node listeners: the bound listener → (the client listener it belongs to, the upstream node id).
         self._node_listeners: dict[Listener, tuple[Listener, int]] = {}
+        #: Client connections accepted per upstream node (None: bootstrap connections), since start.
+        self.connections_per_node: Counter[int | None] = Counter()
 
     async def start(self) -> None:
         """Discover the upstream, then bind the client listeners and a listener per upstream node.
@@ -65,6 +68,7 @@ class ProxyServer(KafkaServer):
 
     def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
         client_listener, node_id = self._node_listeners.get(listener, (listener, None))
+        self.connections_per_node[node_id] += 1
         context = ProxyListenerContext(
             self.services,
             client_listener,
