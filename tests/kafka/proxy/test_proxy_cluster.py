@@ -56,7 +56,7 @@ def test_a_partition_led_by_the_second_broker_is_served_through_the_proxy(
     listener_port = next(iter(cluster_proxy.ports.values()))
 
     metadata = AdminClient(sasl(bootstrap, name, PASSWORD)).list_topics(topic, timeout=30)
-    assert {b.id: (b.host, b.port) for b in metadata.brokers.values()} == {
+    assert {b.id: (str(b.host), b.port) for b in metadata.brokers.values()} == {
         node: ("127.0.0.1", node_port(listener_port, node)) for node in (1, 2)
     }
     assert metadata.topics[topic].partitions[1].leader == 2
