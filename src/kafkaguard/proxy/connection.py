@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +44,10 @@ from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
 from kafkaguard.proxy.versions import CAPS, LOCAL
 from kafkaguard.server.codec import DecodedRequest, Versions, encode_response
 from kafkaguard.server.connection import Connection, ListenerContext
-from kafkaguard.server.framing import encode_frame
 from kafkaguard.server.handlers.cluster import api_versions_response
 
 log = logging.getLogger(__name__)
+_SIZE = struct.Struct(">i")
 
 ProxyHandler = Callable[[ProxyScope, Any], Awaitable[Reply]]
 
@@ -131,11 +132,13 @@ class ProxyConnection(Connection):
             listener=self.listener,
             upstream=self.upstream,
             nodes=self.proxy.nodes,
+            client=self.writer,
         )
         reply = await HANDLERS[api_key](scope, request.body)
         if reply is NO_RESPONSE:
             return
         if isinstance(reply, Raw):
-            await self.send(encode_frame(reply.payload))
+            self.writer.writelines((_SIZE.pack(len(reply.payload)), reply.payload))  # no copy of a large answer
+            await self.writer.drain()
             return
         await self.send(encode_response(api_key, header.api_version, header.correlation_id, reply))

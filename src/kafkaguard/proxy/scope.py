@@ -3,6 +3,7 @@ asks, the one authorizer snapshot, auditing), plus the way upstream for this cli
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -25,7 +26,8 @@ class _NoResponse:
         return "NO_RESPONSE"
 
 
-#: A request that gets no response (Produce with acks=0), forwarded or not.
+#: A request that gets no response (Produce with acks=0), forwarded or not — or whose response ``relay`` already
+#: streamed to the client.
 NO_RESPONSE: Final = _NoResponse()
 
 #: What a proxy handler returns: a kio response entity (encoded with the client's header), ``Raw``, or NO_RESPONSE.
@@ -58,6 +60,7 @@ class ProxyScope(RequestScope):
     listener: Listener
     upstream: UpstreamConnection
     nodes: NodeDirectory
+    client: asyncio.StreamWriter
 
     async def forward(self, body: Any = None) -> Forwarded:
         """Send the request upstream — as received when ``body`` is None, else ``body`` with the client's header
@@ -65,6 +68,12 @@ class ProxyScope(RequestScope):
         response = await self.upstream.exchange(self._payload_for(body))
         assert response is not None  # noqa: S101 - expect_response defaults to True
         return Forwarded(self, response)
+
+    async def relay(self, body: Any = None) -> Reply:
+        """Send the request upstream (as ``forward``) and stream the answer to the client unchanged, as it arrives:
+        the fast path of a request whose every resource is allowed. Returns NO_RESPONSE (nothing more to send)."""
+        await self.upstream.relay(self._payload_for(body), self.client)
+        return NO_RESPONSE
 
     async def forward_without_response(self, body: Any = None) -> None:
         """Send a request the upstream does not answer (Produce with acks=0)."""

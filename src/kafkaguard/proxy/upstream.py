@@ -17,6 +17,7 @@ import contextlib
 import itertools
 import logging
 import ssl
+import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -35,7 +36,7 @@ from kafkaguard.scram import ScramMechanism
 from kafkaguard.scram.client import SaltedPasswordCache, ScramClientSession
 from kafkaguard.server.build import build
 from kafkaguard.server.codec import request_schema
-from kafkaguard.server.framing import encode_frame, read_frame
+from kafkaguard.server.framing import read_frame
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 #: fetch.max.bytes is 50 MiB, so this leaves room for the biggest a client may ask).
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 CLIENT_ID = "kafkaguard-proxy"
+#: Bytes a relayed response is copied in at a time (large enough to amortize the loop, small enough to stream).
+RELAY_CHUNK = 1024 * 1024
+_SIZE = struct.Struct(">i")
 
 
 class UpstreamProtocol(Enum):
@@ -95,10 +99,8 @@ class UpstreamConnection:
     servers; a connection meant for one node has just that node's address)."""
 
     def __init__(self, addresses: Sequence[Address], security: UpstreamSecurity, *, timeout: float) -> None:
-        if not addresses:
-            raise UpstreamUnavailable("no upstream address to connect to")
         self.addresses = tuple(addresses)
-        self.address = self.addresses[0]
+        self.address = self.addresses[0] if self.addresses else Address("unknown", 0)
         self._security = security
         self._timeout = timeout
         self._reader: asyncio.StreamReader | None = None
@@ -114,7 +116,7 @@ class UpstreamConnection:
 
         :raises UpstreamUnavailable: none reachable, TLS failed, or the login was refused.
         """
-        failure: UpstreamUnavailable | None = None
+        failure = UpstreamUnavailable("no address for this upstream broker (it left the cluster's metadata)")
         for address in self.addresses:
             self.address = address
             try:
@@ -122,7 +124,6 @@ class UpstreamConnection:
                 return
             except UpstreamUnavailable as e:
                 failure = e
-        assert failure is not None  # noqa: S101 - there is at least one address
         raise failure
 
     async def _connect_to(self, address: Address) -> None:
@@ -157,7 +158,7 @@ class UpstreamConnection:
         expected = request_correlation_id(payload)
         try:
             async with asyncio.timeout(self._timeout):
-                self._writer.write(encode_frame(payload))
+                self._writer.writelines((_SIZE.pack(len(payload)), payload))  # no copy of a large request
                 await self._writer.drain()
                 if not expect_response:
                     return None
@@ -174,6 +175,46 @@ class UpstreamConnection:
                 f"upstream {self.address} answered correlation id {correlation_id_of(response)}, not {expected}"
             )
         return response
+
+    async def relay(self, payload: bytes, client: asyncio.StreamWriter) -> None:
+        """Send one request and stream its response to ``client`` as it arrives, in chunks, never holding it whole
+        (a Fetch answer can be tens of MiB; nothing in it needs reading). The correlation id is checked before the
+        first byte goes out.
+
+        :raises UpstreamUnavailable: the upstream failed before or during the answer (the client's stream may then
+            hold part of a response: its connection must close, which the caller does by letting this propagate).
+        """
+        if not self.connected:
+            await self.connect()
+        assert self._reader is not None and self._writer is not None  # noqa: S101 - connect() set them or raised
+        expected = request_correlation_id(payload)
+        try:
+            async with asyncio.timeout(self._timeout):
+                self._writer.writelines((_SIZE.pack(len(payload)), payload))
+                await self._writer.drain()
+                head = await self._reader.readexactly(8)  # the frame's size, then the correlation id
+                (size,) = _SIZE.unpack_from(head)
+                if not 4 <= size <= MAX_RESPONSE_BYTES:
+                    raise UpstreamProtocolError(f"upstream {self.address} sent a response frame of {size} bytes")
+                if correlation_id_of(head[4:]) != expected:
+                    raise UpstreamProtocolError(
+                        f"upstream {self.address} answered correlation id {correlation_id_of(head[4:])}, not {expected}"
+                    )
+                client.write(head)
+                remaining = size - 4
+                while remaining:
+                    chunk = await self._reader.read(min(remaining, RELAY_CHUNK))
+                    if not chunk:
+                        raise asyncio.IncompleteReadError(b"", remaining)
+                    client.write(chunk)
+                    remaining -= len(chunk)
+                    await client.drain()
+        except UpstreamProtocolError:
+            self.close()
+            raise
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, KafkaguardError) as e:
+            self.close()
+            raise UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}") from e
 
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
         """The proxy's own request (login, version and node discovery), with its own correlation id: decoded."""

@@ -41,7 +41,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     if not denied:
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
         unchanged = session == (NO_SESSION, FINAL_EPOCH)
-        return (await scope.forward(None if unchanged else sessionless)).raw()
+        return await scope.relay(None if unchanged else sessionless)
     refused = [topic for topic in request.topics if topic.topic in denied]
     allowed = tuple(topic for topic in request.topics if topic.topic not in denied)
     if not allowed:

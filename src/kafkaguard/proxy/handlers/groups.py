@@ -41,7 +41,7 @@ def _may_read_group(scope: ProxyScope, group_id: str) -> bool:
 
 async def join_group(scope: ProxyScope, request: JoinGroupRequest) -> Reply:
     if _may_read_group(scope, request.group_id):
-        return (await scope.forward()).raw()
+        return await scope.relay()
     cls = response_schema(ApiKey.JOIN_GROUP, scope.api_version)
     return build(
         cls, throttle_time=NO_THROTTLE, error_code=_GROUP_DENIED, generation_id=-1, protocol_type=None,
@@ -52,7 +52,7 @@ async def join_group(scope: ProxyScope, request: JoinGroupRequest) -> Reply:
 
 async def sync_group(scope: ProxyScope, request: SyncGroupRequest) -> Reply:
     if _may_read_group(scope, request.group_id):
-        return (await scope.forward()).raw()
+        return await scope.relay()
     cls = response_schema(ApiKey.SYNC_GROUP, scope.api_version)
     return build(
         cls, throttle_time=NO_THROTTLE, error_code=_GROUP_DENIED, protocol_type=None, protocol_name=None,
@@ -62,14 +62,14 @@ async def sync_group(scope: ProxyScope, request: SyncGroupRequest) -> Reply:
 
 async def heartbeat(scope: ProxyScope, request: HeartbeatRequest) -> Reply:
     if _may_read_group(scope, request.group_id):
-        return (await scope.forward()).raw()
+        return await scope.relay()
     return build(response_schema(ApiKey.HEARTBEAT, scope.api_version), throttle_time=NO_THROTTLE,
                  error_code=_GROUP_DENIED)  # fmt: skip
 
 
 async def leave_group(scope: ProxyScope, request: LeaveGroupRequest) -> Reply:
     if _may_read_group(scope, request.group_id):
-        return (await scope.forward()).raw()
+        return await scope.relay()
     return build(response_schema(ApiKey.LEAVE_GROUP, scope.api_version), throttle_time=NO_THROTTLE,
                  error_code=_GROUP_DENIED, members=())  # fmt: skip
 
@@ -82,7 +82,7 @@ async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Repl
         return build(cls, throttle_time=NO_THROTTLE, topics=_commit_errors(cls, request.topics, _GROUP_DENIED))
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
-        return (await scope.forward()).raw()
+        return await scope.relay()
     refused = _commit_errors(cls, [t for t in request.topics if t.name in denied], _TOPIC_DENIED)
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:
@@ -121,7 +121,7 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
         return rebuild(answer, topics=tuple(topic for topic in answer.topics if topic.name in visible))
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
-        return (await scope.forward()).raw()
+        return await scope.relay()
     refused = _fetch_errors(cls, [topic for topic in named if topic.name in denied])
     allowed = tuple(topic for topic in named if topic.name not in denied)
     if not allowed:

@@ -26,7 +26,7 @@ async def list_offsets(scope: ProxyScope, request: ListOffsetsRequest) -> Reply:
     outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_OFFSETS], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
-        return (await scope.forward()).raw()
+        return await scope.relay()
     refused = _errors(cls, [topic for topic in request.topics if topic.name in denied])
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:

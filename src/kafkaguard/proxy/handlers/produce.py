@@ -61,7 +61,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
         if fire_and_forget:
             await scope.forward_without_response()
             return NO_RESPONSE
-        return (await scope.forward()).raw()
+        return await scope.relay()
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:

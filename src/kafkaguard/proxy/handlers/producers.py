@@ -34,7 +34,7 @@ async def init_producer_id(scope: ProxyScope, request: InitProducerIdRequest) ->
             return _refusal(scope, ErrorCode.transactional_id_authorization_failed)
     elif not scope.authorize(IDEMPOTENT).request_allowed and not _writes_some_topic(scope):
         return _refusal(scope, ErrorCode.cluster_authorization_failed)
-    return (await scope.forward()).raw()
+    return await scope.relay()
 
 
 def _writes_some_topic(scope: ProxyScope) -> bool:
