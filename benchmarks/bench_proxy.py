@@ -1,0 +1,902 @@
+"""Authorizing proxy benchmark: real Kafka clients straight to a real Kafka broker, and through ``kafkaguard proxy``.
+
+Run: ``.venv/bin/python -m benchmarks.bench_proxy [--quick] [--soak-seconds N] [--json out.json]`` (or
+``scripts/bench proxy``). Needs Java 17+ and a Kafka distribution: ``KAFKA_TGZ`` / ``KAFKA_HOME`` as for the
+real-Kafka tests, ``--kafka-tgz``, or else ``../shared/kafka/kafka_*.tgz`` next to the checkout.
+``--direct-only`` measures the direct half alone (no proxy). ``--kafkaguard PATH`` runs another kafkaguard
+executable; ``--proxy-arg=--log-level --proxy-arg=WARNING`` passes more arguments to ``kafkaguard proxy``;
+``--audit-mode all`` runs it with an audit log.
+
+One run, one machine, one set of client settings (``benchmarks.kafka_load``: confluent-kafka/librdkafka, SCRAM-SHA-512
+over SASL_PLAINTEXT, as the non-super user ``bench``; producer linger.ms=5, batch.size=256 KiB, acks=all, no
+compression; the consumer's fetch settings spelled out), the only difference being the bootstrap address:
+
+- *direct*: the Kafka 3.9 test broker (``tests/kafka/broker.py``: KRaft, one node, StandardAuthorizer), where
+  ``bench`` has a SCRAM-SHA-512 credential and WRITE, READ, DESCRIBE on the topic and READ on the group, made with
+  the Admin API as the broker's super user ``admin``;
+- *proxy*: ``kafkaguard proxy`` in front of the same broker (upstream SASL_PLAINTEXT, SCRAM-SHA-512 as ``admin``),
+  with ``bench``'s credentials and the same ACLs written into the proxy's data directory before it starts; the
+  proxy authorizes every request itself and forwards it as ``admin``.
+
+Measured, each proxy result next to the direct one of the same run (``--rounds`` rounds, the order of direct and
+proxy alternating from round to round, after a warm-up both ways):
+
+1. produce throughput: ``--messages`` messages of 1 KiB, from the first ``produce`` to the end of ``flush``;
+2. consume throughput: a consumer (subscribe, group without commits, from the earliest offset) reads as many;
+   counted from the first batch's arrival; the time to that first batch (group join, first fetch) separately;
+3. latency at a fixed rate (5,000 messages/s for ``--latency-seconds`` after a warm-up second): produce → delivery
+   report and produce → consumer (a second consumer assigned at the partition's end, in this process);
+4. CPU (user + system, ``/proc/<pid>/stat``, as a share of one core over each phase's timed window) of the proxy,
+   the broker (JVM) and this process (the clients), and how long each waited for a CPU (``schedstat``); the proxy's
+   RSS after each phase and its peak (``VmHWM``);
+5. with ``--soak-seconds N``: the fixed-rate load through the proxy for N seconds, the proxy's RSS sampled every
+   10 s: first, last, max and the slope of a least-squares line.
+
+The machine is shared: before each phase the run waits (a few seconds at most) for other load to settle, and
+reports the load it saw. Prints a markdown section (written to docs/benchmarks.md unless ``--quick``,
+``--direct-only`` or ``--no-write``) and writes every number as JSON with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBinding as RdAclBinding
+from confluent_kafka.admin._acl import AclOperation as RdAclOperation
+from confluent_kafka.admin._acl import AclPermissionType as RdAclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType as RdPatternType
+from confluent_kafka.admin._resource import ResourceType as RdResourceType
+from confluent_kafka.admin._scram import ScramCredentialInfo, UserScramCredentialUpsertion
+from confluent_kafka.admin._scram import ScramMechanism as RdScramMechanism
+from confluent_kafka.cimpl import NewTopic
+
+from benchmarks.bench_server import wait_for_quiet
+from benchmarks.kafka_load import (
+    ClientSettings,
+    Latency,
+    LoadError,
+    Throughput,
+    broker_addresses,
+    consume_throughput,
+    fixed_rate,
+    pct,
+    produce_throughput,
+    wait_ready,
+)
+from benchmarks.report import machine, write_section
+from kafkaguard import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from kafkaguard.bootstrap import build_services
+from kafkaguard.config import load_settings
+from kafkaguard.scram import ScramMechanism
+from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured, free_port, kafka_home
+
+HOST = "127.0.0.1"
+TOPIC = "kafkaguard-bench"
+GROUP = "kafkaguard-bench"
+USER, PASSWORD = "bench", "bench-password"
+ITERATIONS = 4096
+SIZE = 1024
+#: node.id of the test broker; the proxy serves upstream node N on its listener port + 1 + N.
+NODE_ID = 1
+#: The topic keeps at most this much (a soak writes ~5 MB/s; the broker checks retention every 5 minutes).
+RETENTION_BYTES = 1024 * 1024 * 1024
+SEGMENT_BYTES = 128 * 1024 * 1024
+SOAK_SAMPLE_S = 10.0
+PROXY_START_TIMEOUT = 60.0
+SIDES = ("direct", "proxy")
+
+# ------------------------------------------------------------------------------------------------ the plan
+
+
+@dataclass(frozen=True)
+class Plan:
+    messages: int
+    warmup_messages: int
+    rate: float
+    latency_s: float
+    latency_warmup_s: float
+    rounds: int
+    soak_s: float
+    quiet_s: float
+
+    @classmethod
+    def make(cls, args: argparse.Namespace) -> Plan:
+        quick = bool(args.quick)
+        messages = args.messages or (20_000 if quick else 200_000)
+        return cls(
+            messages=messages,
+            warmup_messages=max(1000, messages // 10),
+            rate=float(args.rate),
+            latency_s=float(args.latency_seconds or (5 if quick else 20)),
+            latency_warmup_s=1.0,
+            rounds=int(args.rounds or (1 if quick else 2)),
+            soak_s=float(args.soak_seconds),
+            quiet_s=2.0 if quick else 10.0,
+        )
+
+
+# ------------------------------------------------------------------------------------------------ /proc
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """Fields of /proc/<pid>/stat after the command name (so index 0 is the state, 1 the parent pid)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, as they are now."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                children.setdefault(int(_stat_fields(int(entry.name))[1]), []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    return tree
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` and its descendants (0 for processes that are gone)."""
+    total = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = _stat_fields(member)
+            total += int(fields[11]) + int(fields[12])
+    return total / CLK_TCK
+
+
+def runqueue_waits(pid: int) -> dict[int, int]:
+    """Nanoseconds each thread of ``pid`` spent runnable but waiting for a CPU (``/proc/<pid>/task/*/schedstat``)."""
+    waits = {}
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            waits[int(stat.parent.name)] = int(stat.read_text().split()[1])
+    return waits
+
+
+def waited_s(before: dict[int, int], after: dict[int, int]) -> float:
+    """Seconds waited between two ``runqueue_waits``, over the threads alive at the end (threads that ended in
+    between are lost: an undercount, never negative)."""
+    return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
+
+
+def _status_kib(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set of ``pid`` and its descendants."""
+    total = 0
+    for member in process_tree(pid):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(_stat_fields(member)[21]) * PAGE
+    return total
+
+
+def peak_rss_bytes(pid: int) -> int:
+    """``VmHWM`` of ``pid`` (its own peak resident set)."""
+    try:
+        return _status_kib(pid, "VmHWM") * 1024
+    except OSError:
+        return 0
+
+
+@dataclass
+class Usage:
+    """CPU of one phase as shares of one core; the proxy's memory at its end (MiB)."""
+
+    seconds: float = 0.0
+    proxy_cpu: float = float("nan")
+    broker_cpu: float = float("nan")
+    client_cpu: float = float("nan")
+    proxy_rss_mib: float = float("nan")
+    proxy_peak_mib: float = float("nan")
+    other_load: float = float("nan")  # cores busy elsewhere just before the phase
+    # shares of the phase each process was runnable but waiting for a CPU (/proc/<pid>/task/*/schedstat)
+    proxy_wait: float = float("nan")
+    broker_wait: float = float("nan")
+    client_wait: float = float("nan")
+
+
+@contextlib.contextmanager
+def metered(usage: Usage, broker_pid: int, proxy_pid: int | None) -> Iterator[Usage]:
+    """Fills ``usage`` with what the processes used between entering and leaving."""
+    wall, client = time.perf_counter(), time.process_time()
+    broker = cpu_seconds(broker_pid)
+    proxy = cpu_seconds(proxy_pid) if proxy_pid is not None else 0.0
+    waits = {pid: runqueue_waits(pid) for pid in (os.getpid(), broker_pid, proxy_pid) if pid is not None}
+    yield usage
+    usage.seconds = wall = time.perf_counter() - wall
+    usage.client_cpu = (time.process_time() - client) / wall
+    usage.broker_cpu = (cpu_seconds(broker_pid) - broker) / wall
+    usage.client_wait = waited_s(waits[os.getpid()], runqueue_waits(os.getpid())) / wall
+    usage.broker_wait = waited_s(waits[broker_pid], runqueue_waits(broker_pid)) / wall
+    if proxy_pid is not None:
+        usage.proxy_cpu = (cpu_seconds(proxy_pid) - proxy) / wall
+        usage.proxy_wait = waited_s(waits[proxy_pid], runqueue_waits(proxy_pid)) / wall
+        usage.proxy_rss_mib = rss_bytes(proxy_pid) / 2**20
+        usage.proxy_peak_mib = peak_rss_bytes(proxy_pid) / 2**20
+
+
+# ------------------------------------------------------------------------------------------------ setup
+
+
+def kafka_distribution(unpack_into: Path, tgz: Path | None) -> Path:
+    """An unpacked Kafka: ``--kafka-tgz``, else KAFKA_HOME / KAFKA_TGZ, else the shared tarball next to the checkout."""
+    if tgz is not None:
+        os.environ["KAFKA_TGZ"] = str(tgz)
+        os.environ.pop("KAFKA_HOME", None)
+    elif not os.environ.get("KAFKA_HOME") and not os.environ.get("KAFKA_TGZ"):
+        shared = sorted((Path(__file__).resolve().parents[2] / "shared" / "kafka").glob("kafka_*.tgz"))
+        shared += sorted((Path(__file__).resolve().parents[2] / "shared" / "kafka").glob("kafka_*.tar.gz"))
+        if shared:
+            os.environ["KAFKA_TGZ"] = str(shared[0])
+    return kafka_home(unpack_into)
+
+
+def _bench_acls() -> list[tuple[ResourceType, str, AclOperation]]:
+    return [
+        (ResourceType.TOPIC, TOPIC, AclOperation.WRITE),
+        (ResourceType.TOPIC, TOPIC, AclOperation.READ),
+        (ResourceType.TOPIC, TOPIC, AclOperation.DESCRIBE),
+        (ResourceType.GROUP, GROUP, AclOperation.READ),
+    ]
+
+
+def setup_broker(broker: KafkaBroker) -> None:
+    """The bench topic, ``bench``'s SCRAM-SHA-512 credential and its ACLs on the real broker, as ``admin``."""
+    admin = AdminClient(ClientSettings(broker.bootstrap, ADMIN, ADMIN_PASSWORD).config(log_level=4))
+    config = {"retention.bytes": str(RETENTION_BYTES), "segment.bytes": str(SEGMENT_BYTES)}
+    for future in admin.create_topics([NewTopic(TOPIC, 1, 1, config=config)]).values():
+        future.result(60)
+    upsert = UserScramCredentialUpsertion(
+        USER, ScramCredentialInfo(RdScramMechanism.SCRAM_SHA_512, ITERATIONS), PASSWORD.encode()
+    )
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(60)
+    rd_types = {ResourceType.TOPIC: RdResourceType.TOPIC, ResourceType.GROUP: RdResourceType.GROUP}
+    bindings = [
+        RdAclBinding(rd_types[kind], name, RdPatternType.LITERAL, f"User:{USER}", "*",
+                     RdAclOperation[operation.name], RdAclPermissionType.ALLOW)
+        for kind, name, operation in _bench_acls()
+    ]  # fmt: skip
+    for future in admin.create_acls(bindings).values():
+        future.result(60)
+
+
+def prepare_proxy_data_dir(data_dir: Path) -> None:
+    """``bench``'s credentials (both mechanisms) and the same ACLs in a fresh kafkaguard data directory."""
+    services = build_services(load_settings(None, data_dir=data_dir, super_users=f"User:{ADMIN}"))
+    try:
+        for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
+            result = services.credentials.upsert_password(USER, mechanism, PASSWORD, ITERATIONS)
+            assert result.succeeded, result
+        outcomes = services.acls.create_acls(
+            [
+                AclBinding(
+                    ResourcePattern(kind, name, PatternType.LITERAL),
+                    AccessControlEntry(f"User:{USER}", "*", operation, AclPermissionType.ALLOW),
+                )
+                for kind, name, operation in _bench_acls()
+            ]
+        )
+        assert all(o.error is None for o in outcomes), outcomes
+    finally:
+        services.close()
+
+
+class ProxyFailed(Exception):
+    """``kafkaguard proxy`` did not start (or died)."""
+
+
+def _free_port_pair(offset: int) -> int:
+    """A port P such that P and P + ``offset`` are both free on HOST."""
+    for _ in range(100):
+        port = free_port()
+        if port + offset > 65535:
+            continue
+        with socket.socket() as probe:
+            try:
+                probe.bind((HOST, port + offset))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free pair of ports")
+
+
+def kafkaguard_executable(given: Path | None) -> str:
+    if given is not None:
+        return str(given)
+    beside = Path(sys.executable).with_name("kafkaguard")
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("kafkaguard")
+    if found is None:
+        raise ProxyFailed("no kafkaguard executable beside this Python or on PATH")
+    return found
+
+
+class ProxyProcess:
+    """``kafkaguard proxy`` as a child process, its output in files; ``stop`` terminates it, then kills it."""
+
+    def __init__(self, command: list[str], workdir: Path, ports: Sequence[int]) -> None:
+        self.command = command
+        self.stdout_path = workdir / "proxy.stdout"
+        self.stderr_path = workdir / "proxy.stderr"
+        with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:  # the child keeps its own
+            self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        deadline = time.monotonic() + PROXY_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ProxyFailed(f"kafkaguard proxy exited with status {self.process.returncode} at start")
+            if all(_listening(port) for port in ports):
+                return
+            time.sleep(0.2)  # polling for the listeners, bounded by the deadline
+        self.stop()
+        raise ProxyFailed(
+            f"kafkaguard proxy did not listen on {', '.join(map(str, ports))} in {PROXY_START_TIMEOUT:g} s"
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def output_tail(self, chars: int = 4000) -> str:
+        parts = []
+        for path in (self.stderr_path, self.stdout_path):
+            with contextlib.suppress(OSError):
+                text = path.read_text(errors="replace").strip()
+                if text:
+                    parts.append(f"--- {path.name} (last {chars} characters) ---\n{text[-chars:]}")
+        return "\n".join(parts) or "(the proxy wrote nothing)"
+
+    def stop(self) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex((HOST, port)) == 0
+
+
+def proxy_command(
+    data_dir: Path, port: int, broker: KafkaBroker, password_file: Path, args: argparse.Namespace
+) -> list[str]:
+    command = [
+        kafkaguard_executable(args.kafkaguard), "proxy",
+        "--data-dir", str(data_dir),
+        "--listener", f"SASL_PLAINTEXT://{HOST}:{port}",
+        "--advertised-host", HOST,
+        "--upstream", broker.bootstrap,
+        "--upstream-security-protocol", "SASL_PLAINTEXT",
+        "--upstream-sasl-mechanism", "SCRAM-SHA-512",
+        "--upstream-user", ADMIN,
+        "--upstream-password-file", str(password_file),
+        "--super-users", f"User:{ADMIN}",
+    ]  # fmt: skip
+    if args.audit_mode:
+        command += ["--audit-log", str(data_dir.parent / "audit.log"), "--audit-mode", args.audit_mode]
+    return command + list(args.proxy_arg)
+
+
+# ------------------------------------------------------------------------------------------------ the run
+
+
+@dataclass
+class Measured:
+    phase: str  # produce, consume, latency, soak
+    side: str  # direct, proxy
+    round: int
+    usage: Usage
+    throughput: Throughput | None = None
+    latency: Latency | None = None
+
+
+@dataclass
+class Soak:
+    seconds: float
+    samples: list[tuple[float, float]]  # (seconds since start, proxy RSS MiB)
+    measured: Measured
+
+    def slope_mib_per_min(self, since_s: float = 0.0) -> float:
+        points = [(t, r) for t, r in self.samples if t >= since_s]
+        if len(points) < 2:
+            return float("nan")
+        return statistics.linear_regression([t for t, _ in points], [r for _, r in points]).slope * 60
+
+
+@dataclass
+class Outcome:
+    plan: Plan
+    direct_only: bool
+    runs: list[Measured] = field(default_factory=list)
+    soak: Soak | None = None
+    audit_mode: str | None = None
+
+    def of(self, phase: str, side: str) -> list[Measured]:
+        return [m for m in self.runs if m.phase == phase and m.side == side]
+
+
+class Bench:
+    """The sides (direct, proxy) and the processes to meter."""
+
+    def __init__(self, plan: Plan, broker: KafkaBroker, proxy: ProxyProcess | None, proxy_port: int) -> None:
+        self.plan = plan
+        self.broker = broker
+        self.broker_pid = broker.process.pid if broker.process is not None else 0
+        self.proxy = proxy
+        self.proxy_port = proxy_port
+        self.sides = {"direct": ClientSettings(broker.bootstrap, USER, PASSWORD)}
+        if proxy is not None:
+            self.sides["proxy"] = ClientSettings(f"{HOST}:{proxy_port}", USER, PASSWORD)
+
+    def meter(self) -> tuple[Usage, contextlib.AbstractContextManager[Usage]]:
+        """Wait (a little) for the machine to quiet down; a Usage and the meter filling it (entered by the load
+        function with its clock)."""
+        usage = Usage(other_load=wait_for_quiet(self.plan.quiet_s))
+        return usage, metered(usage, self.broker_pid, self.proxy.pid if self.proxy is not None else None)
+
+    def check_proxy(self) -> None:
+        if self.proxy is not None and self.proxy.process.poll() is not None:
+            raise LoadError(f"the proxy exited with status {self.proxy.process.returncode}")
+
+    def order(self, round_: int) -> list[str]:
+        sides = [side for side in SIDES if side in self.sides]
+        return sides if round_ % 2 == 0 else sides[::-1]
+
+    def run(self, outcome: Outcome) -> None:
+        plan = self.plan
+        for side, settings in self.sides.items():
+            _say(f"{side}: waiting for {USER}'s metadata through {settings.bootstrap}")
+            wait_ready(settings, TOPIC)
+        if "proxy" in self.sides:  # the clients must reach the broker through the proxy, never around it
+            brokers = broker_addresses(self.sides["proxy"])
+            expected = {NODE_ID: f"{HOST}:{self.proxy_port + 1 + NODE_ID}"}
+            if brokers != expected:
+                raise LoadError(f"the proxy's Metadata lists brokers {brokers}, expected {expected}")
+        for side, settings in self.sides.items():
+            _say(f"{side}: warm-up ({plan.warmup_messages:,} messages produced and consumed)")
+            produce_throughput(settings, TOPIC, plan.warmup_messages, SIZE)
+            consume_throughput(settings, TOPIC, GROUP, plan.warmup_messages)
+        for round_ in range(plan.rounds):
+            for side in self.order(round_):
+                _say(f"round {round_ + 1}/{plan.rounds}: produce {plan.messages:,} × {SIZE} B, {side}")
+                usage, window = self.meter()
+                result = produce_throughput(self.sides[side], TOPIC, plan.messages, SIZE, window)
+                outcome.runs.append(Measured("produce", side, round_, usage, throughput=result))
+                self.check_proxy()
+                _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
+            for side in self.order(round_):
+                _say(f"round {round_ + 1}/{plan.rounds}: consume {plan.messages:,}, {side}")
+                usage, window = self.meter()
+                result = consume_throughput(self.sides[side], TOPIC, GROUP, plan.messages, window)
+                outcome.runs.append(Measured("consume", side, round_, usage, throughput=result))
+                self.check_proxy()
+                _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
+            for side in self.order(round_):
+                _say(f"round {round_ + 1}/{plan.rounds}: {plan.rate:,.0f} msgs/s for {plan.latency_s:g} s, {side}")
+                usage, window = self.meter()
+                latency = fixed_rate(self.sides[side], TOPIC, plan.rate, plan.latency_s, plan.latency_warmup_s, SIZE,
+                                     GROUP, window=window)  # fmt: skip
+                outcome.runs.append(Measured("latency", side, round_, usage, latency=latency))
+                self.check_proxy()
+                s = latency.summary()
+                _say(f"  ack p50 {s['ack_p50_ms']:.2f} ms p99 {s['ack_p99_ms']:.2f} ms; "
+                     f"e2e p50 {s['e2e_p50_ms']:.2f} ms p99 {s['e2e_p99_ms']:.2f} ms")  # fmt: skip
+        if plan.soak_s > 0 and self.proxy is not None:
+            outcome.soak = self.soak()
+            self.check_proxy()
+
+    def soak(self) -> Soak:
+        assert self.proxy is not None
+        plan, pid = self.plan, self.proxy.pid
+        _say(f"soak: {plan.rate:,.0f} msgs/s through the proxy for {plan.soak_s:g} s, RSS every {SOAK_SAMPLE_S:g} s")
+        samples: list[tuple[float, float]] = []
+        done = threading.Event()
+        start = time.monotonic()
+
+        def sample() -> None:
+            while True:
+                samples.append((time.monotonic() - start, rss_bytes(pid) / 2**20))
+                if done.wait(SOAK_SAMPLE_S):
+                    return
+
+        usage, window = self.meter()
+        sampler = threading.Thread(target=sample, name="bench-rss-sampler", daemon=True)
+        sampler.start()
+        try:
+            latency = fixed_rate(self.sides["proxy"], TOPIC, plan.rate, plan.soak_s, plan.latency_warmup_s, SIZE,
+                                 GROUP, keep_every=10, window=window)  # fmt: skip
+        finally:
+            done.set()
+            sampler.join(SOAK_SAMPLE_S + 5)
+        samples.append((time.monotonic() - start, rss_bytes(pid) / 2**20))  # at the end of the load
+        return Soak(plan.soak_s, samples, Measured("soak", "proxy", 0, usage, latency=latency))
+
+
+def _say(text: str) -> None:
+    print(f"[bench_proxy {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------------ the report
+
+
+def _median(values: Sequence[float]) -> float:
+    clean = [v for v in values if v == v]
+    return statistics.median(clean) if clean else float("nan")
+
+
+def _mean(values: Sequence[float]) -> float:
+    clean = [v for v in values if v == v]
+    return statistics.fmean(clean) if clean else float("nan")
+
+
+def _pooled(runs: Sequence[Measured], attr: str) -> list[float]:
+    return sorted(x for m in runs if m.latency is not None for x in getattr(m.latency, attr))
+
+
+def summarize(o: Outcome) -> dict[str, Any]:
+    """Per phase and side: throughput medians over rounds, latency percentiles over the pooled rounds, mean CPU."""
+    out: dict[str, Any] = {}
+    for side in SIDES:
+        s: dict[str, float] = {}
+        for phase in ("produce", "consume"):
+            runs = o.of(phase, side)
+            if not runs:
+                continue
+            tps = [m.throughput for m in runs if m.throughput is not None]
+            s[f"{phase}_msgs_per_s"] = _median([t.msgs_per_s for t in tps])
+            s[f"{phase}_mb_per_s"] = _median([t.mb_per_s for t in tps])
+            if phase == "consume":
+                s["consume_startup_s"] = _median([t.startup_s for t in tps])
+        runs = o.of("latency", side)
+        if runs:
+            ack, e2e = _pooled(runs, "ack_ms"), _pooled(runs, "e2e_ms")
+            s |= {"ack_p50_ms": pct(ack, 0.5), "ack_p99_ms": pct(ack, 0.99), "ack_p999_ms": pct(ack, 0.999),
+                  "e2e_p50_ms": pct(e2e, 0.5), "e2e_p99_ms": pct(e2e, 0.99), "e2e_p999_ms": pct(e2e, 0.999),
+                  "latency_achieved_rate": _mean([m.latency.achieved_rate for m in runs if m.latency is not None]),
+                  "latency_errors": float(sum(m.latency.errors for m in runs if m.latency is not None))}  # fmt: skip
+        for phase in ("produce", "consume", "latency"):
+            runs = o.of(phase, side)
+            for key in ("proxy_cpu", "broker_cpu", "client_cpu", "proxy_rss_mib", "proxy_peak_mib", "proxy_wait",
+                        "broker_wait", "client_wait"):  # fmt: skip
+                if runs:
+                    s[f"{phase}_{key}"] = _mean([getattr(m.usage, key) for m in runs])
+        if s:
+            out[side] = s
+    d, p = out.get("direct"), out.get("proxy")
+    if d is not None and p is not None:
+        out["proxy_vs_direct"] = {
+            **{f"{key}_ratio": p[key] / d[key] for key in THROUGHPUTS if key in d and key in p and d[key]},
+            **{f"{key.removesuffix('_ms')}_added_ms": p[key] - d[key] for key in LATENCIES if key in d and key in p},
+        }
+    return out
+
+
+THROUGHPUTS = ("produce_msgs_per_s", "produce_mb_per_s", "consume_msgs_per_s", "consume_mb_per_s")
+LATENCIES = ("ack_p50_ms", "ack_p99_ms", "ack_p999_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms")
+
+
+def _f(value: float, fmt: str = ",.0f", unit: str = "") -> str:
+    return "–" if value != value else f"{value:{fmt}}{unit}"
+
+
+def _ratio(proxy: float, direct: float) -> str:
+    return "–" if proxy != proxy or direct != direct or not direct else f"{proxy / direct:.2f}×"
+
+
+def _added(proxy: float, direct: float) -> str:
+    return "–" if proxy != proxy or direct != direct else f"{proxy - direct:+.2f} ms"
+
+
+def _pct(share: float) -> str:
+    return "–" if share != share else f"{100 * share:.0f}%"
+
+
+def render(o: Outcome) -> str:
+    plan, summary = o.plan, summarize(o)
+    d, p = summary.get("direct", {}), summary.get("proxy", {})
+    nan = float("nan")
+
+    def both(key: str) -> tuple[float, float]:
+        return d.get(key, nan), p.get(key, nan)
+
+    rows = []
+    for label, key, fmt, unit in (
+        ("produce, messages/s", "produce_msgs_per_s", ",.0f", ""),
+        ("produce, MB/s", "produce_mb_per_s", ",.1f", ""),
+        ("consume, messages/s", "consume_msgs_per_s", ",.0f", ""),
+        ("consume, MB/s", "consume_mb_per_s", ",.1f", ""),
+    ):
+        direct, proxy = both(key)
+        rows.append(f"| {label} | {_f(direct, fmt, unit)} | {_f(proxy, fmt, unit)} | {_ratio(proxy, direct)} |")
+    direct, proxy = both("consume_startup_s")
+    rows.append(f"| consume, subscribe → first batch | {_f(direct, '.2f', ' s')} | {_f(proxy, '.2f', ' s')} | "
+                f"{_f(proxy - direct, '+.2f', ' s')} |")  # fmt: skip
+    for label, key in (
+        ("produce → ack, p50", "ack_p50_ms"),
+        ("produce → ack, p99", "ack_p99_ms"),
+        ("produce → ack, p99.9", "ack_p999_ms"),
+        ("produce → consume, p50", "e2e_p50_ms"),
+        ("produce → consume, p99", "e2e_p99_ms"),
+        ("produce → consume, p99.9", "e2e_p999_ms"),
+    ):
+        direct, proxy = both(key)
+        rows.append(f"| {label} at {plan.rate:,.0f} msgs/s | {_f(direct, '.2f', ' ms')} | {_f(proxy, '.2f', ' ms')} "
+                    f"| {_added(proxy, direct)} |")  # fmt: skip
+    cpu_rows = []
+    for phase in ("produce", "consume", "latency"):
+        if f"{phase}_broker_cpu" not in d and f"{phase}_broker_cpu" not in p:
+            continue
+        cpu_rows.append(
+            f"| {phase} | {_pct(p.get(f'{phase}_proxy_cpu', nan))} | "
+            f"{_pct(d.get(f'{phase}_broker_cpu', nan))} / {_pct(p.get(f'{phase}_broker_cpu', nan))} | "
+            f"{_pct(d.get(f'{phase}_client_cpu', nan))} / {_pct(p.get(f'{phase}_client_cpu', nan))} | "
+            f"{_f(p.get(f'{phase}_proxy_rss_mib', nan), '.0f', ' MiB')} / "
+            f"{_f(p.get(f'{phase}_proxy_peak_mib', nan), '.0f', ' MiB')} | "
+            f"{_pct(d.get(f'{phase}_broker_wait', nan))} / {_pct(d.get(f'{phase}_client_wait', nan))} | "
+            f"{_pct(p.get(f'{phase}_proxy_wait', nan))} / {_pct(p.get(f'{phase}_broker_wait', nan))} / "
+            f"{_pct(p.get(f'{phase}_client_wait', nan))} |"
+        )
+    loads = [m.usage.other_load for m in o.runs if m.usage.other_load == m.usage.other_load]
+    audit = f", audit log `--audit-mode {o.audit_mode}`" if o.audit_mode else ", no audit log"
+    lines = [
+        "## Authorizing proxy (`benchmarks/bench_proxy.py`)",
+        "",
+        "confluent-kafka (librdkafka) clients as the non-super user `bench` (SCRAM-SHA-512 over SASL_PLAINTEXT) "
+        "straight to a Kafka 3.9 broker (KRaft, one node, StandardAuthorizer, `tests/kafka/broker.py`) and through "
+        f"`kafkaguard proxy` in front of it (same user and ACLs in the proxy's data directory{audit}; upstream as "
+        "`admin`, SCRAM-SHA-512), same client settings both ways: producer linger.ms=5, batch.size=256 KiB, "
+        "acks=all, no compression; consumer fetch.wait.max.ms=100, fetch.min.bytes=1, 1 MiB per partition. "
+        f"Messages of {SIZE} B to one partition. Broker, proxy and clients share the machine's "
+        f"{os.cpu_count()} cores. {plan.rounds} round(s), the order of direct and proxy alternating, after a warm-up "
+        f"both ways of {plan.warmup_messages:,} messages. Throughput: median over rounds; produce "
+        f"{plan.messages:,} messages from the first `produce` to the end of `flush`; consume as many (subscribe, "
+        "from the earliest offset), counted from the first batch's arrival. Latency: "
+        f"{plan.rate:,.0f} messages/s for {plan.latency_s:g} s per round after {plan.latency_warmup_s:g} s "
+        "of warm-up, percentiles over all rounds; produce → ack ends when the delivery report is served, "
+        "produce → consume when a consumer in the same process (assigned at the partition's end) returns the "
+        "message. MB = 10^6 bytes of payload.",
+        "",
+        "| measurement | direct to Kafka | through the proxy | proxy vs direct |",
+        "|---|---:|---:|---:|",
+        *rows,
+        "",
+        "CPU as a share of one core over each phase's timed window (user + system from `/proc/<pid>/stat`, in "
+        "10 ms ticks, so short windows are coarse; means over rounds); the proxy's RSS at the end of the phase and "
+        "its peak (`VmHWM`); waiting for a CPU: the share of the phase a process was runnable while other processes "
+        "held the cores (`/proc/<pid>/task/*/schedstat`; broker, proxy and clients compete for the same cores, and "
+        "so does other work on this machine).",
+        "",
+        "| phase | proxy CPU | broker CPU: direct / proxy | clients' CPU: direct / proxy | proxy RSS / peak "
+        "| waiting for a CPU, direct: broker / clients | waiting for a CPU, proxy: proxy / broker / clients |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+        *cpu_rows,
+        "",
+        "Other load on the machine just before the phases: "
+        + (", ".join(f"{x:.2f}" for x in loads) + " cores." if loads else "not measured."),
+    ]
+    warnings = [
+        f"{m.side} {m.phase} round {m.round + 1}: {m.latency.errors} messages failed, achieved "
+        f"{m.latency.achieved_rate:,.0f}/s of {m.latency.rate:,.0f}/s, sender up to {m.latency.behind_s * 1000:.0f} ms "
+        "behind schedule"
+        for m in [*o.runs, *([o.soak.measured] if o.soak is not None else [])]
+        if m.latency is not None
+        and (m.latency.errors or m.latency.achieved_rate < 0.98 * m.latency.rate or m.latency.behind_s > 0.05)
+    ]
+    if warnings:
+        lines += ["", "**Fixed-rate runs that did not hold their rate:** " + "; ".join(warnings) + "."]
+    if o.direct_only:
+        lines += ["", "**Direct half only (`--direct-only`): no proxy was started.**"]
+    if o.soak is not None:
+        soak = o.soak
+        rss = [r for _, r in soak.samples]
+        lat = soak.measured.latency
+        s = lat.summary() if lat is not None else {}
+        lines += [
+            "",
+            f"### Soak: {plan.rate:,.0f} messages/s through the proxy for {soak.seconds:g} s",
+            "",
+            "| proxy RSS first | last | max | slope, whole run | slope, after the first minute | proxy CPU | "
+            "produce → ack p99 | produce → consume p99 |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+            f"| {rss[0]:.1f} MiB | {rss[-1]:.1f} MiB | {max(rss):.1f} MiB | "
+            f"{_f(soak.slope_mib_per_min(), '+.3f', ' MiB/min')} | "
+            f"{_f(soak.slope_mib_per_min(60.0), '+.3f', ' MiB/min')} | {_pct(soak.measured.usage.proxy_cpu)} | "
+            f"{_f(s.get('ack_p99_ms', nan), '.2f', ' ms')} | {_f(s.get('e2e_p99_ms', nan), '.2f', ' ms')} |",
+            "",
+            f"RSS sampled every {SOAK_SAMPLE_S:g} s ({len(rss)} samples); latency from every 10th message.",
+        ]
+    return "\n".join(lines)
+
+
+def to_json(o: Outcome) -> dict[str, Any]:
+    runs = []
+    for m in o.runs:
+        entry: dict[str, Any] = {"phase": m.phase, "side": m.side, "round": m.round, "usage": asdict(m.usage)}
+        if m.throughput is not None:
+            t = m.throughput
+            entry["throughput"] = {
+                "count": t.count,
+                "payload_bytes": t.payload_bytes,
+                "seconds": t.seconds,
+                "msgs_per_s": t.msgs_per_s,
+                "mb_per_s": t.mb_per_s,
+                "startup_s": t.startup_s,
+            }
+        if m.latency is not None:
+            entry["latency"] = _latency_json(m.latency)
+        runs.append(entry)
+    soak = None
+    if o.soak is not None:
+        rss = [r for _, r in o.soak.samples]
+        soak = {"seconds": o.soak.seconds, "rss_samples_mib": o.soak.samples, "rss_first_mib": rss[0],
+                "rss_last_mib": rss[-1], "rss_max_mib": max(rss), "slope_mib_per_min": o.soak.slope_mib_per_min(),
+                "slope_after_first_minute_mib_per_min": o.soak.slope_mib_per_min(60.0),
+                "usage": asdict(o.soak.measured.usage),
+                "latency": _latency_json(o.soak.measured.latency) if o.soak.measured.latency else None}  # fmt: skip
+    return {
+        "benchmark": "proxy",
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(),
+        "plan": asdict(o.plan),
+        "message_bytes": SIZE,
+        "direct_only": o.direct_only,
+        "audit_mode": o.audit_mode,
+        "summary": summarize(o),
+        "runs": runs,
+        "soak": soak,
+    }
+
+
+def _latency_json(latency: Latency) -> dict[str, Any]:
+    return {"rate": latency.rate, "seconds": latency.seconds, "sent": latency.sent,
+            "achieved_rate": latency.achieved_rate, "errors": latency.errors, "behind_s": latency.behind_s,
+            **latency.summary()}  # fmt: skip
+
+
+def _clean_nan(value: Any) -> Any:
+    """NaN → None, so the JSON is standard."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _clean_nan(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean_nan(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------------------------------------ main
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="20k messages, 5 s of latency, one round (a demo)")
+    parser.add_argument("--direct-only", action="store_true", help="measure straight to Kafka only; no proxy")
+    parser.add_argument("--soak-seconds", type=float, default=0.0, help="then a fixed-rate soak through the proxy")
+    parser.add_argument("--json", type=Path, help="write every number to this JSON file")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--messages", type=int, help="messages per throughput run (default 200k, --quick 20k)")
+    parser.add_argument("--rate", type=float, default=5000.0, help="messages/s of the latency runs (default 5000)")
+    parser.add_argument("--latency-seconds", type=float, help="measured seconds per latency run (default 20, quick 5)")
+    parser.add_argument("--rounds", type=int, help="rounds of every phase both ways (default 2, --quick 1)")
+    parser.add_argument("--audit-mode", choices=["denied", "all"], help="run the proxy with an audit log")
+    parser.add_argument("--proxy-arg", action="append", default=[], help="one more argument for kafkaguard proxy")
+    parser.add_argument("--kafkaguard", type=Path, help="the kafkaguard executable (default: beside this Python)")
+    parser.add_argument("--kafka-tgz", type=Path, help="Kafka tarball (default: KAFKA_TGZ/KAFKA_HOME, ../shared/kafka)")
+    return parser.parse_args(argv)
+
+
+def _proxy_post_mortem(proxy: ProxyProcess | None) -> None:
+    if proxy is None:
+        return
+    state = "still running" if proxy.process.poll() is None else f"exited with status {proxy.process.returncode}"
+    print(f"bench_proxy: the proxy is {state}; its output:\n{proxy.output_tail()}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    plan = Plan.make(args)
+    if args.direct_only and plan.soak_s > 0:
+        _say("--soak-seconds needs the proxy; no soak with --direct-only")
+    outcome = Outcome(plan, direct_only=bool(args.direct_only), audit_mode=args.audit_mode)
+    tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-proxy-"))
+    broker: KafkaBroker | None = None
+    proxy: ProxyProcess | None = None
+    try:
+        try:
+            home = kafka_distribution(tmp / "dist", args.kafka_tgz)
+        except KafkaNotConfigured as e:
+            print(f"bench_proxy: no Kafka distribution: {e}", file=sys.stderr)
+            return 2
+        _say("starting the Kafka broker")
+        broker = KafkaBroker(home, tmp / "broker")
+        broker.start()
+        setup_broker(broker)
+        port = 0
+        if not args.direct_only:
+            prepare_proxy_data_dir(tmp / "proxy-data")
+            password_file = tmp / "upstream-password"
+            password_file.write_text(ADMIN_PASSWORD)
+            password_file.chmod(0o600)
+            port = _free_port_pair(1 + NODE_ID)
+            command = proxy_command(tmp / "proxy-data", port, broker, password_file, args)
+            _say(f"starting the proxy: {' '.join(command)}")
+            try:
+                proxy = ProxyProcess(command, tmp, [port, port + 1 + NODE_ID])
+            except ProxyFailed as e:
+                tail = ""
+                with contextlib.suppress(OSError):
+                    tail = (tmp / "proxy.stderr").read_text(errors="replace")[-4000:]
+                print(f"bench_proxy: {e}\ncommand: {' '.join(command)}\n--- its stderr ---\n{tail}", file=sys.stderr)
+                return 3
+        try:
+            Bench(plan, broker, proxy, port).run(outcome)
+        except LoadError as e:
+            print(f"bench_proxy: a run failed: {e}", file=sys.stderr)
+            _proxy_post_mortem(proxy)
+            return 1
+        except BaseException:
+            _proxy_post_mortem(proxy)
+            raise
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        if broker is not None:
+            broker.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    markdown = render(outcome)
+    print(markdown)
+    if args.json is not None:
+        args.json.write_text(json.dumps(_clean_nan(to_json(outcome)), indent=2) + "\n")
+        _say(f"JSON written to {args.json}")
+    if not (args.no_write or args.quick or args.direct_only):
+        write_section("proxy", markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
