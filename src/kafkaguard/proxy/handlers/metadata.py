@@ -31,7 +31,7 @@ from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC = ResourceType.TOPIC
 #: Kafka's internal topics (``Topic.isInternal``), flagged as such even in a refusal.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:

@@ -1,11 +1,304 @@
 """The transaction APIs (AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, TxnOffsetCommit, DescribeProducers,
-DescribeTransactions, ListTransactions): authorized as ``KafkaApis`` does."""
+DescribeTransactions, ListTransactions): authorized as ``KafkaApis`` does.
+
+As ``KafkaApis`` (Kafka 3.9), for the client versions the proxy offers (``versions.CAPS``):
+
+* AddPartitionsToTxn v0-3 (``handleAddPartitionsToTxnRequest``): WRITE on the transactional id, else every
+  partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED; then WRITE on each topic, internal topics never being
+  authorized (``filterNot(Topic.isInternal)``). Any denied topic fails the whole request: its partitions get
+  TOPIC_AUTHORIZATION_FAILED, every other partition OPERATION_NOT_ATTEMPTED, and nothing is added (not forwarded);
+* AddOffsetsToTxn: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ on the group
+  (GROUP_AUTHORIZATION_FAILED);
+* EndTxn: WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+* TxnOffsetCommit: WRITE on the transactional id, then READ on the group (either refusal: every partition gets that
+  error), then READ on each topic: a denied topic's partitions get TOPIC_AUTHORIZATION_FAILED, the rest are
+  committed;
+* DescribeProducers: READ on each (valid) topic, else its partitions get TOPIC_AUTHORIZATION_FAILED with the
+  error's default text; an invalid topic name is not authorized (the upstream answers INVALID_TOPIC_EXCEPTION);
+* DescribeTransactions: DESCRIBE on each transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED (other
+  fields zero); a described transaction lists only the partitions of topics the caller may DESCRIBE;
+* ListTransactions: only the transactional ids the caller may DESCRIBE are listed (no error for the others).
+
+Each check is asked in Kafka's order and only when Kafka would ask it (a refused transactional id stops there), so
+the audit log records what Kafka's authorizer log would.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import timedelta
 from typing import Any
 
-from kafkaguard.authorizer.requests import ApiKey
+from kio.schema.describe_transactions.v0 import response as describe_transactions_v0
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i64
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
+from kafkaguard.model import AclOperation, ItemError, KafkaErrorCode, ResourceType
+from kafkaguard.proxy.messages import (
+    AddOffsetsToTxnRequest,
+    AddPartitionsToTxnRequest,
+    DescribeProducersRequest,
+    DescribeTransactionsRequest,
+    EndTxnRequest,
+    ListTransactionsRequest,
+    TxnOffsetCommitRequest,
+)
+from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.proxy.wire import UpstreamProtocolError, response_header_size
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.codec import DECODE_ERRORS, reader_for, response_schema
+from kafkaguard.server.errors import ProtocolError
+from kafkaguard.server.lengths import check_body
+from kafkaguard.server.wire_errors import error_fields
+
+TOPIC, GROUP, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
+_TXN_DENIED = ErrorCode.transactional_id_authorization_failed
+_GROUP_DENIED = ErrorCode.group_authorization_failed
+_TOPIC_DENIED = ErrorCode.topic_authorization_failed
+
+#: Kafka 3.9 ``Topic.INTERNAL_TOPICS``: never authorized for AddPartitionsToTxn, so always refused there.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: Kafka ``Topic.MAX_NAME_LENGTH`` and ``Topic.LEGAL_CHARS``.
+_MAX_TOPIC_NAME = 249
+_LEGAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+#: DescribeTransactions lists a transaction's partitions only for the topics the caller may describe.
+DESCRIBE_TRANSACTION_TOPICS = Requirement(
+    "DescribeTransactions(topics)", per_resource=(Check(AclOperation.DESCRIBE, TOPIC),), denial_error=""
+)
+
+
+def _allows(scope: ProxyScope, resource_type: ResourceType, name: str) -> bool:
+    """One check of this API's requirement on one resource (audited)."""
+    return scope.authorize(REQUIREMENTS[scope.api_key], {resource_type: [name]}).allows(resource_type, name)
+
+
+# ------------------------------------------------------------------------------------------- AddPartitionsToTxn
+
+
+async def add_partitions_to_txn(scope: ProxyScope, request: AddPartitionsToTxnRequest) -> Reply:
+    cls = response_schema(ApiKey.ADD_PARTITIONS_TO_TXN, scope.api_version)
+    partitions: dict[str, dict[int, None]] = {}  # Kafka works on the set of TopicPartitions
+    for topic in request.v3_and_below_topics:
+        partitions.setdefault(topic.name, {}).update(dict.fromkeys(int(p) for p in topic.partitions))
+    if not _allows(scope, TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
+        return _add_partitions_results(cls, partitions, lambda _topic: _TXN_DENIED)
+    candidates = [name for name in partitions if name not in INTERNAL_TOPICS]
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.ADD_PARTITIONS_TO_TXN], {TOPIC: candidates})
+    denied = {name for name in partitions if name in INTERNAL_TOPICS or not outcome.allows(TOPIC, name)}
+    if not denied:
+        return (await scope.forward()).raw()
+    return _add_partitions_results(
+        cls, partitions, lambda topic: _TOPIC_DENIED if topic in denied else ErrorCode.operation_not_attempted
+    )
+
+
+def _add_partitions_results(cls: type[Any], partitions: dict[str, dict[int, None]], error_of: Any) -> Any:
+    topic_cls = nested(cls, "AddPartitionsToTxnTopicResult")
+    partition_cls = nested(cls, "AddPartitionsToTxnPartitionResult")
+    results = tuple(
+        build(
+            topic_cls,
+            name=name,
+            results_by_partition=tuple(
+                build(partition_cls, partition_index=index, partition_error_code=error_of(name)) for index in indexes
+            ),
+        )
+        for name, indexes in partitions.items()
+    )
+    return build(cls, throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=results)
+
+
+# ----------------------------------------------------------------------------------- AddOffsetsToTxn, EndTxn
+
+
+async def add_offsets_to_txn(scope: ProxyScope, request: AddOffsetsToTxnRequest) -> Reply:
+    if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
+        return _error_only(scope, _TXN_DENIED)
+    if not _allows(scope, GROUP, request.group_id):
+        return _error_only(scope, _GROUP_DENIED)
+    return (await scope.forward()).raw()
+
+
+async def end_txn(scope: ProxyScope, request: EndTxnRequest) -> Reply:
+    if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
+        return _error_only(scope, _TXN_DENIED)
+    return (await scope.forward()).raw()
+
+
+def _error_only(scope: ProxyScope, error: ErrorCode) -> Reply:
+    return build(response_schema(scope.api_key, scope.api_version), throttle_time=NO_THROTTLE, error_code=error)
+
+
+# ---------------------------------------------------------------------------------------------- TxnOffsetCommit
+
+
+async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) -> Reply:
+    cls = response_schema(ApiKey.TXN_OFFSET_COMMIT, scope.api_version)
+    if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
+        return build(cls, throttle_time=NO_THROTTLE, topics=_commit_errors(cls, request.topics, _TXN_DENIED))
+    if not _allows(scope, GROUP, request.group_id):
+        return build(cls, throttle_time=NO_THROTTLE, topics=_commit_errors(cls, request.topics, _GROUP_DENIED))
+    names = list(dict.fromkeys(topic.name for topic in request.topics))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT], {TOPIC: names})
+    denied = {name for name in names if not outcome.allows(TOPIC, name)}
+    if not denied:
+        return (await scope.forward()).raw()
+    refused = _commit_errors(cls, [topic for topic in request.topics if topic.name in denied], _TOPIC_DENIED)
+    allowed = tuple(topic for topic in request.topics if topic.name not in denied)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
+    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    return rebuild(answer, topics=answer.topics + refused)
+
+
+def _commit_errors(cls: type[Any], topics: Any, error: ErrorCode) -> tuple[Any, ...]:
+    """Kafka's ``TxnOffsetCommitRequest.getErrorResponseTopics``: ``error`` for every partition of ``topics``."""
+    topic_cls = nested(cls, "TxnOffsetCommitResponseTopic")
+    partition_cls = nested(cls, "TxnOffsetCommitResponsePartition")
+    return tuple(
+        build(
+            topic_cls,
+            name=topic.name,
+            partitions=tuple(
+                build(partition_cls, partition_index=p.partition_index, error_code=error) for p in topic.partitions
+            ),
+        )
+        for topic in topics
+    )
+
+
+# -------------------------------------------------------------------------------------------- DescribeProducers
+
+
+def valid_topic_name(name: str) -> bool:
+    """Kafka's ``Topic.isValid``."""
+    return name not in {"", ".", ".."} and len(name) <= _MAX_TOPIC_NAME and _LEGAL_CHARS.issuperset(name)
+
+
+async def describe_producers(scope: ProxyScope, request: DescribeProducersRequest) -> Reply:
+    cls = response_schema(ApiKey.DESCRIBE_PRODUCERS, scope.api_version)
+    # An invalid name gets INVALID_TOPIC_EXCEPTION before any check (``checkValidTopic``): the upstream answers it.
+    names = list(dict.fromkeys(topic.name for topic in request.topics if valid_topic_name(topic.name)))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_PRODUCERS], {TOPIC: names})
+    denied = {name for name in names if not outcome.allows(TOPIC, name)}
+    if not denied:
+        return (await scope.forward()).raw()
+    topic_cls, partition_cls = nested(cls, "TopicResponse"), nested(cls, "PartitionResponse")
+    fields = error_fields(ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED), default_text=True)  # ApiError(error)
+    refused = tuple(
+        build(
+            topic_cls,
+            name=topic.name,
+            partitions=tuple(
+                build(partition_cls, partition_index=index, active_producers=(), **fields)
+                for index in topic.partition_indexes
+            ),
+        )
+        for topic in request.topics
+        if topic.name in denied
+    )
+    allowed = tuple(topic for topic in request.topics if topic.name not in denied)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
+    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    return rebuild(answer, topics=answer.topics + refused)
+
+
+# ----------------------------------------------------------------------------------------- DescribeTransactions
+
+
+def _int64_start_time(cls: type[Any], states: type[Any] | None = None) -> type[Any]:
+    """``cls`` (a DescribeTransactions v0 entity) with ``transaction_start_time`` a plain int64 and its
+    ``transaction_states`` of the class ``states``.
+
+    Kafka answers -1 for the start time of a transaction that has none (state Empty after InitProducerId); kio reads
+    the field as a datetime and refuses negative values ("Cannot parse negative timestamp"), so the upstream's
+    answer is read, and sent back, with these twins instead (same fields, same bytes on the wire)."""
+    specs: list[tuple[str, Any, Any]] = []
+    for field in dataclasses.fields(cls):
+        kind: Any = field.type
+        metadata = dict(field.metadata)
+        if field.name == "transaction_start_time":
+            kind, metadata["kafka_type"] = i64, "int64"
+        elif field.name == "transaction_states" and states is not None:
+            kind = tuple[states, ...]  # type: ignore[valid-type]
+        spec = dataclasses.field(metadata=metadata, default=field.default, default_factory=field.default_factory)
+        specs.append((field.name, kind, spec))
+    class_vars = ("__type__", "__version__", "__flexible__", "__api_key__", "__header_schema__")
+    namespace = {name: getattr(cls, name) for name in class_vars if hasattr(cls, name)}
+    twin = dataclasses.make_dataclass(cls.__name__, specs, namespace=namespace, frozen=True, slots=True, kw_only=True)
+    twin.__module__ = __name__
+    return twin
+
+
+_TransactionState = _int64_start_time(describe_transactions_v0.TransactionState)
+_DescribeTransactionsResponse = _int64_start_time(
+    describe_transactions_v0.DescribeTransactionsResponse, _TransactionState
+)
+
+
+def decode_describe_transactions(payload: bytes) -> Any:
+    """The upstream's DescribeTransactions v0 answer (as ``proxy.wire.decode_response``, with the int64 twin)."""
+    api = ApiKey.DESCRIBE_TRANSACTIONS
+    offset = response_header_size(api, 0, payload)
+    try:
+        check_body(_DescribeTransactionsResponse, payload, offset)
+        return reader_for(_DescribeTransactionsResponse)(payload, offset)[0]
+    except (ProtocolError, *DECODE_ERRORS) as e:
+        raise UpstreamProtocolError(f"malformed {api.api_name} v0 response: {e}") from e
+
+
+async def describe_transactions(scope: ProxyScope, request: DescribeTransactionsRequest) -> Reply:
+    ids = list(dict.fromkeys(request.transactional_ids))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_TRANSACTIONS], {TRANSACTIONAL_ID: ids})
+    allowed = tuple(tid for tid in request.transactional_ids if outcome.allows(TRANSACTIONAL_ID, tid))
+    refused = tuple(
+        _TransactionState(
+            error_code=_TXN_DENIED,
+            transactional_id=tid,
+            transaction_state="",
+            transaction_timeout=timedelta(0),
+            transaction_start_time=i64(0),
+            producer_id=i64(0),
+            producer_epoch=i16(0),
+            topics=(),
+        )
+        for tid in request.transactional_ids
+        if not outcome.allows(TRANSACTIONAL_ID, tid)
+    )
+    if not allowed:
+        return _DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=refused)
+    forwarded = await scope.forward(None if not refused else rebuild(request, transactional_ids=allowed))
+    answer = decode_describe_transactions(forwarded.payload)
+    names = list(dict.fromkeys(topic.topic for state in answer.transaction_states for topic in state.topics))
+    topics = scope.authorize(DESCRIBE_TRANSACTION_TOPICS, {TOPIC: names})
+    states = tuple(
+        dataclasses.replace(state, topics=tuple(t for t in state.topics if topics.allows(TOPIC, t.topic)))
+        for state in answer.transaction_states
+    )
+    return dataclasses.replace(answer, transaction_states=states + refused)
+
+
+# --------------------------------------------------------------------------------------------- ListTransactions
+
+
+async def list_transactions(scope: ProxyScope, request: ListTransactionsRequest) -> Reply:
+    answer = (await scope.forward()).body()
+    ids = list(dict.fromkeys(state.transactional_id for state in answer.transaction_states))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_TRANSACTIONS], {TRANSACTIONAL_ID: ids})
+    visible = tuple(s for s in answer.transaction_states if outcome.allows(TRANSACTIONAL_ID, s.transactional_id))
+    return rebuild(answer, transaction_states=visible)
+
 
 #: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {}
+HANDLERS: dict[ApiKey, Any] = {
+    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
+    ApiKey.END_TXN: end_txn,
+    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers,
+    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: list_transactions,
+}
