@@ -1,6 +1,6 @@
 """Kafka's own command-line tools (``kafka.admin.AclCommand`` = kafka-acls.sh, ``kafka.admin.ConfigCommand`` =
 kafka-configs.sh, from the broker's jars) run with the same arguments against the real broker and against
-kafkaguard's server: exit codes, stdout and stderr must be equal once addresses, ids and Kafka's own hash-map
+kafkaguard's server (and against ``kafkaguard proxy`` in front of the broker): exit codes, stdout and stderr must be equal once addresses, ids and Kafka's own hash-map
 orders are normalized (``tests.kafka.java_tools``). Each test then checks both clusters' state the same way."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka.broker import KafkaBroker
+from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.java_tools import (
     comparable_acl_output,
     comparable_config_output,
@@ -28,10 +29,23 @@ ACL_COMMAND = "kafka.admin.AclCommand"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 
 
-@pytest.fixture(scope="module")
-def kafkaguard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    with kafkaguard_server(tmp_path_factory.mktemp("kafkaguard-java-tools")) as handle:
+@pytest.fixture(scope="module", params=["serve", "proxy"])
+def kafkaguard(
+    request: pytest.FixtureRequest, kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerHandle]:
+    """kafkaguard's server, and kafkaguard's proxy in front of the broker (its ACL and SCRAM APIs are kafkaguard's
+    own; Metadata and DescribeCluster come from the broker through it): Java's tools must see the same either way."""
+    directory = tmp_path_factory.mktemp("kafkaguard-java-tools")
+    if request.param == "serve":
+        with kafkaguard_server(directory) as handle:
+            yield handle
+        return
+    handle = start_proxy(directory, kafka)
+    try:
         yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
 
 
 @pytest.fixture(scope="module")
