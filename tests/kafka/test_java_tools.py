@@ -1,7 +1,7 @@
 """Kafka's own command-line tools (``kafka.admin.AclCommand`` = kafka-acls.sh, ``kafka.admin.ConfigCommand`` =
 kafka-configs.sh, from the broker's jars) run with the same arguments against the real broker and against
-kafkaguard's server (and against ``kafkaguard proxy`` in front of the broker): exit codes, stdout and stderr must be equal once addresses, ids and Kafka's own hash-map
-orders are normalized (``tests.kafka.java_tools``). Each test then checks both clusters' state the same way."""
+kafkaguard's server (and ``kafkaguard proxy`` in front of the broker): exit codes, stdout and stderr must be equal
+once addresses, ids and Kafka's own hash-map orders are normalized (``tests.kafka.java_tools``). Each test then checks both clusters' state the same way."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.kafka.broker import KafkaBroker
-from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.java_tools import (
     comparable_acl_output,
     comparable_config_output,
@@ -21,6 +20,7 @@ from tests.kafka.java_tools import (
     run_tool,
     unique,
 )
+from tests.kafka.proxy.conftest import start_proxy
 from tests.server.conftest import ServerHandle
 
 pytestmark = pytest.mark.integration

@@ -25,8 +25,13 @@ COUNT = 4
 
 
 def kafka_python_options(side: Side, user: str) -> dict[str, Any]:
-    return {"bootstrap_servers": side.bootstrap, "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_username": user, "sasl_plain_password": PASSWORD}  # fmt: skip
+    return {
+        "bootstrap_servers": side.bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-256",
+        "sasl_plain_username": user,
+        "sasl_plain_password": PASSWORD,
+    }
 
 
 def kafka_python(side: Side) -> dict[str, Any]:
