@@ -1,7 +1,8 @@
 """Kafka's own command-line tools (``kafka.admin.AclCommand`` = kafka-acls.sh, ``kafka.admin.ConfigCommand`` =
 kafka-configs.sh, from the broker's jars) run with the same arguments against the real broker and against
 kafkaguard's server (and ``kafkaguard proxy`` in front of the broker): exit codes, stdout and stderr must be equal
-once addresses, ids and Kafka's own hash-map orders are normalized (``tests.kafka.java_tools``). Each test then checks both clusters' state the same way."""
+once addresses, ids and Kafka's own hash-map orders are normalized (``tests.kafka.java_tools``). Each test then
+checks both clusters' state the same way."""
 
 from __future__ import annotations
 
