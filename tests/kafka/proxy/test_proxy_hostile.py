@@ -72,16 +72,18 @@ def test_hostile_lengths_close_the_connection_and_never_reach_the_upstream(
     sent = 0
     for api_key, version in apis:
         for label, body in hostile_bodies(load_request_schema(api_key, version)):
+            forwarded = len(upstream_requests)
             with connect(guarded, login=login) as wire:
                 wire.send_raw(frame(header(api_key, version) + body))
                 outcome = answered_or_closed(wire)
             sent += 1
+            # An empty body may be a valid request (ListGroups v0-2 has no fields): it may be answered, and forwarded.
             if label != "empty body":
                 assert outcome == "closed", f"API {api_key} v{version} {label}: {outcome}"
+                assert len(upstream_requests) == forwarded, f"API {api_key} v{version} {label} reached the upstream"
         alive(watchdog)
     watchdog.close()
     assert sent > 5 * len(apis)
-    assert upstream_requests == [], "a hostile frame was forwarded to the upstream"
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -1,11 +1,418 @@
 """The administrative topic and config APIs (CreateTopics, DeleteTopics, CreatePartitions, DeleteRecords,
-DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, OffsetForLeaderEpoch): authorized as ``KafkaApis`` does."""
+DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, OffsetForLeaderEpoch): authorized as ``KafkaApis`` /
+``ControllerApis`` do (Kafka 3.9), the allowed part forwarded, the refused items merged into the upstream's answer.
+
+* CreateTopics: CREATE on the cluster, else on each topic (refused: TOPIC_AUTHORIZATION_FAILED, "Authorization
+  failed."); a name given twice is INVALID_REQUEST "Duplicate topic name." and ``__cluster_metadata`` is never
+  created, neither authorized. A created topic's configs, partition count and replication factor (v5+) are shown
+  only to a caller with DESCRIBE_CONFIGS on it (else topic_config_error_code TOPIC_AUTHORIZATION_FAILED, -1, -1, no
+  configs), as ``server.handlers.topics``;
+* DeleteTopics (by name): DELETE on the cluster, else DESCRIBE and DELETE on each topic. A topic the caller may not
+  describe is TOPIC_AUTHORIZATION_FAILED whether it exists or not; one it may describe but not delete is
+  UNKNOWN_TOPIC_OR_PARTITION when absent (the proxy asks the upstream's Metadata, without auto-creation) and
+  TOPIC_AUTHORIZATION_FAILED otherwise; duplicates are INVALID_REQUEST (messages: the error's default text);
+* CreatePartitions: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, no message; duplicates INVALID_REQUEST);
+* DeleteRecords: DELETE on each topic (its partitions TOPIC_AUTHORIZATION_FAILED, low watermark -1);
+* DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic of a
+  TOPIC resource, on the cluster for BROKER, BROKER_LOGGER and CLIENT_METRICS (refused: TOPIC_ /
+  CLUSTER_AUTHORIZATION_FAILED with the default text; no text for IncrementalAlterConfigs' BROKER_LOGGER). A
+  resource type Kafka 3.9 does not know for the API (GROUP; BROKER_LOGGER for the legacy AlterConfigs) is never
+  forwarded: DescribeConfigs then fails whole with INVALID_REQUEST (Kafka's ``InvalidRequestException``), the
+  alter APIs answer that resource INVALID_REQUEST "Unknown resource type N" (``ConfigAdminManager.preprocess``);
+* OffsetForLeaderEpoch: a consumer's (replica id -1, or none before v3) needs CLUSTER_ACTION on the cluster, else
+  DESCRIBE on each topic (refused partitions: TOPIC_AUTHORIZATION_FAILED, leader epoch -1, end offset -1); a
+  follower's (replica id >= 0) is refused whole with CLUSTER_AUTHORIZATION_FAILED: the proxy never serves
+  replication.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kafkaguard.authorizer.requests import ApiKey
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
+from kafkaguard.model import (
+    CLUSTER_NAME,
+    AclOperation,
+    AuthorizationResult,
+    ItemError,
+    KafkaErrorCode,
+    ResourceType,
+)
+from kafkaguard.proxy.messages import (
+    AlterConfigsRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+    OffsetForLeaderEpochRequest,
+)
+from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested, rebuild
+from kafkaguard.server.codec import request_schema, response_schema
+from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.store.uuids import ZERO_UUID
+
+TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
+_TOPIC_DENIED = ErrorCode.topic_authorization_failed
+#: Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``: CreateTopics refuses it before any check.
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+_DUPLICATE_TOPIC = "Duplicate topic name."
+#: CreateTopics' denial on Kafka 3.9 (``ControllerApis.createTopics``; measured by ``server.handlers.topics``).
+_CREATE_DENIED = "Authorization failed."
+#: The Metadata version the proxy asks the upstream which topics exist (every Kafka from 1.0 to 4.x serves it).
+_METADATA_VERSION = 4
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(names))
+
+
+def _split_duplicates(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(names given once, names given more than once), each in request order (Kafka answers the latter
+    INVALID_REQUEST without authorizing them)."""
+    counts = Counter(names)
+    return [n for n in counts if counts[n] == 1], [n for n in counts if counts[n] > 1]
+
+
+def _allowed(scope: ProxyScope, requirement: Requirement, resource_type: ResourceType, names: list[str]) -> set[str]:
+    """The ``names`` this request's ``requirement`` allows (one audited decision per check)."""
+    outcome = scope.authorize(requirement, {resource_type: names})
+    return {name for name in names if outcome.allows(resource_type, name)}
+
+
+# -------------------------------------------------------------------------------------------------- CreateTopics
+
+
+async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Reply:
+    cls = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
+    result_cls = nested(cls, "CreatableTopicResult")
+    once, duplicates = _split_duplicates([topic.name for topic in request.topics])
+    candidates = [name for name in once if name != CLUSTER_METADATA_TOPIC]
+    creatable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_TOPICS], TOPIC, candidates)
+
+    def refusal(name: str, error: ErrorCode, message: str) -> Any:
+        return build(
+            result_cls, name=name, topic_id=ZERO_UUID, error_code=error, error_message=message,
+            topic_config_error_code=ErrorCode.none.value, num_partitions=-1, replication_factor=-1, configs=(),
+        )  # fmt: skip
+
+    refused = [refusal(name, ErrorCode.invalid_request, _DUPLICATE_TOPIC) for name in duplicates]
+    for name in once:
+        if name == CLUSTER_METADATA_TOPIC:
+            message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
+            refused.append(refusal(name, ErrorCode.invalid_request, message))
+        elif name not in creatable:
+            refused.append(refusal(name, _TOPIC_DENIED, _CREATE_DENIED))
+    shows_configs = has_field(result_cls, "configs")
+    if not refused and not shows_configs:
+        return await scope.relay()
+    allowed = tuple(topic for topic in request.topics if topic.name in creatable)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
+    answer = (await scope.forward(rebuild(request, topics=allowed) if refused else None)).body()
+    results = answer.topics
+    if shows_configs:
+        results = _hide_configs(scope, results)
+    return rebuild(answer, topics=tuple(results) + tuple(refused))
+
+
+def _hide_configs(scope: ProxyScope, results: Sequence[Any]) -> tuple[Any, ...]:
+    """The upstream's v5+ results, a created topic's configs shown only to a caller with DESCRIBE_CONFIGS on it.
+
+    The upstream computed them for the proxy's own principal; Kafka (``ReplicationControlManager.createTopic``)
+    answers a caller who may not describe the configs topic_config_error_code TOPIC_AUTHORIZATION_FAILED, -1
+    partitions and replication factor, and no configs."""
+    created = _unique(result.name for result in results if result.error_code == ErrorCode.none)
+    describable = _allowed(scope, REQUIREMENTS[ApiKey.DESCRIBE_CONFIGS], TOPIC, created) if created else set()
+    return tuple(
+        result
+        if result.error_code != ErrorCode.none or result.name in describable
+        else rebuild(
+            result, topic_config_error_code=_TOPIC_DENIED.value, num_partitions=-1, replication_factor=-1, configs=()
+        )
+        for result in results
+    )
+
+
+# -------------------------------------------------------------------------------------------------- DeleteTopics
+
+
+async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Reply:
+    cls = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
+    result_cls = nested(cls, "DeletableTopicResult")
+    once, duplicates = _split_duplicates(list(request.topic_names))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: once})
+    deletable = [name for name in once if outcome.allows(TOPIC, name)]
+    # Kafka (ControllerApis.deleteTopics) checks DESCRIBE, then existence, then DELETE: a missing topic the caller
+    # may describe is UNKNOWN_TOPIC_OR_PARTITION even without DELETE. The DESCRIBE results are the request's own.
+    describable = {
+        action.resource_pattern.name
+        for action, result in outcome.decisive
+        if action.operation is AclOperation.DESCRIBE and action.resource_pattern.resource_type is TOPIC
+        and result is AuthorizationResult.ALLOWED
+    }  # fmt: skip
+    described_only = [name for name in once if name not in deletable and name in describable]
+    existing = await _existing_topics(scope, described_only) if described_only else set()
+
+    def result(name: str, error: KafkaErrorCode, message: str | None = None) -> Any:
+        return build(result_cls, name=name, topic_id=ZERO_UUID, **error_fields(ItemError(error, message),
+                     default_text=True))  # fmt: skip
+
+    refused = [result(name, KafkaErrorCode.INVALID_REQUEST, _DUPLICATE_TOPIC) for name in duplicates]
+    for name in once:
+        if name in deletable:
+            continue
+        absent = name in described_only and name not in existing
+        refused.append(result(name, KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION if absent else
+                              KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED))  # fmt: skip
+    if not refused:
+        return await scope.relay()
+    if not deletable:
+        return build(cls, throttle_time=NO_THROTTLE, responses=tuple(refused))
+    answer = (await scope.forward(rebuild(request, topic_names=tuple(deletable)))).body()
+    return rebuild(answer, responses=answer.responses + tuple(refused))
+
+
+async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
+    """Which of ``names`` exist upstream: the proxy's own Metadata request, never creating a topic."""
+    schema = request_schema(ApiKey.METADATA, _METADATA_VERSION)
+    topic_cls = nested(schema, "MetadataRequestTopic")
+    body = build(schema, topics=tuple(build(topic_cls, name=name) for name in names), allow_auto_topic_creation=False)
+    answer = await scope.upstream.call(ApiKey.METADATA, _METADATA_VERSION, body)
+    return {t.name for t in answer.topics if t.error_code != ErrorCode.unknown_topic_or_partition}
+
+
+# ---------------------------------------------------------------------------------------------- CreatePartitions
+
+
+async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest) -> Reply:
+    cls = response_schema(ApiKey.CREATE_PARTITIONS, scope.api_version)
+    result_cls = nested(cls, "CreatePartitionsTopicResult")
+    once, duplicates = _split_duplicates([topic.name for topic in request.topics])
+    alterable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_PARTITIONS], TOPIC, once)
+    refused = tuple(
+        build(result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=_DUPLICATE_TOPIC)
+        for name in duplicates
+    ) + tuple(
+        build(result_cls, name=name, error_code=_TOPIC_DENIED, error_message=None)
+        for name in once
+        if name not in alterable
+    )
+    if not refused:
+        return await scope.relay()
+    allowed = tuple(topic for topic in request.topics if topic.name in alterable)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, results=refused)
+    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    return rebuild(answer, results=refused + answer.results)  # Kafka lists its refusals first
+
+
+# ------------------------------------------------------------------------------------------------- DeleteRecords
+
+
+async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Reply:
+    cls = response_schema(ApiKey.DELETE_RECORDS, scope.api_version)
+    names = _unique(topic.name for topic in request.topics)
+    deletable = _allowed(scope, REQUIREMENTS[ApiKey.DELETE_RECORDS], TOPIC, names)
+    if len(deletable) == len(names):
+        return await scope.relay()
+    topic_cls, partition_cls = nested(cls, "DeleteRecordsTopicResult"), nested(cls, "DeleteRecordsPartitionResult")
+    refused = tuple(
+        build(
+            topic_cls,
+            name=topic.name,
+            partitions=tuple(
+                build(partition_cls, partition_index=p.partition_index, low_watermark=-1, error_code=_TOPIC_DENIED)
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+        if topic.name not in deletable
+    )
+    allowed = tuple(topic for topic in request.topics if topic.name in deletable)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
+    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    return rebuild(answer, topics=answer.topics + refused)
+
+
+# ------------------------------------------------------------------------------- DescribeConfigs, AlterConfigs …
+
+_TOPIC_TYPE, _BROKER_TYPE, _BROKER_LOGGER_TYPE, _CLIENT_METRICS_TYPE = 2, 4, 8, 16
+#: Kafka 3.9's ConfigResource.Type ids each config API knows → the resource it authorizes (a cluster-wide type: the
+#: cluster). Measured on Kafka 3.9: the legacy AlterConfigs answers BROKER_LOGGER as an unknown type, and GROUP (32)
+#: is unknown to all three.
+_DESCRIBABLE_TYPES = {
+    _TOPIC_TYPE: TOPIC,
+    _BROKER_TYPE: CLUSTER,
+    _BROKER_LOGGER_TYPE: CLUSTER,
+    _CLIENT_METRICS_TYPE: CLUSTER,
+}
+_ALTERABLE_TYPES = {
+    ApiKey.ALTER_CONFIGS: {_TOPIC_TYPE: TOPIC, _BROKER_TYPE: CLUSTER, _CLIENT_METRICS_TYPE: CLUSTER},
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _DESCRIBABLE_TYPES,
+}
+_CONFIG_DENIED = {
+    TOPIC: ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED),
+    CLUSTER: ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+}
+
+
+def _config_requirement(name: str, operation: AclOperation) -> Requirement:
+    checks = (Check(operation, TOPIC), Check(operation, CLUSTER))
+    return Requirement(name, per_resource=checks, denial_error="TOPIC_AUTHORIZATION_FAILED")
+
+
+_CONFIG_REQUIREMENTS = {
+    ApiKey.DESCRIBE_CONFIGS: _config_requirement("DescribeConfigs", AclOperation.DESCRIBE_CONFIGS),
+    ApiKey.ALTER_CONFIGS: _config_requirement("AlterConfigs", AclOperation.ALTER_CONFIGS),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: _config_requirement("IncrementalAlterConfigs", AclOperation.ALTER_CONFIGS),
+}
+
+
+def _config_decisions(scope: ProxyScope, types: Mapping[int, ResourceType], resources: Sequence[Any]) -> list[bool]:
+    """Per config resource: whether this API's check allows it (on the topic, or on the cluster for a cluster-wide
+    type; never for a type missing from ``types``). One audited decision per topic, one for the cluster."""
+    targets: list[tuple[ResourceType, str] | None] = []
+    for resource in resources:
+        rtype = types.get(int(resource.resource_type))
+        targets.append(None if rtype is None else (rtype, CLUSTER_NAME if rtype is CLUSTER else resource.resource_name))
+    named: dict[ResourceType, list[str]] = {}
+    for target in targets:
+        if target is not None:
+            named.setdefault(target[0], []).append(target[1])
+    outcome = scope.authorize(_CONFIG_REQUIREMENTS[scope.api_key], {t: _unique(n) for t, n in named.items()})
+    return [target is not None and outcome.allows(*target) for target in targets]
+
+
+async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -> Reply:
+    cls = response_schema(ApiKey.DESCRIBE_CONFIGS, scope.api_version)
+    result_cls = nested(cls, "DescribeConfigsResult")
+
+    def result(resource: Any, error: ItemError) -> Any:
+        return build(result_cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
+                     configs=(), **error_fields(error, default_text=True))  # fmt: skip
+
+    resources: Sequence[Any] = request.resources
+    if any(int(r.resource_type) not in _DESCRIBABLE_TYPES for r in resources):  # ConfigHelper: InvalidRequestException
+        invalid = ItemError(KafkaErrorCode.INVALID_REQUEST)
+        return build(cls, throttle_time=NO_THROTTLE, results=tuple(result(r, invalid) for r in resources))
+    allows = _config_decisions(scope, _DESCRIBABLE_TYPES, resources)
+    if all(allows):
+        return await scope.relay()
+    refused = tuple(
+        result(resource, _CONFIG_DENIED[_DESCRIBABLE_TYPES[int(resource.resource_type)]])
+        for resource, ok in zip(resources, allows, strict=True)
+        if not ok
+    )
+    allowed = tuple(resource for resource, ok in zip(resources, allows, strict=True) if ok)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, results=refused)
+    answer = (await scope.forward(rebuild(request, resources=allowed))).body()
+    return rebuild(answer, results=answer.results + refused)
+
+
+async def alter_configs(scope: ProxyScope, request: AlterConfigsRequest) -> Reply:
+    return await _alter_configs(scope, request)
+
+
+async def incremental_alter_configs(scope: ProxyScope, request: IncrementalAlterConfigsRequest) -> Reply:
+    return await _alter_configs(scope, request)
+
+
+async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
+    cls = response_schema(scope.api_key, scope.api_version)
+    result_cls = nested(cls, "AlterConfigsResourceResponse")
+    types = _ALTERABLE_TYPES[scope.api_key]
+
+    def result(resource: Any, error: ItemError, *, default_text: bool = True) -> Any:
+        return build(result_cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
+                     **error_fields(error, default_text=default_text))  # fmt: skip
+
+    resources: Sequence[Any] = request.resources
+    refused: list[Any] = []
+    allowed: list[Any] = []
+    for resource, ok in zip(resources, _config_decisions(scope, types, resources), strict=True):
+        type_id = int(resource.resource_type)
+        if type_id not in types:  # the broker's ConfigAdminManager.preprocess answers it; the others proceed
+            refused.append(
+                result(resource, ItemError(KafkaErrorCode.INVALID_REQUEST, f"Unknown resource type {type_id}"))
+            )
+        elif ok:
+            allowed.append(resource)
+        else:
+            # BROKER_LOGGER is refused by the broker itself (a ClusterAuthorizationException through
+            # ApiError.fromThrowable: no message); the others by the controller (ApiError(error): its default text).
+            refused.append(
+                result(resource, _CONFIG_DENIED[types[type_id]], default_text=type_id != _BROKER_LOGGER_TYPE)
+            )
+    if not refused:
+        return await scope.relay()
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, responses=tuple(refused))
+    answer = (await scope.forward(rebuild(request, resources=tuple(allowed)))).body()
+    return rebuild(answer, responses=tuple(refused) + answer.responses)
+
+
+# ------------------------------------------------------------------------------------------ OffsetForLeaderEpoch
+
+#: KafkaApis.handleOffsetForLeaderEpochRequest: CLUSTER_ACTION on the cluster (a broker) answers every topic;
+#: otherwise DESCRIBE on each topic (KIP-320's consumers).
+_OFFSET_FOR_LEADER_EPOCH = Requirement(
+    "OffsetForLeaderEpoch",
+    cluster_override=Check(AclOperation.CLUSTER_ACTION, CLUSTER),
+    per_resource=(Check(AclOperation.DESCRIBE, TOPIC),),
+    denial_error="TOPIC_AUTHORIZATION_FAILED",
+)
+
+
+async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpochRequest) -> Reply:
+    cls = response_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, scope.api_version)
+    replica_id = int(getattr(request, "replica_id", -1))
+    if replica_id >= 0:  # a follower: the proxy never serves replication
+        return build(cls, throttle_time=NO_THROTTLE,
+                     topics=_epoch_errors(cls, request.topics, ErrorCode.cluster_authorization_failed))  # fmt: skip
+    names = _unique(topic.topic for topic in request.topics)
+    describable = _allowed(scope, _OFFSET_FOR_LEADER_EPOCH, TOPIC, names)
+    if len(describable) == len(names):
+        return await scope.relay()
+    refused = _epoch_errors(cls, [t for t in request.topics if t.topic not in describable], _TOPIC_DENIED)
+    allowed = tuple(topic for topic in request.topics if topic.topic in describable)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
+    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    return rebuild(answer, topics=answer.topics + refused)
+
+
+def _epoch_errors(cls: type[Any], topics: Any, error: ErrorCode) -> tuple[Any, ...]:
+    topic_cls, partition_cls = nested(cls, "OffsetForLeaderTopicResult"), nested(cls, "EpochEndOffset")
+    return tuple(
+        build(
+            topic_cls,
+            topic=topic.topic,
+            partitions=tuple(
+                build(partition_cls, error_code=error, partition=p.partition, leader_epoch=-1, end_offset=-1)
+                for p in topic.partitions
+            ),
+        )
+        for topic in topics
+    )
+
 
 #: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {}
+HANDLERS: dict[ApiKey, Any] = {
+    ApiKey.CREATE_TOPICS: create_topics,
+    ApiKey.DELETE_TOPICS: delete_topics,
+    ApiKey.CREATE_PARTITIONS: create_partitions,
+    ApiKey.DELETE_RECORDS: delete_records,
+    ApiKey.DESCRIBE_CONFIGS: describe_configs,
+    ApiKey.ALTER_CONFIGS: alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
+}

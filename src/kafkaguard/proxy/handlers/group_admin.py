@@ -1,10 +1,152 @@
-"""The group administration APIs (DescribeGroups, ListGroups, DeleteGroups, OffsetDelete), as KafkaApis."""
+"""The group administration APIs (DescribeGroups, ListGroups, DeleteGroups, OffsetDelete), as KafkaApis.
+
+As ``KafkaApis`` (Kafka 3.9):
+
+* DescribeGroups: DESCRIBE on each group; a refused group is answered ``DescribeGroupsResponse.groupError`` (state,
+  protocol type and protocol "", no members, operations omitted) with GROUP_AUTHORIZATION_FAILED, before the
+  described ones. The KIP-430 authorized operations (v3+, when asked) are the caller's under kafkaguard's ACLs, not
+  the upstream's (which would be the proxy's own);
+* ListGroups: DESCRIBE on the cluster lists every group; otherwise only the groups the caller may DESCRIBE (the rest
+  are left out, no error);
+* DeleteGroups: DELETE on each group (refused: GROUP_AUTHORIZATION_FAILED), the others deleted;
+* OffsetDelete: DELETE on the group, else the whole request is GROUP_AUTHORIZATION_FAILED; then READ on each topic
+  (a refused topic's partitions: TOPIC_AUTHORIZATION_FAILED). The allowed part is forwarded even when empty, as
+  Kafka always asks its coordinator: a group-level error of the upstream (e.g. GROUP_ID_NOT_FOUND) then replaces
+  the partition errors, as ``OffsetDeleteResponse.Builder.merge`` does.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from kafkaguard.authorizer.requests import ApiKey
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Requirement, authorized_operations
+from kafkaguard.model import ResourceType
+from kafkaguard.proxy.messages import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
+from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.codec import response_schema
+from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED
+
+GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
+_GROUP_DENIED, _TOPIC_DENIED = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed
+
+
+def _allowed(scope: ProxyScope, requirement: Requirement, rtype: ResourceType, names: Sequence[str]) -> set[str]:
+    outcome = scope.authorize(requirement, {rtype: names})
+    return {name for name in names if outcome.allows(rtype, name)}
+
+
+# ------------------------------------------------------------------------------------------------ DescribeGroups
+
+
+async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> Reply:
+    cls = response_schema(ApiKey.DESCRIBE_GROUPS, scope.api_version)
+    describable = _allowed(scope, REQUIREMENTS[ApiKey.DESCRIBE_GROUPS], GROUP, list(dict.fromkeys(request.groups)))
+    with_operations = bool(getattr(request, "include_authorized_operations", False))
+    group_cls = nested(cls, "DescribedGroup")
+    refused = tuple(
+        build(
+            group_cls,
+            error_code=_GROUP_DENIED,
+            group_id=group_id,
+            group_state="",
+            protocol_type="",
+            protocol_data="",
+            members=(),
+            authorized_operations=OPERATIONS_NOT_REQUESTED,
+        )
+        for group_id in request.groups
+        if group_id not in describable
+    )
+    if not refused and not with_operations:
+        return await scope.relay()
+    allowed = tuple(group_id for group_id in request.groups if group_id in describable)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, groups=refused)
+    answer = (await scope.forward(rebuild(request, groups=allowed) if refused else None)).body()
+    described = answer.groups
+    if with_operations:
+        described = tuple(
+            rebuild(group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP,
+                                                                        group.group_id))
+            if group.error_code == ErrorCode.none
+            else group
+            for group in described
+        )  # fmt: skip
+    return rebuild(answer, groups=refused + tuple(described))
+
+
+# ---------------------------------------------------------------------------------------------------- ListGroups
+
+
+async def list_groups(scope: ProxyScope, request: ListGroupsRequest) -> Reply:
+    answer = (await scope.forward()).body()
+    ids = list(dict.fromkeys(group.group_id for group in answer.groups))
+    visible = _allowed(scope, REQUIREMENTS[ApiKey.LIST_GROUPS], GROUP, ids)
+    return rebuild(answer, groups=tuple(group for group in answer.groups if group.group_id in visible))
+
+
+# -------------------------------------------------------------------------------------------------- DeleteGroups
+
+
+async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Reply:
+    cls = response_schema(ApiKey.DELETE_GROUPS, scope.api_version)
+    names = list(dict.fromkeys(request.groups_names))
+    deletable = _allowed(scope, REQUIREMENTS[ApiKey.DELETE_GROUPS], GROUP, names)
+    if len(deletable) == len(names):
+        return await scope.relay()
+    result_cls = nested(cls, "DeletableGroupResult")
+    refused = tuple(
+        build(result_cls, group_id=group_id, error_code=_GROUP_DENIED)
+        for group_id in request.groups_names
+        if group_id not in deletable
+    )
+    allowed = tuple(group_id for group_id in request.groups_names if group_id in deletable)
+    if not allowed:
+        return build(cls, throttle_time=NO_THROTTLE, results=refused)
+    answer = (await scope.forward(rebuild(request, groups_names=allowed))).body()
+    return rebuild(answer, results=answer.results + refused)
+
+
+# -------------------------------------------------------------------------------------------------- OffsetDelete
+
+
+async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Reply:
+    cls = response_schema(ApiKey.OFFSET_DELETE, scope.api_version)
+    names = list(dict.fromkeys(topic.name for topic in request.topics))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_DELETE], {GROUP: [request.group_id], TOPIC: names})
+    if not outcome.allows(GROUP, request.group_id):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=_GROUP_DENIED, topics=())
+    readable = {name for name in names if outcome.allows(TOPIC, name)}
+    if len(readable) == len(names):
+        return await scope.relay()
+    topic_cls, partition_cls = nested(cls, "OffsetDeleteResponseTopic"), nested(cls, "OffsetDeleteResponsePartition")
+    refused = tuple(
+        build(
+            topic_cls,
+            name=topic.name,
+            partitions=tuple(
+                build(partition_cls, partition_index=p.partition_index, error_code=_TOPIC_DENIED)
+                for p in topic.partitions
+            ),
+        )
+        for topic in request.topics
+        if topic.name not in readable
+    )
+    allowed = tuple(topic for topic in request.topics if topic.name in readable)
+    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
+        return answer
+    return rebuild(answer, topics=answer.topics + refused)
+
 
 #: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {}
+HANDLERS: dict[ApiKey, Any] = {
+    ApiKey.DESCRIBE_GROUPS: describe_groups,
+    ApiKey.LIST_GROUPS: list_groups,
+    ApiKey.DELETE_GROUPS: delete_groups,
+    ApiKey.OFFSET_DELETE: offset_delete,
+}
