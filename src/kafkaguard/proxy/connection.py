@@ -8,7 +8,9 @@ against kafkaguard's credentials, the length pre-pass before kio decodes a body.
   proxy can authorize and the upstream serves; any other API or version closes the connection (fail closed);
 * the ACL, SCRAM and client-quota APIs are answered by kafkaguard's own handlers from its store (never forwarded);
 * every other API goes to its proxy handler (``HANDLERS``), which authorizes the request from the request's one
-  authorizer snapshot, forwards what is allowed on this connection's upstream connection, and answers.
+  authorizer snapshot, forwards what is allowed on this connection's upstream connection, and answers;
+* a handler's ``Throttled`` reply (Produce and Fetch over a client quota, ``proxy.quotas``) is sent at once, then
+  the connection is muted: its next request is not read until the throttle time has passed (KIP-219).
 
 Requests are handled one at a time, in order, as a Kafka broker handles a connection's requests.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +42,7 @@ from kafkaguard.proxy.handlers.offsets import list_offsets
 from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.nodes import NodeDirectory
+from kafkaguard.proxy.quotas import Throttled
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Raw, Reply
 from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
 from kafkaguard.proxy.versions import CAPS, LOCAL
@@ -135,10 +139,21 @@ class ProxyConnection(Connection):
             client=self.writer,
         )
         reply = await HANDLERS[api_key](scope, request.body)
+        if isinstance(reply, Throttled):
+            await self._answer(api_key, header.api_version, header.correlation_id, reply.reply)
+            # KIP-219: the answer went out at once; now the client is muted (its next request is not read) until the
+            # throttle ends, as Kafka's broker mutes a throttled channel.
+            delay = reply.mute_until - time.monotonic()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            return
+        await self._answer(api_key, header.api_version, header.correlation_id, reply)
+
+    async def _answer(self, api_key: ApiKey, version: int, correlation_id: int, reply: Reply) -> None:
         if reply is NO_RESPONSE:
             return
         if isinstance(reply, Raw):
             self.writer.writelines((_SIZE.pack(len(reply.payload)), reply.payload))  # no copy of a large answer
             await self.writer.drain()
             return
-        await self.send(encode_response(api_key, header.api_version, header.correlation_id, reply))
+        await self.send(encode_response(api_key, version, correlation_id, reply))

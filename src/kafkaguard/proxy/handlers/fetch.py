@@ -11,20 +11,34 @@ upstream answers session id 0, and clients (Java's ``FetchSessionHandler``, libr
 Every fetch therefore names every partition it reads, and every one is authorized.
 
 Fast path: when every topic is allowed, the upstream's answer (the records) comes back unchanged, never decoded.
+
+Client quotas (``proxy.quotas``), as Kafka's consumer fetch: when a ``consumer_byte_rate`` applies, the fetch's
+max_bytes is capped at what the quota allows in one go (``getMaxValueInQuotaWindow``), and the response's size is
+charged (a relayed answer's size is its frame size, read before its first byte is passed on). Within the quota the
+answer goes through unchanged; over it, the charge is taken back, the upstream's answer is read and dropped, and the
+client gets Kafka's throttled response (no partitions, ``throttle_time_ms`` = max(the upstream's, the proxy's
+throttle)); the connection is then muted for the throttle. The client fetches the same offsets again after it.
+Without a quota the fast path is untouched.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import dataclasses
+import struct
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
 from kafkaguard.proxy.messages import FetchRequest
-from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.proxy.quotas import FETCH, QuotaMeter, Throttled, meter_for, user_of
+from kafkaguard.proxy.scope import Forwarded, ProxyScope, Reply
 from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
-from kafkaguard.server.codec import response_schema
+from kafkaguard.server.codec import encode_response, response_schema
 
 TOPIC = ResourceType.TOPIC
 #: Kafka's FetchMetadata: no session, and the epoch that asks for none.
@@ -32,24 +46,131 @@ NO_SESSION, FINAL_EPOCH = 0, -1
 
 
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
+    meter = meter_for(scope.services.quotas)
+    charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
+    limit = meter.max_fetch_bytes(charge.user, charge.client_id)
+    capped = limit is not None and request.max_bytes > limit
+    if capped:
+        assert limit is not None  # noqa: S101 - for mypy: capped implies a limit
+        request = rebuild(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
     sessionless = rebuild(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
     if int(request.replica_id) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
-        return _answer(scope, request.topics, ErrorCode.topic_authorization_failed)
+        return _answer(scope, request.topics, ErrorCode.topic_authorization_failed)  # Kafka: no client quota
     names = list(dict.fromkeys(topic.topic for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.FETCH], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
-        unchanged = session == (NO_SESSION, FINAL_EPOCH)
-        return await scope.relay(None if unchanged else sessionless)
+        unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped
+        if limit is None:
+            return await scope.relay(None if unchanged else sessionless)
+        return await charge.relay(None if unchanged else sessionless)
     refused = [topic for topic in request.topics if topic.topic in denied]
     allowed = tuple(topic for topic in request.topics if topic.topic not in denied)
     if not allowed:
-        return _answer(scope, refused, ErrorCode.topic_authorization_failed)
-    answer = (await scope.forward(rebuild(sessionless, topics=allowed))).body()
+        return charge.local(_answer(scope, refused, ErrorCode.topic_authorization_failed))
+    forwarded = await scope.forward(rebuild(sessionless, topics=allowed))
+    throttled = charge.forwarded(forwarded)
+    if throttled is not None:
+        return throttled
+    answer = forwarded.body()
     return rebuild(
         answer, responses=answer.responses + _responses(scope, refused, ErrorCode.topic_authorization_failed)
     )
+
+
+#: A response's size prefix; its header: correlation id, then (flexible versions, Fetch v12+) tagged fields.
+_INT32 = struct.Struct(">i")
+_FLEXIBLE_FROM = 12
+
+
+class _Charge:
+    """Charging one Fetch's answer to the client's consumer quota (see the module docstring). Kafka charges the
+    response's size as ``FetchResponse.sizeOf``: 4 bytes of header plus the body (no header tagged fields)."""
+
+    def __init__(self, scope: ProxyScope, meter: QuotaMeter, user: str, client_id: str) -> None:
+        self.scope, self.meter, self.user, self.client_id = scope, meter, user, client_id
+        self.header_size = 5 if scope.api_version >= _FLEXIBLE_FROM else 4
+
+    def record(self, payload_size: int) -> int:
+        size = payload_size - self.header_size + 4
+        return self.meter.record(FETCH, self.user, self.client_id, size, refund_if_throttled=True)
+
+    def throttled(self, throttle_ms: int, upstream_ms: int = 0) -> Reply:
+        """Kafka's ``getThrottledResponse``: no partitions, the throttle, muted after it is sent."""
+        cls = response_schema(ApiKey.FETCH, self.scope.api_version)
+        throttle = timedelta(milliseconds=max(throttle_ms, upstream_ms))
+        body = build(cls, throttle_time=throttle, error_code=ErrorCode.none, session_id=NO_SESSION, responses=())
+        return Throttled.after(body, throttle_ms)
+
+    def local(self, answer: Any) -> Reply:
+        """An answer the proxy makes itself (every topic refused)."""
+        scope = self.scope
+        size = len(encode_response(ApiKey.FETCH, scope.api_version, scope.correlation_id, answer)) - 4
+        throttle_ms = self.record(size)
+        return self.throttled(throttle_ms) if throttle_ms else answer
+
+    def forwarded(self, forwarded: Forwarded) -> Reply | None:
+        """The throttled answer for a decoded upstream answer, or None when within the quota."""
+        throttle_ms = self.record(len(forwarded.payload))
+        if not throttle_ms:
+            return None
+        return self.throttled(throttle_ms, _upstream_throttle(forwarded.payload, self.header_size - 4) or 0)
+
+    async def relay(self, body: Any) -> Reply:
+        """``scope.relay`` through a writer that charges the answer's frame size before passing any of it on, and
+        drops the answer instead when that throttles."""
+        writer = _MeteringWriter(self.scope.client, self.record, self.header_size - 4)
+        reply = await dataclasses.replace(self.scope, client=cast(asyncio.StreamWriter, writer)).relay(body)
+        if writer.throttle_ms:
+            return self.throttled(writer.throttle_ms, writer.upstream_throttle_ms())
+        return reply
+
+
+def _upstream_throttle(payload: bytes | bytearray, tag_bytes: int) -> int | None:
+    """The throttle_time_ms of a Fetch response payload (after the correlation id and, when flexible, an empty tag
+    section); None when it is not there to read."""
+    at = 4 + tag_bytes
+    if len(payload) < at + 4 or (tag_bytes and payload[4] != 0):
+        return None
+    return int(_INT32.unpack_from(payload, at)[0])
+
+
+class _MeteringWriter:
+    """Stands for the client's writer in ``UpstreamConnection.relay``: the first 4 bytes written are the frame's
+    size, charged at once; within the quota everything passes on as it comes, over it nothing does (the first few
+    bytes are kept to read the upstream's own throttle)."""
+
+    def __init__(self, client: asyncio.StreamWriter, record: Callable[[int], int], tag_bytes: int) -> None:
+        self._client = client
+        self._record = record
+        self._tag_bytes = tag_bytes
+        self._keep = 4 + 4 + tag_bytes + 4  # size, correlation id, tag section, throttle_time_ms
+        self._head = bytearray()
+        self._passing: bool | None = None
+        self.throttle_ms = 0
+
+    def write(self, data: bytes) -> None:
+        if self._passing:
+            self._client.write(data)
+            return
+        taken = data[: self._keep - len(self._head)]
+        self._head += taken
+        if self._passing is not None or len(self._head) < 4:
+            return  # dropping (the head kept), or the size is not all there yet
+        (size,) = _INT32.unpack_from(self._head)
+        self.throttle_ms = self._record(size)
+        self._passing = not self.throttle_ms
+        if self._passing:
+            self._client.write(bytes(self._head))
+            self._client.write(data[len(taken) :])
+
+    async def drain(self) -> None:
+        if self._passing:
+            await self._client.drain()
+
+    def upstream_throttle_ms(self) -> int:
+        return _upstream_throttle(bytes(self._head[4:]), self._tag_bytes) or 0
 
 
 def _answer(scope: ProxyScope, topics: Any, error: ErrorCode) -> Reply:

@@ -10,11 +10,18 @@ As ``KafkaApis.handleProduceRequest`` (Kafka 3.9):
 
 Fast path: when every topic is allowed, the client's bytes go upstream unchanged and the upstream's answer comes
 back unchanged — the records are never decoded, only the batch header's attributes are read (step 1).
+
+Client quotas (``proxy.quotas``): as Kafka, the request's size (header and body, ``request.sizeInBytes``) is charged
+to the client's ``producer_byte_rate`` meter once the transactional check passed, denied topics or not. Within the
+quota the fast path above is untouched; over it, the upstream's answer is decoded and re-encoded with
+``throttle_time_ms`` = max(the upstream's, the proxy's throttle), and the connection is muted for the throttle
+(with acks=0 too: no answer, but muted).
 """
 
 from __future__ import annotations
 
 import struct
+from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -22,6 +29,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
 from kafkaguard.proxy.messages import ProduceRequest
+from kafkaguard.proxy.quotas import PRODUCE, Throttled, meter_for, user_of
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
 from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
 from kafkaguard.server.codec import response_schema
@@ -57,11 +65,16 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     outcome = scope.authorize(requirement, {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     fire_and_forget = request.acks == 0
+    user, client_id = user_of(scope.context.principal), scope.client_id or ""
+    throttle_ms = meter_for(scope.services.quotas).record(PRODUCE, user, client_id, len(scope.payload))
     if not denied:
         if fire_and_forget:
             await scope.forward_without_response()
-            return NO_RESPONSE
-        return await scope.relay()
+            return Throttled.after(NO_RESPONSE, throttle_ms)
+        if not throttle_ms:
+            return await scope.relay()
+        answer = (await scope.forward()).body()
+        return Throttled.after(_with_throttle(answer, throttle_ms), throttle_ms)
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:
@@ -69,10 +82,20 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
         raise CloseConnection(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     refused = _responses(scope, [t for t in request.topic_data if t.name in denied],
                          ErrorCode.topic_authorization_failed)  # fmt: skip
+    throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
-        return build(response_schema(ApiKey.PRODUCE, scope.api_version), responses=refused, throttle_time=NO_THROTTLE)
+        cls = response_schema(ApiKey.PRODUCE, scope.api_version)
+        return Throttled.after(build(cls, responses=refused, throttle_time=throttle), throttle_ms)
     answer = (await scope.forward(rebuild(request, topic_data=allowed))).body()
-    return rebuild(answer, responses=answer.responses + refused)
+    merged = rebuild(answer, responses=answer.responses + refused)
+    return Throttled.after(_with_throttle(merged, throttle_ms), throttle_ms)
+
+
+def _with_throttle(answer: Any, throttle_ms: int) -> Any:
+    """``answer`` with Kafka's throttle: the larger of the upstream's and the proxy's."""
+    if not throttle_ms:
+        return answer
+    return rebuild(answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms)))
 
 
 def _every_partition(scope: ProxyScope, request: Any, error: ErrorCode) -> Reply:
