@@ -1,5 +1,9 @@
 """L4: the composition root. ``build_services(settings)`` opens the store, loads the authorizer and wires the
-services; the server, the console and the CLI all start from here, so they agree on what a data directory holds."""
+services; the server, the console and the CLI all start from here, so they agree on what a data directory holds.
+
+The store is SQLite in the data directory, or the PostgreSQL database that ``store`` names
+(``postgresql://user@host:port/database``, password from ``KAFKAGUARD_STORE_PASSWORD`` or
+``store_password_file``); ``open_store`` opens either, so ``kafkaguard store migrate`` opens them the same way."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer import StandardAuthorizer
@@ -21,11 +26,16 @@ from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
 from kafkaguard.store.files import tighten
 from kafkaguard.store.sqlite import SqliteStore
+from kafkaguard.store.url import StoreUrl
+
+if TYPE_CHECKING:
+    from kafkaguard.store.postgres import PostgresStore
 
 log = logging.getLogger(__name__)
 
 #: The server secret that derives decoy SCRAM salts for unknown users; kept in the data directory so that an
 #: unknown user's salt is the same after a restart (a changing salt would reveal that the user does not exist).
+#: On a PostgreSQL store it is kept in the database instead, so that every node answers alike.
 SECRET_FILE = "server.secret"  # noqa: S105 - a file name, not a secret
 _SECRET_BYTES = 32
 
@@ -59,8 +69,15 @@ def build_services(settings: Settings) -> Services:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise InvalidConfigError(f"data directory {settings.data_dir} cannot be created: {e.strerror}") from e
-    secret = _server_secret(settings.data_dir / SECRET_FILE)
-    store = SqliteStore(settings.database_path)
+    url = settings.store_url
+    store: Store
+    if url is None:
+        secret = _server_secret(settings.data_dir / SECRET_FILE)
+        store = SqliteStore(settings.database_path)
+    else:  # every node of one PostgreSQL store shares its secret, so all answer an unknown user alike
+        postgres = open_postgres_store(url)
+        secret, store = postgres.server_secret(lambda: secrets.token_bytes(_SECRET_BYTES)), postgres
+    log.info("store: %s", url if url is not None else settings.database_path)
     authorizer = StandardAuthorizer(settings.super_users, settings.allow_everyone_if_no_acl_found, ready=False)
     acls = AclService(store, authorizer)
     credentials = CredentialService(store)
@@ -69,6 +86,21 @@ def build_services(settings: Settings) -> Services:
     services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas)
     _bootstrap_admin(services)
     return services
+
+
+def open_postgres_store(url: StoreUrl) -> PostgresStore:
+    """The PostgreSQL store at ``url`` (which carries the password, never shown).
+
+    :raises InvalidConfigError: the ``postgresql`` extra (psycopg) is not installed.
+    :raises StoreError: PostgreSQL cannot be reached (``StoreUnavailableError``) or refused.
+    """
+    try:
+        from kafkaguard.store.postgres import PostgresStore
+    except ImportError as e:
+        raise InvalidConfigError(
+            f"the store {url} is PostgreSQL, which needs psycopg: pip install 'kafkaguard[postgresql]' ({e})"
+        ) from None
+    return PostgresStore(url)
 
 
 def _server_secret(path: Path) -> bytes:

@@ -26,6 +26,7 @@ from pydantic_settings import (
 
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.store.url import StoreUrl
 
 
 class SecurityProtocol(Enum):
@@ -100,6 +101,15 @@ class Settings(BaseSettings):
     _yaml_file: ClassVar[Path | None] = None
 
     data_dir: Path = Field(Path("data"), description="Directory of the SQLite database and the server secret.")
+    store: str | None = Field(
+        None,
+        description="A PostgreSQL store shared by several nodes, postgresql://user@host:port/database (no password "
+        "in it). Default: SQLite in data_dir.",
+    )
+    store_password: SecretStr | None = Field(
+        None, description="The PostgreSQL store's password (KAFKAGUARD_STORE_PASSWORD; never logged)."
+    )
+    store_password_file: Path | None = Field(None, description="A file holding the PostgreSQL store's password.")
     listeners: list[str] = Field(
         default_factory=lambda: ["SASL_PLAINTEXT://127.0.0.1:9092"],
         description="Kafka listeners, PROTOCOL://host:port (PLAINTEXT, SASL_PLAINTEXT, SASL_SSL).",
@@ -167,6 +177,13 @@ class Settings(BaseSettings):
             raise InvalidConfigError("at least one listener is needed")
         for text in value:
             Listener.parse(text)
+        return value
+
+    @field_validator("store")
+    @classmethod
+    def _check_store(cls, value: str | None) -> str | None:
+        if value is not None:
+            StoreUrl.parse(value)  # refuses a password in it
         return value
 
     @field_validator("upstream")
@@ -241,6 +258,27 @@ class Settings(BaseSettings):
     @property
     def database_path(self) -> Path:
         return self.data_dir / "kafkaguard.db"
+
+    @property
+    def store_url(self) -> StoreUrl | None:
+        """The PostgreSQL store, with its password (from ``store_password`` or ``store_password_file``), or None
+        for SQLite in ``data_dir``.
+
+        :raises InvalidConfigError: both password settings are given, or the file cannot be read.
+        """
+        if self.store is None:
+            return None
+        if self.store_password is not None and self.store_password_file is not None:
+            raise InvalidConfigError("give the store password once: store_password or store_password_file, not both")
+        password = self.store_password.get_secret_value() if self.store_password is not None else None
+        if self.store_password_file is not None:
+            try:
+                password = self.store_password_file.read_text().rstrip("\r\n")
+            except OSError as e:
+                raise InvalidConfigError(
+                    f"store_password_file {self.store_password_file} cannot be read: {e.strerror}"
+                ) from None
+        return StoreUrl.parse(self.store, password=password)
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

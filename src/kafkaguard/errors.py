@@ -22,7 +22,8 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    │    └── ScramProtocolError     errors            a malformed or refused SCRAM message
      │    └── ScramStateError             errors            a session step called out of order
      ├── StoreError                       store.errors      the store cannot be opened, read or written
-     │    └── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
+     │    ├── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
+     │    └── StoreUnavailableError       store.errors      PostgreSQL unreachable or restarting (retriable)
      ├── ProtocolError                    server.errors     bytes that are not a valid Kafka request
      │    ├── FrameError                  server.errors     a bad or oversized frame length, or a cut frame
      │    ├── HeaderError                 server.errors     a request header that cannot be decoded

@@ -1,4 +1,5 @@
-"""A writer the durability test kills with SIGKILL: ``python -m tests.store.durability_child DB START``.
+"""A writer the durability test kills with SIGKILL: ``python -m tests.store.durability_child DB START``, where DB is
+an SQLite file or a PostgreSQL store URL (its password in ``KAFKAGUARD_STORE_PASSWORD``).
 
 After each call returns it prints one acknowledgement line (flushed), so every line the parent reads is a change
 the store acknowledged. ``?`` lines announce a change before it is attempted (it may or may not land):
@@ -10,16 +11,25 @@ the store acknowledged. ``?`` lines announce a change before it is attempted (it
 
 from __future__ import annotations
 
+import os
 import sys
 
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service import CredentialService, ScramUpsertion
-from kafkaguard.store import SqliteStore
+from kafkaguard.store import SqliteStore, Store, is_store_url
 from tests.store.helpers import acl, acl_filter
 
 
+def open_store(path: str) -> Store:
+    if is_store_url(path):
+        from kafkaguard.store.postgres import PostgresStore
+
+        return PostgresStore(path, password=os.environ["KAFKAGUARD_STORE_PASSWORD"])
+    return SqliteStore(path)
+
+
 def main(path: str, start: int) -> None:
-    store = SqliteStore(path)
+    store = open_store(path)
     credentials = CredentialService(store)
     out = sys.stdout
     out.write("ready\n")

@@ -244,3 +244,12 @@ def test_a_database_killed_while_being_created_opens_cleanly(tmp_path: Path) -> 
             log = store.changes_since(0)
             assert log is not None
             assert set(log.added) == set(store.load_acls().acls)
+
+
+def test_the_change_feed_polls_on_the_interval(tmp_path: Path) -> None:
+    # SQLite tells no other process about a commit: a follower waits the whole interval, then polls.
+    with SqliteStore(tmp_path / "k.db") as store:
+        start = time.monotonic()
+        assert store.wait_for_change(0.2) is False
+        assert 0.19 <= time.monotonic() - start < 1.0
+        assert store.healthy()

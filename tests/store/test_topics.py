@@ -1,4 +1,4 @@
-"""TopicStore contract on both implementations (SQLite on a real file, and its twin): names, ids, collisions,
+"""TopicStore contract on every implementation (SQLite on a real file, PostgreSQL, the twin): names, ids, collisions,
 one-transaction creates and deletes, the topic version, the cluster id, and TopicRecord as a value."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.store import MemoryTopicStore, SqliteStore, StoreError, TopicRecord, TopicSnapshot, TopicStore
+from kafkaguard.store import MemoryTopicStore, StoreError, TopicRecord, TopicSnapshot, TopicStore
+from tests.store.conftest import STORES, open_durable
 
 
 def topic(name: str, n: int = 1, *, partitions: int = 1, configs: dict[str, str] | None = None) -> TopicRecord:
@@ -21,9 +22,11 @@ def topic(name: str, n: int = 1, *, partitions: int = 1, configs: dict[str, str]
     )  # fmt: skip
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=STORES)
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TopicStore]:
-    store: TopicStore = SqliteStore(tmp_path / "kafkaguard.db") if request.param == "sqlite" else MemoryTopicStore()
+    store: TopicStore = (
+        MemoryTopicStore() if request.param == "memory" else open_durable(request.param, request, tmp_path)
+    )
     yield store
     store.close()
 

@@ -103,6 +103,7 @@ async def serve_with_console(settings: Settings, server_type: type[KafkaServer] 
 
 def console(
     data_dir: o.DataDir = None,
+    store: o.StoreOption = None,
     http_listener: Annotated[
         str | None, typer.Option(help=f"host:port to serve the console on. Default: {DEFAULT_HTTP_LISTENER}")
     ] = None,
@@ -118,6 +119,7 @@ def console(
         loaded = load_settings(
             config,
             data_dir=data_dir,
+            store=store,
             http_listener=http_listener,
             super_users=super_users,
             allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,

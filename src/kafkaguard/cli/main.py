@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from kafkaguard.cli import acls, apply, audit, check, configs, console, export, plan, proxy, serve, users
+from kafkaguard.cli import acls, apply, audit, check, configs, console, export, plan, proxy, serve, store, users
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
 app.command("serve")(serve.serve)
@@ -12,6 +12,7 @@ app.command("console")(console.console)
 app.command("proxy")(proxy.proxy)
 app.add_typer(users.app, name="users")
 app.add_typer(audit.app, name="audit")
+app.add_typer(store.app, name="store")
 app.command("acls")(acls.acls)
 app.command("configs")(configs.configs)
 users.app.command("configs")(configs.configs)

@@ -18,6 +18,14 @@ from kafkaguard.config import Settings
 from kafkaguard.errors import KafkaguardError
 
 DataDir = Annotated[Path | None, typer.Option(help="Data directory (SQLite database). Default: ./data")]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="A PostgreSQL store shared by several nodes, postgresql://user@host:port/database (password from "
+        "KAFKAGUARD_STORE_PASSWORD or store_password_file, never in the URL). Default: SQLite in the data directory.",
+    ),
+]
 Listeners = Annotated[
     list[str] | None,
     typer.Option(
@@ -53,6 +61,9 @@ def run_service(
     """Log at ``log_level``, load the settings, run until signalled; a ``KafkaguardError`` is one red line and
     exit code 2, Ctrl-C exit code 130."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # psycopg's pool warns at every failed reconnection attempt (every second while PostgreSQL is down); the store
+    # logs an outage once when it starts and once when it ends.
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     try:
         asyncio.run(run(settings()))
     except KafkaguardError as e:

@@ -1,4 +1,4 @@
-"""``kafkaguard serve``: the Kafka-protocol server on the embedded SQLite store.
+"""``kafkaguard serve``: the Kafka-protocol server on the embedded SQLite store, or a shared PostgreSQL (``--store``).
 
 Every flag is also a config-file key and a ``KAFKAGUARD_*`` environment variable (flags win, then the
 environment, then the file); see ``kafkaguard.config``.
@@ -27,6 +27,7 @@ async def _run(settings: Settings) -> None:
 
 def serve(
     data_dir: o.DataDir = None,
+    store: o.StoreOption = None,
     listener: o.Listeners = None,
     super_users: o.SuperUsers = None,
     allow_everyone_if_no_acl_found: o.AllowEveryone = None,
@@ -49,6 +50,7 @@ def serve(
         lambda: load_settings(
             config,
             data_dir=data_dir,
+            store=store,
             listeners=listener or None,
             super_users=super_users,
             allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,

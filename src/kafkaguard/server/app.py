@@ -22,8 +22,12 @@ from kafkaguard.errors import InvalidConfigError
 from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.scope import BrokerInfo
+from kafkaguard.store import StoreUnavailableError
 
 log = logging.getLogger(__name__)
+
+#: The longest one wait for the store's change feed blocks a worker thread (see ``KafkaServer._wait_for_change``).
+_WAIT_SLICE_SECONDS = 0.25
 
 #: kafkaguard is the cluster's only broker and its controller.
 NODE_ID = 1
@@ -152,9 +156,14 @@ class KafkaServer:
             self._connections.discard(task)
 
     async def _sync_loop(self) -> None:
-        """Every ``sync_interval_seconds``, pick up the ACL, SCRAM credential, topic and client quota changes other
-        processes made to the same database (cheap when nothing changed). The polls read the store, so they run in a
-        worker thread; one that fails is logged and retried next time without holding up the others."""
+        """Pick up the ACL, SCRAM credential, topic and client quota changes other processes made to the store:
+        wait for the store's change feed (PostgreSQL: a notification from the committing node, at most
+        ``sync_interval_seconds``; SQLite: that interval), then poll every version (cheap when nothing changed).
+        The polls read the store, so they run in a worker thread, and they catch up from versions: a wake-up for
+        nothing, or a notification missed, loses nothing and applies nothing twice.
+
+        While the store is unreachable, each kind's poll fails: that is logged once (a WARNING, then one INFO line
+        when it works again) and the process goes on authorizing from its last snapshot."""
         services = self.services
         polls = (
             ("ACLs", services.acls.poll),
@@ -162,13 +171,33 @@ class KafkaServer:
             ("topics", services.topics.poll),
             ("client quotas", services.quotas.poll),
         )
+        failing: set[str] = set()
         while True:
-            await asyncio.sleep(services.settings.sync_interval_seconds)
+            await self._wait_for_change()
             for what, poll in polls:
                 try:
                     await asyncio.to_thread(poll)
+                except StoreUnavailableError as e:
+                    if what not in failing:
+                        log.warning("syncing %s from the store failed, keeping the last snapshot: %s", what, e)
+                        failing.add(what)
+                    continue
                 except Exception:
                     log.exception("syncing %s from the store failed; retrying", what)
+                    continue
+                if what in failing:
+                    log.info("syncing %s from the store works again", what)
+                    failing.discard(what)
+
+    async def _wait_for_change(self) -> None:
+        """Until the store's change feed reports a change, or ``sync_interval_seconds`` have passed. The feed waits
+        on a worker thread, which cancelling this task cannot interrupt, so it waits in slices of at most
+        ``_WAIT_SLICE_SECONDS``: stopping the server never waits for a sleeping thread longer than one slice."""
+        store, loop = self.services.store, asyncio.get_running_loop()
+        deadline = loop.time() + self.services.settings.sync_interval_seconds
+        while (remaining := deadline - loop.time()) > 0:
+            if await asyncio.to_thread(store.wait_for_change, min(remaining, _WAIT_SLICE_SECONDS)):
+                return
 
     def _tls_context(self) -> ssl.SSLContext:
         settings = self.services.settings

@@ -1,9 +1,10 @@
-"""L2: durable storage of ACLs, SCRAM credentials, topics and client quotas (ports, SQLite, in-memory twins)."""
+"""L2: durable storage of ACLs, SCRAM credentials, topics and client quotas (ports, SQLite, in-memory twins; the
+PostgreSQL store is ``kafkaguard.store.postgres``, imported only where a store URL is configured: it needs psycopg)."""
 
 from __future__ import annotations
 
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT
-from kafkaguard.store.errors import SchemaVersionError, StoreError
+from kafkaguard.store.errors import SchemaVersionError, StoreError, StoreUnavailableError
 from kafkaguard.store.memory import MemoryAclStore, MemoryCredentialStore, MemoryQuotaStore, MemoryTopicStore
 from kafkaguard.store.ports import (
     AclCreation,
@@ -11,6 +12,7 @@ from kafkaguard.store.ports import (
     AclDelta,
     AclSnapshot,
     AclStore,
+    ChangeFeed,
     CredentialInfo,
     CredentialSnapshot,
     CredentialStore,
@@ -29,6 +31,7 @@ from kafkaguard.store.ports import (
     UserAlteration,
 )
 from kafkaguard.store.sqlite import DATABASE_NAME, DEFAULT_DATA_DIR, DEFAULT_PATH, SqliteStore
+from kafkaguard.store.url import StoreUrl, is_store_url
 from kafkaguard.store.uuids import METADATA_TOPIC_ID, ZERO_UUID, new_cluster_id, random_uuid, uuid_to_string
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "AclDelta",
     "AclSnapshot",
     "AclStore",
+    "ChangeFeed",
     "CredentialInfo",
     "CredentialSnapshot",
     "CredentialStore",
@@ -61,11 +65,14 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreUnavailableError",
+    "StoreUrl",
     "TopicCreation",
     "TopicRecord",
     "TopicSnapshot",
     "TopicStore",
     "UserAlteration",
+    "is_store_url",
     "new_cluster_id",
     "random_uuid",
     "uuid_to_string",

@@ -20,7 +20,9 @@ process holding the catalog in memory polls that one number and reloads the cata
 Client quotas (KIP-546: an entity of ``user``/``client-id``/``ip`` names, each a name or the default, and its
 quota values) are few and versioned like the credentials: every value set or removed moves the *quota version*.
 
-``Store`` is all four ports on one store, as the composition root opens it.
+``ChangeFeed`` lets a process block until another process may have changed the store (PostgreSQL: a notification;
+SQLite: the polling interval), and says whether the store is reachable; ``Store`` is all four ports and the feed on
+one store, as the composition root opens it.
 """
 
 from __future__ import annotations
@@ -369,6 +371,27 @@ class QuotaStore(Protocol):
 
 
 @runtime_checkable
-class Store(AclStore, CredentialStore, TopicStore, QuotaStore, Protocol):
-    """ACLs, credentials, topics and client quotas in one store (``SqliteStore``): what the services of one
-    process share."""
+class ChangeFeed(Protocol):
+    """How a process learns that another one changed the store, and whether the store can be reached.
+
+    A sync loop calls ``wait_for_change`` from a worker thread, then polls every version (``acl_version``,
+    ``credential_version``, …) and catches up: the versions decide what changed, so a wake-up that turns out to be
+    for nothing, or a notification that never came, costs a poll and loses nothing.
+    """
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block until the store may have been changed by another process (True), or for ``timeout`` seconds at
+        most (False). Never raises for an unreachable store (it waits out the timeout instead): the poll that
+        follows reports that. Keep ``timeout`` short where the caller must be able to stop: the wait runs on a
+        worker thread that nothing interrupts."""
+        ...
+
+    def healthy(self) -> bool:
+        """False while the store is known to be unreachable (the last attempt to use it failed); cheap, no I/O."""
+        ...
+
+
+@runtime_checkable
+class Store(AclStore, CredentialStore, TopicStore, QuotaStore, ChangeFeed, Protocol):
+    """ACLs, credentials, topics and client quotas in one store (``SqliteStore``, ``PostgresStore``), and its
+    change feed: what the services of one process share."""

@@ -11,21 +11,20 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 
 from kafkaguard.model import (
-    AccessControlEntry,
     AclBinding,
     AclBindingFilter,
     AclId,
     AclOperation,
     AclPermissionType,
     PatternType,
-    ResourcePattern,
     ResourceType,
     StoredAcl,
 )
 from kafkaguard.model.resource import WILDCARD_RESOURCE
+from kafkaguard.store.acl_rows import AclRowReader, acl_row, binding_fields
 from kafkaguard.store.changes import AclChange, net_delta
 from kafkaguard.store.ports import AclCreation, AclDeletion, AclDelta, AclSnapshot
-from kafkaguard.store.sqlite.connection import MAX_PARAMS, Database, Row, counter, from_code
+from kafkaguard.store.sqlite.connection import MAX_PARAMS, Database, counter
 
 # Statements are constants; every value is a bound parameter (the only generated SQL is placeholder lists).
 _SELECT_ACLS = (
@@ -48,11 +47,6 @@ _SELECT_ID = (
     "AND host = ? AND operation = ? AND permission_type = ?"
 )
 
-_RESOURCE_TYPES = {m.code: m for m in ResourceType}
-_PATTERN_TYPES = {m.code: m for m in PatternType}
-_OPERATIONS = {m.code: m for m in AclOperation}
-_PERMISSIONS = {m.code: m for m in AclPermissionType}
-
 
 class AclTables:
     """``AclStore`` on the ``acls`` and ``acl_changes`` tables of ``db``. ``id_factory`` makes the id of each new
@@ -66,7 +60,7 @@ class AclTables:
     # ------------------------------------------------------------------------------------------- ACLs: read
 
     def load_acls(self) -> AclSnapshot:
-        reader = _RowReader()
+        reader = AclRowReader()
         with self._db.read() as conn:
             version = counter(conn, "acl_version")
             acls = tuple(map(reader.acl, conn.execute(_SELECT_ACLS)))
@@ -76,7 +70,7 @@ class AclTables:
         return self._db.polled_counter("acl_version")
 
     def changes_since(self, version: int) -> AclDelta | None:
-        reader = _RowReader()
+        reader = AclRowReader()
         with self._db.read() as conn:
             current = counter(conn, "acl_version")
             if version > current or version < counter(conn, "acl_log_floor"):
@@ -87,9 +81,9 @@ class AclTables:
 
     def find_acls(self, acl_filter: AclBindingFilter) -> list[StoredAcl]:
         with self._db.read() as conn:
-            return self._find(conn, acl_filter, _RowReader())
+            return self._find(conn, acl_filter, AclRowReader())
 
-    def _find(self, conn: sqlite3.Connection, acl_filter: AclBindingFilter, reader: _RowReader) -> list[StoredAcl]:
+    def _find(self, conn: sqlite3.Connection, acl_filter: AclBindingFilter, reader: AclRowReader) -> list[StoredAcl]:
         """Narrow with SQL (indexed where possible), then decide with the model's own ``matches``."""
         where, params = _filter_sql(acl_filter)
         sql = _SELECT_ACLS + (" WHERE " + " AND ".join(where) if where else "")
@@ -114,7 +108,7 @@ class AclTables:
 
     def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
         with self._db.write() as conn:
-            reader = _RowReader()
+            reader = AclRowReader()
             matched = tuple(tuple(self._find(conn, f, reader)) for f in filters)
             changes = _ChangeWriter(conn)
             removed: dict[AclId, StoredAcl] = {acl.id: acl for group in matched for acl in group}
@@ -129,7 +123,7 @@ class AclTables:
         with self._db.write() as conn:
             changes = _ChangeWriter(conn)
             if replace:
-                for acl in map(_RowReader().acl, conn.execute(_SELECT_ACLS).fetchall()):
+                for acl in map(AclRowReader().acl, conn.execute(_SELECT_ACLS).fetchall()):
                     if acl.binding not in wanted:
                         changes.remove(acl)
             for binding in wanted:
@@ -140,41 +134,13 @@ class AclTables:
 
     def _insert(self, conn: sqlite3.Connection, changes: _ChangeWriter, binding: AclBinding) -> StoredAcl:
         """The stored ACL for ``binding``: the existing one, or a new one (logged)."""
-        fields = _fields(binding)
+        fields = binding_fields(binding)
         row = conn.execute(_SELECT_ID, fields).fetchone()
         if row is not None:
             return StoredAcl(AclId(row[0]), binding)
         acl = StoredAcl(self._id_factory(), binding)
         changes.add(acl)
         return acl
-
-
-class _RowReader:
-    """Rows → StoredAcl, sharing one ResourcePattern per distinct pattern and one AccessControlEntry per distinct
-    entry: many ACLs share them, and a 100k-ACL load then builds (and validates) far fewer objects."""
-
-    def __init__(self) -> None:
-        self._patterns: dict[tuple[int, str, int], ResourcePattern] = {}
-        self._entries: dict[tuple[str, str, int, int], AccessControlEntry] = {}
-
-    def acl(self, row: Row) -> StoredAcl:
-        acl_id, rt, name, pt, principal, host, op, perm = row
-        pattern_key = (rt, name, pt)
-        pattern = self._patterns.get(pattern_key)
-        if pattern is None:
-            pattern = self._patterns[pattern_key] = ResourcePattern(
-                from_code(_RESOURCE_TYPES, ResourceType, rt), name, from_code(_PATTERN_TYPES, PatternType, pt)
-            )
-        entry_key = (principal, host, op, perm)
-        entry = self._entries.get(entry_key)
-        if entry is None:
-            entry = self._entries[entry_key] = AccessControlEntry(
-                principal,
-                host,
-                from_code(_OPERATIONS, AclOperation, op),
-                from_code(_PERMISSIONS, AclPermissionType, perm),
-            )
-        return StoredAcl(AclId(acl_id), AclBinding(pattern, entry))
 
 
 class _ChangeWriter:
@@ -186,7 +152,7 @@ class _ChangeWriter:
         self._changes: list[AclChange] = []
 
     def add(self, acl: StoredAcl) -> None:
-        self._conn.execute(_INSERT_ACL, _row(acl))
+        self._conn.execute(_INSERT_ACL, acl_row(acl))
         self._log(True, acl)
 
     def remove(self, acl: StoredAcl) -> None:
@@ -196,7 +162,7 @@ class _ChangeWriter:
     def _log(self, added: bool, acl: StoredAcl) -> None:
         self._version += 1
         self._changes.append(AclChange(self._version, added, acl))
-        self._conn.execute(_INSERT_CHANGE, (self._version, int(added), *_row(acl)))
+        self._conn.execute(_INSERT_CHANGE, (self._version, int(added), *acl_row(acl)))
 
     def finish(self, limit: int) -> AclDelta:
         """Store the new version, drop log entries beyond ``limit``, and return this write's delta."""
@@ -208,18 +174,6 @@ class _ChangeWriter:
                 self._conn.execute("DELETE FROM acl_changes WHERE seq <= ?", (floor,))
                 self._conn.execute("UPDATE counters SET value = ? WHERE name = 'acl_log_floor'", (floor,))
         return net_delta(self._base, self._version, self._changes)
-
-
-def _fields(binding: AclBinding) -> tuple[object, ...]:
-    p, e = binding.pattern, binding.entry
-    return (p.name, p.resource_type.code, p.pattern_type.code, e.principal, e.host, e.operation.code,
-            e.permission_type.code)  # fmt: skip
-
-
-def _row(acl: StoredAcl) -> tuple[object, ...]:
-    p, e = acl.binding.pattern, acl.binding.entry
-    return (acl.id, p.resource_type.code, p.name, p.pattern_type.code, e.principal, e.host, e.operation.code,
-            e.permission_type.code)  # fmt: skip
 
 
 def _filter_sql(acl_filter: AclBindingFilter) -> tuple[list[str], list[object]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -43,12 +43,6 @@ Row = tuple[Any, ...]
 def counter(conn: sqlite3.Connection, name: str) -> int:
     """The value of the counter ``name`` (``acl_version``, ``credential_version``, …) as ``conn`` sees it."""
     return int(conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
-
-
-def from_code(table: Mapping[int, Any], cls: Any, code: int) -> Any:
-    """The enum member for a stored ``code``: from ``table`` when known, else ``cls.from_code`` (which raises)."""
-    member = table.get(code)
-    return member if member is not None else cls.from_code(code)
 
 
 class Database:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
@@ -96,6 +97,18 @@ class SqliteStore:
     def check_integrity(self) -> list[str]:
         """``PRAGMA integrity_check``: ``["ok"]`` for a sound database, else the problems found."""
         return self._db.check_integrity()
+
+    # ------------------------------------------------------------------------------------------ change feed
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Sleep ``timeout`` and say nothing is known (False): SQLite tells no other process about a commit, so a
+        follower polls on an interval (each idle poll costs one ``PRAGMA data_version``)."""
+        time.sleep(timeout)
+        return False
+
+    def healthy(self) -> bool:
+        """Always True: a local file has no server to lose (a failing disk shows as ``StoreError`` on use)."""
+        return True
 
     # ---------------------------------------------------------------------------------------------- ACLs
 

@@ -1,0 +1,103 @@
+"""Copying everything one store holds into another (``kafkaguard store migrate``): ACLs under their own ids, SCRAM
+credentials, topics with their ids, client quotas, and the cluster id; then counting both sides.
+
+The target must be empty: a migration never merges into, or overwrites, a store that nodes may already be
+using (a half-copied or reused database is refused, and the remedy is a fresh database). Each kind is copied in
+one transaction; a migration cut short leaves a target that is refused as non-empty on the next attempt, never a
+silent mix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kafkaguard.model import StoredAcl
+from kafkaguard.scram import ScramCredential
+from kafkaguard.store.errors import StoreError
+from kafkaguard.store.ports import AclDelta, QuotaChange, Store, UserAlteration
+
+
+class MigrationTarget(Store, Protocol):
+    """A store that can take ACLs under the ids they already have (``PostgresStore``)."""
+
+    def import_stored_acls(self, acls: Sequence[StoredAcl]) -> AclDelta: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreCounts:
+    """How much a store holds, kind by kind."""
+
+    acls: int
+    credentials: int
+    topics: int
+    quotas: int
+
+    @property
+    def empty(self) -> bool:
+        return not (self.acls or self.credentials or self.topics or self.quotas)
+
+    def __str__(self) -> str:
+        return (
+            f"{self.acls} ACLs, {self.credentials} SCRAM credentials, {self.topics} topics, "
+            f"{self.quotas} client quota entities"
+        )
+
+
+def count(store: Store) -> StoreCounts:
+    """What ``store`` holds."""
+    return StoreCounts(
+        acls=len(store.load_acls().acls),
+        credentials=len(store.load_credentials().credentials),
+        topics=len(store.load_topics().topics),
+        quotas=len(store.load_quotas().quotas),
+    )
+
+
+def migrate_store(source: Store, target: MigrationTarget) -> StoreCounts:
+    """Copy ``source`` into the empty ``target`` and check that both now hold the same; returns the counts.
+
+    :raises StoreError: the target is not empty, or after the copy the two stores differ (the message says how).
+    """
+    before = count(target)
+    if not before.empty:
+        raise StoreError(
+            f"the target store already holds {before}: migrate into an empty database (create a new one, or drop "
+            "and recreate this one); kafkaguard never merges into a store in use"
+        )
+    acls = source.load_acls().acls
+    target.import_stored_acls(acls)
+    by_user: dict[str, list[ScramCredential]] = {}
+    for user, credential in source.load_credentials().credentials:
+        by_user.setdefault(user, []).append(credential)
+    target.alter_credentials([UserAlteration(user, upsertions=tuple(creds)) for user, creds in by_user.items()])
+    target.create_topics(source.load_topics().topics)
+    target.alter_quotas(
+        [QuotaChange(r.entity, key, value) for r in source.load_quotas().quotas for key, value in r.values.items()]
+    )
+    _verify(source, target)
+    return count(target)
+
+
+def _verify(source: Store, target: Store) -> None:
+    """Compare the two stores' contents (not only their sizes)."""
+    problems = []
+    if {(a.id, a.binding) for a in source.load_acls().acls} != {(a.id, a.binding) for a in target.load_acls().acls}:
+        problems.append("ACLs")
+    if set(source.load_credentials().credentials) != set(target.load_credentials().credentials):
+        problems.append("SCRAM credentials")
+    if source.load_topics().topics != target.load_topics().topics:
+        problems.append("topics")
+    if _quota_texts(source) != _quota_texts(target):
+        problems.append("client quotas")
+    if problems:
+        raise StoreError(
+            f"after the copy the target differs from the source in: {', '.join(problems)} (source: {count(source)}; "
+            f"target: {count(target)}); was the source changed meanwhile? Recreate the target database and retry"
+        )
+
+
+def _quota_texts(store: Store) -> list[tuple[object, ...]]:
+    """The quotas with each value as its ``repr``: NaN, which Kafka accepts, is equal to nothing, not even itself."""
+    return [(r.entity, *((key, repr(value)) for key, value in r.values.items())) for r in store.load_quotas().quotas]
