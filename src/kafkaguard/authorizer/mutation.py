@@ -45,6 +45,11 @@ class CreationPlan:
         """The bindings to create, in order (repeats included: each gets its own result)."""
         return tuple(b for b, error in zip(self.bindings, self.errors, strict=True) if error is None)
 
+    def failed(self, error: ItemError) -> list[AclCreateResult]:
+        """One result per binding when the valid ones could not be stored: each gets ``error``, except the refused
+        ones, which keep their own."""
+        return [AclCreateResult(b, error=own or error) for b, own in zip(self.bindings, self.errors, strict=True)]
+
     def results(self, stored: Sequence[StoredAcl]) -> list[AclCreateResult]:
         """One result per binding, in order; ``stored[j]`` is the stored form of ``valid[j]`` (new or existing)."""
         found = iter(stored)
@@ -66,6 +71,10 @@ class DeletionPlan:
     @property
     def valid(self) -> tuple[AclBindingFilter, ...]:
         return tuple(f for f, error in zip(self.filters, self.errors, strict=True) if error is None)
+
+    def failed(self, error: ItemError) -> list[AclDeleteResult]:
+        """One result per filter when nothing could be removed: ``error``, or the filter's own refusal."""
+        return [AclDeleteResult(error=own or error) for own in self.errors]
 
     def results(self, matched: Sequence[tuple[StoredAcl, ...]]) -> list[AclDeleteResult]:
         """One result per filter, in order; ``matched[j]`` is every ACL ``valid[j]`` matched before the request."""

@@ -46,6 +46,7 @@ from kafkaguard.errors import (
     KafkaguardError,
     ScramError,
 )
+from kafkaguard.following import follow_store
 from kafkaguard.store.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        task = asyncio.create_task(_sync_loop(services), name="console-acl-sync") if sync_store else None
+        polls = (("ACLs", services.acls.poll), ("SCRAM credentials", services.credentials.poll))
+        task = asyncio.create_task(follow_store(services, polls), name="console-sync") if sync_store else None
         try:
             yield
         finally:
@@ -120,17 +122,6 @@ def create_app(
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     app.add_middleware(SecurityHeaders)
     return app
-
-
-async def _sync_loop(services: Services) -> None:
-    interval = services.settings.sync_interval_seconds
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await asyncio.to_thread(services.acls.poll)
-            await asyncio.to_thread(services.credentials.poll)  # logins read the credentials' in-memory snapshot
-        except Exception:
-            log.exception("syncing ACLs and SCRAM credentials from the store failed; retrying")
 
 
 # ------------------------------------------------------------------------------------------------- errors

@@ -346,5 +346,6 @@ class ErrorOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"]
+    store: Literal["ok", "unreachable"]
     acls: int

@@ -24,6 +24,7 @@ class KafkaErrorCode(IntEnum):
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0
     UNKNOWN_TOPIC_OR_PARTITION = 3
+    REQUEST_TIMED_OUT = 7
     LEADER_NOT_AVAILABLE = 5
     INVALID_TOPIC_EXCEPTION = 17
     TOPIC_AUTHORIZATION_FAILED = 29
@@ -66,6 +67,7 @@ class KafkaErrorCode(IntEnum):
 _DEFAULT_MESSAGES: dict[KafkaErrorCode, str] = {
     KafkaErrorCode.UNKNOWN_SERVER_ERROR: "The server experienced an unexpected error when processing the request.",
     KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION: "This server does not host this topic-partition.",
+    KafkaErrorCode.REQUEST_TIMED_OUT: "The request timed out.",
     KafkaErrorCode.LEADER_NOT_AVAILABLE: (
         "There is no leader for this topic-partition as we are in the middle of a leadership election."
     ),

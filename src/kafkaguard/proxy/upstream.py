@@ -45,7 +45,11 @@ log = logging.getLogger(__name__)
 MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 CLIENT_ID = "kafkaguard-proxy"
 #: Bytes a relayed response is copied in at a time (large enough to amortize the loop, small enough to stream).
-RELAY_CHUNK = 1024 * 1024
+RELAY_CHUNK = 4 * 1024 * 1024
+#: How much of an upstream answer the reader buffers before pausing the socket (asyncio's ``limit``), and how much
+#: a client's writer buffers before ``drain`` waits: asyncio's 64 KiB defaults make a 50 MiB Fetch answer a
+#: thousand pause/resume round trips through the event loop.
+STREAM_BUFFER = 8 * 1024 * 1024
 _SIZE = struct.Struct(">i")
 
 
@@ -135,7 +139,7 @@ class UpstreamConnection:
                     address.port,
                     ssl=security.tls if security.protocol.uses_tls else None,
                     server_hostname=address.host if security.protocol.uses_tls else None,
-                    limit=2**20,
+                    limit=STREAM_BUFFER,
                 )
                 if security.protocol.uses_sasl:
                     await self._login()

@@ -19,15 +19,13 @@ from dataclasses import dataclass
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.following import follow_store
 from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.scope import BrokerInfo
-from kafkaguard.store import StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
-#: The longest one wait for the store's change feed blocks a worker thread (see ``KafkaServer._wait_for_change``).
-_WAIT_SLICE_SECONDS = 0.25
 
 #: kafkaguard is the cluster's only broker and its controller.
 NODE_ID = 1
@@ -72,7 +70,7 @@ class KafkaServer:
         # request garbage do not walk 100k ACL objects (measured: GC pauses of up to 58 ms at 10k ACLs).
         gc.collect()
         gc.freeze()
-        self._sync_task = asyncio.create_task(self._sync_loop(), name="store-sync")
+        self._sync_task = asyncio.create_task(follow_store(self.services), name="store-sync")
 
     async def stop(self) -> None:
         """Stop accepting, finish open connections' current requests, flush the audit log."""
@@ -154,50 +152,6 @@ class KafkaServer:
             writer.close()
         finally:
             self._connections.discard(task)
-
-    async def _sync_loop(self) -> None:
-        """Pick up the ACL, SCRAM credential, topic and client quota changes other processes made to the store:
-        wait for the store's change feed (PostgreSQL: a notification from the committing node, at most
-        ``sync_interval_seconds``; SQLite: that interval), then poll every version (cheap when nothing changed).
-        The polls read the store, so they run in a worker thread, and they catch up from versions: a wake-up for
-        nothing, or a notification missed, loses nothing and applies nothing twice.
-
-        While the store is unreachable, each kind's poll fails: that is logged once (a WARNING, then one INFO line
-        when it works again) and the process goes on authorizing from its last snapshot."""
-        services = self.services
-        polls = (
-            ("ACLs", services.acls.poll),
-            ("SCRAM credentials", services.credentials.poll),
-            ("topics", services.topics.poll),
-            ("client quotas", services.quotas.poll),
-        )
-        failing: set[str] = set()
-        while True:
-            await self._wait_for_change()
-            for what, poll in polls:
-                try:
-                    await asyncio.to_thread(poll)
-                except StoreUnavailableError as e:
-                    if what not in failing:
-                        log.warning("syncing %s from the store failed, keeping the last snapshot: %s", what, e)
-                        failing.add(what)
-                    continue
-                except Exception:
-                    log.exception("syncing %s from the store failed; retrying", what)
-                    continue
-                if what in failing:
-                    log.info("syncing %s from the store works again", what)
-                    failing.discard(what)
-
-    async def _wait_for_change(self) -> None:
-        """Until the store's change feed reports a change, or ``sync_interval_seconds`` have passed. The feed waits
-        on a worker thread, which cancelling this task cannot interrupt, so it waits in slices of at most
-        ``_WAIT_SLICE_SECONDS``: stopping the server never waits for a sleeping thread longer than one slice."""
-        store, loop = self.services.store, asyncio.get_running_loop()
-        deadline = loop.time() + self.services.settings.sync_interval_seconds
-        while (remaining := deadline - loop.time()) > 0:
-            if await asyncio.to_thread(store.wait_for_change, min(remaining, _WAIT_SLICE_SECONDS)):
-                return
 
     def _tls_context(self) -> ssl.SSLContext:
         settings = self.services.settings

@@ -27,7 +27,8 @@ from kafkaguard.authorizer import AclCreateResult, AclDeleteResult, StandardAuth
 from kafkaguard.authorizer.mutation import plan_creation, plan_deletion
 from kafkaguard.model import AclBinding, AclBindingFilter, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, AclJsonProblem, acls_from_document, acls_to_document
-from kafkaguard.store import AclDelta, AclStore
+from kafkaguard.service.outage import unavailable
+from kafkaguard.store import AclDelta, AclStore, StoreUnavailableError
 
 log = logging.getLogger(__name__)
 
@@ -104,14 +105,19 @@ class AclService:
         The valid bindings are stored in one transaction. Validation and results are ``authorizer.mutation``'s,
         the same as ``StandardAuthorizer.add_acls``'; the store gives the ids.
 
+        The store unreachable: every valid binding fails with REQUEST_TIMED_OUT (``service.outage``).
+
         :raises StoreError: nothing was stored (the whole request fails).
         """
         plan = plan_creation(bindings)
         stored: tuple[StoredAcl, ...] = ()
         if plan.valid:
-            with self._lock:
-                creation = self._store.create_acls(plan.valid)
-                self._apply(creation.delta)
+            try:
+                with self._lock:
+                    creation = self._store.create_acls(plan.valid)
+                    self._apply(creation.delta)
+            except StoreUnavailableError as e:
+                return plan.failed(unavailable(e))
             stored = creation.acls
             log.info("created ACLs: %d requested, %d new", len(bindings), len(creation.delta.added))
         return plan.results(stored)
@@ -127,9 +133,12 @@ class AclService:
         plan = plan_deletion(filters)
         matched: tuple[tuple[StoredAcl, ...], ...] = ()
         if plan.valid:
-            with self._lock:
-                deletion = self._store.delete_acls(plan.valid)
-                self._apply(deletion.delta)
+            try:
+                with self._lock:
+                    deletion = self._store.delete_acls(plan.valid)
+                    self._apply(deletion.delta)
+            except StoreUnavailableError as e:
+                return plan.failed(unavailable(e))
             matched = deletion.matched
             log.info("deleted ACLs: %d filter(s), %d removed", len(filters), len(deletion.delta.removed))
         return plan.results(matched)

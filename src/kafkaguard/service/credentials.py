@@ -46,7 +46,8 @@ from kafkaguard.scram import (
     decoy_profile_of,
     salted_password,
 )
-from kafkaguard.store import CredentialInfo, CredentialStore, CredentialWrite, UserAlteration
+from kafkaguard.service.outage import unavailable
+from kafkaguard.store import CredentialInfo, CredentialStore, CredentialWrite, StoreUnavailableError, UserAlteration
 
 log = logging.getLogger(__name__)
 
@@ -227,9 +228,14 @@ class CredentialService:
         ]
         if alterations:
             # The store re-checks deletions inside its transaction (another process may have deleted meanwhile).
-            with self._lock:
-                write = self._store.alter_credentials(alterations)
-                self._apply(write, alterations)
+            try:
+                with self._lock:
+                    write = self._store.alter_credentials(alterations)
+                    self._apply(write, alterations)
+            except StoreUnavailableError as e:
+                for alteration in alterations:
+                    request.fail(alteration.user, unavailable(e))
+                return [UserAlterationResult(user, request.errors.get(user)) for user in request.users]
             for user in write.missing:
                 request.fail(user, ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING))
             log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(write.missing))

@@ -40,7 +40,8 @@ from types import MappingProxyType
 from typing import TypeVar
 
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.store import QuotaChange, QuotaEntity, QuotaRecord, QuotaStore
+from kafkaguard.service.outage import unavailable
+from kafkaguard.store import QuotaChange, QuotaEntity, QuotaRecord, QuotaStore, StoreUnavailableError
 from kafkaguard.store.ports import quota_entity, quota_record_order
 
 log = logging.getLogger(__name__)
@@ -396,7 +397,13 @@ class QuotaService:
                 results[key] = QuotaAlterationResult(entity, ItemError(_INVALID, error) if error else None)
                 changes.extend(entity_changes)
             if changes and not validate_only:
-                write = self._store.alter_quotas(changes)
+                try:
+                    write = self._store.alter_quotas(changes)
+                except StoreUnavailableError as e:
+                    for key, result in results.items():
+                        if result.succeeded:
+                            results[key] = QuotaAlterationResult(result.entity, unavailable(e))
+                    return [results[key] for key in java_order(results, _entity_hash)]
                 self._apply(write.base_version, write.version, changes)
                 log.info("altered %d client quota value(s)", len(changes))
         return [results[key] for key in java_order(results, _entity_hash)]

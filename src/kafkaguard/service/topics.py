@@ -51,7 +51,8 @@ from typing import TypeVar
 
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.store import ZERO_UUID, StoreError, TopicRecord, TopicStore, random_uuid
+from kafkaguard.service.outage import unavailable
+from kafkaguard.store import ZERO_UUID, StoreError, StoreUnavailableError, TopicRecord, TopicStore, random_uuid
 
 log = logging.getLogger(__name__)
 
@@ -341,6 +342,21 @@ class TopicService:
             elif (reason := topic_name_error(topic.name)) is not None:
                 errors[topic.name] = ItemError(KafkaErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         candidates = [topic for topic in firsts if topic.name not in errors]
+        try:
+            records = self._create(candidates, errors, validate_only=validate_only)
+        except StoreUnavailableError as e:
+            errors.update((topic.name, unavailable(e)) for topic in candidates if topic.name not in errors)
+            records = {}
+        return [
+            TopicCreateResult(topic.name, errors[topic.name]) if topic.name in errors else _created(records[topic.name])
+            for topic in firsts
+        ]
+
+    def _create(
+        self, candidates: Sequence[NewTopic], errors: dict[str, ItemError], *, validate_only: bool
+    ) -> dict[str, TopicRecord]:
+        """The checks that need the store, then the write: the records created (or that would be), by name; the
+        refused ones go into ``errors``."""
         conflicts = self._store.conflicting_topics([topic.name for topic in candidates]) if candidates else {}
         records: dict[str, TopicRecord] = {}
         for topic in candidates:
@@ -360,10 +376,7 @@ class TopicService:
                     del records[creation.record.name]
             if records:
                 log.info("created topics: %s", ", ".join(records))
-        return [
-            TopicCreateResult(topic.name, errors[topic.name]) if topic.name in errors else _created(records[topic.name])
-            for topic in firsts
-        ]
+        return records
 
     def auto_create(self, name: str) -> TopicCreateResult:
         """Create ``name`` with the defaults, for Metadata once the caller has checked AUTO_CREATE (KIP-755) and
@@ -433,7 +446,12 @@ class TopicService:
         """
         counts = Counter(names)
         unique = [name for name, count in counts.items() if count == 1]
-        removed = dict(zip(unique, self._delete(self._store.delete_topics, unique), strict=True)) if unique else {}
+        try:
+            removed = dict(zip(unique, self._delete(self._store.delete_topics, unique), strict=True)) if unique else {}
+        except StoreUnavailableError as e:
+            failed = unavailable(e)
+            return [TopicDeleteResult(n, ZERO_UUID, failed if c == 1 else ItemError(KafkaErrorCode.INVALID_REQUEST,
+                    DUPLICATE_NAME)) for n, c in counts.items()]  # fmt: skip
         results: list[TopicDeleteResult] = []
         for name, count in counts.items():
             record = removed.get(name)
@@ -456,9 +474,13 @@ class TopicService:
         """
         counts = Counter(ids)
         unique = [topic_id for topic_id, count in counts.items() if count == 1 and topic_id != ZERO_UUID]
-        removed = (
-            dict(zip(unique, self._delete(self._store.delete_topics_by_id, unique), strict=True)) if unique else {}
-        )
+        outage: ItemError | None = None
+        try:
+            removed = (
+                dict(zip(unique, self._delete(self._store.delete_topics_by_id, unique), strict=True)) if unique else {}
+            )
+        except StoreUnavailableError as e:
+            removed, outage = {}, unavailable(e)
         results: list[TopicDeleteResult] = []
         for topic_id, count in counts.items():
             record = removed.get(topic_id)
@@ -470,6 +492,8 @@ class TopicService:
                 results.append(
                     TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_ID))
                 )
+            elif outage is not None:
+                results.append(TopicDeleteResult(None, topic_id, outage))
             elif record is None:
                 results.append(TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)))
             else:
