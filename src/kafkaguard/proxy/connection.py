@@ -44,7 +44,7 @@ from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import Throttled
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Raw, Reply
-from kafkaguard.proxy.upstream import STREAM_BUFFER, UpstreamConnection, UpstreamSecurity
+from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
 from kafkaguard.proxy.versions import CAPS, LOCAL
 from kafkaguard.server.codec import DecodedRequest, Versions, encode_response
 from kafkaguard.server.connection import Connection, ListenerContext
@@ -102,8 +102,6 @@ class ProxyConnection(Connection):
             known = nodes.address_of(context.node_id)
             addresses = [known] if known is not None else []
         self.upstream = UpstreamConnection(addresses, context.security, timeout=context.timeout)
-        # Relayed answers are written in large chunks: let the transport hold them before drain() waits.
-        writer.transport.set_write_buffer_limits(high=STREAM_BUFFER)
 
     def versions(self) -> Versions:
         return self.proxy.versions
