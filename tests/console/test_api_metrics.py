@@ -60,8 +60,11 @@ def test_metrics_change_after_requests(console: ConsoleHandle) -> None:
 
 def test_healthz_openapi_and_the_page_need_no_login(console: ConsoleHandle) -> None:
     with console.client(None) as anonymous:
-        assert anonymous.get("/healthz").json() == {"status": "ok", "store": "ok",
-                                                    "acls": console.services.authorizer.acl_count}
+        assert anonymous.get("/healthz").json() == {
+            "status": "ok",
+            "store": "ok",
+            "acls": console.services.authorizer.acl_count,
+        }
         spec = anonymous.get("/openapi.json").json()
         assert {"/api/acls", "/api/users", "/api/users/{name}", "/api/authorize", "/metrics", "/healthz"} <= set(
             spec["paths"]
