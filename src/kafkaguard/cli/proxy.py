@@ -24,9 +24,9 @@ async def _run(settings: Settings) -> None:
 
         await serve_with_console(settings, ProxyServer)
         return
-    from kafkaguard.proxy.app import serve as run_proxy
+    from kafkaguard.server.app import serve as run_server
 
-    await run_proxy(settings)
+    await run_server(settings, ProxyServer)
 
 
 def proxy(

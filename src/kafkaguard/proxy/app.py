@@ -1,8 +1,8 @@
 """The proxy process: the server's listeners, store sync and audit log, with proxy connections, one listener per
 upstream node, and the upstream discovered at start.
 
-``ProxyServer(services)`` is started and stopped by its owner (tests); ``serve(settings)`` is what
-``kafkaguard proxy`` runs until SIGTERM/SIGINT. Starting reads three things from the upstream with the service
+``ProxyServer(services)`` is started and stopped by its owner (tests); ``kafkaguard proxy`` runs it with the
+server's ``serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads three things from the upstream with the service
 credential (failing with a clear error when it cannot): its ApiVersions (to offer only what both sides can do), its
 brokers (to open their listeners), and ``auto.create.topics.enable`` (see ``handlers.metadata``).
 """
@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import ssl
 from collections import Counter
 from typing import Any
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.bootstrap import Services, build_services
+from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.proxy.connection import HANDLERS, ProxyConnection, ProxyListenerContext
@@ -166,20 +165,3 @@ def upstream_security(settings: Settings) -> UpstreamSecurity:
         password=password,
         tls=tls,
     )
-
-
-async def serve(settings: Settings) -> None:
-    """Build the services, proxy until SIGTERM or SIGINT, then shut down cleanly."""
-    services = await asyncio.to_thread(build_services, settings)
-    server = ProxyServer(services)
-    try:
-        await server.start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        log.info("shutting down")
-    finally:
-        await server.stop()
-        services.close()

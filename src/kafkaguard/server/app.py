@@ -165,10 +165,11 @@ class KafkaServer:
         return context
 
 
-async def serve(settings: Settings) -> None:
-    """Build the services, serve until SIGTERM or SIGINT, then shut down cleanly."""
+async def serve(settings: Settings, server_type: type[KafkaServer] = KafkaServer) -> None:
+    """Build the services, serve until SIGTERM or SIGINT, then shut down cleanly (``server_type``: the proxy's
+    ``ProxyServer`` for ``kafkaguard proxy``)."""
     services = await asyncio.to_thread(build_services, settings)
-    server = KafkaServer(services)
+    server = server_type(services)
     try:
         await server.start()
         stop = asyncio.Event()
