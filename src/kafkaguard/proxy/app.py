@@ -2,9 +2,9 @@
 upstream node, and the upstream discovered at start.
 
 ``ProxyServer(services)`` is started and stopped by its owner (tests); ``kafkaguard proxy`` runs it with the
-server's ``serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads three things from the upstream with the service
-credential (failing with a clear error when it cannot): its ApiVersions (to offer only what both sides can do), its
-brokers (to open their listeners), and ``auto.create.topics.enable`` (see ``handlers.metadata``).
+server's ``serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads three things from the upstream with
+the service credential (failing with a clear error when it cannot): its ApiVersions (to offer only what both sides
+can do), its brokers (to open their listeners), and ``auto.create.topics.enable`` (see ``handlers.metadata``).
 """
 
 from __future__ import annotations
