@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,7 +42,7 @@ from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import Throttled
-from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Raw, Reply
+from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
 from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
 from kafkaguard.proxy.versions import CAPS, LOCAL
 from kafkaguard.server.codec import DecodedRequest, Versions, encode_response
@@ -51,7 +50,6 @@ from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.handlers.cluster import api_versions_response
 
 log = logging.getLogger(__name__)
-_SIZE = struct.Struct(">i")
 
 ProxyHandler = Callable[[ProxyScope, Any], Awaitable[Reply]]
 
@@ -151,9 +149,5 @@ class ProxyConnection(Connection):
 
     async def _answer(self, api_key: ApiKey, version: int, correlation_id: int, reply: Reply) -> None:
         if reply is NO_RESPONSE:
-            return
-        if isinstance(reply, Raw):
-            self.writer.writelines((_SIZE.pack(len(reply.payload)), reply.payload))  # no copy of a large answer
-            await self.writer.drain()
             return
         await self.send(encode_response(api_key, version, correlation_id, reply))

@@ -14,13 +14,6 @@ from kafkaguard.proxy.wire import decode_response, encode_request
 from kafkaguard.server.scope import RequestScope
 
 
-@dataclass(frozen=True, slots=True)
-class Raw:
-    """An upstream response payload sent back to the client as it came (nothing to merge or rewrite)."""
-
-    payload: bytes
-
-
 class _NoResponse:
     def __repr__(self) -> str:
         return "NO_RESPONSE"
@@ -30,7 +23,8 @@ class _NoResponse:
 #: streamed to the client.
 NO_RESPONSE: Final = _NoResponse()
 
-#: What a proxy handler returns: a kio response entity (encoded with the client's header), ``Raw``, or NO_RESPONSE.
+#: What a proxy handler returns: a kio response entity (encoded with the client's header), or NO_RESPONSE (nothing
+#: to send, or ``relay`` sent it).
 Reply = Any
 
 
@@ -44,9 +38,6 @@ class Forwarded:
     def body(self) -> Any:
         """The decoded kio response (lengths checked first; ``UpstreamProtocolError`` if unreadable)."""
         return decode_response(self.scope.api_key, self.scope.api_version, self.payload)
-
-    def raw(self) -> Raw:
-        return Raw(self.payload)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

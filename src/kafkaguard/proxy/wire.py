@@ -13,7 +13,6 @@ import io
 import struct
 from typing import Any
 
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.static.primitive import i16, i32
 
@@ -83,12 +82,3 @@ def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> Any:
         raise UpstreamProtocolError(f"malformed {api_key.api_name} v{api_version} response: {e}") from e
     except DECODE_ERRORS as e:
         raise UpstreamProtocolError(f"malformed {api_key.api_name} v{api_version} response: {e}") from e
-
-
-def encode_response_header(api_key: ApiKey, api_version: int, correlation_id: int) -> bytes:
-    buffer = io.BytesIO()
-    if api_key is ApiKey.API_VERSIONS or not response_schema(api_key, api_version).__flexible__:
-        writer_for(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
-    else:
-        writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
-    return buffer.getvalue()

@@ -88,7 +88,7 @@ async def add_partitions_to_txn(scope: ProxyScope, request: AddPartitionsToTxnRe
     outcome = scope.authorize(REQUIREMENTS[ApiKey.ADD_PARTITIONS_TO_TXN], {TOPIC: candidates})
     denied = {name for name in partitions if name in INTERNAL_TOPICS or not outcome.allows(TOPIC, name)}
     if not denied:
-        return (await scope.forward()).raw()
+        return await scope.relay()
     return _add_partitions_results(
         cls, partitions, lambda topic: _TOPIC_DENIED if topic in denied else ErrorCode.operation_not_attempted
     )
@@ -118,13 +118,13 @@ async def add_offsets_to_txn(scope: ProxyScope, request: AddOffsetsToTxnRequest)
         return _error_only(scope, _TXN_DENIED)
     if not _allows(scope, GROUP, request.group_id):
         return _error_only(scope, _GROUP_DENIED)
-    return (await scope.forward()).raw()
+    return await scope.relay()
 
 
 async def end_txn(scope: ProxyScope, request: EndTxnRequest) -> Reply:
     if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
         return _error_only(scope, _TXN_DENIED)
-    return (await scope.forward()).raw()
+    return await scope.relay()
 
 
 def _error_only(scope: ProxyScope, error: ErrorCode) -> Reply:
@@ -144,7 +144,7 @@ async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) 
     outcome = scope.authorize(REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
-        return (await scope.forward()).raw()
+        return await scope.relay()
     refused = _commit_errors(cls, [topic for topic in request.topics if topic.name in denied], _TOPIC_DENIED)
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:
@@ -184,7 +184,7 @@ async def describe_producers(scope: ProxyScope, request: DescribeProducersReques
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_PRODUCERS], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
-        return (await scope.forward()).raw()
+        return await scope.relay()
     topic_cls, partition_cls = nested(cls, "TopicResponse"), nested(cls, "PartitionResponse")
     fields = error_fields(ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED), default_text=True)  # ApiError(error)
     refused = tuple(
