@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from kafkaguard.scram import ScramCredential, ScramMechanism
+from kafkaguard.store.credential_rows import credential_infos, credential_pairs
 from kafkaguard.store.ports import CredentialInfo, CredentialSnapshot, CredentialWrite, UserAlteration
 from kafkaguard.store.postgres.connection import Database, counter, lock_counter, read_counter
 
-_MECHANISMS = {m.code: m for m in ScramMechanism}
 _UPSERT = (
     'INSERT INTO scram_credentials ("user", mechanism, salt, stored_key, server_key, iterations) '
     'VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT ("user", mechanism) DO UPDATE SET salt = excluded.salt, '
@@ -43,12 +43,7 @@ class CredentialTables:
             rows = conn.execute(
                 'SELECT "user", mechanism, salt, stored_key, server_key, iterations FROM scram_credentials'
             ).fetchall()
-        pairs = tuple(
-            (user, ScramCredential(_MECHANISMS[code], bytes(salt), bytes(stored_key), bytes(server_key), int(i)))
-            for user, code, salt, stored_key, server_key, i in rows
-            if code in _MECHANISMS  # a mechanism from a newer kafkaguard is not ours to use
-        )
-        return CredentialSnapshot(pairs, version)
+        return CredentialSnapshot(credential_pairs(rows), version)
 
     def credential_version(self) -> int:
         return read_counter(self._db, "credential_version")
@@ -65,12 +60,7 @@ class CredentialTables:
                     'ORDER BY "user", mechanism',
                     (sorted(set(users)),),
                 ).fetchall()
-        found: dict[str, list[CredentialInfo]] = {}
-        for user, code, iterations in rows:
-            mechanism = _MECHANISMS.get(code)
-            if mechanism is not None:  # a mechanism from a newer kafkaguard is not ours to describe
-                found.setdefault(user, []).append(CredentialInfo(mechanism, int(iterations)))
-        return {user: tuple(infos) for user, infos in found.items()}
+        return credential_infos(rows)
 
     def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
         missing: dict[str, ScramMechanism] = {}

@@ -6,11 +6,11 @@ deleted bumps the quota version (a trigger, in the same transaction), after the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from kafkaguard.store.ports import QuotaChange, QuotaEntity, QuotaRecord, QuotaSnapshot, QuotaWrite, quota_record_order
+from kafkaguard.store.ports import QuotaChange, QuotaSnapshot, QuotaWrite
 from kafkaguard.store.postgres.connection import Database, counter, lock_counter, read_counter
+from kafkaguard.store.quota_rows import entity_text, quota_records, value_text
 
 
 class QuotaTables:
@@ -26,29 +26,21 @@ class QuotaTables:
         with self._db.read() as conn:
             version = counter(conn, "quota_version")
             rows = conn.execute("SELECT entity, key, value FROM client_quotas").fetchall()
-        by_entity: dict[QuotaEntity, dict[str, float]] = {}
-        for entity, key, value in rows:
-            by_entity.setdefault(_entity(entity), {})[key] = float(value)
-        records = sorted((QuotaRecord(entity, values) for entity, values in by_entity.items()), key=quota_record_order)
-        return QuotaSnapshot(tuple(records), version)
+        return QuotaSnapshot(quota_records(rows), version)
 
     def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
         with self._db.write() as conn:
             base = lock_counter(conn, "quota_version")
             for change in changes:
-                entity = json.dumps([list(pair) for pair in change.entity])
+                entity = entity_text(change.entity)
                 if change.value is None:
                     conn.execute("DELETE FROM client_quotas WHERE entity = %s AND key = %s", (entity, change.key))
                 else:
                     conn.execute(
                         "INSERT INTO client_quotas (entity, key, value) VALUES (%s, %s, %s) "
                         "ON CONFLICT (entity, key) DO UPDATE SET value = excluded.value",
-                        (entity, change.key, repr(float(change.value))),
+                        (entity, change.key, value_text(change.value)),
                     )
             # The schema's trigger has counted every row written or deleted.
             version = counter(conn, "quota_version")
         return QuotaWrite(base, version)
-
-
-def _entity(text: str) -> QuotaEntity:
-    return tuple((str(entity_type), None if name is None else str(name)) for entity_type, name in json.loads(text))

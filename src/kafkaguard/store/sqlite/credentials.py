@@ -7,13 +7,13 @@ other connection has committed.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Collection, Sequence
 
 from kafkaguard.scram import ScramCredential, ScramMechanism
+from kafkaguard.store.credential_rows import credential_infos, credential_pairs
 from kafkaguard.store.ports import CredentialInfo, CredentialSnapshot, CredentialWrite, UserAlteration
 from kafkaguard.store.sqlite.connection import MAX_PARAMS, Database, Row, counter
-
-_MECHANISMS = {m.code: m for m in ScramMechanism}
 
 
 class CredentialTables:
@@ -40,19 +40,13 @@ class CredentialTables:
             rows = conn.execute(
                 "SELECT user, mechanism, salt, stored_key, server_key, iterations FROM scram_credentials"
             ).fetchall()
-        pairs = tuple(
-            (user, ScramCredential(_MECHANISMS[code], bytes(salt), bytes(stored_key), bytes(server_key), int(i)))
-            for user, code, salt, stored_key, server_key, i in rows
-            if code in _MECHANISMS  # a mechanism from a newer kafkaguard is not ours to use
-        )
-        return CredentialSnapshot(pairs, version)
+        return CredentialSnapshot(credential_pairs(rows), version)
 
     def credential_version(self) -> int:
         return self._db.polled_counter("credential_version")
 
     def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
         sql = "SELECT user, mechanism, iterations FROM scram_credentials"
-        found: dict[str, list[CredentialInfo]] = {}
         with self._db.read() as conn:
             if users is None:
                 batches: list[list[Row]] = [conn.execute(sql + " ORDER BY user, mechanism").fetchall()]
@@ -64,12 +58,8 @@ class CredentialTables:
                     ).fetchall()
                     for chunk in (names[i : i + MAX_PARAMS] for i in range(0, len(names), MAX_PARAMS))
                 ]
-        for rows in batches:
-            for user, code, iterations in rows:
-                mechanism = _MECHANISMS.get(code)
-                if mechanism is not None:  # a mechanism from a newer kafkaguard is not ours to describe
-                    found.setdefault(user, []).append(CredentialInfo(mechanism, int(iterations)))
-        return {user: tuple(infos) for user, infos in found.items()}
+        # The chunks are of sorted names, each ordered by user: together, in user order.
+        return credential_infos(itertools.chain.from_iterable(batches))
 
     def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
         missing: dict[str, ScramMechanism] = {}
