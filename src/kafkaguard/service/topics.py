@@ -60,6 +60,8 @@ _K = TypeVar("_K")
 
 #: Kafka ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft log, which CreateTopics may never create.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: Kafka 3.9's ``Topic.INTERNAL_TOPICS`` (flagged internal in Metadata; never authorized in AddPartitionsToTxn).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 #: Kafka ``Topic.MAX_NAME_LENGTH``.
 MAX_NAME_LENGTH = 249
 _LEGAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

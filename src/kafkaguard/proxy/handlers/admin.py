@@ -55,16 +55,13 @@ from kafkaguard.proxy.messages import (
 from kafkaguard.proxy.scope import ProxyScope, Reply
 from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested, rebuild
 from kafkaguard.server.codec import request_schema, response_schema
+from kafkaguard.server.handlers.topics import CREATE_DENIED
 from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.service.topics import CLUSTER_METADATA_PROHIBITED, CLUSTER_METADATA_TOPIC, DUPLICATE_NAME
 from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 _TOPIC_DENIED = ErrorCode.topic_authorization_failed
-#: Kafka's ``Topic.CLUSTER_METADATA_TOPIC_NAME``: CreateTopics refuses it before any check.
-CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-_DUPLICATE_TOPIC = "Duplicate topic name."
-#: CreateTopics' denial on Kafka 3.9 (``ControllerApis.createTopics``; measured by ``server.handlers.topics``).
-_CREATE_DENIED = "Authorization failed."
 #: The Metadata version the proxy asks the upstream which topics exist (every Kafka from 1.0 to 4.x serves it).
 _METADATA_VERSION = 4
 
@@ -102,13 +99,12 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
             topic_config_error_code=ErrorCode.none.value, num_partitions=-1, replication_factor=-1, configs=(),
         )  # fmt: skip
 
-    refused = [refusal(name, ErrorCode.invalid_request, _DUPLICATE_TOPIC) for name in duplicates]
+    refused = [refusal(name, ErrorCode.invalid_request, DUPLICATE_NAME) for name in duplicates]
     for name in once:
         if name == CLUSTER_METADATA_TOPIC:
-            message = f"Creation of internal topic {CLUSTER_METADATA_TOPIC} is prohibited."
-            refused.append(refusal(name, ErrorCode.invalid_request, message))
+            refused.append(refusal(name, ErrorCode.invalid_request, CLUSTER_METADATA_PROHIBITED))
         elif name not in creatable:
-            refused.append(refusal(name, _TOPIC_DENIED, _CREATE_DENIED))
+            refused.append(refusal(name, _TOPIC_DENIED, CREATE_DENIED.text))
     shows_configs = has_field(result_cls, "configs")
     if not refused and not shows_configs:
         return await scope.relay()
@@ -164,7 +160,7 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
         return build(result_cls, name=name, topic_id=ZERO_UUID, **error_fields(ItemError(error, message),
                      default_text=True))  # fmt: skip
 
-    refused = [result(name, KafkaErrorCode.INVALID_REQUEST, _DUPLICATE_TOPIC) for name in duplicates]
+    refused = [result(name, KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME) for name in duplicates]
     for name in once:
         if name in deletable:
             continue
@@ -197,7 +193,7 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
     once, duplicates = _split_duplicates([topic.name for topic in request.topics])
     alterable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_PARTITIONS], TOPIC, once)
     refused = tuple(
-        build(result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=_DUPLICATE_TOPIC)
+        build(result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=DUPLICATE_NAME)
         for name in duplicates
     ) + tuple(
         build(result_cls, name=name, error_code=_TOPIC_DENIED, error_message=None)

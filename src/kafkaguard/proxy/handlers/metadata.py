@@ -27,11 +27,10 @@ from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
 from kafkaguard.proxy.scope import ProxyScope, Reply
 from kafkaguard.server.build import build, nested, rebuild
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
+from kafkaguard.service.topics import INTERNAL_TOPICS
 from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC = ResourceType.TOPIC
-#: Kafka's internal topics (``Topic.isInternal``), flagged as such even in a refusal.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
@@ -76,7 +75,7 @@ def _refusal(topic_cls: type[Any], name: str) -> Any:
         error_code=ErrorCode.topic_authorization_failed,
         name=name,
         topic_id=ZERO_UUID,
-        is_internal=name in INTERNAL_TOPICS,
+        is_internal=name in INTERNAL_TOPICS,  # flagged as Kafka flags it, even in a refusal
         partitions=(),
         topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
     )

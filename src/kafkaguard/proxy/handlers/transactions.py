@@ -51,17 +51,13 @@ from kafkaguard.server.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.lengths import check_body
 from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.service.topics import INTERNAL_TOPICS, topic_name_error
 
 TOPIC, GROUP, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
 _TXN_DENIED = ErrorCode.transactional_id_authorization_failed
 _GROUP_DENIED = ErrorCode.group_authorization_failed
 _TOPIC_DENIED = ErrorCode.topic_authorization_failed
 
-#: Kafka 3.9 ``Topic.INTERNAL_TOPICS``: never authorized for AddPartitionsToTxn, so always refused there.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-#: Kafka ``Topic.MAX_NAME_LENGTH`` and ``Topic.LEGAL_CHARS``.
-_MAX_TOPIC_NAME = 249
-_LEGAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 #: DescribeTransactions lists a transaction's partitions only for the topics the caller may describe.
 DESCRIBE_TRANSACTION_TOPICS = Requirement(
@@ -172,15 +168,10 @@ def _commit_errors(cls: type[Any], topics: Any, error: ErrorCode) -> tuple[Any, 
 # -------------------------------------------------------------------------------------------- DescribeProducers
 
 
-def valid_topic_name(name: str) -> bool:
-    """Kafka's ``Topic.isValid``."""
-    return name not in {"", ".", ".."} and len(name) <= _MAX_TOPIC_NAME and _LEGAL_CHARS.issuperset(name)
-
-
 async def describe_producers(scope: ProxyScope, request: DescribeProducersRequest) -> Reply:
     cls = response_schema(ApiKey.DESCRIBE_PRODUCERS, scope.api_version)
     # An invalid name gets INVALID_TOPIC_EXCEPTION before any check (``checkValidTopic``): the upstream answers it.
-    names = list(dict.fromkeys(topic.name for topic in request.topics if valid_topic_name(topic.name)))
+    names = list(dict.fromkeys(topic.name for topic in request.topics if topic_name_error(topic.name) is None))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_PRODUCERS], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:

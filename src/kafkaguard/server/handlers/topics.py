@@ -38,7 +38,7 @@ from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC = ResourceType.TOPIC
 #: CreateTopics' denial on Kafka 3.9: TOPIC_AUTHORIZATION_FAILED with its own text (measured).
-_CREATE_DENIED = ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+CREATE_DENIED = ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
 #: The first Metadata version that looks topics up by id (and whose response may carry a null topic name).
 TOPIC_IDS_SINCE = 12
 #: Kafka's DYNAMIC_TOPIC_CONFIG config source.
@@ -235,7 +235,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                     result_cls,
                     name=name,
                     topic_id=ZERO_UUID,
-                    **error_fields(_CREATE_DENIED),
+                    **error_fields(CREATE_DENIED),
                     topic_config_error_code=ErrorCode.none.value,  # as Kafka 3.9 answers (measured)
                     num_partitions=-1,
                     replication_factor=-1,
