@@ -119,16 +119,8 @@ class ProxyConnection(Connection):
         if api_key in LOCAL:
             await super().dispatch(request, frame)  # kafkaguard's own handlers, from its store
             return
-        base = self.scope(request)
         scope = ProxyScope(
-            services=base.services,
-            broker=base.broker,
-            context=base.context,
-            api_key=base.api_key,
-            api_version=base.api_version,
-            client_id=base.client_id,
-            snapshot=base.snapshot,
-            audit=base.audit,
+            **self.scope_fields(request),
             payload=frame,
             correlation_id=header.correlation_id,
             listener=self.listener,

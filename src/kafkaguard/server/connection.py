@@ -182,16 +182,20 @@ class Connection:
 
     def scope(self, request: DecodedRequest) -> RequestScope:
         """The request's scope: who asks, and the one authorizer snapshot every check of the request reads."""
-        return RequestScope(
-            services=self.services,
-            broker=self.context.broker,
-            context=RequestContext(self.principal, self.host),
-            api_key=request.api_key,
-            api_version=request.header.api_version,
-            client_id=request.header.client_id,
-            snapshot=self.services.authorizer.snapshot,
-            audit=self.context.audit,
-        )
+        return RequestScope(**self.scope_fields(request))
+
+    def scope_fields(self, request: DecodedRequest) -> dict[str, Any]:
+        """``RequestScope``'s fields for ``request`` (the snapshot taken now), for a subclass's own scope type."""
+        return {
+            "services": self.services,
+            "broker": self.context.broker,
+            "context": RequestContext(self.principal, self.host),
+            "api_key": request.api_key,
+            "api_version": request.header.api_version,
+            "client_id": request.header.client_id,
+            "snapshot": self.services.authorizer.snapshot,
+            "audit": self.context.audit,
+        }
 
     async def dispatch(self, request: DecodedRequest, frame: bytes) -> None:
         """Answer an authenticated request (``frame`` is its bytes as received, for a subclass that forwards)."""
