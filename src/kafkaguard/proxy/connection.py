@@ -12,7 +12,9 @@ against kafkaguard's credentials, the length pre-pass before kio decodes a body.
 * a handler's ``Throttled`` reply (Produce and Fetch over a client quota, ``proxy.quotas``) is sent at once, then
   the connection is muted: its next request is not read until the throttle time has passed (KIP-219).
 
-Requests are handled one at a time, in order, as a Kafka broker handles a connection's requests.
+Requests are handled in order and answered in order, as a Kafka broker handles a connection's requests; a relayed
+answer is passed on while the next request is read and authorized (``upstream``: at most ``MAX_IN_FLIGHT``
+outstanding), and every answer the proxy sends itself waits for the relayed answers before it.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import Throttled
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
-from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
+from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity, UpstreamUnavailable
 from kafkaguard.proxy.versions import CAPS, LOCAL
 from kafkaguard.server.codec import DecodedRequest, Versions, encode_response
 from kafkaguard.server.connection import Connection, ListenerContext
@@ -99,7 +101,9 @@ class ProxyConnection(Connection):
         else:
             known = nodes.address_of(context.node_id)
             addresses = [known] if known is not None else []
-        self.upstream = UpstreamConnection(addresses, context.security, timeout=context.timeout)
+        self.upstream = UpstreamConnection(
+            addresses, context.security, timeout=context.timeout, on_failure=self._upstream_failed
+        )
 
     def versions(self) -> Versions:
         return self.proxy.versions
@@ -109,6 +113,16 @@ class ProxyConnection(Connection):
             await super().run()
         finally:
             self.upstream.close()
+
+    async def send(self, data: bytes) -> None:
+        await self.upstream.idle()  # the answers relayed before this one go first
+        await super().send(data)
+
+    def _upstream_failed(self, failure: UpstreamUnavailable) -> None:
+        """Passing a relayed answer on failed while this connection may be reading its client's next request: end
+        the connection (the client may hold part of an answer; it reconnects and retries)."""
+        log.warning("closing connection from %s: request failed: %s", self.host, failure)
+        self.writer.close()
 
     async def dispatch(self, request: DecodedRequest, frame: bytes) -> None:
         api_key, header = request.api_key, request.header

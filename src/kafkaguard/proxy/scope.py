@@ -3,11 +3,11 @@ asks, the one authorizer snapshot, auditing), plus the way upstream for this cli
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any, Final
 
 from kafkaguard.config import Listener
+from kafkaguard.proxy.links import ClientWriter
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.upstream import UpstreamConnection
 from kafkaguard.proxy.wire import decode_response, encode_request
@@ -51,7 +51,7 @@ class ProxyScope(RequestScope):
     listener: Listener
     upstream: UpstreamConnection
     nodes: NodeDirectory
-    client: asyncio.StreamWriter
+    client: ClientWriter
 
     async def forward(self, body: Any = None) -> Forwarded:
         """Send the request upstream — as received when ``body`` is None, else ``body`` with the client's header
@@ -61,8 +61,9 @@ class ProxyScope(RequestScope):
         return Forwarded(self, response)
 
     async def relay(self, body: Any = None) -> Reply:
-        """Send the request upstream (as ``forward``) and stream the answer to the client unchanged, as it arrives:
-        the fast path of a request whose every resource is allowed. Returns NO_RESPONSE (nothing more to send)."""
+        """Send the request upstream (as ``forward``); its answer goes to the client unchanged, as it arrives, after
+        the answers before it (``UpstreamConnection.relay``): the fast path of a request whose every resource is
+        allowed. Returns NO_RESPONSE (nothing more to send) once the request is sent."""
         await self.upstream.relay(self._payload_for(body), self.client)
         return NO_RESPONSE
 

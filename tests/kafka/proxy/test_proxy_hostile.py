@@ -35,13 +35,13 @@ def guarded(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Ite
 def upstream_requests(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
     """Every payload any proxy connection sends upstream while the test runs."""
     sent: list[bytes] = []
-    real = UpstreamConnection.exchange
+    real = UpstreamConnection.send  # every request the proxy sends upstream goes through it
 
-    async def spy(self: UpstreamConnection, payload: bytes, **kwargs: Any) -> bytes | None:
+    async def spy(self: UpstreamConnection, payload: bytes) -> None:
         sent.append(payload)
-        return await real(self, payload, **kwargs)
+        await real(self, payload)
 
-    monkeypatch.setattr(UpstreamConnection, "exchange", spy)
+    monkeypatch.setattr(UpstreamConnection, "send", spy)
     return sent
 
 

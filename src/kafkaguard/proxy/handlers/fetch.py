@@ -23,17 +23,17 @@ Without a quota the fast path is untouched.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import struct
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, cast
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
+from kafkaguard.proxy.links import ClientWriter
 from kafkaguard.proxy.messages import FetchRequest
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, Throttled, meter_for, user_of
 from kafkaguard.proxy.scope import Forwarded, ProxyScope, Reply
@@ -53,7 +53,6 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     if capped:
         assert limit is not None  # noqa: S101 - for mypy: capped implies a limit
         request = rebuild(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
-    sessionless = rebuild(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
     if int(request.replica_id) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
         return _answer(scope, request.topics, ErrorCode.topic_authorization_failed)  # Kafka: no client quota
     names = list(dict.fromkeys(topic.topic for topic in request.topics))
@@ -61,15 +60,16 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
-        unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped
+        unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped  # the client's bytes go up as they are
+        body = None if unchanged else _sessionless(request)
         if limit is None:
-            return await scope.relay(None if unchanged else sessionless)
-        return await charge.relay(None if unchanged else sessionless)
+            return await scope.relay(body)
+        return await charge.relay(body)
     refused = [topic for topic in request.topics if topic.topic in denied]
     allowed = tuple(topic for topic in request.topics if topic.topic not in denied)
     if not allowed:
         return charge.local(_answer(scope, refused, ErrorCode.topic_authorization_failed))
-    forwarded = await scope.forward(rebuild(sessionless, topics=allowed))
+    forwarded = await scope.forward(rebuild(_sessionless(request), topics=allowed))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
@@ -77,6 +77,10 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     return rebuild(
         answer, responses=answer.responses + _responses(scope, refused, ErrorCode.topic_authorization_failed)
     )
+
+
+def _sessionless(request: Any) -> Any:
+    return rebuild(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
 
 
 #: A response's size prefix; its header: correlation id, then (flexible versions, Fetch v12+) tagged fields.
@@ -121,7 +125,8 @@ class _Charge:
         """``scope.relay`` through a writer that charges the answer's frame size before passing any of it on, and
         drops the answer instead when that throttles."""
         writer = _MeteringWriter(self.scope.client, self.record, self.header_size - 4)
-        reply = await dataclasses.replace(self.scope, client=cast(asyncio.StreamWriter, writer)).relay(body)
+        reply = await dataclasses.replace(self.scope, client=writer).relay(body)
+        await self.scope.upstream.idle()  # the answer has been charged (and passed on or dropped)
         if writer.throttle_ms:
             return self.throttled(writer.throttle_ms, writer.upstream_throttle_ms())
         return reply
@@ -141,7 +146,7 @@ class _MeteringWriter:
     size, charged at once; within the quota everything passes on as it comes, over it nothing does (the first few
     bytes are kept to read the upstream's own throttle)."""
 
-    def __init__(self, client: asyncio.StreamWriter, record: Callable[[int], int], tag_bytes: int) -> None:
+    def __init__(self, client: ClientWriter, record: Callable[[int], int], tag_bytes: int) -> None:
         self._client = client
         self._record = record
         self._tag_bytes = tag_bytes
