@@ -107,7 +107,10 @@ RETENTION_BYTES = 1024 * 1024 * 1024
 SEGMENT_BYTES = 128 * 1024 * 1024
 SOAK_SAMPLE_S = 10.0
 PROXY_START_TIMEOUT = 60.0
-SIDES = ("direct", "proxy")
+SIDES = ("direct", "hop", "proxy")
+#: The bare hop: socat forwarding TCP (no Kafka parsing, 1 MiB buffers, TCP_NODELAY both ways) to the broker's HOP
+#: listener, which advertises the forwarder's port, so its clients' every byte crosses one extra loopback hop.
+SOCAT = ("socat", "-b", str(1024 * 1024))
 
 # ------------------------------------------------------------------------------------------------ the plan
 
@@ -395,6 +398,35 @@ class ProxyProcess:
             self.process.wait(timeout=10)
 
 
+@dataclass
+class Hop:
+    """socat listening on ``port`` (see ``SOCAT``), forwarding every connection to the broker's HOP listener."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @classmethod
+    def start(cls, port: int, broker_hop_port: int, logs: Path) -> Hop:
+        command = [*SOCAT, f"TCP-LISTEN:{port},bind={HOST},reuseaddr,fork,nodelay",
+                   f"TCP:{HOST}:{broker_hop_port},nodelay"]  # fmt: skip
+        with (logs / "socat.stderr").open("wb") as err:
+            process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 10
+        while not _listening(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise LoadError(f"socat did not listen on {port}: {' '.join(command)}")
+            time.sleep(0.05)  # bounded by the deadline
+        return cls(port, process)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(1.0)
@@ -462,13 +494,18 @@ class Outcome:
 class Bench:
     """The sides (direct, proxy) and the processes to meter."""
 
-    def __init__(self, plan: Plan, broker: KafkaBroker, proxy: ProxyProcess | None, proxy_port: int) -> None:
+    def __init__(
+        self, plan: Plan, broker: KafkaBroker, proxy: ProxyProcess | None, proxy_port: int, hop: Hop | None = None
+    ) -> None:
         self.plan = plan
         self.broker = broker
         self.broker_pid = broker.process.pid if broker.process is not None else 0
         self.proxy = proxy
         self.proxy_port = proxy_port
+        self.hop = hop
         self.sides = {"direct": ClientSettings(broker.bootstrap, USER, PASSWORD)}
+        if hop is not None:
+            self.sides["hop"] = ClientSettings(f"{HOST}:{hop.port}", USER, PASSWORD)
         if proxy is not None:
             self.sides["proxy"] = ClientSettings(f"{HOST}:{proxy_port}", USER, PASSWORD)
 
@@ -477,6 +514,10 @@ class Bench:
         function with its clock)."""
         usage = Usage(other_load=wait_for_quiet(self.plan.quiet_s))
         return usage, metered(usage, self.broker_pid, self.proxy.pid if self.proxy is not None else None)
+
+    def check_hop(self) -> None:
+        if self.hop is not None and self.hop.process.poll() is not None:
+            raise LoadError(f"socat (the bare hop) exited with status {self.hop.process.returncode}")
 
     def check_proxy(self) -> None:
         if self.proxy is not None and self.proxy.process.poll() is not None:
@@ -496,6 +537,10 @@ class Bench:
             expected = {NODE_ID: f"{HOST}:{self.proxy_port + 1 + NODE_ID}"}
             if brokers != expected:
                 raise LoadError(f"the proxy's Metadata lists brokers {brokers}, expected {expected}")
+        if self.hop is not None:  # the same for the bare hop: its clients must not reach the broker around it
+            brokers = broker_addresses(self.sides["hop"])
+            if brokers != {NODE_ID: f"{HOST}:{self.hop.port}"}:
+                raise LoadError(f"Metadata through the bare hop lists brokers {brokers}, not the hop's port")
         for side, settings in self.sides.items():
             _say(f"{side}: warm-up ({plan.warmup_messages:,} messages produced and consumed)")
             produce_throughput(settings, TOPIC, plan.warmup_messages, SIZE)
@@ -507,6 +552,7 @@ class Bench:
                 result = produce_throughput(self.sides[side], TOPIC, plan.messages, SIZE, window)
                 outcome.runs.append(Measured("produce", side, round_, usage, throughput=result))
                 self.check_proxy()
+                self.check_hop()
                 _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
             for side in self.order(round_):
                 _say(f"round {round_ + 1}/{plan.rounds}: consume {plan.messages:,}, {side}")
@@ -514,8 +560,11 @@ class Bench:
                 result = consume_throughput(self.sides[side], TOPIC, GROUP, plan.messages, window)
                 outcome.runs.append(Measured("consume", side, round_, usage, throughput=result))
                 self.check_proxy()
+                self.check_hop()
                 _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
             for side in self.order(round_):
+                if side == "hop":
+                    continue  # the bare hop is a throughput baseline only
                 _say(f"round {round_ + 1}/{plan.rounds}: {plan.rate:,.0f} msgs/s for {plan.latency_s:g} s, {side}")
                 usage, window = self.meter()
                 latency = fixed_rate(self.sides[side], TOPIC, plan.rate, plan.latency_s, plan.latency_warmup_s, SIZE,
@@ -612,6 +661,11 @@ def summarize(o: Outcome) -> dict[str, Any]:
             **{f"{key}_ratio": p[key] / d[key] for key in THROUGHPUTS if key in d and key in p and d[key]},
             **{f"{key.removesuffix('_ms')}_added_ms": p[key] - d[key] for key in LATENCIES if key in d and key in p},
         }
+    h = out.get("hop")
+    if d is not None and h is not None:
+        out["hop_vs_direct"] = {
+            f"{key}_ratio": h[key] / d[key] for key in THROUGHPUTS if key in d and key in h and d[key]
+        }
     return out
 
 
@@ -680,6 +734,13 @@ def render(o: Outcome) -> str:
             f"{_pct(p.get(f'{phase}_proxy_wait', nan))} / {_pct(p.get(f'{phase}_broker_wait', nan))} / "
             f"{_pct(p.get(f'{phase}_client_wait', nan))} |"
         )
+    h = summary.get("hop", {})
+    hop_rows = []
+    for label, key in (("produce, messages/s", "produce_msgs_per_s"), ("consume, messages/s", "consume_msgs_per_s")):
+        direct, proxy = both(key)
+        hop = h.get(key, nan)
+        hop_rows.append(f"| {label} | {_f(direct)} | {_f(hop)} | {_f(proxy)} | {_ratio(hop, direct)} | "
+                        f"{_ratio(proxy, direct)} | {_ratio(proxy, hop)} |")  # fmt: skip
     loads = [m.usage.other_load for m in o.runs if m.usage.other_load == m.usage.other_load]
     audit = f", audit log `--audit-mode {o.audit_mode}`" if o.audit_mode else ", no audit log"
     lines = [
@@ -689,9 +750,10 @@ def render(o: Outcome) -> str:
         "straight to a Kafka 3.9 broker (KRaft, one node, StandardAuthorizer, `tests/kafka/broker.py`) and through "
         f"`kafkaguard proxy` in front of it (same user and ACLs in the proxy's data directory{audit}; upstream as "
         "`admin`, SCRAM-SHA-512), same client settings both ways: producer linger.ms=5, batch.size=256 KiB, "
-        "acks=all, no compression; consumer fetch.wait.max.ms=100, fetch.min.bytes=1, 1 MiB per partition. "
+        "acks=all, no compression; consumer fetch.wait.max.ms=100, fetch.min.bytes=1, 1 MiB per partition, "
+        "fetch.queue.backoff.ms=10. "
         f"Messages of {SIZE} B to one partition. Broker, proxy and clients share the machine's "
-        f"{os.cpu_count()} cores. {plan.rounds} round(s), the order of direct and proxy alternating, after a warm-up "
+        f"{os.cpu_count()} cores. {plan.rounds} round(s), the order of the sides alternating, after a warm-up "
         f"both ways of {plan.warmup_messages:,} messages. Throughput: median over rounds; produce "
         f"{plan.messages:,} messages from the first `produce` to the end of `flush`; consume as many (subscribe, "
         "from the earliest offset), counted from the first batch's arrival. Latency: "
@@ -703,6 +765,22 @@ def render(o: Outcome) -> str:
         "| measurement | direct to Kafka | through the proxy | proxy vs direct |",
         "|---|---:|---:|---:|",
         *rows,
+        *(
+            [
+                "",
+                "The extra hop alone: the same clients, in the same rounds, through a bare TCP forwarder (socat "
+                "1.7, 1 MiB buffers, TCP_NODELAY; it parses nothing, authorizes nothing) to a second listener of the "
+                "same broker that advertises the forwarder's port, so every byte crosses one more loopback "
+                "connection, as through the proxy. Medians over the same rounds.",
+                "",
+                "| measurement | direct to Kafka | bare TCP forwarder | through the proxy | forwarder vs direct "
+                "| proxy vs direct | proxy vs forwarder |",
+                "|---|---:|---:|---:|---:|---:|---:|",
+                *hop_rows,
+            ]
+            if h
+            else []
+        ),
         "",
         "CPU as a share of one core over each phase's timed window (user + system from `/proc/<pid>/stat`, in "
         "10 ms ticks, so short windows are coarse; means over rounds); the proxy's RSS at the end of the phase and "
@@ -815,6 +893,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="20k messages, 5 s of latency, one round (a demo)")
     parser.add_argument("--direct-only", action="store_true", help="measure straight to Kafka only; no proxy")
+    parser.add_argument("--no-hop", action="store_true", help="no bare TCP forwarder (socat) baseline")
     parser.add_argument("--soak-seconds", type=float, default=0.0, help="then a fixed-rate soak through the proxy")
     parser.add_argument("--json", type=Path, help="write every number to this JSON file")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
@@ -845,6 +924,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-proxy-"))
     broker: KafkaBroker | None = None
     proxy: ProxyProcess | None = None
+    hop: Hop | None = None
     try:
         try:
             home = kafka_distribution(tmp / "dist", args.kafka_tgz)
@@ -852,9 +932,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"bench_proxy: no Kafka distribution: {e}", file=sys.stderr)
             return 2
         _say("starting the Kafka broker")
-        broker = KafkaBroker(home, tmp / "broker")
+        with_hop = not args.direct_only and not args.no_hop and shutil.which(SOCAT[0]) is not None
+        if not args.direct_only and not args.no_hop and not with_hop:
+            _say("socat is not installed (scripts/setup installs it): no bare-hop baseline in this run")
+        hop_port = free_port() if with_hop else None
+        broker = KafkaBroker(home, tmp / "broker", hop_port=free_port() if with_hop else None,
+                             hop_advertised_port=hop_port)  # fmt: skip
         broker.start()
         setup_broker(broker)
+        if hop_port is not None and broker.hop_port is not None:
+            hop = Hop.start(hop_port, broker.hop_port, tmp)
         port = 0
         if not args.direct_only:
             prepare_proxy_data_dir(tmp / "proxy-data")
@@ -873,7 +960,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"bench_proxy: {e}\ncommand: {' '.join(command)}\n--- its stderr ---\n{tail}", file=sys.stderr)
                 return 3
         try:
-            Bench(plan, broker, proxy, port).run(outcome)
+            Bench(plan, broker, proxy, port, hop).run(outcome)
         except LoadError as e:
             print(f"bench_proxy: a run failed: {e}", file=sys.stderr)
             _proxy_post_mortem(proxy)
@@ -884,6 +971,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if proxy is not None:
             proxy.stop()
+        if hop is not None:
+            hop.stop()
         if broker is not None:
             broker.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -219,6 +219,10 @@ class KafkaBroker:
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    #: A second client listener, HOP (SASL_PLAINTEXT), on ``hop_port`` but advertised at ``hop_advertised_port``: a
+    #: plain TCP forwarder listening there carries every byte of its clients (benchmarks/bench_proxy's bare hop).
+    hop_port: int | None = None
+    hop_advertised_port: int | None = None
 
     @property
     def bootstrap(self) -> str:
@@ -274,15 +278,23 @@ class KafkaBroker:
     def _write_config(self) -> Path:
         jaas = f'{_SCRAM_JAAS} username="{ADMIN}" password="{ADMIN_PASSWORD}";'
         plain = f'{_PLAIN_JAAS} username="{ADMIN}" password="{ADMIN_PASSWORD}" user_{ADMIN}="{ADMIN_PASSWORD}";'
+        listeners = f"SASL_PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}"
+        advertised = f"SASL_PLAINTEXT://{LOOPBACK}:{self.port}"
+        hop: list[str] = []
+        if self.hop_port is not None and self.hop_advertised_port is not None:
+            listeners += f",HOP://{LOOPBACK}:{self.hop_port}"
+            advertised += f",HOP://{LOOPBACK}:{self.hop_advertised_port}"
+            hop = [f"listener.name.hop.scram-sha-{bits}.sasl.jaas.config={jaas}" for bits in (256, 512)]
         properties = write_properties(
             self.workdir / "server.properties",
             [
                 "process.roles=broker,controller",
                 "node.id=1",
                 f"controller.quorum.voters=1@{LOOPBACK}:{self.controller_port}",
-                f"listeners=SASL_PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}",
-                f"advertised.listeners=SASL_PLAINTEXT://{LOOPBACK}:{self.port}",
-                "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+                f"listeners={listeners}",
+                f"advertised.listeners={advertised}",
+                "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,HOP:SASL_PLAINTEXT",
+                *hop,
                 "inter.broker.listener.name=SASL_PLAINTEXT",
                 "controller.listener.names=CONTROLLER",
                 "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
