@@ -129,14 +129,15 @@ class Plan:
     @classmethod
     def make(cls, args: argparse.Namespace) -> Plan:
         quick = bool(args.quick)
-        messages = args.messages or (20_000 if quick else 200_000)
+        # 1M messages: a consume run of 200k lasted ~0.2 s, too short to measure on this machine's noise
+        messages = args.messages or (20_000 if quick else 1_000_000)
         return cls(
             messages=messages,
-            warmup_messages=max(1000, messages // 10),
+            warmup_messages=max(1000, min(messages // 10, 50_000)),
             rate=float(args.rate),
             latency_s=float(args.latency_seconds or (5 if quick else 20)),
             latency_warmup_s=1.0,
-            rounds=int(args.rounds or (1 if quick else 2)),
+            rounds=int(args.rounds or (1 if quick else 5)),
             soak_s=float(args.soak_seconds),
             quiet_s=2.0 if quick else 10.0,
         )
@@ -897,10 +898,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--soak-seconds", type=float, default=0.0, help="then a fixed-rate soak through the proxy")
     parser.add_argument("--json", type=Path, help="write every number to this JSON file")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    parser.add_argument("--messages", type=int, help="messages per throughput run (default 200k, --quick 20k)")
+    parser.add_argument("--messages", type=int, help="messages per throughput run (default 1M, --quick 20k)")
     parser.add_argument("--rate", type=float, default=5000.0, help="messages/s of the latency runs (default 5000)")
     parser.add_argument("--latency-seconds", type=float, help="measured seconds per latency run (default 20, quick 5)")
-    parser.add_argument("--rounds", type=int, help="rounds of every phase both ways (default 2, --quick 1)")
+    parser.add_argument("--rounds", type=int, help="rounds of every phase, every side (default 5, --quick 1)")
     parser.add_argument("--audit-mode", choices=["denied", "all"], help="run the proxy with an audit log")
     parser.add_argument("--proxy-arg", action="append", default=[], help="one more argument for kafkaguard proxy")
     parser.add_argument("--kafkaguard", type=Path, help="the kafkaguard executable (default: beside this Python)")
