@@ -302,8 +302,15 @@ class UpstreamConnection:
         if self._responder is None or self._responder is asyncio.current_task():
             self._close_link()
         else:
-            self._responder.cancel()  # it closes the link as it ends
+            self._stop_responder()
         return self._failure
+
+    def _stop_responder(self) -> None:
+        """Cancel the responder and close the link once it has ended (its waits on the link's sockets unregistered
+        by then; a task cancelled before its first step never runs its own ``finally``)."""
+        assert self._responder is not None  # noqa: S101 - callers check
+        self._responder.add_done_callback(lambda _: self._close_link())
+        self._responder.cancel()
 
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
         """The proxy's own request (version and node discovery), with its own correlation id: decoded."""
@@ -324,7 +331,7 @@ class UpstreamConnection:
         """Close the link and stop passing answers on (the client connection is ending)."""
         self._closing = True
         if self._responder is not None:
-            self._responder.cancel()  # it closes the link as it ends, once its waits are unregistered
+            self._stop_responder()
         else:
             self._close_link()
 
