@@ -304,3 +304,31 @@ def test_splice_raises_when_the_source_ends_early() -> None:
                 s.close()
 
     run(scenario)
+
+
+def test_the_stream_link_of_a_tls_upstream_copies_an_answer_through_in_order() -> None:
+    """``StreamLink`` (what a TLS upstream uses) over a plain stream: the same bytes, head first, nothing more."""
+
+    async def scenario() -> None:
+        data = os.urandom(2 * 1024 * 1024 + 3)
+
+        async def answer(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            writer.write(data + b"next")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        async with server:
+            reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+            link = links.StreamLink(reader, writer)
+            collected = Collecting()
+            try:
+                await link.pass_on(b"HEAD", len(data), collected)
+                assert bytes(collected.data) == b"HEAD" + data
+                assert await link.read_exactly(4) == b"next"
+                with pytest.raises(asyncio.IncompleteReadError):
+                    await link.pass_on(b"", 10, collected)
+            finally:
+                link.close()
+
+    run(scenario)

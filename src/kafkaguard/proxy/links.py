@@ -20,7 +20,7 @@ import contextlib
 import os
 import socket
 import ssl
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from kafkaguard.proxy import splice
@@ -136,15 +136,7 @@ class SocketLink:
             os.close(duplicate)
 
     async def _copy(self, head: bytes, count: int, client: ClientWriter) -> None:
-        client.write(head)
-        remaining = count
-        while remaining:
-            chunk = await self._loop.sock_recv(self._sock, min(remaining, RELAY_CHUNK))
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", remaining)
-            client.write(chunk)
-            remaining -= len(chunk)
-            await client.drain()
+        await copy_through(lambda size: self._loop.sock_recv(self._sock, size), head, count, client)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -170,19 +162,27 @@ class StreamLink:
         return await self._reader.readexactly(count)
 
     async def pass_on(self, head: bytes, count: int, client: ClientWriter) -> None:
-        client.write(head)
-        remaining = count
-        while remaining:
-            chunk = await self._reader.read(min(remaining, RELAY_CHUNK))
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"", remaining)
-            client.write(chunk)
-            remaining -= len(chunk)
-            await client.drain()
+        await copy_through(self._reader.read, head, count, client)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._writer.close()
+
+
+async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, count: int, client: ClientWriter) -> None:
+    """Write ``head``, then copy ``count`` bytes from ``read`` (at most ``RELAY_CHUNK`` at a time) as they come.
+
+    :raises asyncio.IncompleteReadError: ``read`` ended first.
+    """
+    client.write(head)
+    remaining = count
+    while remaining:
+        chunk = await read(min(remaining, RELAY_CHUNK))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"", remaining)
+        client.write(chunk)
+        remaining -= len(chunk)
+        await client.drain()
 
 
 def _spliceable(client: ClientWriter) -> int | None:
