@@ -1,25 +1,40 @@
 """``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark.
 
-The commands and their flags are defined once in ``kafkaguard.pipeline.jobs.commands`` and shared with the
-``spark-submit`` entry points (``python -m kafkaguard.pipeline.jobs.<job>``), so both accept exactly the same
-flags::
+The jobs' flags are defined once, in ``kafkaguard.pipeline.jobs.entry`` (argparse, so a job runs where only
+``kafkaguard[spark]`` is installed); each command here passes its arguments through unchanged, so
+``kafkaguard audit <job>``, ``python -m kafkaguard.pipeline.jobs <job>`` and ``spark-submit`` accept exactly the
+same flags::
 
-    kafkaguard audit replay    --log PATH... --acls FILE --out DIR [--format kafkaguard|kafka-log] [--master URL]
+    kafkaguard audit replay    --log PATH... --acls FILE --out DIR [--format kafkaguard|kafka-log]
     kafkaguard audit simulate  --log PATH... --current FILE --proposed FILE --out DIR [...]
     kafkaguard audit usage     --log PATH... --acls FILE --out DIR [...]
     kafkaguard audit recommend --log PATH... --out DIR [--principal P] [...]
 
-plus ``--super-users`` and ``--allow-everyone-if-no-acl-found`` as on ``serve``.
+plus ``--master URL`` or ``--remote sc://…``, ``--super-users`` and ``--allow-everyone-if-no-acl-found``.
 """
 
 from __future__ import annotations
 
 import typer
 
-from kafkaguard.pipeline.jobs.commands import register
+from kafkaguard.pipeline.jobs.entry import JOBS, main
 
 app = typer.Typer(
     no_args_is_help=True,
     help="Audit-log analytics on Spark: replay, simulate ACL changes, ACL usage, least-privilege ACLs.",
 )
-register(app)
+
+#: Every argument, ``--help`` included, goes to the job's own parser.
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _command(job: str) -> None:
+    def forward(ctx: typer.Context) -> None:
+        raise typer.Exit(main([job, *ctx.args]))
+
+    forward.__doc__ = JOBS[job] + f" (flags: kafkaguard audit {job} --help)"
+    app.command(job, context_settings=_PASS_THROUGH, add_help_option=False)(forward)
+
+
+for _job in JOBS:
+    _command(_job)

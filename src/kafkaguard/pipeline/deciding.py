@@ -1,11 +1,11 @@
 """Deciding distinct access tuples with the core StandardAuthorizer, inside ``mapInArrow``.
 
-Each Python worker builds one authorizer per ACL set from the broadcast payload, once per ``decide`` call (not
-once per partition: building one from 10k ACLs costs ~0.2 s). Decisions only (``simulate``): the rows of each
-Arrow batch are grouped by (principal, host) and each group is decided in one batched ``authorize`` call, ~2.5×
-faster than one call per row. With ``explain`` (``replay``, ``usage``): row by row, with a per-partition result
-cache (replay rows repeat a tuple once per logged decision). Decisions are therefore the core's own, by
-construction; no rule is re-implemented in Spark.
+Each Python worker builds one authorizer per ACL set from the broadcast (under Spark Connect: inlined) payload,
+once per ``decide`` call (not once per partition: building one from 10k ACLs costs ~0.2 s). Decisions only
+(``simulate``): the rows of each Arrow batch are grouped by (principal, host) and each group is decided in one
+batched ``authorize`` call, ~2.5× faster than one call per row. With ``explain`` (``replay``, ``usage``): row by
+row, with a per-partition result cache (replay rows repeat a tuple once per logged decision). Decisions are
+therefore the core's own, by construction; no rule is re-implemented in Spark.
 
 Columns added per ACL set with prefix ``p`` (e.g. ``current_``):
 
@@ -26,8 +26,9 @@ from kafkaguard.pipeline.acls import AclSet
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark import Broadcast
     from pyspark.sql.types import StructField
+
+    from kafkaguard.pipeline.session import Shared
 
 KEY = ("principal", "host", "operation", "resource_type", "resource_name")
 _Outcome = tuple[str, str | None, str | None, list[str] | None]
@@ -113,7 +114,7 @@ def decide_batch(
     return decisions
 
 
-def worker_authorizers(token: str, payloads: Mapping[str, Broadcast[str]]) -> dict[str, StandardAuthorizer]:
+def worker_authorizers(token: str, payloads: Mapping[str, Shared]) -> dict[str, StandardAuthorizer]:
     """The authorizers of one ``make_decider`` call, built once per Python worker. (A module-level function, so that
     the pickled decider reaches this module's ``_WORKER_STATE`` instead of a pickled copy of it.)"""
     state = _WORKER_STATE.get(token)
@@ -126,7 +127,7 @@ def worker_authorizers(token: str, payloads: Mapping[str, Broadcast[str]]) -> di
 
 
 def make_decider(
-    payloads: Mapping[str, Broadcast[str]], explain: bool
+    payloads: Mapping[str, Shared], explain: bool
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: adds the decision columns of every ACL set (keyed by column prefix)."""
     token = uuid.uuid4().hex

@@ -13,7 +13,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from kafkaguard.pipeline.errors import PipelineError
 
@@ -75,12 +76,17 @@ def start_spark(
     app_name: str = "kafkaguard-audit",
     master: str | None = None,
     config: Mapping[str, str] | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
-    """Build (or reuse) the session: ``master`` as given, else whatever spark-submit set, else ``local[*]``.
+    """Build (or reuse) the session: ``master`` as given, else whatever spark-submit set, else ``local[*]``; or,
+    with ``remote`` (``sc://host:port``), a Spark Connect session to that server (no local JVM, no Java needed).
 
     :raises PipelineError: no suitable Java.
     """
     from pyspark.sql import SparkSession
+
+    if remote:
+        return _connect(app_name, remote)
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -98,3 +104,54 @@ def start_spark(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+#: Settings a Spark Connect client may set per session (the rest are the server's, fixed when it started).
+CONNECT_CONFIG = ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone", "spark.sql.adaptive.enabled")
+
+
+def _connect(app_name: str, remote: str) -> SparkSession:
+    """A Spark Connect session; the server runs the JVM and the Python workers (``PYSPARK_PYTHON`` is the server's).
+
+    :raises PipelineError: not an ``sc://`` URL, or the Connect client's packages are missing.
+    """
+    if not remote.startswith("sc://"):
+        raise PipelineError(f"--remote must be a Spark Connect URL (sc://host:port), got {remote!r}")
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as e:
+        raise PipelineError(f"Spark Connect needs pyspark's connect extra (grpcio, grpcio-status): {e}") from e
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(remote).appName(app_name)
+    spark = builder.getOrCreate()
+    for key in CONNECT_CONFIG:
+        spark.conf.set(key, DEFAULT_CONFIG[key])
+    return spark
+
+
+class Shared(Protocol):
+    """A read-only value the workers need: a ``Broadcast`` or an ``Inline`` (both have ``.value``)."""
+
+    @property
+    def value(self) -> str: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Inline:
+    """A value shipped inside the pickled function (Spark Connect has no SparkContext, so no broadcast)."""
+
+    value: str
+
+
+def is_connect(spark: SparkSession) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def share(spark: SparkSession, value: str) -> Shared:
+    """Broadcast ``value`` (classic Spark: sent once per executor), or inline it in the function (Spark Connect)."""
+    if is_connect(spark):
+        return Inline(value)
+    return spark.sparkContext.broadcast(value)

@@ -111,7 +111,9 @@ def decide(spark: SparkSession, access: DataFrame, acl_sets: Mapping[str, AclSet
     the core authorizer in ``mapInArrow``; see ``kafkaguard.pipeline.deciding``."""
     from pyspark.sql.types import StructType
 
-    payloads = {prefix: spark.sparkContext.broadcast(s.to_payload()) for prefix, s in acl_sets.items()}
+    from kafkaguard.pipeline.session import share
+
+    payloads = {prefix: share(spark, s.to_payload()) for prefix, s in acl_sets.items()}
     schema = StructType(list(access.schema.fields) + output_fields(acl_sets, explain))
     return access.mapInArrow(make_decider(payloads, explain), schema)
 

@@ -1,3 +1,4 @@
 """Extract-transform-load jobs (the only pipeline modules doing I/O). Each job module has ``run(spark, ...)``
-for programs and tests, and ``main()`` for ``spark-submit`` / ``python -m kafkaguard.pipeline.jobs.<job>``
-that parses the same flags as ``kafkaguard audit <job>`` (the shared Typer command in ``jobs.commands``)."""
+for programs and tests; ``entry`` is the one command line of all four (``python -m kafkaguard.pipeline.jobs``,
+``spark-submit``, and ``kafkaguard audit``, which forwards to it). No job module imports a CLI framework: a job
+runs where only ``kafkaguard[spark]`` is installed."""

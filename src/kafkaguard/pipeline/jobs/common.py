@@ -4,16 +4,13 @@ tables and the report, and the printed summary."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
-
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, TextIO
 
 from kafkaguard.pipeline.acls import AclSet, acl_set_from_text
 from kafkaguard.pipeline.errors import PipelineError
@@ -94,29 +91,32 @@ def write_text_file(spark: SparkSession, path: str, text: str) -> None:
 
 
 class JobRun:
-    """Progress display and timing for one job; ``step`` marks each phase."""
+    """Progress lines (stderr) and timing for one job; ``step`` marks each phase. Plain text, no CLI framework:
+    jobs run where only ``kafkaguard[spark]`` is installed, and a cluster's driver log keeps these lines."""
 
-    def __init__(self, job: str, out: str, console: Console | None = None) -> None:
+    def __init__(self, job: str, out: str, stream: TextIO | None = None) -> None:
         self.result = JobResult(job, out.rstrip("/"))
-        self.console = console or Console(stderr=True)
-        self._progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=self.console
-        )
+        self._stream = stream
         self._start = time.perf_counter()
 
+    def _print(self, text: str) -> None:
+        stream = self._stream or sys.stderr
+        stream.write(text + "\n")
+        stream.flush()
+
     def __enter__(self) -> JobRun:
-        self._progress.start()
+        self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
         self.result.seconds = round(time.perf_counter() - self._start, 2)
 
     @contextmanager
     def step(self, description: str) -> Iterator[None]:
-        task = self._progress.add_task(f"{self.result.job}: {description}", total=1)
+        started = time.perf_counter()
+        self._print(f"{self.result.job}: {description} …")
         yield
-        self._progress.update(task, completed=1)
+        self._print(f"{self.result.job}: {description}: {time.perf_counter() - started:.1f} s")
 
     def path(self, name: str) -> str:
         return f"{self.result.out}/{name}"
@@ -128,13 +128,20 @@ class JobRun:
     def write_report(self, spark: SparkSession, report: Report) -> None:
         write_text_file(spark, self.path("report.html"), report.render())
 
-    def print_summary(self, console: Console) -> None:
-        grid = Table(title=f"kafkaguard audit {self.result.job}", show_header=False)
-        for key, value in self.result.summary.items():
-            grid.add_row(key, f"{value:,}" if isinstance(value, int) else str(value))
-        grid.add_row("written", ", ".join([*self.result.tables, "report.html"]) + f" in {self.result.out}")
-        grid.add_row("seconds", f"{self.result.seconds:.1f}")
-        console.print(grid)
+    def summary_lines(self) -> list[str]:
+        """The summary as aligned ``key  value`` lines (numbers with thousands separators)."""
+        rows = [
+            (key, f"{value:,}" if isinstance(value, int) else str(value)) for key, value in self.result.summary.items()
+        ]
+        rows.append(("written", ", ".join([*self.result.tables, "report.html"]) + f" in {self.result.out}"))
+        rows.append(("seconds", f"{self.result.seconds:.1f}"))
+        width = max(len(key) for key, _ in rows)
+        return [f"kafkaguard audit {self.result.job}", *(f"  {key.ljust(width)}  {value}" for key, value in rows)]
+
+    def print_summary(self, stream: TextIO | None = None) -> None:
+        stream = stream or sys.stdout
+        stream.write("\n".join(self.summary_lines()) + "\n")
+        stream.flush()
 
 
 @dataclass

@@ -28,8 +28,9 @@ from kafkaguard.pipeline.report import Report, table
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark import Broadcast
     from pyspark.sql import SparkSession
+
+    from kafkaguard.pipeline.session import Shared
 
 RECOMMENDATION_COLUMNS = (
     "principal",
@@ -48,7 +49,7 @@ _SCHEMA = (
 )
 
 
-def make_recommender(universe: Broadcast[str]) -> Callable[[pa.Table], pa.Table]:
+def make_recommender(universe: Shared) -> Callable[[pa.Table], pa.Table]:
     state: dict[str, NameUniverse] = {}
 
     def recommend_group(group: pa.Table) -> pa.Table:
@@ -126,6 +127,7 @@ def run(
     from pyspark.sql import functions as F
 
     from kafkaguard.pipeline import transforms
+    from kafkaguard.pipeline.session import share
 
     job = run_ or JobRun("recommend", out)
     with job:
@@ -142,7 +144,7 @@ def run(
             skipped = sorted(set(super_users))
             if skipped:
                 access = access.where(~F.col("principal").isin(*skipped))
-            recommender = make_recommender(spark.sparkContext.broadcast(json.dumps(universe)))
+            recommender = make_recommender(share(spark, json.dumps(universe)))
             recommendations = (
                 access.groupBy("principal")
                 .applyInArrow(recommender, _SCHEMA)
@@ -197,13 +199,3 @@ def run(
             job.write_report(spark, report)
             reduced.aggregated.unpersist()
     return job.result
-
-
-def main() -> None:
-    from kafkaguard.pipeline.jobs.commands import run_single
-
-    run_single("recommend")
-
-
-if __name__ == "__main__":
-    main()

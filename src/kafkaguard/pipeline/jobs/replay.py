@@ -90,13 +90,3 @@ def run(
             decisions.unpersist()
             reduced.aggregated.unpersist()
     return job.result
-
-
-def main() -> None:
-    from kafkaguard.pipeline.jobs.commands import run_single
-
-    run_single("replay")
-
-
-if __name__ == "__main__":
-    main()

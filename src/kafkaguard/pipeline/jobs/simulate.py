@@ -160,13 +160,3 @@ def _lists_in_spark(flips: DataFrame, columns: Sequence[str]) -> _Lists:
         [(r["principal"], int(r["r"])) for r in top_p.collect()],
         [(r["resource"], int(r["r"])) for r in top_r.collect()],
     )
-
-
-def main() -> None:
-    from kafkaguard.pipeline.jobs.commands import run_single
-
-    run_single("simulate")
-
-
-if __name__ == "__main__":
-    main()

@@ -125,13 +125,3 @@ def run(
             usage.unpersist()
             reduced.aggregated.unpersist()
     return job.result
-
-
-def main() -> None:
-    from kafkaguard.pipeline.jobs.commands import run_single
-
-    run_single("usage")
-
-
-if __name__ == "__main__":
-    main()
