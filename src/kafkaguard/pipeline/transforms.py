@@ -118,6 +118,26 @@ def decide(spark: SparkSession, access: DataFrame, acl_sets: Mapping[str, AclSet
     return access.mapInArrow(make_decider(payloads, explain), schema)
 
 
+def may_flip(access: DataFrame, reach: DataFrame, super_users: Sequence[str] = ()) -> DataFrame:
+    """The accesses whose decision may differ between two ACL sets (``kafkaguard.pipeline.changes``): those of a
+    principal in ``super_users`` (super user in one set only), and those a ``reach`` row (resource_type,
+    resource_name, principal, host; null = any) covers. One broadcast hash join on the resource; the two parts are
+    disjoint, so no de-duplication."""
+    from pyspark.sql import functions as F
+
+    a, r = access.alias("a"), F.broadcast(reach).alias("r")
+    covered = (
+        (F.col("a.resource_type") == F.col("r.resource_type"))
+        & (F.col("a.resource_name") == F.col("r.resource_name"))
+        & (F.col("r.principal").isNull() | (F.col("r.principal") == F.col("a.principal")))
+        & (F.col("r.host").isNull() | (F.col("r.host") == F.col("a.host")))
+    )
+    if not super_users:
+        return a.join(r, covered, "left_semi")
+    promoted = F.col("principal").isin(*super_users)
+    return access.where(promoted).unionByName(access.where(~promoted).alias("a").join(r, covered, "left_semi"))
+
+
 def flips(decided: DataFrame) -> DataFrame:
     """The simulate table: tuples whose decision differs between ``current_`` and ``proposed_``."""
     from pyspark.sql import functions as F

@@ -1,5 +1,9 @@
 """``simulate``: current vs proposed ACL set over the same traffic; every access whose decision flips.
 
+Only the accesses the change can flip are decided (``kafkaguard.pipeline.changes``: those a changed ACL covers and
+names, or of a principal whose super-user status changed; all of them if allow.everyone changed); the rest keep
+their decision under both sets by construction and never reach Python.
+
 Writes ``flips`` (Parquet: principal, host, operation, resource_type, resource_name, requests, first_seen,
 last_seen, current_decision, proposed_decision) and ``report.html`` (newly denied = would break, newly allowed
 = would open up, listed separately).
@@ -13,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kafkaguard.pipeline.acls import AclSet
+from kafkaguard.pipeline.changes import AclChange
 from kafkaguard.pipeline.jobs.common import JobResult, JobRun, add_input_sections, read_and_reduce, rows_of
 from kafkaguard.pipeline.report import Cell, Report, bar_chart, table
 
@@ -32,6 +37,9 @@ FLIP_COLUMNS = (
     "proposed_decision",
 )
 
+
+#: ``changes.Reach`` rows as a DataFrame schema (DDL).
+REACH_SCHEMA = "resource_type string, resource_name string, principal string, host string"
 
 #: Up to this many flips, the report's lists are made in the driver from one collect of the (cached) flips
 #: instead of one Spark job each, and the flips table is written as one sorted file.
@@ -55,18 +63,30 @@ def run(
     job = run_ or JobRun("simulate", out)
     with job:
         reduced = read_and_reduce(spark, job, logs, fmt, keys=())
-        with job.step("deciding distinct accesses under both ACL sets"):
+        change = AclChange.between(current, proposed)
+        with job.step("finding the accesses the change can flip"):
             access = reduced.good  # one row per access tuple
-            decided = transforms.decide(spark, access, {"current_": current, "proposed_": proposed})
+            per_resource = access.groupBy("resource_type", "resource_name").agg(F.count(F.lit(1)).alias("n"))
+            resources = per_resource.collect()
+            distinct = sum(int(row["n"]) for row in resources)
+            if change.everything:
+                candidates = access
+            else:
+                reach = change.reach((row["resource_type"], row["resource_name"]) for row in resources)
+                candidates = transforms.may_flip(
+                    access, spark.createDataFrame(list(reach), REACH_SCHEMA), sorted(change.super_users)
+                )
+        with job.step("deciding them under both ACL sets"):
+            decided = transforms.decide(spark, candidates, {"current_": current, "proposed_": proposed})
             decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
-            # One job: decides every access (filling the cache) and counts accesses and flips.
+            # One job: decides every candidate (filling the cache) and counts candidates and flips.
             counts = decided.groupBy("current_decision", "proposed_decision").agg(
                 F.count(F.lit(1)).alias("n"), F.sum("requests").alias("r")
             )
-            distinct = 0
+            candidates_n = 0
             by: dict[str, tuple[int, int]] = {}
             for row in counts.collect():
-                distinct += int(row["n"])
+                candidates_n += int(row["n"])
                 if row["current_decision"] != row["proposed_decision"]:
                     n, r = by.get(row["proposed_decision"], (0, 0))
                     by[row["proposed_decision"]] = (n + int(row["n"]), r + int(row["r"]))
@@ -81,6 +101,8 @@ def run(
         with job.step("report"):
             job.result.summary.update(
                 distinct_accesses=distinct,
+                changed_acls=len(change.changed),
+                decided_accesses=candidates_n,
                 newly_denied=denied_n,
                 newly_denied_requests=denied_r,
                 newly_allowed=allowed_n,
