@@ -102,10 +102,13 @@ def test_the_worked_example() -> None:
 @settings(
     max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@example(current=[], added=[], keep=[True] * 10, su=("", "User:bob"), ae=(False, False), log=[])
-@example(current=[], added=[], keep=[True] * 10, su=("", ""), ae=(False, True), log=[])
-@given(**CHANGES, log=st.lists(log_records, max_size=30))
-def test_simulate_flips_exactly_what_the_core_flips(spark, tmp_path: Path, current, added, keep, su, ae, log) -> None:
+@example(current=[], added=[], keep=[True] * 10, su=("", "User:bob"), ae=(False, False), log=[], in_driver=True)
+@example(current=[], added=[], keep=[True] * 10, su=("", "User:bob"), ae=(False, False), log=[], in_driver=False)
+@example(current=[], added=[], keep=[True] * 10, su=("", ""), ae=(False, True), log=[], in_driver=True)
+@given(**CHANGES, log=st.lists(log_records, max_size=30), in_driver=st.booleans())
+def test_simulate_flips_exactly_what_the_core_flips(
+    spark, tmp_path: Path, current, added, keep, su, ae, log, in_driver
+) -> None:
     c, p = acl_sets(current, added, keep, su[0], su[1], ae[0], ae[1])
     # The random log plus every (principal, host, resource) of the small universe, so every possible flip occurs.
     records = list(log)
@@ -130,7 +133,13 @@ def test_simulate_flips_exactly_what_the_core_flips(spark, tmp_path: Path, curre
     logged = tmp_path / f"log-{uuid.uuid4().hex}.jsonl"  # hypothesis reuses tmp_path across examples
     logged.write_text("\n".join(to_json_line(r) for r in records) + "\n")
     out = tmp_path / f"out-{uuid.uuid4().hex}"
-    result = simulate.run(spark, [str(logged)], c, p, str(out), run_=JobRun("simulate", str(out)))
+    # Both ways of deciding: few candidates in the driver, many in the Python workers.
+    limit = simulate.DRIVER_DECISIONS
+    simulate.DRIVER_DECISIONS = limit if in_driver else 0
+    try:
+        result = simulate.run(spark, [str(logged)], c, p, str(out), run_=JobRun("simulate", str(out)))
+    finally:
+        simulate.DRIVER_DECISIONS = limit
     before, after = c.authorizer(), p.authorizer()
     expected: dict[tuple[str, ...], tuple[str, str, int]] = {}
     for r in records:
