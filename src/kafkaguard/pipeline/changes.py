@@ -16,8 +16,9 @@ DENIED and the allow.everyone default (``authorize_in``: ``RELEVANT_BIT``). So, 
   applies to R).
 
 Every other access is decided alike under both sets: it is never decided at all. The operation is ignored (a
-superset: still exact). ``reach`` answers "which Δ ACLs cover R" with the core's own index built from Δ alone, so
-no matching rule is re-implemented here.
+superset: still exact). The JVM finds the candidates (``transforms.may_flip``): each logged name is looked up as a
+literal name, as ``*`` and as its prefixes of the lengths Δ's PREFIXED patterns have, in a broadcast table of Δ.
+``reach`` asks the same question of the core's own index built from Δ (the tests' oracle: the two must agree).
 
 Worked example: C = {alice READ topic ``orders`` PREFIXED, bob READ ``payments``}, P = C − {bob READ payments}
 + {``User:*`` DESCRIBE ``logs``}; allow.everyone off, same super users. Δ = {bob READ payments, User:* DESCRIBE
@@ -25,8 +26,8 @@ logs}. For the logged resources ``orders-eu``, ``payments``, ``logs``: ``reach``
 and (logs, any principal, any host), so the candidates are bob's accesses to payments and everyone's accesses to
 logs; alice's reads of orders-eu are not decided.
 
-Cost: building Δ's index is O(|Δ|); ``reach`` is a few dict probes per distinct logged resource (the index's cost
-model), in the driver; filtering the accesses is one broadcast hash join in the JVM (``transforms.may_flip``).
+Cost: in the JVM, per distinct access, 2 + (distinct lengths of Δ's prefixes) hash probes of a broadcast table of
+|Δ| rows, within the job that collects the candidates; nothing per logged record.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ from kafkaguard.pipeline.acls import AclSet
 #: (resource_type, resource_name, principal or None = any, host or None = any): some ACL of Δ covers this
 #: resource and names this principal at this host.
 Reach = tuple[str, str, str | None, str | None]
+#: (resource_type, pattern_type, pattern name, principal or None = any, host or None = any): one ACL of Δ as the
+#: JVM's filter matches it (``transforms.may_flip``).
+Changed = tuple[str, str, str, str | None, str | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,8 +78,40 @@ class AclChange:
         """No access can flip."""
         return not (self.changed or self.super_users or self.everything)
 
+    def patterns(self) -> list[Changed]:
+        """The changed ACLs as the JVM's filter reads them (``transforms.may_flip``), deduplicated."""
+        rows = {
+            (
+                acl.binding.pattern.resource_type.name,
+                acl.binding.pattern.pattern_type.name,
+                acl.binding.pattern.name,
+                *self._who(acl),
+            )
+            for acl in self.changed
+        }
+        return sorted(rows, key=str)
+
+    def prefix_lengths(self) -> list[int]:
+        """The distinct lengths of the changed PREFIXED patterns: the prefixes of a logged name to look up."""
+        return sorted(
+            {
+                len(acl.binding.pattern.name)
+                for acl in self.changed
+                if acl.binding.pattern.pattern_type.name == "PREFIXED"
+            }
+        )
+
+    def _who(self, acl: StoredAcl) -> tuple[str | None, str | None]:
+        entry = acl.binding.entry
+        return (
+            None if self.resource_wide or entry.principal == WILDCARD_PRINCIPAL else entry.principal,
+            None if self.resource_wide or entry.host == WILDCARD_HOST else entry.host,
+        )
+
     def reach(self, resources: Iterable[tuple[str, str]]) -> Iterator[Reach]:
-        """For each logged (resource_type, resource_name): who the changed ACLs covering it name (deduplicated)."""
+        """For each (resource_type, resource_name): who the changed ACLs covering it name (deduplicated), by the
+        core's own index — the question ``transforms.may_flip`` answers in the JVM, asked in Python (the tests'
+        oracle for it)."""
         if not self.changed:
             return
         index = AclIndex.build(self.changed)
@@ -83,11 +119,7 @@ class AclChange:
             seen: set[tuple[str | None, str | None]] = set()
             for group in index.relevant_groups(ResourceType[resource_type], name):
                 for acl in group.acls:
-                    entry = acl.binding.entry
-                    who = (
-                        None if self.resource_wide or entry.principal == WILDCARD_PRINCIPAL else entry.principal,
-                        None if self.resource_wide or entry.host == WILDCARD_HOST else entry.host,
-                    )
+                    who = self._who(acl)
                     if who not in seen:
                         seen.add(who)
                         yield resource_type, name, who[0], who[1]

@@ -56,12 +56,20 @@ def aggregate_raw(records: DataFrame, bucket: str = "hour", keys: Sequence[str] 
 def small_rows(aggregated: DataFrame) -> DataFrame:
     """The few rows of ``aggregated`` that are not about one access tuple: the over-time rows and the bad lines
     (``per_tuple, bucket, logged_decision, error, requests``), to collect in one job (see ``over_time`` and
-    ``bad_lines`` for their meaning)."""
+    ``bad_lines`` for their meaning), plus one row counting the valid tuples (``per_tuple`` true, ``error`` null,
+    ``requests`` = the number of tuples)."""
     from pyspark.sql import functions as F
 
-    return aggregated.where(~F.col("per_tuple") | F.col("error").isNotNull()).select(
-        "per_tuple", "bucket", "logged_decision", "error", "requests"
+    columns = ("per_tuple", "bucket", "logged_decision", "error", "requests")
+    few = aggregated.where(~F.col("per_tuple") | F.col("error").isNotNull()).select(*columns)
+    tuples = aggregated.where(F.col("per_tuple") & F.col("error").isNull()).agg(
+        F.lit(True).alias("per_tuple"),
+        F.lit(None).cast("timestamp").alias("bucket"),
+        F.lit(None).cast("string").alias("logged_decision"),
+        F.lit(None).cast("string").alias("error"),
+        F.count(F.lit(1)).alias("requests"),
     )
+    return few.unionByName(tuples)
 
 
 def over_time(aggregated: DataFrame) -> DataFrame:
@@ -118,24 +126,41 @@ def decide(spark: SparkSession, access: DataFrame, acl_sets: Mapping[str, AclSet
     return access.mapInArrow(make_decider(payloads, explain), schema)
 
 
-def may_flip(access: DataFrame, reach: DataFrame, super_users: Sequence[str] = ()) -> DataFrame:
+def may_flip(
+    access: DataFrame, changed: DataFrame, prefix_lengths: Sequence[int], super_users: Sequence[str] = ()
+) -> DataFrame:
     """The accesses whose decision may differ between two ACL sets (``kafkaguard.pipeline.changes``): those of a
-    principal in ``super_users`` (super user in one set only), and those a ``reach`` row (resource_type,
-    resource_name, principal, host; null = any) covers. One broadcast hash join on the resource; the two parts are
-    disjoint, so no de-duplication."""
+    principal in ``super_users`` (super user in one set only), and those a ``changed`` row (resource_type,
+    pattern_type, name, principal, host; null = any) covers: the access's name looked up as a LITERAL name, as the
+    LITERAL ``*``, and as a PREFIXED pattern of each length in ``prefix_lengths``; one broadcast hash join."""
     from pyspark.sql import functions as F
 
-    a, r = access.alias("a"), F.broadcast(reach).alias("r")
-    covered = (
-        (F.col("a.resource_type") == F.col("r.resource_type"))
-        & (F.col("a.resource_name") == F.col("r.resource_name"))
-        & (F.col("r.principal").isNull() | (F.col("r.principal") == F.col("a.principal")))
-        & (F.col("r.host").isNull() | (F.col("r.host") == F.col("a.host")))
+    name = F.col("resource_name")
+    keys = [
+        F.struct(F.lit("LITERAL").alias("t"), name.alias("k")),
+        F.struct(F.lit("LITERAL").alias("t"), F.lit("*").alias("k")),
+        *[
+            F.when(F.length(name) >= n, F.struct(F.lit("PREFIXED").alias("t"), F.substring(name, 1, n).alias("k")))
+            for n in prefix_lengths
+        ],
+    ]
+    looked_up = access.select(
+        *ACCESS_KEY, *COUNTS, F.explode(F.filter(F.array(*keys), lambda k: k.isNotNull())).alias("_k")
     )
+    a, c = looked_up.alias("a"), F.broadcast(changed).alias("c")
+    covered = (
+        (F.col("a.resource_type") == F.col("c.resource_type"))
+        & (F.col("a._k.t") == F.col("c.pattern_type"))
+        & (F.col("a._k.k") == F.col("c.name"))
+        & (F.col("c.principal").isNull() | (F.col("c.principal") == F.col("a.principal")))
+        & (F.col("c.host").isNull() | (F.col("c.host") == F.col("a.host")))
+    )
+    # An access covered through several of its keys appears once per key: keep one.
+    found = a.join(c, covered, "left_semi").drop("_k").dropDuplicates(list(ACCESS_KEY))
     if not super_users:
-        return a.join(r, covered, "left_semi")
+        return found
     promoted = F.col("principal").isin(*super_users)
-    return access.where(promoted).unionByName(access.where(~promoted).alias("a").join(r, covered, "left_semi"))
+    return access.select(*ACCESS_KEY, *COUNTS).where(promoted).unionByName(found.where(~promoted))
 
 
 def flips(decided: DataFrame) -> DataFrame:

@@ -157,6 +157,8 @@ class Reduced:
     bad: list[tuple[str, int, str | None]]
     records: int
     bad_lines: int
+    #: the number of rows of ``good`` (distinct access tuples, with ``keys``)
+    tuples: int
 
 
 def read_and_reduce(
@@ -185,8 +187,11 @@ def read_and_reduce(
         if not row["per_tuple"] and row["bucket"] is not None
     )
     lines: dict[str, int] = {}
+    tuples = 0
     for row in small:
-        if row["per_tuple"]:
+        if row["per_tuple"] and row["error"] is None:
+            tuples = int(row["requests"])
+        elif row["per_tuple"]:
             lines[row["error"]] = lines.get(row["error"], 0) + int(row["requests"])
     bad: list[tuple[str, int, str | None]] = []
     if lines:
@@ -197,7 +202,7 @@ def read_and_reduce(
     bad_count = sum(lines.values())
     total = sum(requests for _, _, requests in over_time)
     run.result.summary.update(records=total, unparseable_lines=bad_count)
-    return Reduced(aggregated, transforms.good_rows(aggregated, keys), over_time, bad, total, bad_count)
+    return Reduced(aggregated, transforms.good_rows(aggregated, keys), over_time, bad, total, bad_count, tuples)
 
 
 def time_series(rows: Iterable[tuple[datetime, str, int]]) -> dict[str, list[tuple[datetime, int]]]:

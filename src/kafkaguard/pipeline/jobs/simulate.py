@@ -42,8 +42,8 @@ FLIP_COLUMNS = (
 )
 
 
-#: ``changes.Reach`` rows as a DataFrame schema (DDL).
-REACH_SCHEMA = "resource_type string, resource_name string, principal string, host string"
+#: ``changes.Changed`` rows as a DataFrame schema (DDL).
+CHANGED_SCHEMA = "resource_type string, pattern_type string, name string, principal string, host string"
 
 #: Up to this many flips, the report's lists are made in the driver from one collect of the (cached) flips
 #: instead of one Spark job each, and the flips table is written as one sorted file.
@@ -67,7 +67,7 @@ def run(
         reduced = read_and_reduce(spark, job, logs, fmt, keys=())
         change = AclChange.between(current, proposed)
         with job.step("finding the accesses the change can flip"):
-            distinct, candidates = _candidates(spark, reduced.good, change)
+            distinct, candidates = reduced.tuples, _candidates(spark, reduced.good, change)
             few = None if change.everything else candidates.limit(DRIVER_DECISIONS + 1).toArrow()
         with job.step("deciding them under both ACL sets"):
             if few is not None and few.num_rows <= DRIVER_DECISIONS:
@@ -119,18 +119,14 @@ def run(
     return job.result
 
 
-def _candidates(spark: SparkSession, access: DataFrame, change: AclChange) -> tuple[int, DataFrame]:
-    """The number of distinct accesses, and those the change can flip (one Spark job: the logged resources)."""
-    from pyspark.sql import functions as F
-
+def _candidates(spark: SparkSession, access: DataFrame, change: AclChange) -> DataFrame:
+    """The accesses the change can flip."""
     from kafkaguard.pipeline import transforms
 
-    resources = access.groupBy("resource_type", "resource_name").agg(F.count(F.lit(1)).alias("n")).collect()
-    distinct = sum(int(row["n"]) for row in resources)
     if change.everything:
-        return distinct, access
-    reach = list(change.reach((row["resource_type"], row["resource_name"]) for row in resources))
-    return distinct, transforms.may_flip(access, spark.createDataFrame(reach, REACH_SCHEMA), sorted(change.super_users))
+        return access
+    changed = spark.createDataFrame(change.patterns(), CHANGED_SCHEMA)
+    return transforms.may_flip(access, changed, change.prefix_lengths(), sorted(change.super_users))
 
 
 @dataclass
