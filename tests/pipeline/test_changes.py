@@ -171,3 +171,28 @@ def test_simulate_flips_exactly_what_the_core_flips(
     assert summary["distinct_accesses"] == len(
         {(r.principal, r.host, r.operation.name, r.resource_type.name, r.resource_name) for r in records}
     )
+
+
+@pytest.mark.spark
+def test_simulate_on_an_empty_log_and_no_change(spark, tmp_path: Path) -> None:
+    """Adaptive execution skips an empty plan's rest; the counts are still right (zeros), never an error."""
+    acls = acl_set_from_text(json.dumps({"acls": []}), "c", "current")
+    record = AuditRecord(
+        time=T,
+        principal="User:a",
+        host="h",
+        api="Fetch",
+        operation=AclOperation.READ,
+        resource_type=ResourceType.TOPIC,
+        resource_name="t",
+        decision=AuthorizationResult.DENIED,
+        rule=None,
+    )
+    for lines, expected in (("", 0), (to_json_line(record) + "\n", 1)):
+        log = tmp_path / f"log-{expected}.jsonl"
+        log.write_text(lines)
+        out = tmp_path / f"out-{expected}"
+        result = simulate.run(spark, [str(log)], acls, acls, str(out), run_=JobRun("simulate", str(out)))
+        assert (result.summary["records"], result.summary["distinct_accesses"]) == (expected, expected)
+        assert (result.summary["decided_accesses"], result.summary["newly_denied"]) == (0, 0)
+        assert spark.read.parquet(str(out / "flips")).count() == 0

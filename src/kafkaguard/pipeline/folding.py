@@ -90,9 +90,9 @@ def _to_timestamp(column: str) -> Column:
     return F.make_timestamp(year, month, day, hour, minute, seconds)
 
 
-def fold(text: DataFrame, keys: Sequence[str] = ("logged_decision",)) -> DataFrame:
-    """``value`` lines → the rows of ``transforms.aggregate_raw`` (same columns, same meaning), from one parse per
-    distinct (key, hour) instead of one per line."""
+def fold(text: DataFrame, keys: Sequence[str] = ("logged_decision",), hourly: bool = True) -> DataFrame:
+    """``value`` lines → the rows of ``transforms.aggregate_raw`` (same columns, same meaning; ``hourly`` as
+    there), from one parse per distinct (key, hour) instead of one per line."""
     from pyspark.sql import functions as F
 
     value = F.col("value")
@@ -118,10 +118,10 @@ def fold(text: DataFrame, keys: Sequence[str] = ("logged_decision",)) -> DataFra
     )
     passed = ["_canonical", "_hour", "_n", "_bad_time", "_lo", "_hi"]
     groups = folded.select(rebuilt.cast("string").alias("value"), *passed)
-    return _rows(parse_kafka_log(groups, passed), keys)
+    return _rows(parse_kafka_log(groups, passed), keys, hourly)
 
 
-def _rows(parsed: DataFrame, keys: Sequence[str]) -> DataFrame:
+def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
     """Parsed (key, hour) groups → per-tuple rows and per-hour rows, as ``transforms.aggregate_raw`` makes them."""
     from pyspark.sql import functions as F
 
@@ -174,19 +174,20 @@ def _rows(parsed: DataFrame, keys: Sequence[str]) -> DataFrame:
         .agg(F.sum("requests").alias("requests"))
     )
     columns = [*ACCESS_KEY, "logged_decision", "error", "bucket", "requests", "first_seen", "last_seen"]
-    return (
-        per_tuple.withColumn("bucket", F.lit(None).cast("timestamp"))
-        .select(*columns, F.lit(True).alias("per_tuple"))
-        .unionByName(
-            per_hour.select(
-                *[F.lit(None).cast("string").alias(c) for c in ACCESS_KEY],
-                "logged_decision",
-                F.lit(None).cast("string").alias("error"),
-                "bucket",
-                "requests",
-                F.lit(None).cast("timestamp").alias("first_seen"),
-                F.lit(None).cast("timestamp").alias("last_seen"),
-                F.lit(False).alias("per_tuple"),
-            )
+    tuples = per_tuple.withColumn("bucket", F.lit(None).cast("timestamp")).select(
+        *columns, F.lit(True).alias("per_tuple")
+    )
+    if not hourly:
+        return tuples
+    return tuples.unionByName(
+        per_hour.select(
+            *[F.lit(None).cast("string").alias(c) for c in ACCESS_KEY],
+            "logged_decision",
+            F.lit(None).cast("string").alias("error"),
+            "bucket",
+            "requests",
+            F.lit(None).cast("timestamp").alias("first_seen"),
+            F.lit(None).cast("timestamp").alias("last_seen"),
+            F.lit(False).alias("per_tuple"),
         )
     )

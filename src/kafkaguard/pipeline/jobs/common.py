@@ -157,8 +157,6 @@ class Reduced:
     bad: list[tuple[str, int, str | None]]
     records: int
     bad_lines: int
-    #: the number of rows of ``good`` (distinct access tuples, with ``keys``)
-    tuples: int
 
 
 def read_and_reduce(
@@ -169,7 +167,6 @@ def read_and_reduce(
     not per line). One Spark job: it fills the cache of the aggregation and collects the few rows of the chart
     over time and of the bad lines at once."""
     from pyspark import StorageLevel
-    from pyspark.sql import functions as F
 
     from kafkaguard.pipeline import folding, transforms
 
@@ -187,22 +184,29 @@ def read_and_reduce(
         if not row["per_tuple"] and row["bucket"] is not None
     )
     lines: dict[str, int] = {}
-    tuples = 0
     for row in small:
-        if row["per_tuple"] and row["error"] is None:
-            tuples = int(row["requests"])
-        elif row["per_tuple"]:
+        if row["per_tuple"]:
             lines[row["error"]] = lines.get(row["error"], 0) + int(row["requests"])
-    bad: list[tuple[str, int, str | None]] = []
-    if lines:
-        with run.step("sampling unparseable lines"):
-            samples = records.where(F.col("error").isNotNull()).groupBy("error").agg(F.first("line").alias("line"))
-            sample = {row["error"]: row["line"] for row in samples.collect()}
-        bad = [(reason, n, sample.get(reason)) for reason, n in sorted(lines.items(), key=lambda item: -item[1])]
+    bad = sample_bad_lines(spark, run, records, lines)
     bad_count = sum(lines.values())
     total = sum(requests for _, _, requests in over_time)
     run.result.summary.update(records=total, unparseable_lines=bad_count)
-    return Reduced(aggregated, transforms.good_rows(aggregated, keys), over_time, bad, total, bad_count, tuples)
+    return Reduced(aggregated, transforms.good_rows(aggregated, keys), over_time, bad, total, bad_count)
+
+
+def sample_bad_lines(
+    spark: SparkSession, run: JobRun, records: DataFrame, lines: dict[str, int]
+) -> list[tuple[str, int, str | None]]:
+    """(reason, lines, an example line), most frequent first, for the unparseable-line counts ``lines`` (reason →
+    lines); the examples cost one more pass over the log, so only when there are bad lines."""
+    from pyspark.sql import functions as F
+
+    if not lines:
+        return []
+    with run.step("sampling unparseable lines"):
+        samples = records.where(F.col("error").isNotNull()).groupBy("error").agg(F.first("line").alias("line"))
+        sample = {row["error"]: row["line"] for row in samples.collect()}
+    return [(reason, n, sample.get(reason)) for reason, n in sorted(lines.items(), key=lambda item: -item[1])]
 
 
 def time_series(rows: Iterable[tuple[datetime, str, int]]) -> dict[str, list[tuple[datetime, int]]]:
@@ -217,14 +221,11 @@ def add_input_sections(report: Report, reduced: Reduced) -> None:
     """Counts over time (per logged decision) and the unparseable-line table, common to every report."""
     series = time_series(reduced.over_time)
     report.section("Logged requests over time (per hour)", line_chart({f"logged {k}": v for k, v in series.items()}))
-    report.section(
-        "Unparseable lines",
-        table(
-            ["reason", "lines", "example"],
-            list(reduced.bad),
-            empty="every line was parsed",
-        ),
-    )
+    add_bad_lines_section(report, reduced.bad)
+
+
+def add_bad_lines_section(report: Report, bad: Sequence[tuple[str, int, str | None]]) -> None:
+    report.section("Unparseable lines", table(["reason", "lines", "example"], list(bad), empty="every line was parsed"))
 
 
 def rows_of(df: DataFrame, columns: Sequence[str], limit: int) -> list[tuple[Cell, ...]]:

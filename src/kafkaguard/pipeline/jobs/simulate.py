@@ -2,11 +2,15 @@
 
 Only the accesses the change can flip are decided (``kafkaguard.pipeline.changes``: those a changed ACL covers and
 names, or of a principal whose super-user status changed; all of them if allow.everyone changed); the rest keep
-their decision under both sets by construction and never reach Python.
+their decision under both sets by construction and are never decided. One pass over the log finds them: it
+aggregates per access in the JVM, keeps the candidates with one broadcast join and writes them (``_candidates`` in
+the output directory, a staging table), counting the input on the way; few candidates (the usual case) are then
+decided in the driver, many by the Python workers. So simulate costs about what grouping the log costs
+(``docs/benchmarks.md``).
 
 Writes ``flips`` (Parquet: principal, host, operation, resource_type, resource_name, requests, first_seen,
-last_seen, current_decision, proposed_decision) and ``report.html`` (newly denied = would break, newly allowed
-= would open up, listed separately).
+last_seen, current_decision, proposed_decision) and ``report.html`` (newly denied = would break, newly allowed =
+would open up, listed separately).
 """
 
 from __future__ import annotations
@@ -15,18 +19,27 @@ import itertools
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from kafkaguard.pipeline.acls import AclSet
 from kafkaguard.pipeline.changes import AclChange, relevant_to
 from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
 from kafkaguard.pipeline.deciding import decide_batch
-from kafkaguard.pipeline.jobs.common import JobResult, JobRun, add_input_sections, read_and_reduce, rows_of
+from kafkaguard.pipeline.jobs.common import (
+    JobResult,
+    JobRun,
+    add_bad_lines_section,
+    rows_of,
+    sample_bad_lines,
+)
+from kafkaguard.pipeline.readers import read_lines, read_records
 from kafkaguard.pipeline.report import Cell, Report, bar_chart, table
+from kafkaguard.pipeline.transforms import COUNTS
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, Observation, SparkSession
 
 FLIP_COLUMNS = (
     "principal",
@@ -42,6 +55,8 @@ FLIP_COLUMNS = (
 )
 
 
+#: The candidates, written by the pass over the log and read back to decide them (``_``: Spark's readers skip it).
+STAGING = "_candidates"
 #: ``changes.Changed`` rows as a DataFrame schema (DDL).
 CHANGED_SCHEMA = "resource_type string, pattern_type string, name string, principal string, host string"
 
@@ -64,28 +79,30 @@ def run(
 ) -> JobResult:
     job = run_ or JobRun("simulate", out)
     with job:
-        reduced = read_and_reduce(spark, job, logs, fmt, keys=())
         change = AclChange.between(current, proposed)
-        with job.step("finding the accesses the change can flip"):
-            distinct, candidates = reduced.tuples, _candidates(spark, reduced.good, change)
-            few = None if change.everything else candidates.limit(DRIVER_DECISIONS + 1).toArrow()
+        with job.step("reading the log and finding the accesses the change can flip"):
+            scan = _scan(spark, job, logs, fmt, change)
         with job.step("deciding them under both ACL sets"):
-            if few is not None and few.num_rows <= DRIVER_DECISIONS:
-                outcome = _decide_in_driver(spark, few, current, proposed)
+            candidates = spark.read.parquet(job.path(STAGING))
+            if scan.candidates <= DRIVER_DECISIONS:
+                outcome = _decide_in_driver(spark, _distinct(candidates.toArrow()), current, proposed)
             else:
-                outcome = _decide_in_spark(spark, candidates, current, proposed)
+                outcome = _decide_in_spark(spark, candidates.dropDuplicates(list(ACCESS_KEY)), current, proposed)
             job.write_table(outcome.flips, "flips")
+        (denied_n, denied_r), (allowed_n, allowed_r) = outcome.newly_denied, outcome.newly_allowed
+        job.result.summary.update(
+            records=scan.records,
+            unparseable_lines=sum(scan.bad.values()),
+            distinct_accesses=scan.accesses,
+            changed_acls=len(change.changed),
+            decided_accesses=outcome.decided,
+            newly_denied=denied_n,
+            newly_denied_requests=denied_r,
+            newly_allowed=allowed_n,
+            newly_allowed_requests=allowed_r,
+        )
+        bad = sample_bad_lines(spark, job, read_records(spark, logs, fmt), scan.bad)
         with job.step("report"):
-            (denied_n, denied_r), (allowed_n, allowed_r) = outcome.newly_denied, outcome.newly_allowed
-            job.result.summary.update(
-                distinct_accesses=distinct,
-                changed_acls=len(change.changed),
-                decided_accesses=outcome.decided,
-                newly_denied=denied_n,
-                newly_denied_requests=denied_r,
-                newly_allowed=allowed_n,
-                newly_allowed_requests=allowed_r,
-            )
             report = Report(
                 "kafkaguard audit simulate",
                 f"{current.name} ({len(current.acls)} ACLs) → {proposed.name} ({len(proposed.acls)} ACLs); "
@@ -93,7 +110,9 @@ def run(
             )
             for key, value in job.result.summary.items():
                 report.card(key.replace("_", " "), value)
-            add_input_sections(report, reduced)
+            report.card("first logged", str(scan.first_seen or "-"))
+            report.card("last logged", str(scan.last_seen or "-"))
+            add_bad_lines_section(report, bad)
             columns = list(FLIP_COLUMNS[:8])
             if outcome.rows is not None:
                 lists = _lists_in_driver(outcome.rows, columns)
@@ -115,18 +134,94 @@ def run(
             )
             job.write_report(spark, report)
             outcome.release()
-            reduced.aggregated.unpersist()
     return job.result
 
 
-def _candidates(spark: SparkSession, access: DataFrame, change: AclChange) -> DataFrame:
-    """The accesses the change can flip."""
-    from kafkaguard.pipeline import transforms
+@dataclass(frozen=True, slots=True)
+class _Scan:
+    """What one pass over the log found (the candidates were written to ``STAGING``)."""
 
+    records: int
+    accesses: int
+    #: candidate rows written (an access may be written more than once: ``transforms.may_flip``)
+    candidates: int
+    first_seen: datetime | None
+    last_seen: datetime | None
+    #: unparseable lines per reason
+    bad: dict[str, int]
+
+
+def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, change: AclChange) -> _Scan:
+    """One Spark job: read and aggregate per access (Kafka's log folded), keep the accesses the change can flip and
+    write them (``STAGING``). The input's counts are observed on the way (``Observation``), not computed by a
+    second pass or from a cached copy (measured: a cache plus a second job cost ~2 s more at 10M records)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from kafkaguard.pipeline import folding, transforms
+
+    if fmt == "kafka-log":
+        aggregated = folding.fold(read_lines(spark, logs), keys=(), hourly=False)
+    else:
+        aggregated = transforms.aggregate_raw(read_records(spark, logs, fmt), keys=(), hourly=False)
+    good = F.col("error").isNull()
+    seen, picked = Observation("kafkaguard-simulate-input"), Observation("kafkaguard-simulate-candidates")
+    observed = aggregated.observe(
+        seen,
+        F.count_if(good).alias("accesses"),
+        F.coalesce(F.sum(F.when(good, F.col("requests"))), F.lit(0)).alias("records"),
+        F.min("first_seen").alias("first_seen"),
+        F.max("last_seen").alias("last_seen"),
+        F.collect_list(F.when(~good, F.struct("error", "requests"))).alias("bad"),
+    )
+    access = observed.where(good).select(*ACCESS_KEY, *COUNTS)
     if change.everything:
-        return access
-    changed = spark.createDataFrame(change.patterns(), CHANGED_SCHEMA)
-    return transforms.may_flip(access, changed, change.prefix_lengths(), sorted(change.super_users))
+        candidates = access
+    else:
+        # A row that matches nothing: with no changed ACL at all, an empty table would let the optimizer drop the
+        # whole plan, the observation with it.
+        changed = spark.createDataFrame([*change.patterns(), NO_ACL], CHANGED_SCHEMA)
+        candidates = transforms.may_flip(access, changed, change.prefix_lengths(), sorted(change.super_users))
+    candidates.observe(picked, F.count(F.lit(1)).alias("n")).write.mode("overwrite").parquet(job.path(STAGING))
+    found, chosen = _metrics(seen), _metrics(picked)
+    bad: dict[str, int] = {}
+    for item in found.get("bad") or ():
+        bad[item["error"]] = bad.get(item["error"], 0) + int(item["requests"])
+    return _Scan(
+        int(found.get("records") or 0),
+        int(found.get("accesses") or 0),
+        int(chosen.get("n") or 0),
+        found.get("first_seen"),
+        found.get("last_seen"),
+        bad,
+    )
+
+
+def _distinct(table: pa.Table) -> pa.Table:
+    """The distinct rows of ``table`` (duplicates are whole-row copies)."""
+    return table.group_by(table.column_names, use_threads=False).aggregate([]).select(table.column_names)
+
+
+#: A ``changes.Changed`` row no access matches (no resource type is empty).
+NO_ACL = ("", "", "", None, None)
+
+
+def _metrics(observation: Observation) -> dict[str, Any]:
+    """An observation's metrics; none (empty) when no row reached it: adaptive execution skips the rest of a plan
+    once a stage turned out empty (an empty log, no candidates), so its observations are never filled."""
+    from pyspark.errors import PySparkException
+
+    errors: tuple[type[Exception], ...] = (PySparkException,)
+    try:
+        from py4j.protocol import Py4JError
+
+        errors += (Py4JError,)
+    except ImportError:  # pragma: no cover - a Spark Connect-only client has no py4j
+        pass
+    try:
+        return dict(observation.get)
+    except errors:
+        return {}
 
 
 @dataclass
