@@ -17,9 +17,9 @@ files:
 * floor: a lower bound for any Spark job over the same files, which only reads them (Parquet: count every column;
   lines: ``spark.read.text().count()``);
 * reference: the JVM aggregation every exact job needs, without decisions: parse and group by access key
-  (principal, host, operation, resource type and name) with counts and first/last seen — Parquet from its columns,
-  JSON lines through the pipeline's reader, Kafka's log through the pipeline's fold (grouped as text, each
-  distinct line parsed once: the fastest way the pipeline has, so the reference is not flattered);
+  (principal, host, operation, resource type and name) with counts and first/last seen — Parquet and JSON lines
+  through the pipeline's reader (parsed and validated in the JVM), Kafka's log through the pipeline's fold (grouped
+  as text, each distinct line parsed once: the fastest way the pipeline has, so the reference is not flattered);
 * simulate: ``kafkaguard.pipeline.jobs.simulate.run`` end to end (read, aggregate, find the accesses the change can
   flip, decide those under both sets in ``mapInArrow``, write the flips table and the HTML report);
 * naive UDF: a per-row Python UDF deciding every raw record under both sets (the design the pipeline avoids),
@@ -315,11 +315,9 @@ def floor(spark, fmt: str, path: str) -> float:
 
 
 def parsed(spark, fmt: str, path: str):  # -> DataFrame with the access-key columns
-    """Parquet: the raw columns; line formats: the pipeline's own reader (parsed and validated in the JVM). Not
-    filtered on ``error``: the synthetic logs have no bad lines (checked in ``measure``), and a filter on it
-    would be pushed below the parsing projection and parse every line twice."""
-    if fmt == "parquet":
-        return spark.read.parquet(path)
+    """The pipeline's own reader (``readers.read_records``): Parquet columns and JSON lines parsed and validated in
+    the JVM, as every exact job must. Not filtered on ``error``: the synthetic logs have no bad lines (checked in
+    ``measure``), and a filter on it would be pushed below the parsing projection and parse every line twice."""
     return read_records(spark, [path], PIPELINE_FORMAT[fmt])
 
 
@@ -517,13 +515,13 @@ def report(rows: list[Row], current_acls: int, proposed_acls: int) -> str:
         "Definitions. *Floor*: only reads the files, a lower bound for any Spark job over them (Parquet: count "
         "every column; lines: `spark.read.text(files).count()`). *Reference*: the JVM aggregation every exact job "
         "needs, without decisions: parse and group by principal, host, operation, resource type and name with "
-        "counts and first/last seen; Parquet from its columns, JSON lines through the pipeline's reader "
-        "(`readers.read_records`, parsed and validated in the JVM), Kafka's log through the pipeline's fold "
+        "counts and first/last seen; Parquet and JSON lines through the pipeline's reader "
+        "(`readers.read_records`: parsed and validated in the JVM), Kafka's log through the pipeline's fold "
         "(`folding.fold`: grouped as text, each distinct line parsed once — its fastest path, so the reference is "
-        "not flattered). *Simulate*: `kafkaguard.pipeline.jobs.simulate.run` end to end: read and aggregate (plus "
-        "the hourly counts and bad-line reasons of the report), find the accesses the change can flip "
-        "(`pipeline.changes`: one collect of the distinct resources, one broadcast semi-join), decide those under "
-        "both sets with `mapInArrow`, write the flips table and the HTML report. *Naive UDF*: a per-row Python UDF "
+        "not flattered). *Simulate*: `kafkaguard.pipeline.jobs.simulate.run` end to end: one pass that reads, "
+        "aggregates per access, keeps the accesses the change can flip (`pipeline.changes`: one broadcast join) "
+        "and writes them, observing the input's counts on the way; then those few decided in the driver under "
+        "both sets, the flips table and the HTML report written. *Naive UDF*: a per-row Python UDF "
         "deciding every raw record under both sets (the design the pipeline avoids), on the columns of the same "
         "reader as the reference, at every size. Targets (issue 15): simulate ≥ 90% of the reference at 10M for "
         "every format; ≥ 5× the UDF.",

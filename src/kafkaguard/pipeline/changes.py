@@ -101,6 +101,14 @@ class AclChange:
             }
         )
 
+    @property
+    def wildcard(self) -> bool:
+        """Some changed ACL is on the LITERAL ``*`` (every resource of its type)."""
+        return any(
+            acl.binding.pattern.pattern_type is PatternType.LITERAL and acl.binding.pattern.name == WILDCARD_RESOURCE
+            for acl in self.changed
+        )
+
     def _who(self, acl: StoredAcl) -> tuple[str | None, str | None]:
         entry = acl.binding.entry
         return (

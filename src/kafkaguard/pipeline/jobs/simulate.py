@@ -181,7 +181,9 @@ def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, chang
         # A row that matches nothing: with no changed ACL at all, an empty table would let the optimizer drop the
         # whole plan, the observation with it.
         changed = spark.createDataFrame([*change.patterns(), NO_ACL], CHANGED_SCHEMA)
-        candidates = transforms.may_flip(access, changed, change.prefix_lengths(), sorted(change.super_users))
+        candidates = transforms.may_flip(
+            access, changed, change.prefix_lengths(), sorted(change.super_users), wildcard=change.wildcard
+        )
     candidates.observe(picked, F.count(F.lit(1)).alias("n")).write.mode("overwrite").parquet(job.path(STAGING))
     found, chosen = _metrics(seen), _metrics(picked)
     bad: dict[str, int] = {}
