@@ -189,22 +189,67 @@ def flips(decided: DataFrame) -> DataFrame:
     )
 
 
-def acl_usage(decided: DataFrame, acls: DataFrame) -> DataFrame:
-    """Per ACL (``acls``: id and binding columns): ``matched_requests`` (a request the ACL matched),
-    ``decisive_requests`` (the ACL decided it), ``matched_tuples``, first/last seen, and ``status``:
-    ``UNUSED`` (never matched), ``SHADOWED`` (matched but never decisive: another ACL always decided first,
-    e.g. an ALLOW under a broader DENY) or ``USED``."""
+#: The columns of an ACL's binding (``model.acl_json``), which key its hits across runs (ids change on import).
+BINDING = ("principal", "host", "operation", "permission_type", "resource_type", "pattern_type", "resource_name")
+#: Per ACL binding and requesting principal (``user``): what ``acl_usage`` counts.
+HIT_COLUMNS = (*BINDING, "user", "matched_requests", "decisive_requests", "first_seen", "last_seen")
+
+
+def acl_hits(decided: DataFrame, acls: DataFrame) -> DataFrame:
+    """Per ACL binding and requesting principal (``user``), from ``decide(..., explain=True)`` rows: the requests
+    the ACL matched, those it decided, first and last seen (``HIT_COLUMNS``). ``acls``: id and ``BINDING``."""
     from pyspark.sql import functions as F
 
-    hits = decided.select(F.explode("matching_ids").alias("id"), "acl_id", *COUNTS)
-    per_acl = hits.groupBy("id").agg(
-        F.sum("requests").alias("matched_requests"),
-        F.sum(F.when(F.col("id") == F.col("acl_id"), F.col("requests")).otherwise(0)).alias("decisive_requests"),
-        F.count(F.lit(1)).alias("matched_tuples"),
+    exploded = decided.select(
+        F.explode("matching_ids").alias("id"), "acl_id", F.col("principal").alias("user"), *COUNTS
+    )
+    return (
+        exploded.join(F.broadcast(acls.select("id", *BINDING)), "id")
+        .groupBy(*BINDING, "user")
+        .agg(
+            F.sum("requests").alias("matched_requests"),
+            F.sum(F.when(F.col("id") == F.col("acl_id"), F.col("requests")).otherwise(0)).alias("decisive_requests"),
+            F.min("first_seen").alias("first_seen"),
+            F.max("last_seen").alias("last_seen"),
+        )
+        .select(*HIT_COLUMNS)
+    )
+
+
+def merge_hits(*tables: DataFrame) -> DataFrame:
+    """Hits of several runs as one table: counts added, first/last seen widened."""
+    from pyspark.sql import functions as F
+
+    union = tables[0]
+    for table in tables[1:]:
+        union = union.unionByName(table)
+    return (
+        union.groupBy(*BINDING, "user")
+        .agg(
+            F.sum("matched_requests").alias("matched_requests"),
+            F.sum("decisive_requests").alias("decisive_requests"),
+            F.min("first_seen").alias("first_seen"),
+            F.max("last_seen").alias("last_seen"),
+        )
+        .select(*HIT_COLUMNS)
+    )
+
+
+def acl_usage(hits: DataFrame, acls: DataFrame) -> DataFrame:
+    """Per ACL (``acls``: id and ``BINDING``) from its hits: ``matched_requests`` (a request the ACL matched),
+    ``decisive_requests`` (the ACL decided it), ``users`` (requesting principals it matched), first/last seen, and
+    ``status``: ``UNUSED`` (never matched), ``SHADOWED`` (matched but never decisive: another ACL always decided
+    first, e.g. an ALLOW under a broader DENY) or ``USED``."""
+    from pyspark.sql import functions as F
+
+    per_acl = hits.groupBy(*BINDING).agg(
+        F.sum("matched_requests").alias("matched_requests"),
+        F.sum("decisive_requests").alias("decisive_requests"),
+        F.count(F.lit(1)).alias("users"),
         F.min("first_seen").alias("first_seen"),
         F.max("last_seen").alias("last_seen"),
     )
-    joined = acls.join(per_acl, "id", "left").fillna(0, ["matched_requests", "decisive_requests", "matched_tuples"])
+    joined = acls.join(per_acl, list(BINDING), "left").fillna(0, ["matched_requests", "decisive_requests", "users"])
     status = (
         F.when(F.col("matched_requests") == 0, "UNUSED")
         .when(F.col("decisive_requests") == 0, "SHADOWED")

@@ -88,6 +88,18 @@ def parser() -> argparse.ArgumentParser:
         if name == "simulate":
             job.add_argument("--current", metavar="FILE", required=True, help="Current ACL set (JSON export).")
             job.add_argument("--proposed", metavar="FILE", required=True, help="Proposed ACL set (JSON export).")
+        if name == "usage":
+            job.add_argument(
+                "--state",
+                metavar="DIR",
+                help="Incremental runs: keep the hits in DIR and read only log files not processed before.",
+            )
+            job.add_argument("--rebuild", action="store_true", help="With --state: forget it and read every file.")
+            job.add_argument(
+                "--unused-for",
+                metavar="WINDOW",
+                help="List the ACLs no request matched in this window (90d, 36h) ending with the newest request.",
+            )
         if name == "recommend":
             job.add_argument("--principal", help="Only this principal (Type:Name); default every principal.")
     return root
@@ -157,6 +169,15 @@ def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
         if args.job in ("replay", "usage"):
             load = _acls_loader(args.acls, "acls", options)
 
+            window = None
+            if args.job == "usage":
+                from kafkaguard.pipeline.errors import PipelineError
+                from kafkaguard.pipeline.jobs.usage_state import parse_window
+
+                if args.rebuild and not args.state:
+                    raise PipelineError("--rebuild needs --state DIR")
+                window = parse_window(args.unused_for) if args.unused_for else None
+
             def single(spark: SparkSession, run: JobRun) -> JobResult:
                 if args.job == "replay":
                     from kafkaguard.pipeline.jobs import replay
@@ -164,7 +185,7 @@ def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
                     return replay.run(spark, logs, load(spark), out, fmt, run)
                 from kafkaguard.pipeline.jobs import usage
 
-                return usage.run(spark, logs, load(spark), out, fmt, run)
+                return usage.run(spark, logs, load(spark), out, fmt, run, args.state, window, args.rebuild)
 
             return single
         if args.job == "simulate":
