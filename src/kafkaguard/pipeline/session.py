@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -110,6 +111,21 @@ def start_spark(
 CONNECT_CONFIG = ("spark.sql.shuffle.partitions", "spark.sql.session.timeZone", "spark.sql.adaptive.enabled")
 
 
+#: Spark Connect's client retries an unreachable server for minutes; we look once, this long, first.
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+def _reachable(remote: str) -> None:
+    """:raises PipelineError: nothing accepts connections at the URL's host and port (default 15002)."""
+    address = remote.removeprefix("sc://").split("/", 1)[0].split(";", 1)[0]
+    host, _, port = address.rpartition(":") if ":" in address else (address, "", "15002")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_SECONDS):
+            pass
+    except (OSError, ValueError) as e:
+        raise PipelineError(f"cannot reach the Spark Connect server at {address}: {e}") from e
+
+
 def _connect(app_name: str, remote: str) -> SparkSession:
     """A Spark Connect session; the server runs the JVM and the Python workers (``PYSPARK_PYTHON`` is the server's).
 
@@ -117,6 +133,7 @@ def _connect(app_name: str, remote: str) -> SparkSession:
     """
     if not remote.startswith("sc://"):
         raise PipelineError(f"--remote must be a Spark Connect URL (sc://host:port), got {remote!r}")
+    _reachable(remote)
     try:
         from pyspark.sql.connect.utils import check_dependencies
 
