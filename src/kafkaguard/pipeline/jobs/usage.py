@@ -15,16 +15,17 @@ processed; the top denied tables cover the files read by this run.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kafkaguard.model.acl_json import binding_to_dict
 from kafkaguard.pipeline.acls import AclSet
-from kafkaguard.pipeline.jobs.common import JobResult, JobRun, Reduced, add_input_sections, read_and_reduce, rows_of
+from kafkaguard.pipeline.jobs.common import JobResult, JobRun, Reduced, add_input_sections, read_and_reduce
 from kafkaguard.pipeline.jobs.usage_state import LogFile, StateDir, list_log_files, plan
-from kafkaguard.pipeline.report import Report, bar_chart, table
+from kafkaguard.pipeline.report import Cell, Report, bar_chart, table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -136,6 +137,7 @@ def run(
             job.write_table(top_principals, "top_denied_principals")
             job.write_table(top_resources, "top_denied_resources")
             unused = None
+            stale_rows: list[dict[str, Any]] = []
             if unused_for is not None:
                 since = window.last - unused_for if window.last is not None else None
                 stale = (
@@ -145,8 +147,15 @@ def run(
                 )
                 unused = usage.where(stale).orderBy(F.col("last_seen").asc_nulls_first(), "id")
                 job.write_table(unused, "unused")
+                stale_rows = spark.read.parquet(job.path("unused")).toArrow().to_pylist()
         with job.step("report"):
-            status = {r["status"]: int(r["count"]) for r in usage.groupBy("status").count().collect()}
+            # One collect of the (small: one row per ACL) usage table; the report's lists are made from it here
+            # rather than by one Spark job each.
+            rows = sorted(
+                spark.read.parquet(job.path("acl_usage")).toArrow().to_pylist(),
+                key=lambda r: (-int(r["decisive_requests"]), -int(r["matched_requests"]), str(r["id"])),
+            )
+            status = Counter(str(r["status"]) for r in rows)
             job.result.summary.update(
                 acls=len(acls.acls),
                 used_acls=status.get("USED", 0),
@@ -159,13 +168,13 @@ def run(
             if window.last is not None:
                 subtitle += f"; requests from {window.first} to {window.last}"
             if unused is not None:
-                job.result.summary[f"unused_for_{_text(unused_for)}"] = unused.count()
+                job.result.summary[f"unused_for_{_text(unused_for)}"] = len(stale_rows)
             report = Report("kafkaguard audit usage", subtitle)
             for key, value in job.result.summary.items():
                 report.card(key.replace("_", " "), value)
             if reduced is not None:
                 add_input_sections(report, reduced)
-            used = usage.where(F.col("decisive_requests") > 0).limit(20).collect()
+            used = [r for r in rows if int(r["decisive_requests"]) > 0][:20]
             report.section(
                 "Hits per ACL (requests decided by the ACL, top 20)",
                 bar_chart(
@@ -182,15 +191,15 @@ def run(
             if unused is not None:
                 report.section(
                     f"Unused for {_text(unused_for)} (no request matched them since {since or 'ever'})",
-                    table([*listed, "last_seen"], rows_of(unused, [*listed, "last_seen"], 500), empty="none"),
+                    table([*listed, "last_seen"], _cells(stale_rows, [*listed, "last_seen"]), empty="none"),
                 )
             report.section(
                 "Never used ACLs (matched no logged request)",
-                table(listed, rows_of(usage.where(F.col("status") == "UNUSED"), listed, 500), empty="none"),
+                table(listed, _cells([r for r in rows if r["status"] == "UNUSED"], listed), empty="none"),
             )
             report.section(
                 "Shadowed ACLs (matched, but another ACL always decided first)",
-                table(listed, rows_of(usage.where(F.col("status") == "SHADOWED"), listed, 500), empty="none"),
+                table(listed, _cells([r for r in rows if r["status"] == "SHADOWED"], listed), empty="none"),
             )
             report.section(
                 "Top denied principals and resources" + (" (files read by this run)" if store is not None else ""),
@@ -210,6 +219,10 @@ def run(
             if reduced is not None:
                 reduced.aggregated.unpersist()
     return job.result
+
+
+def _cells(rows: list[dict[str, Any]], columns: Sequence[str], limit: int = 500) -> list[tuple[Cell, ...]]:
+    return [tuple(row[c] for c in columns) for row in rows[:limit]]
 
 
 def _text(window: timedelta | None) -> str:
