@@ -26,6 +26,7 @@ from kafkaguard.pipeline.jobs import simulate
 from kafkaguard.pipeline.jobs.common import JobRun
 from tests.audit.test_record import T
 from tests.pipeline.test_differential import HOSTS, NAMES, OPS, PRINCIPALS, TYPES, acl_rows, log_records
+from tests.pipeline.test_jobs_cli import acl
 
 SUPER_USERS = st.sampled_from(["", "User:bob", "User:alice;User:bob"])
 
@@ -74,20 +75,14 @@ def test_every_access_that_flips_is_a_candidate(current, added, keep, su, ae) ->
 
 
 def test_the_worked_example() -> None:
-    def acl(principal: str, name: str, pattern: str, op: str) -> dict[str, str]:
-        return {
-            "principal": principal,
-            "host": "*",
-            "resource_type": "TOPIC",
-            "resource_name": name,
-            "pattern_type": pattern,
-            "operation": op,
-            "permission_type": "ALLOW",
-        }
-
-    alice, bob = acl("User:alice", "orders", "PREFIXED", "READ"), acl("User:bob", "payments", "LITERAL", "READ")
+    """The example of ``changes``' docstring."""
+    alice, bob = (
+        acl("a", "User:alice", "orders", "PREFIXED", "READ"),
+        acl("b", "User:bob", "payments", "LITERAL", "READ"),
+    )
     c = acl_set_from_text(json.dumps({"acls": [alice, bob]}), "c", "current")
-    p = acl_set_from_text(json.dumps({"acls": [alice, acl("User:*", "logs", "LITERAL", "DESCRIBE")]}), "p", "proposed")
+    logs = acl("l", "User:*", "logs", "LITERAL", "DESCRIBE")
+    p = acl_set_from_text(json.dumps({"acls": [alice, logs]}), "p", "proposed")
     change = AclChange.between(c, p)
     assert len(change.changed) == 2 and not change.nothing
     resources = [("TOPIC", "orders-eu"), ("TOPIC", "payments"), ("TOPIC", "logs")]

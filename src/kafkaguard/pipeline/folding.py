@@ -171,7 +171,11 @@ def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
     per_hour = (
         parts.where(F.col("error").isNull())
         .groupBy("bucket", "logged_decision")
-        .agg(F.sum("requests").alias("requests"))
+        .agg(
+            F.sum("requests").alias("requests"),
+            F.min("first_seen").alias("first_seen"),
+            F.max("last_seen").alias("last_seen"),
+        )
     )
     columns = [*ACCESS_KEY, "logged_decision", "error", "bucket", "requests", "first_seen", "last_seen"]
     tuples = per_tuple.withColumn("bucket", F.lit(None).cast("timestamp")).select(
@@ -186,8 +190,8 @@ def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
             F.lit(None).cast("string").alias("error"),
             "bucket",
             "requests",
-            F.lit(None).cast("timestamp").alias("first_seen"),
-            F.lit(None).cast("timestamp").alias("last_seen"),
+            "first_seen",
+            "last_seen",
             F.lit(False).alias("per_tuple"),
         )
     )

@@ -72,13 +72,13 @@ def aggregate_raw(
 
 def small_rows(aggregated: DataFrame) -> DataFrame:
     """The few rows of ``aggregated`` that are not about one access tuple: the over-time rows and the bad lines
-    (``per_tuple, bucket, logged_decision, error, requests``), to collect in one job (see ``over_time`` and
-    ``bad_lines`` for their meaning). (Not unioned with anything: a union over the cached aggregation computed it
-    again, +2.6 s at 10M records.)"""
+    (``per_tuple, bucket, logged_decision, error, requests, first_seen, last_seen``; an hour's first and last
+    request), to collect in one job (see ``over_time`` and ``bad_lines`` for their meaning). (Not unioned with
+    anything: a union over the cached aggregation computed it again, +2.6 s at 10M records.)"""
     from pyspark.sql import functions as F
 
     return aggregated.where(~F.col("per_tuple") | F.col("error").isNotNull()).select(
-        "per_tuple", "bucket", "logged_decision", "error", "requests"
+        "per_tuple", "bucket", "logged_decision", "error", "requests", "first_seen", "last_seen"
     )
 
 

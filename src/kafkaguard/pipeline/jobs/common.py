@@ -157,6 +157,9 @@ class Reduced:
     bad: list[tuple[str, int, str | None]]
     records: int
     bad_lines: int
+    #: the first and last valid logged request (None: no valid record)
+    first: datetime | None = None
+    last: datetime | None = None
 
 
 def read_and_reduce(
@@ -191,7 +194,11 @@ def read_and_reduce(
     bad_count = sum(lines.values())
     total = sum(requests for _, _, requests in over_time)
     run.result.summary.update(records=total, unparseable_lines=bad_count)
-    return Reduced(aggregated, transforms.good_rows(aggregated, keys), over_time, bad, total, bad_count)
+    hours = [row for row in small if not row["per_tuple"] and row["bucket"] is not None]
+    first = min((row["first_seen"] for row in hours), default=None)
+    last = max((row["last_seen"] for row in hours), default=None)
+    good = transforms.good_rows(aggregated, keys)
+    return Reduced(aggregated, good, over_time, bad, total, bad_count, first, last)
 
 
 def sample_bad_lines(

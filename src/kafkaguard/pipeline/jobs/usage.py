@@ -105,8 +105,7 @@ def run(
                 decided = transforms.decide(spark, access, {"": acls}, explain=True)
                 decided = decided.persist(StorageLevel.MEMORY_AND_DISK)
                 hits = transforms.acl_hits(decided, bindings)
-                span = decided.agg(F.min("first_seen").alias("first"), F.max("last_seen").alias("last")).collect()[0]
-                window = _Window([], span["first"], span["last"])
+                window = _Window([], reduced.first, reduced.last)
             else:
                 decided = None
                 hits = spark.createDataFrame([], _hit_schema())
@@ -125,7 +124,7 @@ def run(
                 store.commit(generation)
                 hits = spark.read.parquet(str(generation / "hits"))
             hits = hits.persist()
-            job.write_table(hits.orderBy(F.desc("matched_requests"), *transforms.BINDING, "user"), "acl_hits")
+            job.write_table(hits, "acl_hits")
             usage = transforms.acl_usage(hits, bindings).select(*USAGE_COLUMNS).persist()
             job.write_table(usage.orderBy(F.desc("decisive_requests"), F.desc("matched_requests"), "id"), "acl_usage")
             if decided is not None:
