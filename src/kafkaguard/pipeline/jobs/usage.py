@@ -133,8 +133,11 @@ def run(
             else:
                 top_principals = spark.createDataFrame([], "principal string, requests long")
                 top_resources = spark.createDataFrame([], "resource_type string, resource_name string, requests long")
-            job.write_table(top_principals, "top_denied_principals")
-            job.write_table(top_resources, "top_denied_resources")
+            # Twenty rows each: collected once, then written from the driver (not computed again for the report).
+            denied_principals = top_principals.collect()
+            denied_resources = top_resources.collect()
+            job.write_table(spark.createDataFrame(denied_principals, top_principals.schema), "top_denied_principals")
+            job.write_table(spark.createDataFrame(denied_resources, top_resources.schema), "top_denied_resources")
             unused = None
             stale_rows: list[dict[str, Any]] = []
             if unused_for is not None:
@@ -202,12 +205,9 @@ def run(
             )
             report.section(
                 "Top denied principals and resources" + (" (files read by this run)" if store is not None else ""),
-                bar_chart([(r["principal"], int(r["requests"])) for r in top_principals.collect()], color="#dc2626"),
+                bar_chart([(r["principal"], int(r["requests"])) for r in denied_principals], color="#dc2626"),
                 bar_chart(
-                    [
-                        (f"{r['resource_type']}:{r['resource_name']}", int(r["requests"]))
-                        for r in top_resources.collect()
-                    ],
+                    [(f"{r['resource_type']}:{r['resource_name']}", int(r["requests"])) for r in denied_resources],
                     color="#dc2626",
                 ),
             )
