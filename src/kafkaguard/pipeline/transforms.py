@@ -159,8 +159,9 @@ def may_flip(
         F.when(F.length(name) >= n, F.struct(F.lit("PREFIXED").alias("t"), F.substring(name, 1, n).alias("k")))
         for n in prefix_lengths
     ]
-    looked_up = access.select(
-        *ACCESS_KEY, *COUNTS, F.explode(F.filter(F.array(*keys), lambda k: k.isNotNull())).alias("_k")
+    # A prefix longer than the name is null; dropped after the explode (no lambda: it would not be compiled).
+    looked_up = access.select(*ACCESS_KEY, *COUNTS, F.explode(F.array(*keys)).alias("_k")).where(
+        F.col("_k").isNotNull()
     )
     a, c = looked_up.alias("a"), F.broadcast(changed).alias("c")
     covered = (
