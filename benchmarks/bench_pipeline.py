@@ -394,11 +394,14 @@ class Row:
 
 
 def targets(row: Row) -> list[str]:
-    """Which targets the row meets (✓) or misses (✗): at 10M, ≥ 90% of the reference; at every size ≥ 5× the UDF."""
-    marks = [f"{'✓' if row.over_udf >= 5 else '✗'} 5× UDF"]
-    if row.n >= 10_000_000:
-        marks.insert(0, f"{'✓' if row.of_reference >= 0.9 else '✗'} 90% of reference")
-    return marks
+    """Which targets the row meets (✓) or misses (✗); issue 15 sets them at 10M records: ≥ 90% of the reference,
+    ≥ 5× the UDF (both measured at that size)."""
+    if row.n < 10_000_000:
+        return ["(targets at 10M)"]
+    return [
+        f"{'✓' if row.of_reference >= 0.9 else '✗'} 90% of reference",
+        f"{'✓' if row.over_udf >= 5 else '✗'} 5× UDF",
+    ]
 
 
 def measure(spark, fmt: str, n: int, path: str, current: AclSet, proposed: AclSet, root: Path) -> Row:
@@ -523,8 +526,8 @@ def report(rows: list[Row], current_acls: int, proposed_acls: int) -> str:
         "and writes them, observing the input's counts on the way; then those few decided in the driver under "
         "both sets, the flips table and the HTML report written. *Naive UDF*: a per-row Python UDF "
         "deciding every raw record under both sets (the design the pipeline avoids), on the columns of the same "
-        "reader as the reference, at every size. Targets (issue 15): simulate ≥ 90% of the reference at 10M for "
-        "every format; ≥ 5× the UDF.",
+        "reader as the reference, at every size. Targets (issue 15), at 10M records for every format: simulate ≥ "
+        "90% of the reference's throughput, ≥ 5× the UDF's.",
         "",
         (
             "Distinct accesses, decided accesses and flips are identical across the three formats (the same "

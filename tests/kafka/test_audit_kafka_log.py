@@ -249,7 +249,7 @@ def cli(*args: str) -> str:
 
 
 def summary_number(output: str, key: str) -> int:
-    match = re.search(rf"{key}\s*│\s*([0-9,]+)", output)
+    match = re.search(rf"^\s*{key}\s+([0-9,]+)$", output, re.MULTILINE)
     assert match is not None, output
     return int(match.group(1).replace(",", ""))
 
