@@ -3,7 +3,8 @@
 The value spaces are deliberately tiny so that things collide: resource names come from a three-letter alphabet
 plus ``*`` (so PREFIXED names are often prefixes of each other and of the names asked about, and ``*`` appears both
 as the LITERAL wildcard and as an ordinary PREFIXED character), principals include ``User:*``, ``Group:*`` and
-principals of other types with the same name, and hosts include ``*``, IPv4 and two spellings of the IPv6 loopback.
+principals of other types with the same name and the principal groups some request principals belong to, and
+hosts include ``*``, IPv4, two spellings of the IPv6 loopback and CIDR blocks that hold some of them.
 """
 
 from __future__ import annotations
@@ -37,12 +38,18 @@ ACL_PRINCIPALS = (
     "Group:alice",
     "ServiceAccount:alice",
     "User:alice:ops",
+    "Group:ops",
 )
 #: Principals a request can come from (no ``User:*``: a session principal is a concrete identity).
 REQUEST_PRINCIPALS = ("User:alice", "User:bob", "User:carol", "Group:alice", "ServiceAccount:alice", "User:alice:ops")
 #: Request hosts: IPv4 and IPv6 in Java's uncompressed form and in compressed form (which is a different string).
 REQUEST_HOSTS = ("10.0.0.1", "10.0.0.2", "0:0:0:0:0:0:0:1", "::1")
-ACL_HOSTS = ("*", *REQUEST_HOSTS)
+#: CIDR blocks (KIP-1276) around the request hosts: one holding both IPv4 hosts, one holding one of them (with host
+#: bits set), /32 and /128 single addresses, the two /0 families, and a block holding none.
+CIDR_HOSTS = ("10.0.0.0/8", "10.0.0.2/31", "10.0.0.1/32", "0.0.0.0/0", "::/0", "::1/128", "192.168.0.0/16")
+ACL_HOSTS = ("*", *REQUEST_HOSTS, *CIDR_HOSTS)
+#: kafkaguard's principal groups a request principal can belong to (``Group:alice`` is also a literal principal).
+GROUPS = ("Group:ops", "Group:alice")
 
 #: Resource types ACLs are stored under in the properties (CLUSTER only admits the name ``kafka-cluster``).
 RESOURCE_TYPES = (ResourceType.TOPIC, ResourceType.GROUP)
@@ -100,6 +107,10 @@ class Query:
 contexts = st.builds(RequestContext, request_principals, request_hosts)
 queries = st.builds(Query, contexts, operations, resource_types, resource_names)
 query_lists = st.lists(queries, min_size=1, max_size=8)
+#: Principal groups: which request principals belong to which groups.
+membership_maps = st.dictionaries(
+    st.sampled_from(REQUEST_PRINCIPALS), st.lists(st.sampled_from(GROUPS), min_size=1, max_size=2, unique=True)
+)
 super_user_sets = st.frozensets(st.sampled_from(("User:alice", "User:carol", "Group:alice", "User:*")), max_size=2)
 
 #: Filters over every field, including the filter-only values and UNKNOWN.

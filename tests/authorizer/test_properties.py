@@ -7,7 +7,8 @@ question, compares principals after splitting them at the first colon, and spell
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import ipaddress
+from collections.abc import Iterable, Mapping
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -34,6 +35,7 @@ from tests.strategies import (
     bindings,
     dense_binding_lists,
     hosts,
+    membership_maps,
     principals,
     queries,
     query_lists,
@@ -80,10 +82,25 @@ def oracle_principal_matches(acl_principal: str, principal: str) -> bool:
     )
 
 
-def oracle_entry_matches(entry: AccessControlEntry, principal: str, host: str, op: AclOperation) -> bool:
-    if not oracle_principal_matches(entry.principal, principal):
+def oracle_host_matches(acl_host: str, host: str) -> bool:
+    """§2, and KIP-1276 for a host containing ``/``: the block, read by ``ipaddress`` (host bits ignored), holds
+    the address; an address of the other family, or a host that is no address, is not held."""
+    if "/" not in acl_host:
+        return acl_host in ("*", host)
+    try:
+        network = ipaddress.ip_network(acl_host, strict=False)
+        address = ipaddress.ip_address(host)
+    except ValueError:
         return False
-    if entry.host != "*" and entry.host != host:
+    return network.version == address.version and address in network
+
+
+def oracle_entry_matches(
+    entry: AccessControlEntry, principal: str, host: str, op: AclOperation, groups: Iterable[str] = ()
+) -> bool:
+    if not oracle_principal_matches(entry.principal, principal) and entry.principal not in set(groups):
+        return False
+    if not oracle_host_matches(entry.host, host):
         return False
     if entry.operation == Op.ALL or entry.operation == op:
         return True
@@ -100,11 +117,13 @@ def oracle_authorize(
     op: AclOperation,
     resource_type: ResourceType,
     name: str,
+    memberships: Mapping[str, Iterable[str]] | None = None,
 ) -> AuthorizationResult:
     if principal in super_users:
         return ALLOWED
+    groups = (memberships or {}).get(principal, ())
     relevant = [b for b in acls if oracle_resource_relevant(b.pattern, resource_type, name)]
-    matching = [b for b in relevant if oracle_entry_matches(b.entry, principal, host, op)]
+    matching = [b for b in relevant if oracle_entry_matches(b.entry, principal, host, op, groups)]
     if any(b.entry.permission_type == DENY for b in matching):
         return DENIED
     if any(b.entry.permission_type == ALLOW for b in matching):
@@ -122,10 +141,15 @@ def oracle_by_resource_type(
     host: str,
     op: AclOperation,
     resource_type: ResourceType,
+    memberships: Mapping[str, Iterable[str]] | None = None,
 ) -> AuthorizationResult:
     # §5 step 1: the probe.
-    if oracle_authorize(acls, super_users, allow_everyone, principal, host, op, resource_type, "hardcode") == ALLOWED:
+    probe = oracle_authorize(
+        acls, super_users, allow_everyone, principal, host, op, resource_type, "hardcode", memberships
+    )
+    if probe == ALLOWED:
         return ALLOWED
+    groups = set((memberships or {}).get(principal, ()))
     # Step 2: the scan, no implication (CREATE standing for AUTO_CREATE, §16.1).
     literal_deny: set[str] = set()
     prefix_deny: set[str] = set()
@@ -135,9 +159,13 @@ def oracle_by_resource_type(
     for b in acls:
         if b.pattern.resource_type != resource_type:
             continue
-        if b.entry.host != host and b.entry.host != "*":
+        if not oracle_host_matches(b.entry.host, host):
             continue
-        if split_principal(b.entry.principal) != split_principal(principal) and b.entry.principal != "User:*":
+        if (
+            split_principal(b.entry.principal) != split_principal(principal)
+            and b.entry.principal != "User:*"
+            and b.entry.principal not in groups
+        ):
             continue
         acl_op = b.entry.operation
         if not (acl_op == op or acl_op == Op.ALL or (op == Op.AUTO_CREATE and acl_op == Op.CREATE)):
@@ -201,10 +229,18 @@ def ask(authorizer: StandardAuthorizer, q: Query) -> AuthorizationResult:
     return result
 
 
-def expect(acls: list[AclBinding], super_users: frozenset[str], allow_everyone: bool, q: Query) -> AuthorizationResult:
+def expect(
+    acls: list[AclBinding],
+    super_users: frozenset[str],
+    allow_everyone: bool,
+    q: Query,
+    memberships: Mapping[str, Iterable[str]] | None = None,
+) -> AuthorizationResult:
+    context = q.context
     return oracle_authorize(
-        acls, super_users, allow_everyone, q.context.principal, q.context.host, q.operation, q.resource_type, q.name
-    )
+        acls, super_users, allow_everyone, context.principal, context.host, q.operation, q.resource_type, q.name,
+        memberships,
+    )  # fmt: skip
 
 
 def built_incrementally(
@@ -236,13 +272,14 @@ def matching_deny_for(q: Query, data: st.DataObject) -> AclBinding:
 # ================================================================================================== properties
 
 
-@given(scenarios(), super_user_sets, st.booleans())
-def test_indexed_authorize_equals_the_oracle(scenario, super_users, allow_everyone):
+@given(scenarios(), super_user_sets, st.booleans(), membership_maps)
+def test_indexed_authorize_equals_the_oracle(scenario, super_users, allow_everyone, memberships):
     acls, asked = scenario
-    from_scratch = StandardAuthorizer(super_users, allow_everyone, acls=stored(acls))
+    from_scratch = StandardAuthorizer(super_users, allow_everyone, acls=stored(acls), memberships=memberships)
     incremental = built_incrementally(acls, super_users, allow_everyone)
+    incremental.replace_memberships(memberships)
     for q in asked:
-        expected = expect(acls, super_users, allow_everyone, q)
+        expected = expect(acls, super_users, allow_everyone, q, memberships)
         assert ask(from_scratch, q) is expected, q
         assert ask(incremental, q) is expected, q
 
@@ -281,14 +318,15 @@ def test_authorize_after_add_and_remove_equals_the_oracle(scenario, added, filte
         assert ask(authorizer, q) is expect(remaining, frozenset(), allow_everyone, q), q
 
 
-@given(scenarios(), super_user_sets, st.booleans())
-def test_authorize_by_resource_type_equals_the_oracle(scenario, super_users, allow_everyone):
+@given(scenarios(), super_user_sets, st.booleans(), membership_maps)
+def test_authorize_by_resource_type_equals_the_oracle(scenario, super_users, allow_everyone, memberships):
     acls, asked = scenario
     authorizer = built_incrementally(acls, super_users, allow_everyone)
+    authorizer.replace_memberships(memberships)
     for q in asked:
         op = q.operation
         expected = oracle_by_resource_type(
-            acls, super_users, allow_everyone, q.context.principal, q.context.host, op, q.resource_type
+            acls, super_users, allow_everyone, q.context.principal, q.context.host, op, q.resource_type, memberships
         )
         assert authorizer.authorize_by_resource_type(q.context, op, q.resource_type) is expected, q
 
@@ -315,10 +353,14 @@ def test_filter_matching_equals_the_oracle(acls, filters):
             assert acl_filter.matches(binding) is oracle_filter_matches(acl_filter, binding)
 
 
-@given(scenarios(), super_user_sets, st.booleans())
-def test_explain_agrees_with_authorize(scenario, super_users, allow_everyone):
+@given(scenarios(), super_user_sets, st.booleans(), membership_maps)
+def test_explain_agrees_with_authorize(scenario, super_users, allow_everyone, memberships):
     acls, asked = scenario
-    authorizer = StandardAuthorizer(super_users, allow_everyone, acls=stored(acls))
+    authorizer = StandardAuthorizer(super_users, allow_everyone, acls=stored(acls), memberships=memberships)
+
+    def groups(principal: str) -> list[str]:
+        return list(memberships.get(principal, ()))
+
     for q in asked:
         decision = authorizer.explain(q.context, Action(q.operation, ResourcePattern(q.resource_type, q.name)))
         assert decision.result is ask(authorizer, q)
@@ -328,7 +370,9 @@ def test_explain_agrees_with_authorize(scenario, super_users, allow_everyone):
                 b
                 for b in acls
                 if oracle_resource_relevant(b.pattern, q.resource_type, q.name)
-                and oracle_entry_matches(b.entry, q.context.principal, q.context.host, q.operation)
+                and oracle_entry_matches(
+                    b.entry, q.context.principal, q.context.host, q.operation, groups(q.context.principal)
+                )
             }
             assert {a.binding for a in decision.matching_acls} == expected
             assert decision.relevant_acl_count == sum(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.store import MemoryAclStore, MemoryCredentialStore, MemoryQuotaStore, SqliteStore
-from kafkaguard.store.ports import AclStore, CredentialStore, QuotaStore, Store
+from kafkaguard.store import MemoryAclStore, MemoryCredentialStore, MemoryGroupStore, MemoryQuotaStore, SqliteStore
+from kafkaguard.store.ports import AclStore, CredentialStore, GroupStore, QuotaStore, Store
 from tests.postgres import PASSWORD, postgres_server, postgres_url
 
 __all__ = ["postgres_server", "postgres_url"]
@@ -48,6 +48,15 @@ def credential_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
 def quota_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[QuotaStore]:
     store: QuotaStore = (
         MemoryQuotaStore() if request.param == "memory" else open_durable(request.param, request, tmp_path)
+    )
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=STORES)
+def group_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[GroupStore]:
+    store: GroupStore = (
+        MemoryGroupStore() if request.param == "memory" else open_durable(request.param, request, tmp_path)
     )
     yield store
     store.close()

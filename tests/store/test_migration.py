@@ -14,7 +14,7 @@ from kafkaguard.cli.main import app
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.store import QuotaChange, SqliteStore, StoreError, TopicRecord, UserAlteration
 from kafkaguard.store.migration import count, migrate_store
-from kafkaguard.store.ports import quota_entity
+from kafkaguard.store.ports import MembershipChange, quota_entity
 from kafkaguard.store.postgres import PostgresStore
 from kafkaguard.store.sqlite import DATABASE_NAME
 from tests.postgres import PASSWORD
@@ -44,13 +44,21 @@ def _fill(store: SqliteStore) -> None:
             QuotaChange(quota_entity([("user", None)]), "request_percentage", math.nan),
         ]
     )
+    store.alter_memberships(
+        [
+            MembershipChange("ops", "User:alice", member=True),
+            MembershipChange("ops", "User:bob", member=True),
+            MembershipChange("audit", "User:alice", member=True),
+        ]
+    )
 
 
 def test_everything_is_copied_with_its_ids(tmp_path: Path, postgres_url: str) -> None:
     with SqliteStore(tmp_path / DATABASE_NAME) as source, PostgresStore(postgres_url, password=PASSWORD) as target:
         _fill(source)
         counts = migrate_store(source, target)
-        assert (counts.acls, counts.credentials, counts.topics, counts.quotas) == (50, 2, 1, 2)
+        assert (counts.acls, counts.credentials, counts.topics, counts.quotas, counts.memberships) == (50, 2, 1, 2, 3)
+        assert target.load_memberships().groups == source.load_memberships().groups
         assert {(a.id, a.binding) for a in target.load_acls().acls} == {
             (a.id, a.binding) for a in source.load_acls().acls
         }
@@ -72,7 +80,9 @@ def test_the_command_copies_a_data_directory_and_keeps_the_cluster_id(
     monkeypatch.setenv("KAFKAGUARD_STORE_PASSWORD", PASSWORD)
     result = CliRunner().invoke(app, ["store", "migrate", "--from", str(tmp_path), "--to", postgres_url])
     assert result.exit_code == 0, result.output
-    assert "copied 50 ACLs, 2 SCRAM credentials, 1 topics, 2 client quota entities" in result.output
+    assert (
+        "copied 50 ACLs, 2 SCRAM credentials, 1 topics, 2 client quota entities, 3 group memberships" in result.output
+    )
     assert PASSWORD not in result.output
     with PostgresStore(postgres_url, password=PASSWORD) as target:
         assert target.cluster_id() == cluster_id

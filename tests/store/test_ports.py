@@ -18,6 +18,7 @@ from kafkaguard.store import (
     QuotaStore,
     UserAlteration,
 )
+from kafkaguard.store.ports import GroupStore, MembershipChange, MembershipSnapshot
 from tests.store.helpers import acl, acl_filter
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
@@ -258,3 +259,41 @@ def test_quota_values_keep_every_double_including_nan_and_infinity(quota_store: 
     quota_store.alter_quotas([QuotaChange(ALICE, key, value) for key, value in values.items()])
     (record,) = quota_store.load_quotas().quotas
     assert [repr(v) for v in record.values.values()] == [repr(v) for v in values.values()]
+
+
+# ------------------------------------------------------------------------------------------- principal groups
+
+
+def test_group_store_satisfies_its_protocol(group_store: GroupStore) -> None:
+    assert isinstance(group_store, GroupStore)
+    assert group_store.load_memberships() == MembershipSnapshot({}, 0) and group_store.membership_version() == 0
+
+
+def test_memberships_added_removed_and_loaded_sorted_each_moving_the_version(group_store: GroupStore) -> None:
+    first = group_store.alter_memberships(
+        [
+            MembershipChange("ops", "User:bob", member=True),
+            MembershipChange("ops", "User:alice", member=True),
+            MembershipChange("audit", "User:alice", member=True),
+            MembershipChange("ops", "User:alice", member=True),  # already a member: no change
+            MembershipChange("audit", "User:carol", member=False),  # not a member: no change
+        ]
+    )
+    assert (first.base_version, first.version) == (0, 3) and group_store.membership_version() == 3
+    snapshot = group_store.load_memberships()
+    assert snapshot == MembershipSnapshot({"audit": ("User:alice",), "ops": ("User:alice", "User:bob")}, 3)
+    assert list(snapshot.groups) == ["audit", "ops"]
+    assert snapshot.groups_by_principal() == {"User:alice": ("Group:audit", "Group:ops"), "User:bob": ("Group:ops",)}
+    second = group_store.alter_memberships(
+        [MembershipChange("audit", "User:alice", member=False), MembershipChange("ops", "User:bob", member=False)]
+    )
+    assert (second.base_version, second.version) == (3, 5)
+    # A group without members is gone.
+    assert group_store.load_memberships() == MembershipSnapshot({"ops": ("User:alice",)}, 5)
+
+
+def test_group_and_principal_names_are_kept_exactly(group_store: GroupStore) -> None:
+    names = [("ops", "User:Alice"), ("ops", "User:alice"), ("Ops", "User:al:ice"), ("δ-team", "User:ünï")]
+    group_store.alter_memberships([MembershipChange(g, p, member=True) for g, p in names])
+    loaded = group_store.load_memberships().groups
+    assert sorted((g, p) for g, members in loaded.items() for p in members) == sorted(names)

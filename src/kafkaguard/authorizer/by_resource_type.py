@@ -6,7 +6,8 @@ resource":
 
 1. probe ``authorize()`` on the literal resource name ``hardcode`` (with implication, super users, wildcards and
    the allow.everyone default);
-2. otherwise scan the type's ACLs for this principal and host whose operation equals the one asked or ALL
+2. otherwise scan the type's ACLs for this principal (or ``User:*``, or one of its groups) and host (the same
+   address, ``*`` or a CIDR block holding it) whose operation equals the one asked or ALL
    (no implication); a LITERAL ``*`` DENY denies at once;
 3. a LITERAL ``*`` ALLOW allows; a literal ALLOW counts unless its name is literally denied or any prefix of it
    (itself included) is prefix-denied; a PREFIXED ALLOW counts unless a prefix of it is prefix-denied (literal
@@ -21,8 +22,6 @@ from collections.abc import Callable
 from kafkaguard.authorizer.index import AclIndex
 from kafkaguard.authorizer.operations import exact_operation_matches
 from kafkaguard.model import (
-    WILDCARD_HOST,
-    WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
     AclOperation,
     AclPermissionType,
@@ -30,6 +29,8 @@ from kafkaguard.model import (
     PatternType,
     RequestContext,
     ResourceType,
+    host_matches,
+    principal_matches,
 )
 
 #: The resource name Kafka probes first.
@@ -42,6 +43,7 @@ def scan_by_resource_type(
     operation: AclOperation,
     resource_type: ResourceType,
     probe: Callable[[str], AuthorizationResult],
+    member_of: tuple[str, ...] = (),
 ) -> AuthorizationResult:
     """Steps 1-4 above; ``probe(name)`` is ``authorize()`` of the operation on the literal resource ``name``."""
     if probe(PROBE_NAME) is AuthorizationResult.ALLOWED:
@@ -56,9 +58,9 @@ def scan_by_resource_type(
         pattern = group.pattern
         for acl in group.acls:
             entry = acl.binding.entry
-            if entry.host != WILDCARD_HOST and entry.host != context.host:
+            if not host_matches(entry.host, context.host):
                 continue
-            if entry.principal != context.principal and entry.principal != WILDCARD_PRINCIPAL:
+            if not principal_matches(entry.principal, context.principal, member_of):
                 continue
             if not exact_operation_matches(entry.operation, operation):
                 continue

@@ -48,6 +48,9 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
     StoredAcl,
+    is_cidr,
+    parse_address,
+    parse_cidr,
 )
 
 #: Set in a match mask when at least one ACL applies to the resource (for anyone), which decides whether
@@ -60,36 +63,66 @@ _TYPE_SLOTS = max(t.code for t in ResourceType) + 1
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
+#: The CIDR-host entries of a group for one IP version and prefix length: (version, shift, network → principal →
+#: mask), where ``network`` is an address shifted right by ``shift`` (see ``model.host.CidrBlock``).
+Networks = tuple[int, int, Mapping[int, Mapping[str, int]]]
+
+
 @dataclass(frozen=True, slots=True)
 class AclGroup:
     """Every ACL on one resource pattern, with the precomputed decision masks.
 
     ``any_host[principal]`` is the OR of the masks of the principal's entries with host ``*``;
-    ``by_host[host][principal]`` the same for entries naming one host (empty when the group has none, the common
-    case). Splitting them keeps a typical group at two dict probes per decision.
+    ``by_host[host][principal]`` the same for entries naming one address; ``networks`` the same for entries whose
+    host is a CIDR block, one table per (IP version, prefix length) found in the group, so a client's address is
+    matched with one shift and one probe per distinct prefix length, never by scanning the blocks (an invalid block
+    is in no table: it matches no one). ``by_host`` and ``networks`` are empty in a typical group, which then costs
+    two dict probes per decision.
     """
 
     pattern: ResourcePattern
     acls: tuple[StoredAcl, ...]
     any_host: Mapping[str, int]
     by_host: Mapping[str, Mapping[str, int]]
+    networks: tuple[Networks, ...]
     ids: Mapping[AccessControlEntry, AclId]
 
     @classmethod
     def build(cls, pattern: ResourcePattern, acls: tuple[StoredAcl, ...]) -> AclGroup:
         any_host: dict[str, int] = {}
         by_host: dict[str, dict[str, int]] = {}
+        by_block: dict[tuple[int, int], dict[int, dict[str, int]]] = {}
         for acl in acls:
             entry = acl.binding.entry
-            masks = any_host if entry.host == WILDCARD_HOST else by_host.setdefault(entry.host, {})
+            if entry.host == WILDCARD_HOST:
+                masks = any_host
+            elif is_cidr(entry.host):
+                block = parse_cidr(entry.host)
+                if block is None:
+                    continue
+                masks = by_block.setdefault((block.version, block.shift), {}).setdefault(block.network, {})
+            else:
+                masks = by_host.setdefault(entry.host, {})
             masks[entry.principal] = masks.get(entry.principal, 0) | entry_mask(entry.operation, entry.permission_type)
-        return cls(pattern, acls, any_host, by_host, {acl.binding.entry: acl.id for acl in acls})
+        networks = tuple((version, shift, table) for (version, shift), table in sorted(by_block.items()))
+        return cls(pattern, acls, any_host, by_host, networks, {acl.binding.entry: acl.id for acl in acls})
 
-    def mask_for(self, principal: str, host: str) -> int:
-        """The OR of the masks of this group's entries that match the principal and host."""
-        mask = self.any_host.get(principal, 0) | self.any_host.get(WILDCARD_PRINCIPAL, 0)
-        at_host = self.by_host.get(host, _EMPTY)
-        return mask | at_host.get(principal, 0) | at_host.get(WILDCARD_PRINCIPAL, 0)
+    def mask_for(self, principal: str, host: str, member_of: tuple[str, ...] = ()) -> int:
+        """The OR of the masks of this group's entries that match the principal (or one of its groups) and host."""
+        who = (principal, WILDCARD_PRINCIPAL, *member_of)
+        tables: list[Mapping[str, int]] = [self.any_host, self.by_host.get(host, _EMPTY)]
+        if self.networks:
+            address = parse_address(host)
+            if address is not None:
+                version, value = address
+                for block_version, shift, networks in self.networks:
+                    if block_version == version:
+                        tables.append(networks.get(value >> shift, _EMPTY))
+        mask = 0
+        for table in tables:
+            for name in who:
+                mask |= table.get(name, 0)
+        return mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,10 +211,14 @@ class AclIndex:
     def __iter__(self) -> Iterator[StoredAcl]:
         return self._by_id.values()
 
-    def match_mask(self, resource_type: ResourceType, name: str, principal: str, host: str) -> int:
+    def match_mask(
+        self, resource_type: ResourceType, name: str, principal: str, host: str, member_of: tuple[str, ...] = ()
+    ) -> int:
         """OR of the masks of every matching entry on every pattern relevant to (type, name), plus RELEVANT_BIT
-        when any ACL applies to the resource at all. The hot path: written flat, without helper calls (the
-        ShardedMap lookups are inlined as ``shards[hash(key) & MASK].get(key)``)."""
+        when any ACL applies to the resource at all; ``member_of`` are the principal's groups (``Group:ops``), whose
+        entries match as the principal's own. The hot path: written flat, without helper calls (the ShardedMap
+        lookups are inlined as ``shards[hash(key) & MASK].get(key)``), except for the rare groups with host-specific
+        entries (``AclGroup.mask_for``)."""
         table = self._tables[resource_type]
         groups = [table.literal.shards[hash(name) & MASK].get(name)]
         if name != WILDCARD_RESOURCE:
@@ -203,10 +240,10 @@ class AclIndex:
             if group is not None:
                 any_host = group.any_host
                 mask |= RELEVANT_BIT | any_host.get(principal, 0) | any_host.get(WILDCARD_PRINCIPAL, 0)
-                if group.by_host:
-                    at_host = group.by_host.get(host)
-                    if at_host is not None:
-                        mask |= at_host.get(principal, 0) | at_host.get(WILDCARD_PRINCIPAL, 0)
+                for member in member_of:
+                    mask |= any_host.get(member, 0)
+                if group.by_host or group.networks:
+                    mask |= group.mask_for(principal, host, member_of)
         return mask
 
     def relevant_groups(self, resource_type: ResourceType, name: str) -> list[AclGroup]:

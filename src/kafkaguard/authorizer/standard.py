@@ -19,7 +19,8 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from kafkaguard.authorizer.by_resource_type import scan_by_resource_type
 from kafkaguard.authorizer.index import RELEVANT_BIT, AclIndex
@@ -29,8 +30,6 @@ from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
 from kafkaguard.authorizer.rules import Decision, DefaultRule, MatchingAclRule, Rule, SuperUserRule
 from kafkaguard.errors import AuthorizerNotReadyError, InvalidActionError, InvalidConfigError
 from kafkaguard.model import (
-    WILDCARD_HOST,
-    WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,
     AclBinding,
     AclBindingFilter,
@@ -44,12 +43,15 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
     StoredAcl,
+    host_matches,
+    principal_matches,
 )
 
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
 LITERAL = PatternType.LITERAL
 _NOT_READY = "the authorizer has not finished loading its ACLs; retry shortly"
 _KNOWN_TYPES = frozenset(t for t in ResourceType if t is not ResourceType.ANY)
+_NO_MEMBERSHIPS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
 #: Per operation code: (allow bit, deny bit); None for codes authorize() refuses (ANY, UNKNOWN, unknown).
 _BITS: dict[AclOperation, tuple[int, int]] = {op: (allow_bit(op), deny_bit(op)) for op in CONCRETE_OPERATIONS}
@@ -63,6 +65,13 @@ class AuthorizerSnapshot:
     super_users: frozenset[str]
     allow_everyone_if_no_acl_found: bool
     ready: bool
+    #: Principal groups (kafkaguard, beyond Kafka): user principal → the group principals (``Group:ops``) it
+    #: belongs to. Read from the same snapshot as the ACLs, so a request sees one consistent pair of both.
+    memberships: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NO_MEMBERSHIPS)
+
+    def groups_of(self, principal: str) -> tuple[str, ...]:
+        """The group principals ``principal`` belongs to (none for a principal in no group)."""
+        return self.memberships.get(principal, ())
 
 
 def parse_super_users(value: str | Iterable[str]) -> frozenset[str]:
@@ -81,6 +90,13 @@ def parse_super_users(value: str | Iterable[str]) -> frozenset[str]:
     return frozenset(users)
 
 
+def freeze_memberships(memberships: Mapping[str, Iterable[str]]) -> Mapping[str, tuple[str, ...]]:
+    """Memberships as the snapshot keeps them: read-only, each principal's groups sorted and deduplicated, the
+    principals in no group left out."""
+    frozen = {user: tuple(sorted(set(groups))) for user, groups in memberships.items()}
+    return MappingProxyType({user: groups for user, groups in frozen.items() if groups})
+
+
 def _new_id() -> AclId:
     return AclId(str(uuid.uuid4()))
 
@@ -96,12 +112,14 @@ class StandardAuthorizer:
         acls: Iterable[StoredAcl] = (),
         ready: bool = True,
         id_factory: Callable[[], AclId] = _new_id,
+        memberships: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self._snapshot = AuthorizerSnapshot(
             index=AclIndex.build(acls),
             super_users=parse_super_users(super_users),
             allow_everyone_if_no_acl_found=allow_everyone_if_no_acl_found,
             ready=ready,
+            memberships=freeze_memberships(memberships or {}),
         )
         self._id_factory = id_factory
         self._write_lock = threading.Lock()
@@ -126,6 +144,16 @@ class StandardAuthorizer:
     @property
     def allow_everyone_if_no_acl_found(self) -> bool:
         return self._snapshot.allow_everyone_if_no_acl_found
+
+    @property
+    def memberships(self) -> Mapping[str, tuple[str, ...]]:
+        return self._snapshot.memberships
+
+    def replace_memberships(self, memberships: Mapping[str, Iterable[str]]) -> None:
+        """Replace every principal's groups in one swap: the next request of any connection sees them."""
+        frozen = freeze_memberships(memberships)
+        with self._write_lock:
+            self._snapshot = replace(self._snapshot, memberships=frozen)
 
     @property
     def acl_count(self) -> int:
@@ -217,6 +245,7 @@ def authorize_in(
     """``StandardAuthorizer.authorize`` against one given snapshot (also the probe of authorize_by_resource_type,
     and what ``requests.authorize_request`` uses so that a request's decisions and its audit share one snapshot)."""
     principal, host = context.principal, context.host
+    member_of = snap.memberships.get(principal, ())
     if principal in snap.super_users:
         for action in actions:
             _check_action(action)
@@ -232,7 +261,7 @@ def authorize_in(
         bits = _BITS.get(action.operation)
         if bits is None or pattern.pattern_type is not LITERAL or pattern.resource_type not in _KNOWN_TYPES:
             raise _invalid_action(action)
-        mask = match_mask(pattern.resource_type, pattern.name, principal, host)
+        mask = match_mask(pattern.resource_type, pattern.name, principal, host, member_of)
         if mask & bits[1]:
             results.append(DENIED)
         elif mask & bits[0]:
@@ -256,10 +285,11 @@ def explain_in(snap: AuthorizerSnapshot, context: RequestContext, action: Action
     groups = snap.index.relevant_groups(pattern.resource_type, pattern.name)
     matching: list[StoredAcl] = []
     relevant = 0
+    member_of = snap.groups_of(context.principal)
     for group in groups:
         relevant += len(group.acls)
         for acl in group.acls:
-            if _entry_matches(acl, context, action.operation):
+            if _entry_matches(acl, context, action.operation, member_of):
                 matching.append(acl)
     denies = [acl for acl in matching if acl.binding.entry.permission_type is AclPermissionType.DENY]
     rule: Rule
@@ -318,11 +348,13 @@ def _invalid_action(action: Action) -> InvalidActionError:
     return InvalidActionError(f"Cannot authorize resource type {pattern.resource_type!r}")
 
 
-def _entry_matches(acl: StoredAcl, context: RequestContext, operation: AclOperation) -> bool:
+def _entry_matches(
+    acl: StoredAcl, context: RequestContext, operation: AclOperation, member_of: tuple[str, ...]
+) -> bool:
     entry = acl.binding.entry
-    if entry.principal != context.principal and entry.principal != WILDCARD_PRINCIPAL:
+    if not principal_matches(entry.principal, context.principal, member_of):
         return False
-    if entry.host != context.host and entry.host != WILDCARD_HOST:
+    if not host_matches(entry.host, context.host):
         return False
     return operation in covered_operations(entry.operation, entry.permission_type)
 
@@ -347,4 +379,5 @@ def authorize_by_resource_type_in(
         action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
         return authorize_in(snapshot, context, (action,))[0]
 
-    return scan_by_resource_type(snapshot.index, context, operation, resource_type, probe)
+    member_of = snapshot.groups_of(context.principal)
+    return scan_by_resource_type(snapshot.index, context, operation, resource_type, probe, member_of)

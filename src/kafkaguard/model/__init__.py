@@ -6,13 +6,16 @@ from kafkaguard.model.action import Action, AuthorizationResult, RequestContext
 from kafkaguard.model.binding import AclBinding, AclBindingFilter, AclId, StoredAcl, validate_new_binding
 from kafkaguard.model.entry import WILDCARD_HOST, AccessControlEntry, AccessControlEntryFilter
 from kafkaguard.model.enums import AclOperation, AclPermissionType, KafkaEnum, PatternType, ResourceType
-from kafkaguard.model.host import java_host
+from kafkaguard.model.host import CidrBlock, cidr_error, host_matches, is_cidr, java_host, parse_address, parse_cidr
 from kafkaguard.model.item_error import ItemError, KafkaErrorCode
 from kafkaguard.model.principal import (
     ANONYMOUS_PRINCIPAL,
+    GROUP_TYPE,
     WILDCARD_PRINCIPAL,
     KafkaPrincipal,
+    is_group,
     principal_error,
+    principal_matches,
 )
 from kafkaguard.model.resource import (
     CLUSTER_NAME,
@@ -36,6 +39,7 @@ __all__ = [
     "AclPermissionType",
     "Action",
     "AuthorizationResult",
+    "CidrBlock",
     "ItemError",
     "KafkaEnum",
     "KafkaErrorCode",
@@ -46,7 +50,15 @@ __all__ = [
     "ResourcePatternFilter",
     "ResourceType",
     "StoredAcl",
+    "cidr_error",
+    "host_matches",
+    "is_cidr",
     "java_host",
+    "parse_address",
+    "parse_cidr",
+    "GROUP_TYPE",
+    "is_group",
     "principal_error",
+    "principal_matches",
     "validate_new_binding",
 ]

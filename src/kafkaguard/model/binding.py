@@ -7,6 +7,7 @@ from typing import ClassVar, NewType
 
 from kafkaguard.model.entry import AccessControlEntry, AccessControlEntryFilter
 from kafkaguard.model.enums import ResourceType
+from kafkaguard.model.host import cidr_error, is_cidr
 from kafkaguard.model.principal import principal_error
 from kafkaguard.model.resource import CLUSTER_NAME, ResourcePattern, ResourcePatternFilter
 
@@ -73,7 +74,8 @@ def validate_new_binding(binding: AclBinding) -> str | None:
     """Why ``binding`` may not be created, or None when it may (SEMANTICS.md §8.2, §16.2, §16.3).
 
     Checked in this order: unknown wire codes (named with their code, where Kafka would close the connection),
-    Kafka's CLUSTER name and empty-name checks, then the principal format (as Kafka since KAFKA-18051).
+    Kafka's CLUSTER name and empty-name checks, then the principal format (as Kafka since KAFKA-18051), then a CIDR
+    host's block (as Kafka since KIP-1276; ``model.host``).
     """
     pattern, entry = binding.pattern, binding.entry
     for field, value in (
@@ -88,4 +90,4 @@ def validate_new_binding(binding: AclBinding) -> str | None:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not pattern.name:
         return "Invalid empty resource name"
-    return principal_error(entry.principal)
+    return principal_error(entry.principal) or (cidr_error(entry.host) if is_cidr(entry.host) else None)

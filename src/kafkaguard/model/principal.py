@@ -8,6 +8,8 @@ from kafkaguard.errors import InvalidConfigError
 
 #: The only principal wildcard Kafka knows. It matches principals of every type, not only ``User``.
 WILDCARD_PRINCIPAL = "User:*"
+#: The principal type of kafkaguard's principal groups: an ACL for ``Group:ops`` applies to every member of ops.
+GROUP_TYPE = "Group"
 #: The principal of an unauthenticated (PLAINTEXT) connection.
 ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
 
@@ -31,6 +33,17 @@ class KafkaPrincipal:
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"
+
+
+def is_group(principal: str) -> bool:
+    """Whether a principal names a principal group (``Group:ops``) rather than one client."""
+    return principal.startswith(GROUP_TYPE + ":")
+
+
+def principal_matches(acl_principal: str, principal: str, member_of: tuple[str, ...] = ()) -> bool:
+    """Whether an ACL's principal covers the caller: the same principal, ``User:*``, or one of the caller's groups
+    (``member_of``, kafkaguard's principal groups such as ``Group:ops``)."""
+    return acl_principal in (principal, WILDCARD_PRINCIPAL) or acl_principal in member_of
 
 
 def principal_error(text: str) -> str | None:

@@ -36,7 +36,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from kafkaguard.authorizer.index import AclIndex
-from kafkaguard.model import WILDCARD_HOST, WILDCARD_PRINCIPAL, WILDCARD_RESOURCE, PatternType, ResourceType, StoredAcl
+from kafkaguard.model import (
+    WILDCARD_HOST,
+    WILDCARD_PRINCIPAL,
+    WILDCARD_RESOURCE,
+    PatternType,
+    ResourceType,
+    StoredAcl,
+    is_cidr,
+    is_group,
+)
 from kafkaguard.pipeline.acls import AclSet
 
 #: (resource_type, resource_name, principal or None = any, host or None = any): some ACL of Δ covers this
@@ -110,10 +119,14 @@ class AclChange:
         )
 
     def _who(self, acl: StoredAcl) -> tuple[str | None, str | None]:
+        """The (principal, host) a changed ACL can reach, None for "anyone": a wildcard, a CIDR block (a logged
+        address is not compared with it as text) and a group principal (its members are not plain strings to
+        compare) reach anyone here, which keeps the accesses kept a superset of those the change can flip."""
         entry = acl.binding.entry
+        any_principal = entry.principal == WILDCARD_PRINCIPAL or is_group(entry.principal)
         return (
-            None if self.resource_wide or entry.principal == WILDCARD_PRINCIPAL else entry.principal,
-            None if self.resource_wide or entry.host == WILDCARD_HOST else entry.host,
+            None if self.resource_wide or any_principal else entry.principal,
+            None if self.resource_wide or entry.host == WILDCARD_HOST or is_cidr(entry.host) else entry.host,
         )
 
     def reach(self, resources: Iterable[tuple[str, str]]) -> Iterator[Reach]:

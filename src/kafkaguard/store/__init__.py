@@ -1,11 +1,18 @@
-"""L2: durable storage of ACLs, SCRAM credentials, topics and client quotas (ports, SQLite, in-memory twins; the
-PostgreSQL store is ``kafkaguard.store.postgres``, imported only where a store URL is configured: it needs psycopg)."""
+"""L2: durable storage of ACLs, SCRAM credentials, topics, client quotas and principal groups (ports, SQLite,
+in-memory twins; the PostgreSQL store is ``kafkaguard.store.postgres``, imported only where a store URL is
+configured: it needs psycopg)."""
 
 from __future__ import annotations
 
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT
 from kafkaguard.store.errors import SchemaVersionError, StoreError, StoreUnavailableError
-from kafkaguard.store.memory import MemoryAclStore, MemoryCredentialStore, MemoryQuotaStore, MemoryTopicStore
+from kafkaguard.store.memory import (
+    MemoryAclStore,
+    MemoryCredentialStore,
+    MemoryGroupStore,
+    MemoryQuotaStore,
+    MemoryTopicStore,
+)
 from kafkaguard.store.ports import (
     AclCreation,
     AclDeletion,
@@ -17,6 +24,10 @@ from kafkaguard.store.ports import (
     CredentialSnapshot,
     CredentialStore,
     CredentialWrite,
+    GroupStore,
+    MembershipChange,
+    MembershipSnapshot,
+    MembershipWrite,
     QuotaChange,
     QuotaEntity,
     QuotaRecord,
@@ -53,8 +64,13 @@ __all__ = [
     "CredentialWrite",
     "MemoryAclStore",
     "MemoryCredentialStore",
+    "MemoryGroupStore",
     "MemoryQuotaStore",
     "MemoryTopicStore",
+    "GroupStore",
+    "MembershipChange",
+    "MembershipSnapshot",
+    "MembershipWrite",
     "QuotaChange",
     "QuotaEntity",
     "QuotaRecord",

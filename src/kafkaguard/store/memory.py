@@ -21,6 +21,9 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    MembershipChange,
+    MembershipSnapshot,
+    MembershipWrite,
     QuotaChange,
     QuotaEntity,
     QuotaRecord,
@@ -283,6 +286,41 @@ class MemoryQuotaStore:
                     values[change.key] = float(change.value)
                     self._version += 1
             return QuotaWrite(base, self._version)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class MemoryGroupStore:
+    """A ``GroupStore`` held in a dict, with a membership version like the SQLite store's (one step per membership
+    added or removed, as its triggers count)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._groups: dict[str, set[str]] = {}
+        self._version = 0
+
+    def membership_version(self) -> int:
+        return self._version
+
+    def load_memberships(self) -> MembershipSnapshot:
+        with self._lock:
+            return MembershipSnapshot({group: tuple(members) for group, members in self._groups.items()}, self._version)
+
+    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+        with self._lock:
+            base = self._version
+            for change in changes:
+                members = self._groups.setdefault(change.group, set())
+                if change.member and change.principal not in members:
+                    members.add(change.principal)
+                    self._version += 1
+                elif not change.member and change.principal in members:
+                    members.discard(change.principal)
+                    self._version += 1
+                if not members:
+                    del self._groups[change.group]
+            return MembershipWrite(base, self._version)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -1,5 +1,5 @@
 """Copying everything one store holds into another (``kafkaguard store migrate``): ACLs under their own ids, SCRAM
-credentials, topics with their ids, client quotas, and the cluster id; then counting both sides.
+credentials, topics with their ids, client quotas, principal groups, and the cluster id; then counting both sides.
 
 The target must be empty: a migration never merges into, or overwrites, a store that nodes may already be
 using (a half-copied or reused database is refused, and the remedy is a fresh database). Each kind is copied in
@@ -16,7 +16,7 @@ from typing import Protocol
 from kafkaguard.model import StoredAcl
 from kafkaguard.scram import ScramCredential
 from kafkaguard.store.errors import StoreError
-from kafkaguard.store.ports import AclDelta, QuotaChange, Store, UserAlteration
+from kafkaguard.store.ports import AclDelta, MembershipChange, QuotaChange, Store, UserAlteration
 
 
 class MigrationTarget(Store, Protocol):
@@ -33,15 +33,16 @@ class StoreCounts:
     credentials: int
     topics: int
     quotas: int
+    memberships: int = 0
 
     @property
     def empty(self) -> bool:
-        return not (self.acls or self.credentials or self.topics or self.quotas)
+        return not (self.acls or self.credentials or self.topics or self.quotas or self.memberships)
 
     def __str__(self) -> str:
         return (
             f"{self.acls} ACLs, {self.credentials} SCRAM credentials, {self.topics} topics, "
-            f"{self.quotas} client quota entities"
+            f"{self.quotas} client quota entities, {self.memberships} group memberships"
         )
 
 
@@ -52,6 +53,7 @@ def count(store: Store) -> StoreCounts:
         credentials=len(store.load_credentials().credentials),
         topics=len(store.load_topics().topics),
         quotas=len(store.load_quotas().quotas),
+        memberships=sum(len(members) for members in store.load_memberships().groups.values()),
     )
 
 
@@ -76,6 +78,13 @@ def migrate_store(source: Store, target: MigrationTarget) -> StoreCounts:
     target.alter_quotas(
         [QuotaChange(r.entity, key, value) for r in source.load_quotas().quotas for key, value in r.values.items()]
     )
+    target.alter_memberships(
+        [
+            MembershipChange(group, principal, member=True)
+            for group, members in source.load_memberships().groups.items()
+            for principal in members
+        ]
+    )
     _verify(source, target)
     return count(target)
 
@@ -91,6 +100,8 @@ def _verify(source: Store, target: Store) -> None:
         problems.append("topics")
     if _quota_texts(source) != _quota_texts(target):
         problems.append("client quotas")
+    if dict(source.load_memberships().groups) != dict(target.load_memberships().groups):
+        problems.append("principal groups")
     if problems:
         raise StoreError(
             f"after the copy the target differs from the source in: {', '.join(problems)} (source: {count(source)}; "

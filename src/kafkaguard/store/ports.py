@@ -19,6 +19,8 @@ process holding the catalog in memory polls that one number and reloads the cata
 
 Client quotas (KIP-546: an entity of ``user``/``client-id``/``ip`` names, each a name or the default, and its
 quota values) are few and versioned like the credentials: every value set or removed moves the *quota version*.
+Principal groups (kafkaguard's: ``Group:ops`` in an ACL stands for every member of ``ops``) are versioned the same
+way: every membership added or removed moves the *membership version*.
 
 ``ChangeFeed`` lets a process block until another process may have changed the store (PostgreSQL: a notification;
 SQLite: the polling interval), and says whether the store is reachable; ``Store`` is all four ports and the feed on
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
-from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
+from kafkaguard.model import GROUP_TYPE, AclBinding, AclBindingFilter, AclId, StoredAcl
 from kafkaguard.scram import ScramCredential, ScramMechanism
 
 
@@ -370,6 +372,76 @@ class QuotaStore(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class MembershipSnapshot:
+    """Every principal group with its members: group name (``ops`` for the principal ``Group:ops``) to its member
+    principals, both sorted, at one membership version, read in one transaction. A group exists while it has
+    members."""
+
+    groups: Mapping[str, tuple[str, ...]]
+    version: int
+
+    def __post_init__(self) -> None:
+        ordered = {group: tuple(sorted(members)) for group, members in sorted(self.groups.items()) if members}
+        object.__setattr__(self, "groups", MappingProxyType(ordered))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, MembershipSnapshot)
+            and dict(self.groups) == dict(other.groups)
+            and self.version == other.version
+        )
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.groups.items()), self.version))
+
+    def groups_by_principal(self) -> dict[str, tuple[str, ...]]:
+        """Member principal → the group principals (``Group:ops``) it belongs to: what the authorizer reads."""
+        by_principal: dict[str, list[str]] = {}
+        for group, members in self.groups.items():
+            for member in members:
+                by_principal.setdefault(member, []).append(f"{GROUP_TYPE}:{group}")
+        return {member: tuple(groups) for member, groups in by_principal.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipChange:
+    """Make ``principal`` a member of ``group`` (``member`` True) or not (False); adding a member that is one, or
+    removing one that is not, is no change."""
+
+    group: str
+    principal: str
+    member: bool
+
+
+@dataclass(frozen=True, slots=True)
+class MembershipWrite:
+    """What one ``alter_memberships`` call did: the membership version just before it and just after it."""
+
+    base_version: int
+    version: int
+
+
+@runtime_checkable
+class GroupStore(Protocol):
+    """Durable principal groups (kafkaguard's, beyond Kafka): one row per (group, member principal), already
+    validated. Versioned like the quotas: every membership added or removed moves the *membership version*."""
+
+    def membership_version(self) -> int:
+        """The current membership version; cheap enough to poll many times a second."""
+        ...
+
+    def load_memberships(self) -> MembershipSnapshot:
+        """Every group and its members, and the membership version they are at."""
+        ...
+
+    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+        """Apply the changes in order, in one transaction."""
+        ...
+
+    def close(self) -> None: ...
+
+
 @runtime_checkable
 class ChangeFeed(Protocol):
     """How a process learns that another one changed the store, and whether the store can be reached.
@@ -392,6 +464,6 @@ class ChangeFeed(Protocol):
 
 
 @runtime_checkable
-class Store(AclStore, CredentialStore, TopicStore, QuotaStore, ChangeFeed, Protocol):
-    """ACLs, credentials, topics and client quotas in one store (``SqliteStore``, ``PostgresStore``), and its
-    change feed: what the services of one process share."""
+class Store(AclStore, CredentialStore, TopicStore, QuotaStore, GroupStore, ChangeFeed, Protocol):
+    """ACLs, credentials, topics, client quotas and principal groups in one store (``SqliteStore``,
+    ``PostgresStore``), and its change feed: what the services of one process share."""

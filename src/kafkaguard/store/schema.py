@@ -119,7 +119,24 @@ _V5 = (
         BEGIN UPDATE counters SET value = value + 1 WHERE name = 'quota_version'; END""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+#: Version 6: principal groups (kafkaguard's, beyond Kafka). One row per (group, member principal); the group is
+#: the name after ``Group:``. The membership version is bumped by triggers, like the quota version.
+_V6 = (
+    """CREATE TABLE principal_groups (
+        group_name TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        PRIMARY KEY (group_name, principal)
+    ) WITHOUT ROWID""",
+    "INSERT INTO counters (name, value) VALUES ('membership_version', 0)",
+    """CREATE TRIGGER principal_groups_version_insert AFTER INSERT ON principal_groups
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'membership_version'; END""",
+    """CREATE TRIGGER principal_groups_version_update AFTER UPDATE ON principal_groups
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'membership_version'; END""",
+    """CREATE TRIGGER principal_groups_version_delete AFTER DELETE ON principal_groups
+        BEGIN UPDATE counters SET value = value + 1 WHERE name = 'membership_version'; END""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
 
 
 def migrate(connection: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

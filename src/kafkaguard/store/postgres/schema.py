@@ -6,11 +6,11 @@ ever appended. Several nodes may start at once on a new database: ``migrate`` ho
 lock, so one of them migrates and the others find it done.
 
 Versions: each counter row of ``counters`` (``acl_version``, ``credential_version``, ``topic_version``,
-``quota_version``) is locked (``SELECT … FOR UPDATE``) by every write to its tables before it reads anything, so
-the writers of one kind are serialized and their versions commit in order: a reader never sees version n+1
-without n. Triggers move the credential, topic and quota versions for every row written or deleted, as the
-SQLite triggers do, and every update of a counter sends ``NOTIFY kafkaguard_changes`` with the counter's name,
-which PostgreSQL delivers at commit, to every node listening (``listener``).
+``quota_version``, ``membership_version``) is locked (``SELECT … FOR UPDATE``) by every write to its tables before
+it reads anything, so the writers of one kind are serialized and their versions commit in order: a reader never sees
+version n+1 without n. Triggers move the credential, topic, quota and membership versions for every row written or
+deleted, as the SQLite triggers do, and every update of a counter sends ``NOTIFY kafkaguard_changes`` with the
+counter's name, which PostgreSQL delivers at commit, to every node listening (``listener``).
 """
 
 from __future__ import annotations
@@ -109,7 +109,20 @@ _V1 = (
     "CREATE TRIGGER counters_notify AFTER UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION kafkaguard_notify()",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+#: Version 2: principal groups (kafkaguard's, beyond Kafka), the twin of SQLite's version 6: one row per (group,
+#: member principal), the membership version moved by the same bump trigger as the other kinds.
+_V2 = (
+    """CREATE TABLE principal_groups (
+        group_name TEXT NOT NULL,
+        principal TEXT NOT NULL,
+        PRIMARY KEY (group_name, principal)
+    )""",
+    "INSERT INTO counters (name, value) VALUES ('membership_version', 0)",
+    "CREATE TRIGGER principal_groups_version AFTER INSERT OR UPDATE OR DELETE ON principal_groups "
+    "FOR EACH ROW EXECUTE FUNCTION kafkaguard_bump('membership_version')",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]], migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

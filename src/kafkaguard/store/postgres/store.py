@@ -18,6 +18,9 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    MembershipChange,
+    MembershipSnapshot,
+    MembershipWrite,
     QuotaChange,
     QuotaSnapshot,
     QuotaWrite,
@@ -29,6 +32,7 @@ from kafkaguard.store.ports import (
 from kafkaguard.store.postgres.acls import AclTables
 from kafkaguard.store.postgres.connection import Database
 from kafkaguard.store.postgres.credentials import CredentialTables
+from kafkaguard.store.postgres.groups import GroupTables
 from kafkaguard.store.postgres.listener import ChangeListener
 from kafkaguard.store.postgres.quotas import QuotaTables
 from kafkaguard.store.postgres.topics import TopicTables
@@ -75,6 +79,7 @@ class PostgresStore:
         self._credentials = CredentialTables(self._db)
         self._topics = TopicTables(self._db, cluster_id_factory=cluster_id_factory)
         self._quotas = QuotaTables(self._db)
+        self._groups = GroupTables(self._db)
 
     def __repr__(self) -> str:
         return f"PostgresStore(url={str(self.url)!r})"
@@ -203,3 +208,14 @@ class PostgresStore:
 
     def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
         return self._quotas.alter_quotas(changes)
+
+    # ---------------------------------------------------------------------------------- principal groups
+
+    def membership_version(self) -> int:
+        return self._groups.membership_version()
+
+    def load_memberships(self) -> MembershipSnapshot:
+        return self._groups.load_memberships()
+
+    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+        return self._groups.alter_memberships(changes)

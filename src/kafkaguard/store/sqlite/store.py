@@ -20,6 +20,9 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    MembershipChange,
+    MembershipSnapshot,
+    MembershipWrite,
     QuotaChange,
     QuotaSnapshot,
     QuotaWrite,
@@ -31,6 +34,7 @@ from kafkaguard.store.ports import (
 from kafkaguard.store.sqlite.acls import AclTables
 from kafkaguard.store.sqlite.connection import DATABASE_NAME, DEFAULT_DATA_DIR, DEFAULT_PATH, Database
 from kafkaguard.store.sqlite.credentials import CredentialTables
+from kafkaguard.store.sqlite.groups import GroupTables
 from kafkaguard.store.sqlite.quotas import QuotaTables
 from kafkaguard.store.sqlite.topics import TopicTables
 from kafkaguard.store.uuids import new_cluster_id
@@ -74,6 +78,7 @@ class SqliteStore:
         self._credentials = CredentialTables(db)
         self._topics = TopicTables(db, cluster_id_factory=cluster_id_factory)
         self._quotas = QuotaTables(db)
+        self._groups = GroupTables(db)
 
     @classmethod
     def in_data_dir(cls, data_dir: str | Path = DEFAULT_DATA_DIR, **kwargs: Any) -> SqliteStore:
@@ -192,3 +197,14 @@ class SqliteStore:
 
     def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
         return self._quotas.alter_quotas(changes)
+
+    # ---------------------------------------------------------------------------------- principal groups
+
+    def membership_version(self) -> int:
+        return self._groups.membership_version()
+
+    def load_memberships(self) -> MembershipSnapshot:
+        return self._groups.load_memberships()
+
+    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+        return self._groups.alter_memberships(changes)
