@@ -21,6 +21,7 @@ from kafkaguard.errors import (
     InvalidActionError,
     InvalidCodeError,
     InvalidConfigError,
+    InvalidGroupError,
     InvalidNameError,
     KafkaguardError,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "InvalidActionError",
     "InvalidCodeError",
     "InvalidConfigError",
+    "InvalidGroupError",
     "InvalidNameError",
     "KafkaguardError",
     "MatchingAclRule",

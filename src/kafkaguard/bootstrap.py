@@ -21,6 +21,7 @@ from kafkaguard.errors import InvalidConfigError
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
 from kafkaguard.service.credentials import CredentialService
+from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
 from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
@@ -53,6 +54,7 @@ class Services:
     topics: TopicService
     server_secret: bytes = field(repr=False)  # derives SCRAM decoys: never in a repr
     quotas: QuotaService
+    groups: GroupService
     #: Logins of this process (Kafka listeners and console), shared by the server and the console.
     logins: LoginStatistics = field(default_factory=LoginStatistics)
 
@@ -79,11 +81,13 @@ def build_services(settings: Settings) -> Services:
         secret, store = postgres.server_secret(lambda: secrets.token_bytes(_SECRET_BYTES)), postgres
     log.info("store: %s", url if url is not None else settings.database_path)
     authorizer = StandardAuthorizer(settings.super_users, settings.allow_everyone_if_no_acl_found, ready=False)
+    # Memberships before the ACLs: AclService completes the initial load, after which every decision counts.
+    groups = GroupService(store, authorizer)
     acls = AclService(store, authorizer)
     credentials = CredentialService(store)
     topics = TopicService(store, default_partitions=settings.default_partitions)
     quotas = QuotaService(store)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups)
     _bootstrap_admin(services)
     return services
 

@@ -14,6 +14,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    └── AclJsonError                model.acl_json    an ACL JSON document with bad entries (all listed)
      ├── InvalidActionError               errors            (also ValueError) authorize() on PREFIXED, ANY, …
      ├── InvalidConfigError               errors            (also ValueError) e.g. a super user not Type:Name
+     ├── InvalidGroupError                errors            (also ValueError) a principal group or member refused
      ├── AuthorizerNotReadyError          errors            the initial ACL load has not completed
      ├── ScramError                       errors            SCRAM credentials and the SASL/SCRAM exchange
      │    ├── UnsupportedMechanismError   errors            (also ValueError) not SCRAM-SHA-256/512
@@ -71,6 +72,10 @@ class InvalidActionError(KafkaguardError, ValueError):
 
 class InvalidConfigError(KafkaguardError, ValueError):
     """A configuration value that cannot be used, with the value and what is expected."""
+
+
+class InvalidGroupError(KafkaguardError, ValueError):
+    """A principal group name or member that cannot be stored, with what to write instead."""
 
 
 class AuthorizerNotReadyError(KafkaguardError):

@@ -29,9 +29,10 @@ Poll = tuple[str, Callable[[], object]]
 
 
 def every_poll(services: Services) -> tuple[Poll, ...]:
-    """What the server and the proxy follow: ACLs, SCRAM credentials, topics and client quotas."""
+    """What the server and the proxy follow: ACLs, principal groups, SCRAM credentials, topics and client quotas."""
     return (
         ("ACLs", services.acls.poll),
+        ("principal groups", services.groups.poll),
         ("SCRAM credentials", services.credentials.poll),
         ("topics", services.topics.poll),
         ("client quotas", services.quotas.poll),

@@ -77,7 +77,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        polls = (("ACLs", services.acls.poll), ("SCRAM credentials", services.credentials.poll))
+        polls = (
+            ("ACLs", services.acls.poll),
+            ("principal groups", services.groups.poll),
+            ("SCRAM credentials", services.credentials.poll),
+        )
         task = asyncio.create_task(follow_store(services, polls), name="console-sync") if sync_store else None
         try:
             yield

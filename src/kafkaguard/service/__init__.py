@@ -10,6 +10,7 @@ from kafkaguard.service.credentials import (
     UserAlterationResult,
     UserDescription,
 )
+from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import (
     QuotaAlteration,
     QuotaAlterationResult,
@@ -29,6 +30,7 @@ from kafkaguard.service.topics import (
 __all__ = [
     "AclService",
     "CredentialService",
+    "GroupService",
     "ImportResult",
     "NewTopic",
     "QuotaAlteration",

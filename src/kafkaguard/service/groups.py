@@ -1,0 +1,180 @@
+"""Principal groups (kafkaguard's, beyond Kafka): which principals belong to which group, stored durably and
+pushed into the authorizer's snapshot, where ``Group:NAME`` ACLs then apply to every member.
+
+Resolution happens per request, from the same snapshot as the ACLs (``AuthorizerSnapshot.memberships``): a
+membership change reaches every connection, open or new, on its next request in this process, and in the other
+processes of a shared store within their sync interval. That is stronger than resolving groups once at login,
+and keeps one snapshot per request from the decision through its audit record.
+
+Rules, checked before anything is stored: a group name is 1 to 255 characters without control characters,
+whitespace at either end, ``*`` alone or ``:``; a member is a valid principal (``Type:Name``) that is neither the
+wildcard ``User:*`` (an ACL for ``User:*`` already applies to everyone) nor a group (groups do not nest, so a
+decision never walks a graph). Super users stay exact principals: a group is never a super user.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+
+from kafkaguard.authorizer import StandardAuthorizer
+from kafkaguard.errors import InvalidGroupError
+from kafkaguard.model import GROUP_TYPE, WILDCARD_PRINCIPAL, is_group, principal_error
+from kafkaguard.store.ports import GroupStore, MembershipChange, MembershipSnapshot
+
+log = logging.getLogger(__name__)
+
+#: The longest group name accepted (a principal name is a short identifier; this bounds what a client can store).
+MAX_GROUP_NAME = 255
+
+
+def group_name_error(name: str) -> str | None:
+    """Why ``name`` cannot name a group, or None when it can. ``Group:ops`` is accepted and read as ``ops``."""
+    if not name:
+        return "a group name must not be empty"
+    if len(name) > MAX_GROUP_NAME:
+        return f"a group name has at most {MAX_GROUP_NAME} characters; this one has {len(name)}"
+    if name == "*":
+        return "'*' is not a group; to grant something to every principal, write the ACL for User:*"
+    if ":" in name:
+        return f"a group name must not contain ':' (got {name!r}); write the name alone, e.g. ops for Group:ops"
+    if name != name.strip():
+        return f"a group name must not start or end with whitespace (got {name!r})"
+    if any(unicodedata.category(c) == "Cc" for c in name):
+        return f"a group name must not contain control characters (got {name!r})"
+    return None
+
+
+def member_error(principal: str) -> str | None:
+    """Why ``principal`` cannot be a group member, or None when it can."""
+    reason = principal_error(principal)
+    if reason is not None:
+        return reason
+    if principal == WILDCARD_PRINCIPAL:
+        return "User:* cannot be a group member: an ACL for User:* already applies to every principal"
+    if is_group(principal):
+        return f"{principal} is a group, and groups do not nest: add its members instead"
+    return None
+
+
+def group_name(text: str) -> str:
+    """The stored name of a group given as ``ops`` or ``Group:ops``.
+
+    :raises InvalidGroupError: it cannot name a group.
+    """
+    name = text[len(GROUP_TYPE) + 1 :] if is_group(text) else text
+    reason = group_name_error(name)
+    if reason is not None:
+        raise InvalidGroupError(reason)
+    return name
+
+
+class GroupService:
+    """Principal groups for one authorizer, backed by one store. Thread-safe: writes and syncs hold the service's
+    lock; reads use the last loaded snapshot without it."""
+
+    def __init__(self, store: GroupStore, authorizer: StandardAuthorizer) -> None:
+        """Load every stored membership into ``authorizer``.
+
+        :raises StoreError: the store cannot be read.
+        """
+        self._store = store
+        self._authorizer = authorizer
+        self._lock = threading.Lock()
+        self._snapshot = MembershipSnapshot({}, -1)
+        self.sync()
+
+    @property
+    def version(self) -> int:
+        """The store's membership version the authorizer reflects."""
+        return self._snapshot.version
+
+    def groups(self) -> Mapping[str, tuple[str, ...]]:
+        """Every group (by name, without ``Group:``) and its members, sorted."""
+        return self._snapshot.groups
+
+    def groups_of(self, principal: str) -> tuple[str, ...]:
+        """The group principals (``Group:ops``) ``principal`` belongs to, as the authorizer resolves them."""
+        return self._authorizer.snapshot.groups_of(principal)
+
+    # ---------------------------------------------------------------------------------------------- changes
+
+    def add_members(self, group: str, principals: Iterable[str]) -> None:
+        """Make each principal a member of ``group`` (one transaction; members already in it stay).
+
+        :raises InvalidGroupError: the group name or a principal is refused (nothing is stored).
+        :raises StoreError: the store cannot be written (nothing is stored).
+        """
+        self._alter(group, principals, member=True)
+
+    def remove_members(self, group: str, principals: Iterable[str]) -> None:
+        """Remove each principal from ``group`` (one transaction; principals not in it are ignored).
+
+        :raises InvalidGroupError: the group name is refused.
+        :raises StoreError: the store cannot be written (nothing is removed).
+        """
+        self._alter(group, principals, member=False)
+
+    def delete_group(self, group: str) -> tuple[str, ...]:
+        """Remove every member of ``group``; returns the members it had (none when there was no such group).
+
+        :raises InvalidGroupError: the group name is refused.
+        :raises StoreError: the store cannot be written.
+        """
+        name = group_name(group)
+        with self._lock:
+            self._sync_locked()
+            members = self._snapshot.groups.get(name, ())
+            self._write([MembershipChange(name, member, member=False) for member in members])
+        return members
+
+    def _alter(self, group: str, principals: Iterable[str], *, member: bool) -> None:
+        name = group_name(group)
+        wanted = list(dict.fromkeys(principals))
+        if not wanted:
+            raise InvalidGroupError("name at least one principal (Type:Name, e.g. User:alice)")
+        if member:
+            for principal in wanted:
+                reason = member_error(principal)
+                if reason is not None:
+                    raise InvalidGroupError(f"{principal!r} cannot join group {name}: {reason}")
+        with self._lock:
+            self._write([MembershipChange(name, principal, member=member) for principal in wanted])
+
+    def _write(self, changes: Sequence[MembershipChange]) -> None:
+        """Store the changes, then reload (memberships are few; one load keeps this process exact even when
+        another wrote in between). Called with ``_lock`` held."""
+        if changes:
+            self._store.alter_memberships(changes)
+        self._sync_locked()
+
+    # ------------------------------------------------------------------------------------------- following
+
+    def poll(self) -> bool:
+        """Catch up if another process changed the memberships since the last look; one cheap read when nothing
+        changed. True if they were reloaded. Call it from a worker thread, not an event loop.
+
+        :raises StoreError: the store cannot be read.
+        """
+        if self._store.membership_version() == self._snapshot.version:
+            return False
+        self.sync()
+        return True
+
+    def sync(self) -> None:
+        """Reload every membership and swap it into the authorizer.
+
+        :raises StoreError: the store cannot be read.
+        """
+        with self._lock:
+            self._sync_locked()
+
+    def _sync_locked(self) -> None:
+        loaded = self._store.load_memberships()
+        if loaded.version == self._snapshot.version:
+            return
+        self._authorizer.replace_memberships(loaded.groups_by_principal())
+        self._snapshot = loaded
+        log.debug("loaded %d principal groups at version %d", len(loaded.groups), loaded.version)
