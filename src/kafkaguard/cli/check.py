@@ -89,7 +89,7 @@ def check(
 ) -> None:
     """Decide one request offline (--acls FILE) or ask a running console (--console-url), and say why:
     the decision and the rule that made it (super user, a matching ACL, or the default rule)."""
-    resource_type, name = _resource(topic, group, cluster, transactional_id, delegation_token, user_principal)
+    resource_type, name = resource_of(topic, group, cluster, transactional_id, delegation_token, user_principal)
     reason = principal_error(principal)
     if reason is not None:
         fail(reason, 2)
@@ -114,7 +114,7 @@ def check(
         raise typer.Exit(code=1)
 
 
-def _resource(
+def resource_of(
     topic: str | None,
     group: str | None,
     cluster: bool,

@@ -340,6 +340,18 @@ class KafkaAdmin:
                 f"(it needs ALLOW {operation} or ALL on Cluster:kafka-cluster)",
             )
 
+    def topic_names(self) -> list[str]:
+        """Every topic the cluster lists to this principal (Metadata), internal topics left out.
+
+        :raises CliError: unreachable cluster.
+        """
+        try:
+            metadata = self._admin.list_topics(timeout=self._timeout)
+        except KafkaException as e:
+            name, message = _error_of(e)
+            raise CliError(f"Metadata: cannot list the topics of {self._bootstrap} ({name}: {message})") from e
+        return sorted(name for name in metadata.topics if not name.startswith("__"))
+
     def describe_acls(self, acl_filter: AclBindingFilter) -> Described:
         """:raises CliError: unreachable cluster or an error answer."""
         # confluent-kafka answers [] instead of raising when the broker says CLUSTER_AUTHORIZATION_FAILED at the

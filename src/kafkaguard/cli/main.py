@@ -4,7 +4,22 @@ from __future__ import annotations
 
 import typer
 
-from kafkaguard.cli import acls, apply, audit, check, configs, console, export, plan, proxy, serve, store, users
+from kafkaguard.cli import (
+    access,
+    acls,
+    apply,
+    audit,
+    check,
+    configs,
+    console,
+    export,
+    groups,
+    plan,
+    proxy,
+    serve,
+    store,
+    users,
+)
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
 app.command("serve")(serve.serve)
@@ -20,6 +35,9 @@ app.command("plan")(plan.plan)
 app.command("apply")(apply.apply)
 app.command("export")(export.export)
 app.command("check")(check.check)
+app.add_typer(groups.app, name="groups")
+app.command("can")(access.can)
+app.command("who-can")(access.who_can_command)
 
 
 def main() -> None:

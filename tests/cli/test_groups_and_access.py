@@ -1,0 +1,98 @@
+"""``kafkaguard groups``, ``kafkaguard can`` and ``kafkaguard who-can`` on a real data directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from kafkaguard import AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType, ResourcePattern
+from kafkaguard import ResourceType as T
+from kafkaguard.bootstrap import build_services
+from kafkaguard.cli.main import app
+from kafkaguard.config import load_settings
+from kafkaguard.service import NewTopic
+
+Op, ALLOW, DENY = AclOperation, AclPermissionType.ALLOW, AclPermissionType.DENY
+
+
+def acl(principal, op, name, ptype=PatternType.LITERAL, perm=ALLOW, host="*") -> AclBinding:
+    return AclBinding(ResourcePattern(T.TOPIC, name, ptype), AccessControlEntry(principal, host, op, perm))
+
+
+def prepare(data_dir: Path) -> None:
+    services = build_services(load_settings(None, data_dir=data_dir))
+    try:
+        results = services.acls.create_acls(
+            [
+                acl("Group:ops", Op.WRITE, "orders-", PatternType.PREFIXED),
+                acl("User:alice", Op.READ, "orders-eu"),
+                acl("User:alice", Op.WRITE, "orders-eu", perm=DENY),
+                acl("User:*", Op.DESCRIBE, "*"),
+                acl("User:bob", Op.READ, "orders-eu", host="10.0.0.0/8"),
+            ]
+        )
+        assert all(r.error is None for r in results)
+        created = services.topics.create_topics(
+            [NewTopic(name=name, num_partitions=1, replication_factor=1) for name in ("orders-eu", "orders-us", "x")]
+        )
+        assert all(r.error is None for r in created)
+    finally:
+        services.close()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_groups_add_list_remove_delete(tmp_path: Path) -> None:
+    d = str(tmp_path)
+    assert run("groups", "add", "ops", "User:alice", "User:bob", "--data-dir", d) == (
+        0, "added User:alice, User:bob to Group:ops\n",
+    )  # fmt: skip
+    assert run("groups", "list", "--data-dir", d)[1] == "Group:ops: User:alice, User:bob\n"
+    assert run("groups", "remove", "Group:ops", "User:bob", "--data-dir", d)[0] == 0
+    code, out = run("groups", "list", "--json", "--data-dir", d)
+    assert code == 0 and json.loads(out) == {"Group:ops": ["User:alice"]}
+    assert run("groups", "delete", "ops", "--data-dir", d) == (0, "Group:ops had 1 member(s); it has none now\n")
+    assert run("groups", "list", "--data-dir", d)[1] == "no principal groups\n"
+
+
+def test_groups_refuse_bad_input_with_what_to_fix(tmp_path: Path) -> None:
+    code, out = run("groups", "add", "ops", "Group:admins", "--data-dir", str(tmp_path))
+    assert code == 2 and "groups do not nest" in out
+    code, out = run("groups", "add", "*", "User:alice", "--data-dir", str(tmp_path))
+    assert code == 2 and "write the ACL for User:*" in out
+
+
+def test_can_lists_patterns_and_decides_the_catalog_topics(tmp_path: Path) -> None:
+    prepare(tmp_path)
+    assert run("groups", "add", "ops", "User:alice", "--data-dir", str(tmp_path))[0] == 0
+    code, out = run("can", "User:alice", "--json", "--data-dir", str(tmp_path))
+    assert code == 0, out
+    answer = json.loads(out)
+    assert answer["groups"] == ["Group:ops"]
+    patterns = {(p["pattern_type"], p["resource_name"]): p for p in answer["patterns"]}
+    assert set(patterns) == {("PREFIXED", "orders-"), ("LITERAL", "orders-eu"), ("LITERAL", "*")}
+    assert patterns[("PREFIXED", "orders-")]["acls"][0]["principal"] == "Group:ops"
+    topics = {t["resource_name"]: t for t in answer["topics"]}
+    assert set(topics) == {"orders-eu", "orders-us", "x"}
+    assert "WRITE" in topics["orders-us"]["allowed"] and "WRITE" in topics["orders-eu"]["denied"]
+    assert topics["x"]["allowed"] == ["DESCRIBE"]
+    code, text = run("can", "User:alice", "--data-dir", str(tmp_path))
+    assert code == 0 and "groups: Group:ops" in text and "orders-us: allowed WRITE, DESCRIBE" in text
+
+
+def test_who_can_expands_groups_and_names_cidr_rows(tmp_path: Path) -> None:
+    prepare(tmp_path)
+    assert run("groups", "add", "ops", "User:carol", "--data-dir", str(tmp_path))[0] == 0
+    code, out = run("who-can", "--topic", "orders-eu", "--data-dir", str(tmp_path))
+    assert code == 0, out
+    assert "User:carol from * via Group:ops: allowed WRITE, DESCRIBE" in out
+    assert "User:alice from *: allowed READ, DESCRIBE; denied" in out
+    assert "User:bob from 10.0.0.0/8: allowed READ, DESCRIBE" in out
+    assert "any principal (User:*) from *: allowed DESCRIBE" in out
+    code, out = run("who-can", "--topic", "a", "--group", "b", "--data-dir", str(tmp_path))
+    assert code == 2 and "exactly one resource" in out
