@@ -35,13 +35,14 @@ from kafkaguard.console.dependencies import ConsoleState
 from kafkaguard.console.gate import LoginGate
 from kafkaguard.console.item_errors import ItemRefusedError
 from kafkaguard.console.metrics import ConsoleMetrics
-from kafkaguard.console.routers import acls, authorize, health, users
+from kafkaguard.console.routers import access, acls, authorize, groups, health, users
 from kafkaguard.console.security import SameOriginWrites, SecurityHeaders
 from kafkaguard.console.throttle import DerivationPool, FailedLoginBudget
 from kafkaguard.errors import (
     AuthorizerNotReadyError,
     InvalidAclError,
     InvalidActionError,
+    InvalidGroupError,
     InvalidNameError,
     KafkaguardError,
     ScramError,
@@ -101,7 +102,7 @@ def create_app(
         redoc_url=None,
     )
     app.state.console = state
-    for router in (acls.router, users.router, authorize.router, health.router):
+    for router in (acls.router, users.router, authorize.router, groups.router, access.router, health.router):
         app.include_router(router)
     app.add_exception_handler(KafkaguardError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
@@ -134,7 +135,7 @@ def create_app(
 def _status_for(error: KafkaguardError) -> int:
     if isinstance(error, ItemRefusedError):
         return error.status
-    if isinstance(error, InvalidAclError | InvalidActionError | InvalidNameError | ScramError):
+    if isinstance(error, InvalidAclError | InvalidActionError | InvalidNameError | InvalidGroupError | ScramError):
         return 422
     if isinstance(error, AuthorizerNotReadyError | StoreError):
         return 503

@@ -349,3 +349,76 @@ class HealthOut(BaseModel):
     status: Literal["ok", "degraded"]
     store: Literal["ok", "unreachable"]
     acls: int
+
+
+# ------------------------------------------------------------------------------------------- principal groups
+
+
+class GroupOut(BaseModel):
+    """A principal group: ``Group:<name>`` in an ACL applies to every member."""
+
+    name: str = Field(description="The group's name; ACLs name it as Group:<name>.")
+    principal: str = Field(description="Group:<name>")
+    members: list[str]
+
+
+class GroupListOut(BaseModel):
+    groups: list[GroupOut]
+    count: int
+
+
+class MembersIn(BaseModel):
+    """Principals to add to a group."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    members: list[Principal] = Field(min_length=1, max_length=1000, examples=[["User:alice", "User:bob"]])
+
+
+# ------------------------------------------------------------------------------------------- who can do what
+
+
+class PatternAccessOut(BaseModel):
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    allows: list[str] = Field(description="Operations some matching ALLOW grants (implications included).")
+    denies: list[str] = Field(description="Operations some matching DENY denies.")
+    acls: list[AclOut]
+
+
+class DecidedOut(BaseModel):
+    resource_type: str
+    resource_name: str
+    allowed: list[str] = Field(description="Operations the authorizer decides ALLOWED.")
+    denied: list[str] = Field(description="Operations the authorizer decides DENIED.")
+
+
+class PrincipalAccessOut(BaseModel):
+    """What one principal can do: the patterns its ACLs (its own, User:*'s, its groups') name, and each topic of
+    the catalog they reach, decided."""
+
+    principal: str
+    host: str | None
+    super_user: bool
+    groups: list[str]
+    patterns: list[PatternAccessOut]
+    topics: list[DecidedOut]
+
+
+class HolderOut(BaseModel):
+    principal: str = Field(description="A principal, or User:* for any principal without ACLs of its own.")
+    host: str
+    via: list[str] = Field(description="The ACL principals that reach it: itself, User:*, its groups.")
+    allowed: list[str]
+    denied: list[str]
+    acls: list[AclOut]
+
+
+class ResourceHoldersOut(BaseModel):
+    """Who can act on one resource: super users, and every principal and host the relevant ACLs name."""
+
+    resource_type: str
+    resource_name: str
+    super_users: list[str]
+    holders: list[HolderOut]
