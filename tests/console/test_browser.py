@@ -184,3 +184,82 @@ def test_log_in_add_see_explain_delete(shown: ConsoleHandle) -> None:
         finally:
             browser.close()
     assert shown.services.authorizer.acl_count == 5  # the four above and reader's cluster ACL
+
+
+def test_who_can_page_groups_holders_and_a_principals_reach(shown: ConsoleHandle) -> None:
+    """The "Who can?" tab: add group members, then ask who can act on a topic (the group expanded, a CIDR row)
+    and what a member can do (its groups, patterns and the catalog's topics, decided)."""
+    from kafkaguard.service import NewTopic
+
+    shown.services.acls.create_acls(
+        [
+            AclBinding(
+                ResourcePattern(ResourceType.TOPIC, "payments", PatternType.LITERAL),
+                AccessControlEntry("Group:ops", "*", AclOperation.READ, AclPermissionType.ALLOW),
+            ),
+            AclBinding(
+                ResourcePattern(ResourceType.TOPIC, "payments", PatternType.LITERAL),
+                AccessControlEntry("User:carol", "10.0.0.0/8", AclOperation.WRITE, AclPermissionType.DENY),
+            ),
+        ]
+    )
+    shown.services.topics.create_topics([NewTopic(name="payments", num_partitions=1, replication_factor=1)])
+    with playwright_sync.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            page.set_default_timeout(10_000)
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(message.text) if _violation(message.text) else None)
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            expect = playwright_sync.expect
+            page.goto(shown.url)
+            page.fill("#login-user", ADMIN)
+            page.fill("#login-password", ADMIN_PASSWORD)
+            page.click("#login-form button[type=submit]")
+            expect(page.locator("#whoami-name")).to_have_text("User:admin")
+            page.click("#tabs button[data-tab=access]")
+
+            # Groups: a nested group is refused with what to fix, then two members are added.
+            groups = page.locator("#group-form")
+            groups.locator("[name=group]").fill("ops")
+            groups.locator("[name=members]").fill("Group:admins")
+            groups.locator("button[type=submit]").click()
+            expect(page.locator("#group-message")).to_contain_text("groups do not nest")
+            groups.locator("[name=members]").fill("User:carol, User:dave")
+            groups.locator("button[type=submit]").click()
+            expect(page.locator("#group-message")).to_have_text("Group:ops: User:carol, User:dave")
+            expect(page.locator("#group-table tr[data-group=ops]")).to_contain_text("User:dave")
+
+            # Who can act on payments: the group's members, billing, the wildcard DENY's row, carol's CIDR row.
+            holders = page.locator("#holders-form")
+            holders.locator("[name=resource_type]").select_option("TOPIC")
+            holders.locator("[name=resource_name]").fill("payments")
+            holders.locator("button[type=submit]").click()
+            dave = page.locator('#holders-table tr[data-principal="User:dave"][data-host="*"]')
+            expect(dave).to_contain_text("Group:ops")
+            expect(dave.locator("td.allowed")).to_have_text("READ, DESCRIBE")
+            carol_inside = page.locator('#holders-table tr[data-principal="User:carol"][data-host="10.0.0.0/8"]')
+            expect(carol_inside.locator("td.denied")).to_contain_text("WRITE")
+            billing = page.locator('#holders-table tr[data-principal="User:billing"]')
+            expect(billing.locator("td.allowed")).to_have_text("WRITE, DESCRIBE")
+            expect(page.locator("#holders-super")).to_have_text("User:admin")
+
+            # What carol can do from inside 10.0.0.0/8: her group, the patterns, payments decided.
+            can = page.locator("#can-form")
+            can.locator("[name=principal]").fill("User:carol")
+            can.locator("[name=host]").fill("10.1.2.3")
+            can.locator("button[type=submit]").click()
+            expect(page.locator("#can-groups")).to_have_text("Group:ops")
+            topic = page.locator('#can-topics tr[data-topic="payments"]')
+            expect(topic.locator("td.allowed")).to_have_text("READ, DESCRIBE")
+            expect(topic.locator("td.denied")).to_contain_text("WRITE")
+            page.screenshot(path=DOCS / "console-access.png", full_page=True)
+
+            # Remove dave from the group through the page: the store and the authorizer agree at once.
+            page.locator("#group-table tr[data-group=ops] button[title='remove from the group']").last.click()
+            expect(page.locator("#group-message")).to_have_text("Removed User:dave from Group:ops.")
+            assert dict(shown.services.groups.groups()) == {"ops": ("User:carol",)}
+            assert problems == []
+        finally:
+            browser.close()

@@ -108,9 +108,10 @@ function logout() {
 
 function show(tab) {
   for (const button of document.querySelectorAll("#tabs button")) button.classList.toggle("active", button.dataset.tab === tab);
-  for (const name of ["acls", "users", "why"]) document.getElementById(name + "-view").hidden = name !== tab;
+  for (const name of ["acls", "users", "why", "access"]) document.getElementById(name + "-view").hidden = name !== tab;
   if (tab === "acls") loadAcls();
   if (tab === "users") loadUsers();
+  if (tab === "access") loadGroups();
 }
 
 // ------------------------------------------------------------------------------------------------- ACLs
@@ -259,6 +260,108 @@ async function explain(event) {
   }
 }
 
+// ------------------------------------------------------------------------------------------- who can?
+
+const opList = (ops) => ops.length ? ops.join(", ") : "—";
+const aclList = (acls) => el("td", { class: "small" }, acls.map(describe).join("; "));
+
+async function whoCan(event) {
+  event.preventDefault();
+  const query = new URLSearchParams(formObject(event.target));
+  try {
+    const data = await api("GET", "/api/access/resource?" + query);
+    say("holders-message", "");
+    $("#holders-result").hidden = false;
+    $("#holders-super").textContent = data.super_users.join(", ") || "none";
+    const body = $("#holders-table tbody");
+    body.replaceChildren();
+    for (const h of data.holders) {
+      const who = h.principal === "User:*" ? "any principal (User:*)" : h.principal;
+      body.append(el("tr", { "data-principal": h.principal, "data-host": h.host },
+        el("td", {}, el("code", {}, who)), el("td", {}, el("code", {}, h.host)), el("td", {}, h.via.join(", ")),
+        el("td", { class: "allowed" }, opList(h.allowed)), el("td", { class: "denied" }, opList(h.denied)),
+        aclList(h.acls)));
+    }
+    $("#holders-none").hidden = data.holders.length !== 0;
+  } catch (error) {
+    $("#holders-result").hidden = true;
+    say("holders-message", error.message, "error");
+  }
+}
+
+async function whatCan(event) {
+  event.preventDefault();
+  const query = new URLSearchParams(formObject(event.target));
+  try {
+    const data = await api("GET", "/api/access/principal?" + query);
+    say("can-message", "");
+    $("#can-result").hidden = false;
+    $("#can-groups").textContent = data.groups.join(", ") || "none";
+    $("#can-super").textContent = data.super_user ? "· a super user: every operation is allowed" : "";
+    const body = $("#can-table tbody");
+    body.replaceChildren();
+    for (const p of data.patterns) {
+      body.append(el("tr", {}, el("td", {}, p.resource_type + " ", el("code", {}, p.resource_name)),
+        el("td", {}, p.pattern_type), el("td", { class: "allowed" }, opList(p.allows)),
+        el("td", { class: "denied" }, opList(p.denies)), aclList(p.acls)));
+    }
+    const topics = $("#can-topics tbody");
+    topics.replaceChildren();
+    for (const t of data.topics) {
+      topics.append(el("tr", { "data-topic": t.resource_name }, el("td", {}, el("code", {}, t.resource_name)),
+        el("td", { class: "allowed" }, opList(t.allowed)), el("td", { class: "denied" }, opList(t.denied))));
+    }
+    $("#can-topic-count").textContent = data.topics.length;
+  } catch (error) {
+    $("#can-result").hidden = true;
+    say("can-message", error.message, "error");
+  }
+}
+
+async function loadGroups() {
+  try {
+    const data = await api("GET", "/api/groups");
+    const body = $("#group-table tbody");
+    body.replaceChildren();
+    for (const g of data.groups) {
+      const members = g.members.map((m) => {
+        const remove = el("button", { type: "button", class: "link", title: "remove from the group",
+          onclick: () => removeMember(g.name, m) }, "×");
+        return el("span", { class: "pill mech" }, m + " ", remove);
+      });
+      body.append(el("tr", { "data-group": g.name }, el("td", {}, el("code", {}, g.principal)),
+        el("td", {}, ...members), el("td", {})));
+    }
+    $("#group-count").textContent = data.count;
+  } catch (error) {
+    say("group-message", error.message, "error");
+  }
+}
+
+async function addMembers(event) {
+  event.preventDefault();
+  const form = formObject(event.target);
+  const members = (form.members || "").split(/[\s,]+/).filter((m) => m);
+  try {
+    const data = await api("POST", "/api/groups/" + encodeURIComponent(form.group) + "/members", { members });
+    say("group-message", `${data.principal}: ${data.members.join(", ")}`, "ok");
+    event.target.querySelector("[name=members]").value = "";
+    loadGroups();
+  } catch (error) {
+    say("group-message", error.message, "error");
+  }
+}
+
+async function removeMember(group, member) {
+  try {
+    await api("DELETE", "/api/groups/" + encodeURIComponent(group) + "/members/" + encodeURIComponent(member));
+    say("group-message", `Removed ${member} from Group:${group}.`, "ok");
+    loadGroups();
+  } catch (error) {
+    say("group-message", error.message, "error");
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   fillSelects();
   $("#login-form").addEventListener("submit", login);
@@ -269,4 +372,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#add-form").addEventListener("submit", addAcl);
   $("#password-form").addEventListener("submit", setPassword);
   $("#why-form").addEventListener("submit", explain);
+  $("#holders-form").addEventListener("submit", whoCan);
+  $("#can-form").addEventListener("submit", whatCan);
+  $("#group-form").addEventListener("submit", addMembers);
 });
