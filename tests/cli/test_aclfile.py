@@ -146,3 +146,18 @@ def test_yaml_errors(text: str, expected: str) -> None:
     with pytest.raises(AclFileError, match=None) as excinfo:
         parse_yaml(text)
     assert expected in str(excinfo.value)
+
+
+def test_cidr_hosts_load_and_an_invalid_block_is_a_problem_with_its_line() -> None:
+    good = (
+        "principals:\n  User:a:\n    acls:\n      - topic: t\n        operations: [Read]\n"
+        '        hosts: ["10.0.0.0/8", "2001:db8::/32"]\n'
+    )
+    assert sorted(b.entry.host for b in parse_yaml(good, "acls.yaml")) == ["10.0.0.0/8", "2001:db8::/32"]
+    bad = good.replace("10.0.0.0/8", "10.0.0.0/33")
+    with pytest.raises(AclFileError) as excinfo:
+        parse_yaml(bad, "acls.yaml")
+    assert str(excinfo.value) == (
+        "acls.yaml:4: principals.User:a.acls[0]: Invalid CIDR notation '10.0.0.0/33': prefix length 33 is out of "
+        "range; an IPv4 block allows 0 to 32"
+    )

@@ -264,6 +264,19 @@ def test_refused_binding_names_kafkas_error(runner, bootstrap, admin_config) -> 
     assert "INVALID_REQUEST: Invalid empty resource name" in result.stderr
 
 
+def test_an_invalid_cidr_host_is_refused_over_the_wire_and_a_valid_one_stored(runner, bootstrap, admin_config) -> None:
+    topic = unique("cidr")
+    bad = run(runner, bootstrap, admin_config, "--add", "--allow-principal", "User:x", "--allow-host", "10.0.0.0/33",
+              "--topic", topic)  # fmt: skip
+    assert bad.exit_code == 1
+    assert "INVALID_REQUEST: Invalid CIDR notation '10.0.0.0/33': prefix length 33 is out of range" in bad.stderr
+    good = run(runner, bootstrap, admin_config, "--add", "--allow-principal", "User:x", "--allow-host", "10.0.0.0/8",
+               "--topic", topic)  # fmt: skip
+    assert good.exit_code == 0, good.output
+    listed = run(runner, bootstrap, admin_config, "--list", "--topic", topic)
+    assert "(principal=User:x, host=10.0.0.0/8, operation=ALL, permissionType=ALLOW)" in listed.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -317,3 +317,13 @@ def test_an_empty_delete_filter_is_refused_unless_all_is_given(tmp_path: Any) ->
     finally:
         handle.stop()
     assert handle.errors == []
+
+
+def test_a_cidr_host_is_stored_and_an_invalid_block_fails_alone_with_what_to_fix(admin: httpx.Client) -> None:
+    name = unique("cidr")
+    response = admin.post("/api/acls", json=[acl(name, host="10.0.0.0/8"), acl(name, host="256.0.0.0/8")])
+    assert response.status_code == 200
+    results = response.json()["results"]
+    assert [r["ok"] for r in results] == [True, False]
+    assert results[1]["error"] == "Invalid CIDR notation '256.0.0.0/8': octet 256 is out of range 0 to 255"
+    assert [a["host"] for a in listed(admin, resource_name=name)] == ["10.0.0.0/8"]
