@@ -18,7 +18,7 @@ import gc
 import random
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -39,6 +39,7 @@ from kafkaguard import (
     StandardAuthorizer,
     StoredAcl,
 )
+from kafkaguard.model import host_matches
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 OPS = (AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE, AclOperation.CREATE, AclOperation.ALL)
@@ -57,9 +58,15 @@ class LinearScanAuthorizer:
         AclOperation.AUTO_CREATE: {AclOperation.CREATE},
     }
 
-    def __init__(self, bindings: Sequence[AclBinding], allow_everyone: bool = False) -> None:
+    def __init__(
+        self,
+        bindings: Sequence[AclBinding],
+        allow_everyone: bool = False,
+        memberships: Mapping[str, tuple[str, ...]] | None = None,
+    ) -> None:
         self.bindings = list(bindings)
         self.allow_everyone = allow_everyone
+        self.memberships = memberships or {}
 
     def authorize(self, ctx: RequestContext, action: Action) -> AuthorizationResult:
         rtype, name = action.resource_pattern.resource_type, action.resource_pattern.name
@@ -76,9 +83,13 @@ class LinearScanAuthorizer:
                 continue
             relevant = True
             e = b.entry
-            if e.principal != ctx.principal and e.principal != "User:*":
+            if (
+                e.principal != ctx.principal
+                and e.principal != "User:*"
+                and e.principal not in self.memberships.get(ctx.principal, ())
+            ):
                 continue
-            if e.host != ctx.host and e.host != "*":
+            if e.host != ctx.host and e.host != "*" and not ("/" in e.host and host_matches(e.host, ctx.host)):
                 continue
             if e.permission_type is DENY:
                 if e.operation is AclOperation.ALL or e.operation is op:
@@ -163,6 +174,75 @@ def realistic(n: int, seed: int = 7, queries: int = 2000) -> Workload:
         op = rnd.choice((AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE))
         qs.append((ctx, Action(op, ResourcePattern(_T, rnd.choice(core_topics), _L))))
     return Workload(acls, qs)
+
+
+@dataclass(frozen=True)
+class BroadWorkload:
+    """ACLs and queries spread over every principal and resource name of the set (no hot set), with memberships."""
+
+    acls: list[StoredAcl]
+    queries: list[tuple[RequestContext, Action]]
+    memberships: dict[str, tuple[str, ...]]
+    names: list[str]
+
+
+def broad(n: int, *, cidr_and_groups: bool, seed: int = 11, queries: int = 20_000) -> BroadWorkload:
+    """``n`` ACLs over ``n // 20`` principals and ``0.7 n`` topics, and queries that draw principal, client address,
+    operation and topic uniformly from the whole set (every topic with an ACL), so that consecutive decisions touch
+    unrelated groups and the working set grows with ``n``.
+
+    Every size has the same structure, so that each decision consults the same patterns at 10 ACLs as at 100k: each
+    queried topic ``domain.teamK.events-i`` has LITERAL ACLs, and the set holds a PREFIXED ACL on every ``domain.``
+    and ``domain.teamK.`` in use and a LITERAL ``*`` (1 domain and 1 team at 10 ACLs; 11 domains × 250 teams at
+    100k). The remaining ACLs are spread over the topics and those patterns; 20% DENY, 15% host-specific.
+
+    With ``cidr_and_groups``: 10% of the ACLs name a CIDR block (/16, /24 or /32 in 10.0.0.0/8) instead of ``*``
+    or an address, 15% name a principal group (``Group:team-k``, every principal in one or two of ``n // 100``
+    groups); the clients' addresses lie in those blocks."""
+    rnd = random.Random(seed)
+    principals = [f"User:svc-{i}" for i in range(max(6, n // 20))]
+    groups = [f"Group:team-{i}" for i in range(max(2, n // 100))]
+    memberships = (
+        {p: tuple(sorted(set(rnd.sample(groups, k=rnd.choice((1, 2)))))) for p in principals} if cidr_and_groups else {}
+    )
+    domains = DOMAINS[: max(1, min(len(DOMAINS), n // 100))]
+    teams = max(1, n // 400)
+    hosts = [f"10.{rnd.randrange(4)}.{rnd.randrange(64)}.{rnd.randrange(256)}" for _ in range(max(8, n // 10))]
+
+    def entry() -> AccessControlEntry:
+        h = rnd.random()
+        if cidr_and_groups and h < 0.10:
+            address = rnd.choice(hosts)
+            net16, net24 = address.rsplit(".", 2)[0], address.rsplit(".", 1)[0]
+            host = rnd.choice((f"{net16}.0.0/16", f"{net24}.0/24", f"{address}/32"))
+        elif h < 0.85:
+            host = "*"
+        else:
+            host = rnd.choice(hosts)
+        principal = rnd.choice(groups) if cidr_and_groups and rnd.random() < 0.15 else rnd.choice(principals)
+        return AccessControlEntry(principal, host, rnd.choice(OPS), DENY if rnd.random() < 0.2 else ALLOW)
+
+    structure = [ResourcePattern(_T, "*", _L)]
+    structure += [ResourcePattern(_T, f"{d}.", _P) for d in domains]
+    structure += [ResourcePattern(_T, f"{d}.team{t}.", _P) for d in domains for t in range(teams)]
+    bindings: dict[AclBinding, None] = {AclBinding(pattern, entry()): None for pattern in structure}
+    topic_count = max(1, int(n * 0.7))
+    topics = [f"{rnd.choice(domains)}.team{rnd.randrange(teams)}.events-{i}" for i in range(topic_count)]
+    for topic in topics:
+        if len(bindings) >= n:
+            break
+        bindings[AclBinding(ResourcePattern(_T, topic, _L), entry())] = None
+    while len(bindings) < n:
+        pattern = rnd.choice(structure) if rnd.random() < 0.3 else ResourcePattern(_T, rnd.choice(topics), _L)
+        bindings[AclBinding(pattern, entry())] = None
+    acls = [StoredAcl(AclId(f"acl-{i}"), b) for i, b in enumerate(bindings)]
+    named = sorted({b.pattern.name for b in bindings if b.pattern.pattern_type is _L and b.pattern.name != "*"})
+    qs = []
+    for _ in range(queries):
+        ctx = RequestContext(rnd.choice(principals), rnd.choice(hosts))
+        op = rnd.choice((AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE))
+        qs.append((ctx, Action(op, ResourcePattern(_T, rnd.choice(named), _L))))
+    return BroadWorkload(acls, qs, memberships, [action.resource_pattern.name for _, action in qs])
 
 
 def kafka_shape(resource_count: int = 10_000, acls_per_resource: int = 10, deny_pct: float = 20.0) -> list[StoredAcl]:
@@ -282,6 +362,47 @@ def measure_size(n: int, quick: bool, overhead: float) -> Row:
     return Row(n, p50, p99, rate, scan_p50, scan_rate, build)
 
 
+@dataclass
+class BroadRow:
+    acls: int
+    p50: float
+    p99: float
+    scan_p50: float
+    scan_p99: float
+    dict_p50: float
+    dict_p99: float
+
+
+def measure_broad(n: int, *, cidr_and_groups: bool, quick: bool, overhead: float) -> BroadRow:
+    """p50/p99 of one authorize() over the broad queries, next to the linear scan on the same queries (fewer of
+    them: it is slow) and to the control: the same queries' topic names probed in a plain dict of ``n`` names,
+    no kafkaguard code at all, which shows what the CPU caches alone do to a probe as the set grows."""
+    work = broad(n, cidr_and_groups=cidr_and_groups, queries=5_000 if quick else 20_000)
+    auth = StandardAuthorizer(acls=work.acls, memberships=work.memberships)
+    scan = LinearScanAuthorizer([a.binding for a in work.acls], memberships=work.memberships)
+    for ctx, action in work.queries[:300]:  # the two must agree before their speeds mean anything
+        assert auth.authorize(ctx, [action])[0] is scan.authorize(ctx, action), (ctx, action)
+    single = [(ctx, (action,)) for ctx, action in work.queries]
+    # The control: a dict of n distinct names (the set's topics and patterns), probed with the queries' names.
+    names = {a.binding.pattern.name: None for a in work.acls}
+    filler = 0
+    while len(names) < n:
+        names[f"filler-{filler}"] = None
+        filler += 1
+    table = dict(names)
+    probes = [(name, name) for name in work.names]
+    gc.collect()
+    gc.disable()
+    try:
+        p50, p99 = latencies_us(auth.authorize, single, 2 if quick else 5, overhead)
+        scan_queries = work.queries[: max(20, min(len(work.queries), 100_000 // max(n, 1)))]
+        scan_p50, scan_p99 = latencies_us(scan.authorize, scan_queries, 1, overhead)
+        dict_p50, dict_p99 = latencies_us(lambda _ctx, name: table.get(name), probes, 2 if quick else 5, overhead)  # type: ignore[arg-type]
+    finally:
+        gc.enable()
+    return BroadRow(n, p50, p99, scan_p50, scan_p99, dict_p50, dict_p99)
+
+
 def measure_changes(acls: list[StoredAcl], rounds: int) -> tuple[float, float, float, float]:
     auth = StandardAuthorizer(acls=acls)
     add_ms: list[float] = []
@@ -346,6 +467,49 @@ def kafka_benchmarks(quick: bool, overhead: float) -> list[str]:
     ]
 
 
+def broad_lines(tables: Mapping[str, list[BroadRow]]) -> list[str]:
+    """The broad-traffic tables (issue 16) with their verdicts, measured in this run."""
+    lines = [
+        "### Broad traffic: queries over every principal and resource of the set",
+        "",
+        "n ACLs over n/20 principals and up to 0.7·n topics `domain.teamK.events-i`, with the same structure at "
+        "every size (each queried topic has LITERAL ACLs, the set a PREFIXED ACL on each `domain.` and "
+        "`domain.teamK.` in use and a LITERAL `*`: 1 domain × 1 team at 10 ACLs, 11 × 250 at 100k), so each "
+        "decision consults the same four patterns at every size; 20% DENY, 15% host-specific. 20,000 queries draw "
+        "principal, client address, operation and topic uniformly from the whole set, so consecutive decisions "
+        "touch unrelated groups and the working set grows with n. *CIDR hosts and group members*: 10% of the ACLs "
+        "name a /16, /24 "
+        "or /32 block, 15% a principal group (every principal in one or two of n/100 groups), the clients' "
+        "addresses lie in those blocks. Baselines, same run, same queries: the linear scan (same semantics, groups "
+        "and blocks included; decisions checked equal first), and a *plain dict* of n names probed with the "
+        "queries' topic names (no kafkaguard code: what the CPU caches alone cost as the set grows).",
+        "",
+    ]
+    for label, rows in tables.items():
+        base = rows[0]
+        lines += [
+            f"**{label}**",
+            "",
+            "| ACLs | p50 | p99 | p50 / p50 at 10 | linear scan p50 | speed-up vs scan | plain dict probe p50 | "
+            "dict p50 / dict p50 at 10 |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in rows:
+            dict_ratio = r.dict_p50 / base.dict_p50 if base.dict_p50 > 0 else float("nan")
+            lines.append(
+                f"| {r.acls:,} | {r.p50:.2f} µs | {r.p99:.2f} µs | {r.p50 / base.p50:.2f}× | "
+                f"{r.scan_p50:,.1f} µs | {r.scan_p50 / r.p50:,.0f}× | {r.dict_p50 * 1000:.0f} ns | {dict_ratio:.2f}× |"
+            )
+        last = rows[-1]
+        verdict = "✓" if last.p50 <= 1.5 * base.p50 else "✗"
+        lines += [
+            "",
+            f"Target (issue 16): p50 at {last.acls:,} ≤ 1.5 × p50 at 10 — {verdict} ({last.p50 / base.p50:.2f}×).",
+            "",
+        ]
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes and short runs (a demo, not a result)")
@@ -361,6 +525,15 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"{n:>7,} ACLs: p50 {row.p50:.2f} µs  p99 {row.p99:.2f} µs  {row.rate:,.0f}/s  "
             f"| linear scan p50 {row.scan_p50:.1f} µs  ({row.scan_p50 / row.p50:,.0f}× slower)"
         )
+    broad_rows: dict[str, list[BroadRow]] = {"broad": [], "broad, CIDR hosts and group members": []}
+    for label, with_cidr in (("broad", False), ("broad, CIDR hosts and group members", True)):
+        for n in sizes:
+            b = measure_broad(n, cidr_and_groups=with_cidr, quick=args.quick, overhead=overhead)
+            broad_rows[label].append(b)
+            print(
+                f"{label}: {n:>7,} ACLs: p50 {b.p50:.2f} µs p99 {b.p99:.2f} µs | scan p50 {b.scan_p50:,.1f} µs | "
+                f"dict probe p50 {b.dict_p50 * 1000:.0f} ns"
+            )
     change_acls = realistic(sizes[-1], queries=1).acls
     add50, add99, rm50, rm99 = measure_changes(change_acls, 20 if args.quick else 100)
     print(f"change at {sizes[-1]:,} ACLs: add p50 {add50:.2f} ms p99 {add99:.2f} ms, remove p50 {rm50:.2f} ms")
@@ -395,6 +568,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         *kafka_lines,
         "",
         "Targets (issue 2): p50 at 100k ≤ 1.5 × p50 at 10; p50 ≤ 2 µs at 100k; ≥ 500× the linear scan at 10k.",
+        "",
+        *broad_lines(broad_rows),
     ]
     if not args.no_write and not args.quick:
         write_section("authorize", "\n".join(lines))

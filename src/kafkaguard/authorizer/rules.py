@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkaguard.model import WILDCARD_PRINCIPAL, Action, AuthorizationResult, RequestContext, StoredAcl, is_group
+from kafkaguard.model import Action, AuthorizationResult, RequestContext, StoredAcl, is_group
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +81,6 @@ class Decision:
             through = ""
             if is_group(binding.entry.principal):
                 through = f" through group {binding.entry.principal}, which {self.context.principal} belongs to"
-            elif binding.entry.principal == WILDCARD_PRINCIPAL:
-                through = " through User:*, which matches every principal"
             return (
                 f"{head}, because ACL {rule.acl.id} {verb} it{through} ({why}): {binding.entry.permission_type} "
                 f"{binding.entry.operation} for {binding.entry.principal} from host {binding.entry.host} "
