@@ -355,3 +355,43 @@ def test_plaintext_principal_is_anonymous(server: ServerHandle):
     finally:
         every_anonymous = acl_filter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:ANONYMOUS")
         admin.delete_acls([every_anonymous])[every_anonymous].result(TIMEOUT)
+
+
+def test_group_and_cidr_acls_through_the_server_with_confluent_kafka(server: ServerHandle):
+    """Kafka clients manage Group: ACLs unchanged; a member's open connection is allowed on its next request once
+    it joins, a DENY on the group from a block holding the client wins, an invalid block is refused on the wire."""
+    admin = client(server)
+    group, user, password = unique("ops"), unique("member"), "pw-" + uuid.uuid4().hex
+    create_user(admin, user, password)
+    alter_cluster = AclBinding(
+        ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, f"Group:{group}", "127.0.0.0/8",
+        AclOperation.ALTER, AclPermissionType.ALLOW,
+    )  # fmt: skip
+    assert admin.create_acls([alter_cluster])[alter_cluster].result(TIMEOUT) is None
+    bad_block = AclBinding(
+        ResourceType.TOPIC, unique("t"), ResourcePatternType.LITERAL, f"Group:{group}", "10.0.0.0/33",
+        AclOperation.READ, AclPermissionType.ALLOW,
+    )  # fmt: skip
+    with pytest.raises(KafkaException) as refused:
+        admin.create_acls([bad_block])[bad_block].result(TIMEOUT)
+    assert kafka_error(refused).code() == KafkaError.INVALID_REQUEST
+    assert "Invalid CIDR notation '10.0.0.0/33'" in kafka_error(refused).str()
+
+    member = client(server, user, password)  # one connection, kept across the membership change
+    new_acl = binding(ResourceType.TOPIC, unique("t"), ResourcePatternType.LITERAL, f"User:{user}", AclOperation.READ)
+    with pytest.raises(KafkaException) as before:
+        member.create_acls([new_acl], request_timeout=TIMEOUT)[new_acl].result(TIMEOUT)
+    assert kafka_error(before).code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    server.services.groups.add_members(group, [f"User:{user}"])
+    assert member.create_acls([new_acl])[new_acl].result(TIMEOUT) is None
+    allowed = [r for r in server.audit_records() if r["principal"] == f"User:{user}" and r["api"] == "CreateAcls"]
+    assert any(r["decision"] == "ALLOWED" and f"principal=Group:{group}" in r["rule"] for r in allowed)
+
+    deny = AclBinding(
+        ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, f"Group:{group}", "127.0.0.1/32",
+        AclOperation.ALTER, AclPermissionType.DENY,
+    )  # fmt: skip
+    assert admin.create_acls([deny])[deny].result(TIMEOUT) is None
+    with pytest.raises(KafkaException) as after:
+        member.create_acls([new_acl], request_timeout=TIMEOUT)[new_acl].result(TIMEOUT)
+    assert kafka_error(after).code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
