@@ -25,6 +25,8 @@ pytestmark = pytest.mark.spark
 
 PRINCIPALS = ["User:alice", "User:bob", "Group:ops", "User:CN=x, O=y"]
 HOSTS = ["10.0.0.1", "10.0.0.2"]
+#: CIDR blocks (KIP-1276) an ACL may name: holding both hosts, one of them, or neither.
+CIDR_HOSTS = ["10.0.0.0/8", "10.0.0.2/32", "10.0.0.0/31", "192.168.0.0/16"]
 NAMES = ["a", "ab", "abc", "b", "a:b", "*x"]
 TYPES = ["TOPIC", "GROUP"]
 OPS = ["READ", "WRITE", "DESCRIBE", "CREATE", "AUTO_CREATE", "ALTER_CONFIGS", "DESCRIBE_CONFIGS"]
@@ -32,7 +34,7 @@ OPS = ["READ", "WRITE", "DESCRIBE", "CREATE", "AUTO_CREATE", "ALTER_CONFIGS", "D
 acl_rows = st.fixed_dictionaries(
     {
         "principal": st.sampled_from([*PRINCIPALS, "User:*"]),
-        "host": st.sampled_from([*HOSTS, "*"]),
+        "host": st.sampled_from([*HOSTS, "*", *CIDR_HOSTS]),
         "resource_type": st.sampled_from(TYPES),
         "resource_name": st.sampled_from([*NAMES, "*"]),
         "pattern_type": st.sampled_from(["LITERAL", "PREFIXED"]),
