@@ -16,13 +16,20 @@ from typing import Annotated, Any
 import typer
 
 from kafkaguard.authorizer.access import Decided, PrincipalAccess, ResourceHolders, access_of, who_can
-from kafkaguard.cli.check import resource_of
+from kafkaguard.cli.check import (
+    Cluster,
+    DelegationToken,
+    Group,
+    Topic,
+    TransactionalId,
+    UserPrincipal,
+    resource_of,
+)
 from kafkaguard.cli.client import CliError, KafkaAdmin, client_config, load_properties
 from kafkaguard.cli.groups import ConfigFile, DataDir, store_services
 from kafkaguard.cli.output import fail
 from kafkaguard.model import StoredAcl, principal_error
 
-_RESOURCE = "Resource (exactly one)"
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
 
 
@@ -63,12 +70,12 @@ def can(
 
 
 def who_can_command(
-    topic: Annotated[str | None, typer.Option("--topic", rich_help_panel=_RESOURCE)] = None,
-    group: Annotated[str | None, typer.Option("--group", rich_help_panel=_RESOURCE)] = None,
-    cluster: Annotated[bool, typer.Option("--cluster", rich_help_panel=_RESOURCE)] = False,
-    transactional_id: Annotated[str | None, typer.Option("--transactional-id", rich_help_panel=_RESOURCE)] = None,
-    delegation_token: Annotated[str | None, typer.Option("--delegation-token", rich_help_panel=_RESOURCE)] = None,
-    user_principal: Annotated[str | None, typer.Option("--user-principal", rich_help_panel=_RESOURCE)] = None,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    delegation_token: DelegationToken = None,
+    user_principal: UserPrincipal = None,
     data_dir: DataDir = None,
     config: ConfigFile = None,
     output_json: JsonFlag = False,

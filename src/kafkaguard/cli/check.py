@@ -38,16 +38,25 @@ _OFFLINE = "From an ACL file"
 _ONLINE = "From a running console"
 
 
+#: The resource options ``check`` and ``who-can`` share (name exactly one).
+Topic = Annotated[str | None, typer.Option("--topic", rich_help_panel=_RESOURCE)]
+Group = Annotated[str | None, typer.Option("--group", rich_help_panel=_RESOURCE)]
+Cluster = Annotated[bool, typer.Option("--cluster", rich_help_panel=_RESOURCE)]
+TransactionalId = Annotated[str | None, typer.Option("--transactional-id", rich_help_panel=_RESOURCE)]
+DelegationToken = Annotated[str | None, typer.Option("--delegation-token", rich_help_panel=_RESOURCE)]
+UserPrincipal = Annotated[str | None, typer.Option("--user-principal", rich_help_panel=_RESOURCE)]
+
+
 def check(
     principal: Annotated[str, typer.Option("--principal", help="Who asks, e.g. User:alice.")],
     operation: Annotated[str, typer.Option("--operation", help="READ, WRITE, DESCRIBE... (or Read, Write...).")],
     host: Annotated[str, typer.Option("--host", help="The client's IP address as Kafka sees it.")] = "127.0.0.1",
-    topic: Annotated[str | None, typer.Option("--topic", rich_help_panel=_RESOURCE)] = None,
-    group: Annotated[str | None, typer.Option("--group", rich_help_panel=_RESOURCE)] = None,
-    cluster: Annotated[bool, typer.Option("--cluster", rich_help_panel=_RESOURCE)] = False,
-    transactional_id: Annotated[str | None, typer.Option("--transactional-id", rich_help_panel=_RESOURCE)] = None,
-    delegation_token: Annotated[str | None, typer.Option("--delegation-token", rich_help_panel=_RESOURCE)] = None,
-    user_principal: Annotated[str | None, typer.Option("--user-principal", rich_help_panel=_RESOURCE)] = None,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    delegation_token: DelegationToken = None,
+    user_principal: UserPrincipal = None,
     acls: Annotated[
         Path | None,
         typer.Option(

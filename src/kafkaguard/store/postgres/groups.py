@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kafkaguard.store.group_rows import memberships
+from kafkaguard.store.group_rows import memberships, write_changes
 from kafkaguard.store.ports import MembershipChange, MembershipSnapshot, MembershipWrite
 from kafkaguard.store.postgres.connection import Database, counter, lock_counter, read_counter
 
@@ -31,17 +31,7 @@ class GroupTables:
     def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
         with self._db.write() as conn:
             base = lock_counter(conn, "membership_version")
-            for change in changes:
-                if change.member:
-                    conn.execute(
-                        "INSERT INTO principal_groups (group_name, principal) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                        (change.group, change.principal),
-                    )
-                else:
-                    conn.execute(
-                        "DELETE FROM principal_groups WHERE group_name = %s AND principal = %s",
-                        (change.group, change.principal),
-                    )
+            write_changes(conn, changes, "format")
             # The schema's trigger has counted every row written or deleted.
             version = counter(conn, "membership_version")
         return MembershipWrite(base, version)

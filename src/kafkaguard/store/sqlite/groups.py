@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kafkaguard.store.group_rows import memberships
+from kafkaguard.store.group_rows import memberships, write_changes
 from kafkaguard.store.ports import MembershipChange, MembershipSnapshot, MembershipWrite
 from kafkaguard.store.sqlite.connection import Database, counter
 
@@ -31,17 +31,7 @@ class GroupTables:
     def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
         with self._db.write() as conn:
             base = counter(conn, "membership_version")
-            for change in changes:
-                if change.member:
-                    conn.execute(
-                        "INSERT INTO principal_groups (group_name, principal) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                        (change.group, change.principal),
-                    )
-                else:
-                    conn.execute(
-                        "DELETE FROM principal_groups WHERE group_name = ? AND principal = ?",
-                        (change.group, change.principal),
-                    )
+            write_changes(conn, changes, "qmark")
             # The schema's triggers have counted every row written or deleted.
             version = counter(conn, "membership_version")
             self._db.remember_counter("membership_version", version)
