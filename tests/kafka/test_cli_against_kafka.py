@@ -263,3 +263,49 @@ def test_export_plan_apply_check(kafka: KafkaBroker, admin_config: Path, checker
     exported.write_text(yaml.safe_dump(document))
     cli(kafka, admin_config, "apply", "-f", str(exported), "--prune", "--force")
     eventually(lambda: of(cluster_acls(checker), dan), set())
+
+
+def test_can_expands_patterns_to_the_topics_of_a_real_cluster(
+    kafka: KafkaBroker, admin_config: Path, tmp_path: Path
+) -> None:
+    """``kafkaguard can --bootstrap-server``: kafkaguard's ACLs (a group's PREFIXED ALLOW, a DENY on one topic),
+    expanded to the topics the real broker lists, each decided."""
+    from confluent_kafka.cimpl import NewTopic
+
+    from kafkaguard import AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType
+    from kafkaguard import ResourcePattern as Pattern
+    from kafkaguard import ResourceType as Type
+    from kafkaguard.bootstrap import build_services
+    from kafkaguard.config import load_settings
+
+    prefix = unique("ledger") + "-"
+    topics = [prefix + "eu", prefix + "us", unique("other")]
+    broker_admin = AdminClient(
+        {"bootstrap.servers": kafka.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+         "sasl.username": ADMIN, "sasl.password": ADMIN_PASSWORD}
+    )  # fmt: skip
+    for future in broker_admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
+        future.result(30)
+    services = build_services(load_settings(None, data_dir=tmp_path))
+    try:
+        write = AccessControlEntry("Group:ledger", "*", AclOperation.WRITE, AclPermissionType.ALLOW)
+        deny = AccessControlEntry("User:alice", "*", AclOperation.WRITE, AclPermissionType.DENY)
+        results = services.acls.create_acls(
+            [
+                AclBinding(Pattern(Type.TOPIC, prefix, PatternType.PREFIXED), write),
+                AclBinding(Pattern(Type.TOPIC, prefix + "us", PatternType.LITERAL), deny),
+            ]
+        )
+        assert all(r.error is None for r in results)
+        services.groups.add_members("ledger", ["User:alice"])
+    finally:
+        services.close()
+    result = CliRunner().invoke(
+        app,
+        ["can", "User:alice", "--data-dir", str(tmp_path), "--bootstrap-server", kafka.bootstrap,
+         "--command-config", str(admin_config), "--json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    decided = {t["resource_name"]: t for t in json.loads(result.stdout)["topics"]}
+    assert set(decided) == {prefix + "eu", prefix + "us"}  # the other topic is reached by no pattern
+    assert "WRITE" in decided[prefix + "eu"]["allowed"] and "WRITE" in decided[prefix + "us"]["denied"]
