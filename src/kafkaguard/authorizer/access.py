@@ -26,7 +26,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from types import MappingProxyType
 
 from kafkaguard.authorizer.operations import covered_operations
 from kafkaguard.authorizer.standard import AuthorizerSnapshot, authorize_in
@@ -232,7 +231,7 @@ def _decide(
 
 
 def _without_memberships(snapshot: AuthorizerSnapshot) -> AuthorizerSnapshot:
-    return replace(snapshot, memberships=MappingProxyType({}), super_users=frozenset())
+    return replace(snapshot, memberships={}, super_users=frozenset())
 
 
 def _address_of(host: str) -> str:

@@ -92,6 +92,8 @@ class AclGroup:
     by_host: Mapping[str, Mapping[str, int]]
     networks: tuple[Networks, ...]
     ids: Mapping[AccessControlEntry, AclId]
+    #: ``by_host`` or ``networks`` is not empty: the one test a decision makes for the rare host-specific entries.
+    host_specific: bool = False
 
     @classmethod
     def build(cls, pattern: ResourcePattern, acls: tuple[StoredAcl, ...]) -> AclGroup:
@@ -111,7 +113,8 @@ class AclGroup:
                 masks = by_host.setdefault(entry.host, {})
             masks[entry.principal] = masks.get(entry.principal, 0) | entry_mask(entry.operation, entry.permission_type)
         networks = tuple((version, shift, table) for (version, shift), table in sorted(by_block.items()))
-        return cls(pattern, acls, any_host, by_host, networks, {acl.binding.entry: acl.id for acl in acls})
+        ids = {acl.binding.entry: acl.id for acl in acls}
+        return cls(pattern, acls, any_host, by_host, networks, ids, bool(by_host or networks))
 
     def mask_for(self, principal: str, host: str, member_of: tuple[str, ...] = ()) -> int:
         """The OR of the masks of this group's entries that match the principal (or one of its groups) and host.
@@ -138,6 +141,25 @@ class AclGroup:
                     for member in member_of:
                         mask |= at_network.get(member, 0)
         return mask
+
+
+def _members_mask(groups: list[AclGroup], principal: str, host: str, member_of: tuple[str, ...]) -> int:
+    """``AclIndex.members_match_mask``: every table probed for the principal, ``User:*`` and each of its groups."""
+    mask = 0
+    for group in groups:
+        any_host = group.any_host
+        mask |= RELEVANT_BIT | any_host.get(principal, 0) | any_host.get(WILDCARD_PRINCIPAL, 0)
+        for member in member_of:
+            mask |= any_host.get(member, 0)
+        if group.host_specific:
+            at_host = group.by_host.get(host)
+            if at_host is not None:
+                mask |= at_host.get(principal, 0) | at_host.get(WILDCARD_PRINCIPAL, 0)
+                for member in member_of:
+                    mask |= at_host.get(member, 0)
+            if group.networks:
+                mask |= group.network_mask(principal, host, member_of)
+    return mask
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,14 +248,11 @@ class AclIndex:
     def __iter__(self) -> Iterator[StoredAcl]:
         return self._by_id.values()
 
-    def match_mask(
-        self, resource_type: ResourceType, name: str, principal: str, host: str, member_of: tuple[str, ...] = ()
-    ) -> int:
+    def match_mask(self, resource_type: ResourceType, name: str, principal: str, host: str) -> int:
         """OR of the masks of every matching entry on every pattern relevant to (type, name), plus RELEVANT_BIT
-        when any ACL applies to the resource at all; ``member_of`` are the principal's groups (``Group:ops``), whose
-        entries match as the principal's own. The hot path: written flat, without helper calls (the ShardedMap
-        lookups are inlined as ``shards[hash(key) & MASK].get(key)``), except for the rare groups with host-specific
-        entries (``AclGroup.mask_for``)."""
+        when any ACL applies to the resource at all. The hot path: written flat, without helper calls (the
+        ShardedMap lookups are inlined as ``shards[hash(key) & MASK].get(key)``), except for CIDR entries
+        (``AclGroup.network_mask``). A principal in groups is decided by ``members_match_mask``."""
         table = self._tables[resource_type]
         groups = [table.literal.shards[hash(name) & MASK].get(name)]
         if name != WILDCARD_RESOURCE:
@@ -255,17 +274,20 @@ class AclIndex:
             if group is not None:
                 any_host = group.any_host
                 mask |= RELEVANT_BIT | any_host.get(principal, 0) | any_host.get(WILDCARD_PRINCIPAL, 0)
-                for member in member_of:
-                    mask |= any_host.get(member, 0)
-                if group.by_host:
+                if group.host_specific:
                     at_host = group.by_host.get(host)
                     if at_host is not None:
                         mask |= at_host.get(principal, 0) | at_host.get(WILDCARD_PRINCIPAL, 0)
-                        for member in member_of:
-                            mask |= at_host.get(member, 0)
-                if group.networks:
-                    mask |= group.network_mask(principal, host, member_of)
+                    if group.networks:
+                        mask |= group.network_mask(principal, host, ())
         return mask
+
+    def members_match_mask(
+        self, resource_type: ResourceType, name: str, principal: str, host: str, member_of: tuple[str, ...]
+    ) -> int:
+        """``match_mask`` for a principal that belongs to groups (``member_of``: ``Group:ops``, …), whose entries
+        match as the principal's own: one more probe per group in each table."""
+        return _members_mask(self.relevant_groups(resource_type, name), principal, host, member_of)
 
     def relevant_groups(self, resource_type: ResourceType, name: str) -> list[AclGroup]:
         """The groups relevant to a concrete resource, most specific first: literal, prefixes longest first,

@@ -20,7 +20,6 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 
 from kafkaguard.authorizer.by_resource_type import scan_by_resource_type
 from kafkaguard.authorizer.index import RELEVANT_BIT, AclIndex
@@ -51,7 +50,6 @@ ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
 LITERAL = PatternType.LITERAL
 _NOT_READY = "the authorizer has not finished loading its ACLs; retry shortly"
 _KNOWN_TYPES = frozenset(t for t in ResourceType if t is not ResourceType.ANY)
-_NO_MEMBERSHIPS: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
 #: Per operation code: (allow bit, deny bit); None for codes authorize() refuses (ANY, UNKNOWN, unknown).
 _BITS: dict[AclOperation, tuple[int, int]] = {op: (allow_bit(op), deny_bit(op)) for op in CONCRETE_OPERATIONS}
@@ -67,7 +65,9 @@ class AuthorizerSnapshot:
     ready: bool
     #: Principal groups (kafkaguard, beyond Kafka): user principal → the group principals (``Group:ops``) it
     #: belongs to. Read from the same snapshot as the ACLs, so a request sees one consistent pair of both.
-    memberships: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: _NO_MEMBERSHIPS)
+    #: A plain dict, never changed after the snapshot is made (a dict probe costs less than a mappingproxy's on the
+    #: hot path); changes replace it whole.
+    memberships: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def groups_of(self, principal: str) -> tuple[str, ...]:
         """The group principals ``principal`` belongs to (none for a principal in no group)."""
@@ -91,10 +91,10 @@ def parse_super_users(value: str | Iterable[str]) -> frozenset[str]:
 
 
 def freeze_memberships(memberships: Mapping[str, Iterable[str]]) -> Mapping[str, tuple[str, ...]]:
-    """Memberships as the snapshot keeps them: read-only, each principal's groups sorted and deduplicated, the
+    """Memberships as the snapshot keeps them: a new dict, each principal's groups sorted and deduplicated, the
     principals in no group left out."""
     frozen = {user: tuple(sorted(set(groups))) for user, groups in memberships.items()}
-    return MappingProxyType({user: groups for user, groups in frozen.items() if groups})
+    return {user: groups for user, groups in frozen.items() if groups}
 
 
 def _new_id() -> AclId:
@@ -245,14 +245,23 @@ def authorize_in(
     """``StandardAuthorizer.authorize`` against one given snapshot (also the probe of authorize_by_resource_type,
     and what ``requests.authorize_request`` uses so that a request's decisions and its audit share one snapshot)."""
     principal, host = context.principal, context.host
-    member_of = snap.memberships.get(principal, ())
+    memberships = snap.memberships
+    member_of = memberships.get(principal, ()) if memberships else ()
     if principal in snap.super_users:
         for action in actions:
             _check_action(action)
         return [ALLOWED] * len(actions)
     if not snap.ready:
         raise AuthorizerNotReadyError(_NOT_READY)
-    match_mask = snap.index.match_mask
+    index = snap.index
+    match_mask: Callable[[ResourceType, str, str, str], int]
+    if member_of:
+
+        def match_mask(resource_type: ResourceType, name: str, principal: str, host: str) -> int:
+            return index.members_match_mask(resource_type, name, principal, host, member_of)
+
+    else:
+        match_mask = index.match_mask
     default = ALLOWED if snap.allow_everyone_if_no_acl_found else DENIED
     results: list[AuthorizationResult] = []
     for action in actions:
@@ -261,7 +270,7 @@ def authorize_in(
         bits = _BITS.get(action.operation)
         if bits is None or pattern.pattern_type is not LITERAL or pattern.resource_type not in _KNOWN_TYPES:
             raise _invalid_action(action)
-        mask = match_mask(pattern.resource_type, pattern.name, principal, host, member_of)
+        mask = match_mask(pattern.resource_type, pattern.name, principal, host)
         if mask & bits[1]:
             results.append(DENIED)
         elif mask & bits[0]:
