@@ -58,8 +58,15 @@ UNKNOWN_ENTRY = AclBindingFilter(
 
 
 def comparable(results: Sequence[AclCreateResult | AclDeleteResult]) -> list[tuple[object, ...]]:
-    """Results with their errors as (type, message): exceptions are not equal by value."""
-    return [(replace(r, error=None), None if r.error is None else (type(r.error), str(r.error))) for r in results]
+    """Results with their errors as (type, message): exceptions are not equal by value. A deletion's matched ACLs
+    are compared in id order: Kafka lists them in no particular order (its maps'), and so do the index and the
+    stores, each in its own."""
+    out: list[tuple[object, ...]] = []
+    for r in results:
+        if isinstance(r, AclDeleteResult):
+            r = replace(r, removed_acls=tuple(sorted(r.removed_acls, key=lambda acl: acl.id)))
+        out.append((replace(r, error=None), None if r.error is None else (type(r.error), str(r.error))))
+    return out
 
 
 def counter() -> Callable[[], AclId]:
