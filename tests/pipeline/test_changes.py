@@ -31,15 +31,25 @@ from tests.pipeline.test_jobs_cli import acl
 SUPER_USERS = st.sampled_from(["", "User:bob", "User:alice;User:bob"])
 
 
-def acl_sets(draw_current, draw_added, keep, su_current, su_proposed, ae_current, ae_proposed) -> tuple[AclSet, AclSet]:
+def acl_sets(
+    draw_current, draw_added, keep, su_current, su_proposed, ae_current, ae_proposed, groups=({}, {})
+) -> tuple[AclSet, AclSet]:
     proposed = [row for row, kept in zip(draw_current, keep, strict=False) if kept] + draw_added
-    current = acl_set_from_text(json.dumps({"acls": draw_current}), "c", "current", su_current, ae_current)
-    return current, acl_set_from_text(json.dumps({"acls": proposed}), "p", "proposed", su_proposed, ae_proposed)
+    current_doc = json.dumps({"acls": draw_current, "groups": groups[0]})
+    proposed_doc = json.dumps({"acls": proposed, "groups": groups[1]})
+    current = acl_set_from_text(current_doc, "c", "current", su_current, ae_current)
+    return current, acl_set_from_text(proposed_doc, "p", "proposed", su_proposed, ae_proposed)
+
+
+#: Principal groups on either side: Group:ops (an ACL principal of the universe) with some of the users as members.
+GROUPS = st.fixed_dictionaries(
+    {}, optional={"Group:ops": st.lists(st.sampled_from(["User:alice", "User:bob"]), min_size=1, unique=True)}
+)
 
 
 def candidate(change: AclChange, principal: str, host: str, resource_type: str, name: str) -> bool:
     """``transforms.may_flip`` for one access, in Python."""
-    if change.everything or principal in change.super_users:
+    if change.everything or principal in change.whole_principals:
         return True
     return any(
         (p is None or p == principal) and (h is None or h == host)
@@ -53,13 +63,14 @@ CHANGES = {
     "keep": st.lists(st.booleans(), min_size=10, max_size=10),
     "su": st.tuples(SUPER_USERS, SUPER_USERS),
     "ae": st.tuples(st.booleans(), st.booleans()),
+    "groups": st.tuples(GROUPS, GROUPS),
 }
 
 
 @settings(max_examples=400, deadline=None)
 @given(**CHANGES)
-def test_every_access_that_flips_is_a_candidate(current, added, keep, su, ae) -> None:
-    c, p = acl_sets(current, added, keep, su[0], su[1], ae[0], ae[1])
+def test_every_access_that_flips_is_a_candidate(current, added, keep, su, ae, groups) -> None:
+    c, p = acl_sets(current, added, keep, su[0], su[1], ae[0], ae[1], groups)
     change = AclChange.between(c, p)
     before, after = c.authorizer(), p.authorizer()
     for principal in PRINCIPALS:
@@ -97,14 +108,42 @@ def test_the_worked_example() -> None:
 @settings(
     max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@example(current=[], added=[], keep=[True] * 10, su=("", "User:bob"), ae=(False, False), log=[], in_driver=True)
-@example(current=[], added=[], keep=[True] * 10, su=("", "User:bob"), ae=(False, False), log=[], in_driver=False)
-@example(current=[], added=[], keep=[True] * 10, su=("", ""), ae=(False, True), log=[], in_driver=True)
+@example(
+    current=[],
+    added=[],
+    keep=[True] * 10,
+    su=("", "User:bob"),
+    ae=(False, False),
+    log=[],
+    in_driver=True,
+    groups=({}, {}),
+)
+@example(
+    current=[],
+    added=[],
+    keep=[True] * 10,
+    su=("", "User:bob"),
+    ae=(False, False),
+    log=[],
+    in_driver=False,
+    groups=({}, {}),
+)
+@example(current=[], added=[], keep=[True] * 10, su=("", ""), ae=(False, True), log=[], in_driver=True, groups=({}, {}))
+@example(
+    current=[acl("g1", "Group:ops", "a", "LITERAL", "READ")],
+    added=[],
+    keep=[True] * 10,
+    su=("", ""),
+    ae=(False, False),
+    log=[],
+    in_driver=False,
+    groups=({}, {"Group:ops": ["User:alice"]}),
+)
 @given(**CHANGES, log=st.lists(log_records, max_size=30), in_driver=st.booleans())
 def test_simulate_flips_exactly_what_the_core_flips(
-    spark, tmp_path: Path, current, added, keep, su, ae, log, in_driver
+    spark, tmp_path: Path, current, added, keep, su, ae, log, in_driver, groups
 ) -> None:
-    c, p = acl_sets(current, added, keep, su[0], su[1], ae[0], ae[1])
+    c, p = acl_sets(current, added, keep, su[0], su[1], ae[0], ae[1], groups)
     # The random log plus every (principal, host, resource) of the small universe, so every possible flip occurs.
     records = list(log)
     for principal in PRINCIPALS:

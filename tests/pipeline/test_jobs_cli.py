@@ -238,3 +238,20 @@ def test_recommend_one_principal(spark, files: Path) -> None:
     assert [(r.principal, r.operation, r.resource_name, r.pattern_type) for r in rows] == [
         ("User:bob", "READ", "orders-us", "LITERAL")
     ]
+
+
+def test_usage_credits_a_group_acl_to_its_members_requests(spark, files: Path) -> None:
+    """A ``Group:`` ACL decides its members' requests when the document carries the groups; without them it
+    matches no logged principal and is reported unused (what the document's ``groups`` key is for)."""
+    group_acl = acl("g1", "Group:readers", "logs", "LITERAL", "READ")
+    with_groups = files / "with-groups.json"
+    with_groups.write_text(json.dumps({"acls": [*CURRENT, group_acl], "groups": {"Group:readers": ["User:carol"]}}))
+    without = files / "without-groups.json"
+    without.write_text(json.dumps({"acls": [*CURRENT, group_acl]}))
+    status = {}
+    for name, document in (("with", with_groups), ("without", without)):
+        out = files / f"usage-{name}"
+        invoke("usage", *logs(files), "--acls", str(document), "--out", str(out))
+        rows = {r.id: r for r in spark.read.parquet(str(out / "acl_usage")).collect()}
+        status[name] = (rows["g1"].status, rows["g1"].decisive_requests)
+    assert status == {"with": ("USED", 3), "without": ("UNUSED", 0)}

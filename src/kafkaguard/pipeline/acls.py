@@ -1,5 +1,9 @@
 """ACL sets for the pipeline: the store's JSON export (``kafkaguard.model.acl_json``) plus authorizer settings.
 
+The document may also carry the principal groups its ``Group:`` ACLs refer to, as ``kafkaguard groups list --json``
+prints them: ``{"acls": [...], "groups": {"Group:ops": ["User:alice", ...]}}``. Without them a ``Group:`` ACL
+matches no logged principal (and ``usage`` would report it unused).
+
 ``acls_from_document`` ignores ids on input (an import gets new ids), but ``usage`` must name ACLs by the ids
 the operator knows, so ids are taken from each entry's ``id`` when present; entries without one get a stable
 id derived from their content (``h-`` and 12 hex digits), so reruns name them the same.
@@ -9,15 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafkaguard.authorizer import StandardAuthorizer, parse_super_users
-from kafkaguard.errors import InvalidConfigError
+from kafkaguard.errors import InvalidConfigError, InvalidGroupError
 from kafkaguard.model import AclId, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, acls_from_document, acls_to_document, binding_to_dict
 from kafkaguard.pipeline.errors import PipelineError
+from kafkaguard.service.groups import group_name, member_error
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +33,21 @@ class AclSet:
     acls: tuple[StoredAcl, ...]
     super_users: frozenset[str] = frozenset()
     allow_everyone_if_no_acl_found: bool = False
+    #: member principal → its group principals (``Group:ops``), as the authorizer's snapshot keeps them
+    memberships: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def authorizer(self) -> StandardAuthorizer:
-        return StandardAuthorizer(self.super_users, self.allow_everyone_if_no_acl_found, acls=self.acls)
+        return StandardAuthorizer(
+            self.super_users, self.allow_everyone_if_no_acl_found, acls=self.acls, memberships=self.memberships
+        )
+
+    def groups(self) -> dict[str, list[str]]:
+        """The memberships as the document's ``groups``: group principal → its members, sorted."""
+        groups: dict[str, list[str]] = {}
+        for member, member_groups in sorted(self.memberships.items()):
+            for group in member_groups:
+                groups.setdefault(group, []).append(member)
+        return dict(sorted(groups.items()))
 
     def to_payload(self) -> str:
         """A compact JSON string to broadcast to the workers."""
@@ -39,6 +56,7 @@ class AclSet:
                 "name": self.name,
                 "super_users": sorted(self.super_users),
                 "allow_everyone_if_no_acl_found": self.allow_everyone_if_no_acl_found,
+                "groups": self.groups(),
                 **acls_to_document(self.acls),
             }
         )
@@ -51,6 +69,7 @@ class AclSet:
             tuple(_stored(data["acls"])),
             frozenset(data["super_users"]),
             bool(data["allow_everyone_if_no_acl_found"]),
+            _memberships(data["groups"], "payload"),
         )
 
 
@@ -96,4 +115,35 @@ def acl_set_from_text(
         users = parse_super_users(super_users)
     except InvalidConfigError as e:
         raise PipelineError(str(e)) from e
-    return AclSet(name, acls, users, allow_everyone_if_no_acl_found)
+    return AclSet(name, acls, users, allow_everyone_if_no_acl_found, _memberships(document.get("groups", {}), source))
+
+
+def _memberships(groups: object, source: str) -> dict[str, tuple[str, ...]]:
+    """A document's ``groups`` (``{"Group:ops": ["User:alice"]}``, the group also as ``ops``) as memberships.
+
+    :raises PipelineError: not such an object, or a group name or member ``kafkaguard groups add`` would refuse
+        (every problem listed).
+    """
+    expected = f'{source}: "groups" must be an object of group to member principals, e.g. {{"Group:ops": ["User:a"]}}'
+    if not isinstance(groups, dict):
+        raise PipelineError(expected)
+    by_member: dict[str, set[str]] = {}
+    problems: list[str] = []
+    for group, members in groups.items():
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            problems.append(f"{group}: expected a list of principals")
+            continue
+        try:
+            principal = "Group:" + group_name(str(group))
+        except InvalidGroupError as e:
+            problems.append(f"{group}: {e}")
+            continue
+        for member in members:
+            reason = member_error(member)
+            if reason is not None:
+                problems.append(f"{group}: {member!r}: {reason}")
+            else:
+                by_member.setdefault(member, set()).add(principal)
+    if problems:
+        raise PipelineError(f"{source}: invalid groups: " + "; ".join(problems))
+    return {member: tuple(sorted(found)) for member, found in by_member.items()}

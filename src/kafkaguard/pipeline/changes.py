@@ -62,8 +62,9 @@ class AclChange:
 
     #: the ACLs (one per binding) in exactly one of the two sets
     changed: tuple[StoredAcl, ...]
-    #: principals that are super users in exactly one of the two sets
-    super_users: frozenset[str]
+    #: principals every access of whom may flip: super users in exactly one of the two sets, and principals whose
+    #: groups differ between the two sets
+    whole_principals: frozenset[str]
     #: allow.everyone.if.no.acl.found differs: every access is a candidate
     everything: bool
     #: allow.everyone is on (in both): a changed ACL affects every principal of the resources it covers
@@ -75,9 +76,14 @@ class AclChange:
         after = {acl.binding: acl for acl in proposed.acls}
         changed = [acl for binding, acl in before.items() if binding not in after]
         changed += [acl for binding, acl in after.items() if binding not in before]
+        regrouped = {
+            principal
+            for principal in {*current.memberships, *proposed.memberships}
+            if current.memberships.get(principal, ()) != proposed.memberships.get(principal, ())
+        }
         return cls(
             tuple(changed),
-            current.super_users ^ proposed.super_users,
+            frozenset(current.super_users ^ proposed.super_users | regrouped),
             current.allow_everyone_if_no_acl_found != proposed.allow_everyone_if_no_acl_found,
             current.allow_everyone_if_no_acl_found or proposed.allow_everyone_if_no_acl_found,
         )
@@ -85,7 +91,7 @@ class AclChange:
     @property
     def nothing(self) -> bool:
         """No access can flip."""
-        return not (self.changed or self.super_users or self.everything)
+        return not (self.changed or self.whole_principals or self.everything)
 
     def patterns(self) -> list[Changed]:
         """The changed ACLs as the JVM's filter reads them (``transforms.may_flip``), deduplicated."""

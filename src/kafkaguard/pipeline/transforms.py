@@ -140,11 +140,12 @@ def may_flip(
     access: DataFrame,
     changed: DataFrame,
     prefix_lengths: Sequence[int],
-    super_users: Sequence[str] = (),
+    whole_principals: Sequence[str] = (),
     wildcard: bool = True,
 ) -> DataFrame:
-    """The accesses whose decision may differ between two ACL sets (``kafkaguard.pipeline.changes``): those of a
-    principal in ``super_users`` (super user in one set only), and those a ``changed`` row (resource_type,
+    """The accesses whose decision may differ between two ACL sets (``kafkaguard.pipeline.changes``): every access
+    of a principal in ``whole_principals`` (a super user, or a member of other groups, in one set only), and those a
+    ``changed`` row (resource_type,
     pattern_type, name, principal, host; null = any) covers: the access's name looked up as a LITERAL name, as the
     LITERAL ``*`` (unless ``wildcard`` is false: no changed row is one), and as a PREFIXED pattern of each length in
     ``prefix_lengths``; one broadcast hash join. (Each key costs ~0.1 s per 1M distinct accesses.) An
@@ -175,9 +176,9 @@ def may_flip(
     # the join would let adaptive execution drop the plan's last stage when no access is covered, and with it the
     # caller's observations (``simulate._scan``). The caller de-duplicates the few rows it reads back.
     found = a.join(c, covered, "left_semi").drop("_k")
-    if not super_users:
+    if not whole_principals:
         return found
-    promoted = F.col("principal").isin(*super_users)
+    promoted = F.col("principal").isin(*whole_principals)
     return access.select(*ACCESS_KEY, *COUNTS).where(promoted).unionByName(found.where(~promoted))
 
 

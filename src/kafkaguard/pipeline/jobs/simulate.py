@@ -182,7 +182,7 @@ def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, chang
         # whole plan, the observation with it.
         changed = spark.createDataFrame([*change.patterns(), NO_ACL], CHANGED_SCHEMA)
         candidates = transforms.may_flip(
-            access, changed, change.prefix_lengths(), sorted(change.super_users), wildcard=change.wildcard
+            access, changed, change.prefix_lengths(), sorted(change.whole_principals), wildcard=change.wildcard
         )
     candidates.observe(picked, F.count(F.lit(1)).alias("n")).write.mode("overwrite").parquet(job.path(STAGING))
     found, chosen = _metrics(seen), _metrics(picked)
