@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
 from kafkaguard.authorizer.rules import Decision, DefaultRule, MatchingAclRule, Rule, SuperUserRule
-from kafkaguard.authorizer.standard import AuthorizerSnapshot, StandardAuthorizer, parse_super_users
+from kafkaguard.authorizer.standard import (
+    AuthorizerSnapshot,
+    StandardAuthorizer,
+    groups_by_member,
+    members_by_group,
+    parse_super_users,
+)
 
 __all__ = [
     "AclCreateResult",
@@ -16,5 +22,7 @@ __all__ = [
     "Rule",
     "StandardAuthorizer",
     "SuperUserRule",
+    "groups_by_member",
+    "members_by_group",
     "parse_super_users",
 ]

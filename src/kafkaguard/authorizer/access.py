@@ -29,11 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kafkaguard.authorizer.operations import covered_operations
-from kafkaguard.authorizer.standard import AuthorizerSnapshot, authorize_in
+from kafkaguard.authorizer.standard import AuthorizerSnapshot, authorize_in, members_by_group
 from kafkaguard.model import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
-    WILDCARD_RESOURCE,
     AclOperation,
     AclPermissionType,
     Action,
@@ -41,6 +40,7 @@ from kafkaguard.model import (
     PatternType,
     RequestContext,
     ResourcePattern,
+    ResourcePatternFilter,
     ResourceType,
     StoredAcl,
     host_matches,
@@ -157,10 +157,7 @@ def who_can(snapshot: AuthorizerSnapshot, resource_type: ResourceType, name: str
     """Every principal and host the ACLs relevant to the concrete resource name, with the decided operations."""
     resource = ResourcePattern(resource_type, name, PatternType.LITERAL)
     relevant = [acl for group in snapshot.index.relevant_groups(resource_type, name) for acl in group.acls]
-    members_of: dict[str, list[str]] = {}
-    for member, member_groups in snapshot.memberships.items():
-        for group in member_groups:
-            members_of.setdefault(group, []).append(member)
+    members_of = members_by_group(snapshot.memberships)
     rows: dict[tuple[str, str], list[StoredAcl]] = {}
     for acl in relevant:
         entry = acl.binding.entry
@@ -203,13 +200,11 @@ def _reached_topics(patterns: tuple[PatternAccess, ...], topics: Iterable[str]) 
     topic_patterns = [p.pattern for p in patterns if p.pattern.resource_type is ResourceType.TOPIC]
     if not topic_patterns:
         return []
-    return sorted(name for name in set(topics) if any(_reaches(pattern, name) for pattern in topic_patterns))
-
-
-def _reaches(pattern: ResourcePattern, name: str) -> bool:
-    if pattern.pattern_type is PatternType.LITERAL:
-        return pattern.name in (name, WILDCARD_RESOURCE)
-    return name.startswith(pattern.name)
+    return sorted(
+        name
+        for name in set(topics)
+        if any(ResourcePatternFilter(ResourceType.TOPIC, name, PatternType.MATCH).matches(p) for p in topic_patterns)
+    )
 
 
 def _decide(
@@ -232,6 +227,7 @@ def _decide(
 
 
 def _without_memberships(snapshot: AuthorizerSnapshot) -> AuthorizerSnapshot:
+    """The snapshot for the ``User:*`` row: any principal is in no group, and no super user."""
     return replace(snapshot, memberships={}, super_users=frozenset())
 
 

@@ -12,7 +12,7 @@ text and so never matches it):
   included (``10.0.0.0/31`` holds ``10.0.0.0`` and ``10.0.0.1``; ``/32`` and ``/128`` one address; ``/0`` its
   whole family). Bits after the first ``n`` are ignored (``10.1.2.3/8`` is ``10.0.0.0/8``), as ``SubnetUtils``
   ignores them. An IPv4 block never holds an IPv6 client, nor the reverse.
-* An invalid block is refused when an ACL is created (``host_error``); one stored anyway (by an older version or a
+* An invalid block is refused when an ACL is created (``cidr_error``); one stored anyway (by an older version or a
   store edited by hand) matches no client.
 * Filters (DescribeAcls, DeleteAcls) compare host strings exactly, as Kafka's do: the filter ``10.0.0.0/8`` finds
   the ACL ``10.0.0.0/8``, not ``10.1.0.0/16`` and not ``10.1.2.3``.

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkaguard.authorizer import StandardAuthorizer, parse_super_users
+from kafkaguard.authorizer import StandardAuthorizer, groups_by_member, members_by_group, parse_super_users
 from kafkaguard.errors import InvalidConfigError, InvalidGroupError
 from kafkaguard.model import AclId, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, acls_from_document, acls_to_document, binding_to_dict
@@ -43,11 +43,7 @@ class AclSet:
 
     def groups(self) -> dict[str, list[str]]:
         """The memberships as the document's ``groups``: group principal → its members, sorted."""
-        groups: dict[str, list[str]] = {}
-        for member, member_groups in sorted(self.memberships.items()):
-            for group in member_groups:
-                groups.setdefault(group, []).append(member)
-        return dict(sorted(groups.items()))
+        return members_by_group(self.memberships)
 
     def to_payload(self) -> str:
         """A compact JSON string to broadcast to the workers."""
@@ -127,7 +123,7 @@ def _memberships(groups: object, source: str) -> dict[str, tuple[str, ...]]:
     expected = f'{source}: "groups" must be an object of group to member principals, e.g. {{"Group:ops": ["User:a"]}}'
     if not isinstance(groups, dict):
         raise PipelineError(expected)
-    by_member: dict[str, set[str]] = {}
+    members_of: dict[str, list[str]] = {}
     problems: list[str] = []
     for group, members in groups.items():
         if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
@@ -143,7 +139,7 @@ def _memberships(groups: object, source: str) -> dict[str, tuple[str, ...]]:
             if reason is not None:
                 problems.append(f"{group}: {member!r}: {reason}")
             else:
-                by_member.setdefault(member, set()).add(principal)
+                members_of.setdefault(principal, []).append(member)
     if problems:
         raise PipelineError(f"{source}: invalid groups: " + "; ".join(problems))
-    return {member: tuple(sorted(found)) for member, found in by_member.items()}
+    return groups_by_member(members_of)

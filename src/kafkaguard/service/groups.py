@@ -95,10 +95,6 @@ class GroupService:
         """Every group (by name, without ``Group:``) and its members, sorted."""
         return self._snapshot.groups
 
-    def groups_of(self, principal: str) -> tuple[str, ...]:
-        """The group principals (``Group:ops``) ``principal`` belongs to, as the authorizer resolves them."""
-        return self._authorizer.snapshot.groups_of(principal)
-
     # ---------------------------------------------------------------------------------------------- changes
 
     def add_members(self, group: str, principals: Iterable[str]) -> None:

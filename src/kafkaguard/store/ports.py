@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
+from kafkaguard.authorizer import groups_by_member
 from kafkaguard.model import GROUP_TYPE, AclBinding, AclBindingFilter, AclId, StoredAcl
 from kafkaguard.scram import ScramCredential, ScramMechanism
 
@@ -397,11 +398,7 @@ class MembershipSnapshot:
 
     def groups_by_principal(self) -> dict[str, tuple[str, ...]]:
         """Member principal → the group principals (``Group:ops``) it belongs to: what the authorizer reads."""
-        by_principal: dict[str, list[str]] = {}
-        for group, members in self.groups.items():
-            for member in members:
-                by_principal.setdefault(member, []).append(f"{GROUP_TYPE}:{group}")
-        return {member: tuple(groups) for member, groups in by_principal.items()}
+        return groups_by_member({f"{GROUP_TYPE}:{group}": members for group, members in self.groups.items()})
 
 
 @dataclass(frozen=True, slots=True)
