@@ -183,7 +183,6 @@ class BroadWorkload:
     acls: list[StoredAcl]
     queries: list[tuple[RequestContext, Action]]
     memberships: dict[str, tuple[str, ...]]
-    names: list[str]
 
 
 def broad(n: int, *, cidr_and_groups: bool, seed: int = 11, queries: int = 20_000) -> BroadWorkload:
@@ -242,7 +241,7 @@ def broad(n: int, *, cidr_and_groups: bool, seed: int = 11, queries: int = 20_00
         ctx = RequestContext(rnd.choice(principals), rnd.choice(hosts))
         op = rnd.choice((AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE))
         qs.append((ctx, Action(op, ResourcePattern(_T, rnd.choice(named), _L))))
-    return BroadWorkload(acls, qs, memberships, [action.resource_pattern.name for _, action in qs])
+    return BroadWorkload(acls, qs, memberships)
 
 
 def kafka_shape(resource_count: int = 10_000, acls_per_resource: int = 10, deny_pct: float = 20.0) -> list[StoredAcl]:

@@ -49,12 +49,12 @@ def _change(config: Path | None, data_dir: Path | None, act: Callable[[Services]
 @app.command("add")
 def add(group: Group, members: Members, data_dir: DataDir = None, config: ConfigFile = None) -> None:
     """Add principals to a group (creating it)."""
-    _change(config, data_dir, lambda s: _added(s, group, members))
 
+    def act(services: Services) -> str:
+        services.groups.add_members(group, members)
+        return f"added {', '.join(members)} to {_principal(group)}"
 
-def _added(services: Services, group: str, members: list[str]) -> str:
-    services.groups.add_members(group, members)
-    return f"added {', '.join(members)} to {_principal(group)}"
+    _change(config, data_dir, act)
 
 
 @app.command("remove")
