@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     ssl_keyfile: Path | None = Field(None, description="PEM private key for SASL_SSL listeners.")
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Kafka's socket.request.max.bytes.")
     max_unauthenticated_request_bytes: int = Field(512 * 1024, ge=1024, description="Frame limit before SASL.")
+    max_request_items: int = Field(
+        10_000,
+        ge=100,
+        description="Items (topics, partitions, groups, ids … all arrays together) one request may carry; a request "
+        "with more closes its connection. Kafka's clients stay far below; raise it for a client that names more.",
+    )
     max_connections: int = Field(10_000, ge=1, description="Connections accepted at once, all listeners together.")
     idle_timeout_seconds: float = Field(600.0, gt=0, description="Kafka's connections.max.idle.ms, in seconds.")
     auth_failure_delay_ms: int = Field(100, ge=0, description="Delay before answering a failed authentication.")
@@ -148,6 +154,13 @@ class Settings(BaseSettings):
     console_login_failure_burst: int = Field(10, ge=1, description="Failed console logins a client may make at once.")
     console_login_failures_per_minute: float = Field(
         30.0, gt=0, description="Failed console logins a client regains per minute (after the burst: 429)."
+    )
+    console_login_failure_seconds: float = Field(
+        0.25,
+        gt=0,
+        le=60,
+        description="Every refused console login (401 or 429) is answered this long after its request arrived, "
+        "whoever the user; above the slowest PBKDF2 the console derives (SCRAM-SHA-512 at 16384 iterations, ~6 ms).",
     )
     upstream: str | None = Field(
         None, description="The proxy's upstream cluster: bootstrap servers, host:port[,host:port...]."

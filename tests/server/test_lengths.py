@@ -17,7 +17,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from kafkaguard.server.lengths import LengthError, check_body
+from kafkaguard.server.lengths import MAX_TAGGED_FIELDS, LengthError, TooManyItemsError, check_body
 from tests.server.hostile import HOSTILE, encode_length, first_length, hostile_bodies, uvarint
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))  # kio ships no strategy for record batches
@@ -100,3 +100,37 @@ def test_null_in_a_non_nullable_field_is_refused_as_kafka_refuses_it():
         check_body(schema, b"\x00" + b"\x00\x00\x00\x00" + b"\x00", 0)  # compact null, timeout_ms, no tags
     metadata = load_request_schema(3, 12)  # its topics array is nullable (null = all topics)
     check_body(metadata, b"\x00" + b"\x01" + b"\x00" + b"\x00", 0)
+
+
+def test_items_beyond_the_limit_are_refused_before_they_are_walked():
+    """DescribeGroups v5 with ~1 million empty names in 1 MiB froze every other client for 10-21 s (issue 24): the
+    count is refused before the first element is walked, whatever the bytes hold (fails without the item budget)."""
+    schema = load_request_schema(15, 5)  # DescribeGroups v5: groups (compact string array), include_ops, tags
+    names = 200_000
+    body = uvarint(names + 1) + b"\x01" * names + b"\x00" + b"\x00"
+    check_body(schema, body, 0, max_items=names)  # honest at the limit
+    with pytest.raises(TooManyItemsError, match=r"groups: more than 10000 items in one request"):
+        check_body(schema, body, 0, max_items=10_000)
+    with pytest.raises(TooManyItemsError):
+        check_body(schema, body, 0)  # the default limit
+
+
+def test_items_of_every_array_count_together():
+    """Nested arrays share one budget: OffsetFetch v7's 2 topics of 6,000 int32 partitions each are 12,002 items."""
+    schema = load_request_schema(9, 7)  # OffsetFetch v7: group_id, topics[name, partition_indexes int32[]], stable
+    topic = b"\x02t" + uvarint(6_000 + 1) + b"\x00\x00\x00\x01" * 6_000 + b"\x00"
+    body = b"\x02g" + uvarint(2 + 1) + topic + topic + b"\x00" + b"\x00"
+    check_body(schema, body, 0, max_items=12_002)
+    with pytest.raises(TooManyItemsError):
+        check_body(schema, body, 0, max_items=12_001)
+
+
+def test_tagged_fields_beyond_the_limit_are_refused():
+    """135k empty unknown tagged fields in a 512 KiB ApiVersions v3 cost 0.2 s to walk before login (issue 24)."""
+    schema = load_request_schema(18, 3)
+    fields = b"".join(uvarint(100 + i) + b"\x00" for i in range(MAX_TAGGED_FIELDS))
+    check_body(schema, b"\x01\x01" + uvarint(MAX_TAGGED_FIELDS) + fields, 0)
+    many = 135_000
+    body = b"\x01\x01" + uvarint(many) + b"\x05\x00" * many
+    with pytest.raises(LengthError, match=rf"{many} tagged fields, more than the {MAX_TAGGED_FIELDS} allowed"):
+        check_body(schema, body, 0)

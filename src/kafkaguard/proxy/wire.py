@@ -49,7 +49,7 @@ def response_header_size(api_key: ApiKey, api_version: int, payload: bytes) -> i
     non-flexible versions, else v1 (plus tagged fields, read with kio)."""
     if api_key is ApiKey.API_VERSIONS or not response_schema(api_key, api_version).__flexible__:
         return 4
-    check_body(ResponseHeaderV1, payload, 0)
+    check_body(ResponseHeaderV1, payload, 0, max_items=None)
     try:
         return int(reader_for(ResponseHeaderV1)(payload, 0)[1])
     except DECODE_ERRORS as e:
@@ -76,7 +76,7 @@ def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> Any:
     offset = response_header_size(api_key, api_version, payload)
     schema = response_schema(api_key, api_version)
     try:
-        check_body(schema, payload, offset)
+        check_body(schema, payload, offset, max_items=None)  # a trusted upstream's answer: bounded by its bytes
         return reader_for(schema)(payload, offset)[0]
     except ProtocolError as e:
         raise UpstreamProtocolError(f"malformed {api_key.api_name} v{api_version} response: {e}") from e

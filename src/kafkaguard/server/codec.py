@@ -26,7 +26,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.framing import encode_frame
 from kafkaguard.server.header import RequestHeader, decode_header, peek_header
-from kafkaguard.server.lengths import check_body
+from kafkaguard.server.lengths import DEFAULT_MAX_ITEMS, check_body
 
 #: The APIs this server implements and advertises, with the version ranges it supports (inclusive).
 SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
@@ -83,13 +83,16 @@ def is_supported(api_key: int, api_version: int, versions: Versions = SUPPORTED_
     return low <= api_version <= high
 
 
-def decode_request(frame: bytes, versions: Versions = SUPPORTED_VERSIONS) -> DecodedRequest:
+def decode_request(
+    frame: bytes, versions: Versions = SUPPORTED_VERSIONS, *, max_items: int = DEFAULT_MAX_ITEMS
+) -> DecodedRequest:
     """Header and body of one request frame. Call it only for a request the connection may send in its state:
     before authentication, only ApiVersions and SASL bodies are decoded (``connection`` checks the header first).
 
     :raises UnsupportedRequest: an API or version ``versions`` does not offer.
     :raises ProtocolError: bytes that do not decode as that request, including a length or count that the bytes
-        after it cannot hold (``lengths.LengthError``), checked before kio allocates anything.
+        after it cannot hold (``lengths.LengthError``), checked before kio allocates anything, and a body whose
+        arrays carry more than ``max_items`` elements together (``lengths.TooManyItemsError``).
     """
     api_key, api_version, correlation_id = peek_header(frame)
     if not is_supported(api_key, api_version, versions):
@@ -98,7 +101,7 @@ def decode_request(frame: bytes, versions: Versions = SUPPORTED_VERSIONS) -> Dec
         )
     schema = request_schema(api_key, api_version)
     header, offset = decode_header(frame, flexible=schema.__flexible__)
-    check_body(schema, frame, offset)
+    check_body(schema, frame, offset, max_items=max_items)
     try:
         body, _consumed = reader_for(schema)(frame, offset)  # trailing bytes are ignored on purpose
     except DECODE_ERRORS as e:

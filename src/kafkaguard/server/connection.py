@@ -40,6 +40,7 @@ from kafkaguard.server.handlers.topics import create_topics, delete_topics, meta
 from kafkaguard.server.header import peek_header
 from kafkaguard.server.sasl import SaslOutcome, SaslState, record_login
 from kafkaguard.server.scope import BrokerInfo, RequestScope
+from kafkaguard.server.slices import encode_response_in_slices
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +160,11 @@ class Connection:
                 raise CloseConnection(f"API key {api_key_code} before SASL authentication completed")
         versions = self.versions()
         try:
+            limit = self.services.settings.max_request_items
             if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
-                request = await asyncio.to_thread(decode_request, frame, versions)
+                request = await asyncio.to_thread(decode_request, frame, versions, max_items=limit)
             else:
-                request = decode_request(frame, versions)
+                request = decode_request(frame, versions, max_items=limit)
         except UnsupportedRequest as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 # A newer client: answer v0 with our versions so it can pick one (Kafka's rule).
@@ -201,7 +203,9 @@ class Connection:
         """Answer an authenticated request (``frame`` is its bytes as received, for a subclass that forwards)."""
         header = request.header
         response = await HANDLERS[request.api_key](self.scope(request), request.body)
-        await self.send(encode_response(request.api_key, header.api_version, header.correlation_id, response))
+        await self.send(
+            await encode_response_in_slices(request.api_key, header.api_version, header.correlation_id, response)
+        )
 
     async def _sasl_request(self, api_key: ApiKey, version: int, correlation_id: int, body: Any) -> None:
         if self.sasl is None:

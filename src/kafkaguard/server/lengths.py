@@ -38,8 +38,25 @@ from typing import Any, get_args, get_origin
 
 from kafkaguard.server.errors import ProtocolError
 
-#: (buffer, offset, end) → offset after the value. Raises LengthError.
-Check = Callable[[bytes, int, int], int]
+#: Items (array elements, at every depth) a request may carry when no limit is given: Kafka's own clients stay far
+#: below it (``Settings.max_request_items`` sets the server's and the proxy's).
+DEFAULT_MAX_ITEMS = 10_000
+#: Tagged fields one entity may carry. Kafka's schemas declare at most a handful of tags per entity and its clients
+#: send none they do not know; 135k empty unknown ones in 512 KiB cost 0.2 s of CPU to walk before anything refused.
+MAX_TAGGED_FIELDS = 64
+
+
+class _Budget:
+    """The items a request may still declare; every array takes its count from it before its elements are walked."""
+
+    __slots__ = ("items", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.items = self.limit = limit
+
+
+#: (buffer, offset, end, budget) → offset after the value. Raises LengthError.
+Check = Callable[[bytes, int, int, _Budget], int]
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -69,14 +86,21 @@ class LengthError(ProtocolError):
     """A request declares a length or count that the bytes after it cannot hold."""
 
 
-def check_body(schema: type[Any], buffer: bytes, offset: int) -> None:
+class TooManyItemsError(LengthError):
+    """A request carries more items (array elements, all arrays together) than the limit allows."""
+
+
+def check_body(schema: type[Any], buffer: bytes, offset: int, *, max_items: int | None = DEFAULT_MAX_ITEMS) -> None:
     """Walk a request body of ``schema`` (a kio request class) starting at ``offset``.
 
-    Trailing bytes after the body are allowed (kio ignores them; see ``codec``).
+    Trailing bytes after the body are allowed (kio ignores them; see ``codec``). ``max_items`` bounds the array
+    elements of the whole body (None: only by the bytes; for answers of a trusted upstream).
 
     :raises LengthError: a declared length or count exceeds the bytes that remain, or the body is truncated.
+    :raises TooManyItemsError: the arrays declare more than ``max_items`` elements together.
     """
-    _entity_check(schema)(buffer, offset, len(buffer))
+    budget = _Budget(max_items if max_items is not None else len(buffer))  # an element takes at least one byte
+    _entity_check(schema)(buffer, offset, len(buffer), budget)
 
 
 # ------------------------------------------------------------------------------------------------- primitives
@@ -103,7 +127,7 @@ def _uvarint(buffer: bytes, offset: int, end: int, what: str) -> tuple[int, int]
 
 
 def _fixed(size: int, what: str) -> Check:
-    def check(buffer: bytes, offset: int, end: int) -> int:
+    def check(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
         if size > end - offset:
             raise LengthError(f"{what}: needs {size} bytes, {max(end - offset, 0)} left")
         return offset + size
@@ -134,7 +158,7 @@ def _null(what: str) -> LengthError:
 def _sized(flexible: bool, wide: bool, nullable: bool, what: str) -> Check:
     """A string (wide=False) or bytes/records value (wide=True): a length, then that many bytes."""
 
-    def check(buffer: bytes, offset: int, end: int) -> int:
+    def check(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
         if flexible:
             length, offset = _compact_length(buffer, offset, end, what)
         else:
@@ -185,9 +209,9 @@ def _compile_entity(entity: type[Any]) -> tuple[Check, int]:
         smallest += 1
     steps = tuple(checks)
 
-    def check_entity(buffer: bytes, offset: int, end: int) -> int:
+    def check_entity(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
         for step in steps:
-            offset = step(buffer, offset, end)
+            offset = step(buffer, offset, end, budget)
         return offset
 
     return check_entity, smallest
@@ -237,17 +261,17 @@ def unwrap(annotation: Any) -> tuple[Any, bool, bool]:
 
 
 def _nullable_struct(element: Check, what: str) -> Check:
-    def check(buffer: bytes, offset: int, end: int) -> int:
+    def check(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
         offset = _need(offset, 1, end, what)
         if buffer[offset - 1] == 0xFF:  # KIP-893's null marker, int8 -1
             return offset
-        return element(buffer, offset, end)
+        return element(buffer, offset, end, budget)
 
     return check
 
 
 def _array_count(
-    buffer: bytes, offset: int, end: int, flexible: bool, nullable: bool, smallest: int, what: str
+    buffer: bytes, offset: int, end: int, budget: _Budget, flexible: bool, nullable: bool, smallest: int, what: str
 ) -> tuple[int, int]:
     if flexible:
         count, offset = _compact_length(buffer, offset, end, what)
@@ -257,39 +281,45 @@ def _array_count(
         raise _null(what)
     if count > 0 and count * max(smallest, 1) > end - offset:
         raise LengthError(f"{what}: {count} elements of at least {smallest} bytes, {max(end - offset, 0)} bytes left")
+    if count > 0:
+        budget.items -= count
+        if budget.items < 0:  # before a single element is walked: the cost of refusing does not grow with the count
+            raise TooManyItemsError(f"{what}: more than {budget.limit} items in one request")
     return count, offset
 
 
 def _fixed_array(size: int, flexible: bool, nullable: bool, what: str) -> Check:
-    def check(buffer: bytes, offset: int, end: int) -> int:
-        count, offset = _array_count(buffer, offset, end, flexible, nullable, size, what)
+    def check(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
+        count, offset = _array_count(buffer, offset, end, budget, flexible, nullable, size, what)
         return offset + size * count if count > 0 else offset
 
     return check
 
 
 def _array(element: Check, smallest: int, flexible: bool, nullable: bool, what: str) -> Check:
-    def check(buffer: bytes, offset: int, end: int) -> int:
-        count, offset = _array_count(buffer, offset, end, flexible, nullable, smallest, what)
+    def check(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
+        count, offset = _array_count(buffer, offset, end, budget, flexible, nullable, smallest, what)
         for _ in range(count):
-            offset = element(buffer, offset, end)
+            offset = element(buffer, offset, end, budget)
         return offset
 
     return check
 
 
 def _tagged_fields(known: dict[int, Check], what: str) -> Check:
-    def check(buffer: bytes, offset: int, end: int) -> int:
+    def check(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
         count, offset = _uvarint(buffer, offset, end, what)
         if count * 2 > end - offset:  # each tagged field takes at least a tag and a size byte
             raise LengthError(f"{what}: {count} fields, {max(end - offset, 0)} bytes left")
+        if count > MAX_TAGGED_FIELDS:
+            raise LengthError(f"{what}: {count} tagged fields, more than the {MAX_TAGGED_FIELDS} allowed")
         for _ in range(count):
             tag, offset = _uvarint(buffer, offset, end, what)
             size, offset = _uvarint(buffer, offset, end, what)
             field_end = _need(offset, size, end, f"{what} (tag {tag})")
             inner = known.get(tag)
             if inner is not None:
-                inner(buffer, offset, field_end)  # a known field is checked inside its own size
+                inner(buffer, offset, field_end, budget)  # a known field is checked inside its own size
             offset = field_end
         return offset
 

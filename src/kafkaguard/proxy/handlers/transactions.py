@@ -235,7 +235,7 @@ def decode_describe_transactions(payload: bytes) -> Any:
     api = ApiKey.DESCRIBE_TRANSACTIONS
     offset = response_header_size(api, 0, payload)
     try:
-        check_body(_DescribeTransactionsResponse, payload, offset)
+        check_body(_DescribeTransactionsResponse, payload, offset, max_items=None)
         return reader_for(_DescribeTransactionsResponse)(payload, offset)[0]
     except (ProtocolError, *DECODE_ERRORS) as e:
         raise UpstreamProtocolError(f"malformed {api.api_name} v0 response: {e}") from e
