@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
-from kafkaguard.audit.record import record_from_decision
+from kafkaguard.audit.record import AuditRecord, record_from_decision
 from kafkaguard.authorizer import AuthorizerSnapshot
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
 from kafkaguard.bootstrap import Services
@@ -49,9 +50,15 @@ class RequestScope:
         return outcome
 
     def _audit(self, audit: AuditLog, outcome: RequestAuthorization) -> None:
+        # Made in the audit writer's thread: going through, explaining and serializing the thousands of decisions of
+        # one large request is not the event loop's work. The rule comes from the snapshot the result came from.
         now = datetime.now(UTC)
-        for action, result in outcome.decisive:
-            if result is AuthorizationResult.ALLOWED and not audit.log_allowed:
-                continue
-            # The rule comes from the snapshot the result came from: never ask the authorizer again.
-            audit.record(record_from_decision(outcome.decision(action), now, self.api_key.api_name))
+        audit.record_later(partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed))
+
+
+def _audit_records(outcome: RequestAuthorization, now: datetime, api_name: str, log_allowed: bool) -> list[AuditRecord]:
+    return [
+        record_from_decision(outcome.decision(action), now, api_name)
+        for action, result in outcome.decisive
+        if log_allowed or result is not AuthorizationResult.ALLOWED
+    ]
