@@ -1,12 +1,14 @@
 """The web page in a real headless Chromium (Debian's ``chromium``, installed by ``scripts/setup``; never
 ``playwright install``): log in, add an ACL, see it in the list, explain a decision, delete it — under the
-console's Content-Security-Policy, with no violation or script error. Each step saves a
-screenshot under ``docs/`` (``docs/console-*.png``, committed; the README shows one)."""
+console's Content-Security-Policy, with no violation or script error. Each step saves a screenshot: into a
+temporary directory, so the suite leaves the tree as it found it, or with ``KAFKAGUARD_UPDATE_SCREENSHOTS=1`` into
+``docs/`` (``docs/console-*.png``, committed; the README shows one)."""
 
 from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +37,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-DOCS = Path(__file__).resolve().parents[2] / "docs"
+DOCS = (
+    Path(__file__).resolve().parents[2] / "docs"
+    if os.environ.get("KAFKAGUARD_UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.mkdtemp(prefix="kafkaguard-screenshots-"))
+)
 
 pytestmark = pytest.mark.e2e
 
