@@ -72,6 +72,8 @@ class Watchdog:
     """A logged-in admin making Metadata round trips on its own connection until stopped."""
 
     address: tuple[str, int]
+    user: str = "admin"
+    password: str = "admin-secret"  # noqa: S105 - the test user of the serve fixture
     latencies: list[float] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -89,7 +91,7 @@ class Watchdog:
     def _run(self) -> None:
         try:
             with Wire(self.address, timeout=60) as wire:
-                wire.login("admin", "admin-secret")
+                wire.login(self.user, self.password)
                 while not self._stop.is_set():
                     started = time.perf_counter()
                     wire.request(MetadataRequest(topics=(), allow_auto_topic_creation=False,
