@@ -122,6 +122,7 @@ def start_console(data_dir: Path, *, with_kafka: bool = False, **overrides: Any)
         "http_listener": "127.0.0.1:0",
         "super_users": f"User:{ADMIN}",
         "auth_failure_delay_ms": 1,
+        "console_login_failure_seconds": 0.01,  # refused logins answered fast; test_failure_timing sets its own
         "sync_interval_seconds": 0.2,
     }
     options.update(overrides)

@@ -33,6 +33,7 @@ def alone(tmp_path: Path) -> Iterator[tuple[Services, str]]:
         http_listener="127.0.0.1:0",
         super_users="User:admin",
         auth_failure_delay_ms=1,
+        console_login_failure_seconds=0.01,
         sync_interval_seconds=SYNC_INTERVAL,
     )
     services = build_services(settings)

@@ -180,13 +180,13 @@ def test_concurrent_wrong_passwords_never_exceed_the_bound(one_at_a_time: Consol
 @pytest.fixture(scope="module")
 def budgeted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
     """Three failed logins per client address, then one a minute; client addresses set through a trusted proxy;
-    failed logins answered after FAILURE_DELAY_MS."""
+    failed logins answered FAILURE_DELAY_MS after they arrived."""
     handle = start_console(
         tmp_path_factory.mktemp("budget"),
         console_login_failure_burst=3,
         console_login_failures_per_minute=1,
         trusted_proxies=["127.0.0.1"],
-        auth_failure_delay_ms=FAILURE_DELAY_MS,
+        console_login_failure_seconds=FAILURE_DELAY_MS / 1000,
     )
     try:
         yield handle

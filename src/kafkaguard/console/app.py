@@ -1,7 +1,7 @@
 """``create_app(services)``: the console's FastAPI application — routers, the one domain-error handler, the body
 limit, metrics, the web page, and its hardening (security headers, the cross-origin write check, the client
-address from trusted proxies only, bounded login work). No module-level app: each call builds a new one with its
-own metrics and its own PBKDF2 threads.
+address from trusted proxies only, bounded login work, refused logins answered at one fixed time). No
+module-level app: each call builds a new one with its own metrics and its own PBKDF2 threads.
 
 Swagger UI (``/docs``) and ReDoc are off: FastAPI loads them from a public CDN into the console's origin, where
 they could read what the page can. ``/openapi.json`` stays, for any OpenAPI viewer elsewhere.
@@ -32,6 +32,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from kafkaguard.bootstrap import Services
 from kafkaguard.console.auth import BasicAuthenticator
 from kafkaguard.console.dependencies import ConsoleState
+from kafkaguard.console.failure_timing import RequestArrival
 from kafkaguard.console.gate import LoginGate
 from kafkaguard.console.item_errors import ItemRefusedError
 from kafkaguard.console.metrics import ConsoleMetrics
@@ -73,7 +74,7 @@ def create_app(
         services=services,
         authenticator=BasicAuthenticator(services.credentials, pool, budget, ttl_seconds=login_cache_seconds),
         metrics=metrics,
-        failure_delay_seconds=settings.auth_failure_delay_ms / 1000,
+        failure_seconds=settings.console_login_failure_seconds,
     )
 
     @asynccontextmanager
@@ -114,9 +115,9 @@ def create_app(
         return HTMLResponse(page, headers={"Cache-Control": "no-store"})
 
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
-    # Added innermost first: each request passes SecurityHeaders, then the proxy headers (which set the client
-    # address and scheme the rest sees), the gate for throttled logins, timing, the cross-origin check, the body
-    # limit, then the routes.
+    # Added innermost first: each request passes RequestArrival (the clock of refused logins' fixed answer time
+    # starts there), SecurityHeaders, then the proxy headers (which set the client address and scheme the rest
+    # sees), the gate for throttled logins, timing, the cross-origin check, the body limit, then the routes.
     app.add_middleware(_BodyLimit, max_bytes=max_body_bytes)
     app.add_middleware(SameOriginWrites)
     app.add_middleware(_Timing, metrics=metrics)
@@ -126,6 +127,7 @@ def create_app(
         # a trusted proxy is the client. (The runner turns uvicorn's default, which trusts loopback, off.)
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(RequestArrival)
     return app
 
 

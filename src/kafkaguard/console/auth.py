@@ -9,8 +9,15 @@ PBKDF2 costs milliseconds (4096–16384 iterations), and a browser sends the pas
 successful check is cached for ``ttl_seconds``, keyed by (user, HMAC of the password under a per-process random
 key) — the cache never holds a password. A cached entry is used only while the stored credential is the one it
 was checked against (same mechanism, salt, iterations and StoredKey, looked up again on every request in the
-credential service's in-memory snapshot), so a password change or deletion takes effect at once. An unknown user
-costs one decoy derivation, so the response time does not tell whether a user exists.
+credential service's in-memory snapshot), so a password change or deletion takes effect at once.
+
+What a failure costs does not show in when it is answered: the console answers every refused login at one fixed
+time after its request arrived (``kafkaguard.console.failure_timing``). That time is a floor the check must stay
+under, so the check is bounded: only a credential within its mechanism's iteration bounds (Kafka's 4096–16384) is
+derived; a user whose strongest credential is outside them is checked with its next mechanism's, or, with none
+left, treated as unknown. An unknown user still costs one decoy derivation, shaped like the stored credentials
+(``scram.decoy``): it takes the same failed login from the budget and the same place on the pool as a wrong
+password would, so neither a 429 nor a late answer under load tells whether the user exists.
 
 Every derivation, real or decoy, runs on the console's own bounded ``DerivationPool`` and first takes one of the
 client's failed logins from its ``FailedLoginBudget`` (``kafkaguard.console.throttle``); a cached login uses
@@ -131,9 +138,14 @@ class BasicAuthenticator:
         self.derivations = 0
 
     def _find(self, user: str) -> ScramCredential | None:
+        """``user``'s credential of the strongest mechanism it has one for within that mechanism's iteration bounds.
+
+        Why the bounds: a credential above the maximum (only other tooling writing the store could make one: the
+        credential service refuses it) would cost more than the fixed failure time allows — one million iterations
+        are ~0.4 s — and so tell its user apart; below the minimum, the SCRAM server refuses it as well."""
         for mechanism in PREFERENCE:
             credential = self._credentials.lookup(user, mechanism)
-            if credential is not None:
+            if credential is not None and mechanism.min_iterations <= credential.iterations <= mechanism.max_iterations:
                 return credential
         return None
 
@@ -153,8 +165,8 @@ class BasicAuthenticator:
             return True
         self._cache.pop(key, None)
         if credential is None:
-            # The same work as a real check of a typical user (the stored users' most common iteration count),
-            # so that timing does not reveal whether the user exists.
+            # The same work as a real check of a typical user (the stored users' most common iteration count) and
+            # the same budget and pool place, so that neither a 429 nor load reveals whether the user exists.
             mechanism = PREFERENCE[0]
             decoy = decoy_credential(self._key, mechanism, user, self._credentials.decoy_profile(mechanism))
             await self._derive(decoy, password, client)

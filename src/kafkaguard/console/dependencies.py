@@ -6,8 +6,9 @@ protocol, decided by the same authorizer (so super users, DENY ACLs and ``allow.
 the same way). No credentials, or wrong ones → 401 with ``WWW-Authenticate``; not allowed → 403 saying only
 "not authorized", as Kafka does (the deciding rule goes to the audit log, not to the caller); both audited. A login
 that would need a PBKDF2 derivation the console cannot afford now → 429 with ``Retry-After``, counted in the
-metrics but not audited (a flood of them would flood the audit log). 401s and 429s alike are answered after
-``auth_failure_delay_ms``, as the Kafka listener answers a failed login.
+metrics but not audited (a flood of them would flood the audit log). 401s and 429s alike — no credentials,
+malformed ones, an unknown user, a wrong password — are answered ``console_login_failure_seconds`` after the
+request arrived (``kafkaguard.console.failure_timing``), so their timing tells nothing.
 
 The caller's host is the client address uvicorn gives the app: the socket's peer, or, behind a proxy named in
 ``trusted_proxies``, what that proxy says (``create_app`` installs the one middleware that may change it).
@@ -15,7 +16,6 @@ The caller's host is the client address uvicorn gives the app: the socket's peer
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
@@ -23,11 +23,13 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPBasic, HTTPBasicCredentials
 from starlette.requests import HTTPConnection
+from starlette.types import Scope
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.console.audit import audit_authentication_failure, audit_decision
 from kafkaguard.console.auth import BasicAuthenticator, Caller, parse_basic
+from kafkaguard.console.failure_timing import wait_for_fixed_time
 from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.console.throttle import LoginThrottledError
 from kafkaguard.model import CLUSTER_NAME, Action, PatternType, ResourcePattern, ResourceType, java_host
@@ -49,7 +51,8 @@ class ConsoleState:
     services: Services
     authenticator: BasicAuthenticator
     metrics: ConsoleMetrics
-    failure_delay_seconds: float
+    #: A refused login is answered this long after its request arrived (``console_login_failure_seconds``).
+    failure_seconds: float
 
 
 def state_of(request: Request) -> ConsoleState:
@@ -68,13 +71,20 @@ def client_host(connection: HTTPConnection) -> str:
     return java_host(connection.client.host if connection.client else "")
 
 
-async def throttled(state: ConsoleState, error: LoginThrottledError) -> dict[str, str]:
+async def at_failure_time(state: ConsoleState, scope: Scope) -> None:
+    """Wait until the fixed time after the request arrived at which every refused login is answered; a late one
+    (its check outlasted the fixed time) is counted, never hurried."""
+    if not await wait_for_fixed_time(scope, state.failure_seconds):
+        state.metrics.late_failures.inc()
+
+
+async def throttled(state: ConsoleState, error: LoginThrottledError, scope: Scope) -> dict[str, str]:
     """Count a login refused unchecked, wait as for a wrong password, and return the 429's headers.
 
     The wait is a timer, not work: without it a client looping on refusals would get its fastest loop, and the
     event loop it shares with the Kafka listener would spend itself on answering HTTP."""
     state.metrics.logins.labels("throttled").inc()
-    await asyncio.sleep(state.failure_delay_seconds)
+    await at_failure_time(state, scope)
     return {"Retry-After": str(error.retry_after_seconds)}
 
 
@@ -110,15 +120,16 @@ def require(api: ApiKey) -> Callable[..., Awaitable[Caller]]:
         given = parse_basic(request.headers.get("authorization"))
         if given is None:
             audit_authentication_failure(None, host, requirement.name)
+            await at_failure_time(state, request.scope)
             raise _unauthorized(request, "Authentication required: HTTP Basic with a SCRAM user's name and password")
         try:
             ok = await state.authenticator.authenticate(given.user, given.password, host)
         except LoginThrottledError as e:
-            raise HTTPException(429, str(e), headers=await throttled(state, e)) from None
+            raise HTTPException(429, str(e), headers=await throttled(state, e, request.scope)) from None
         state.metrics.logins.labels("ok" if ok else "failed").inc()
         if not ok:
             audit_authentication_failure(given.user, host, requirement.name)
-            await asyncio.sleep(state.failure_delay_seconds)
+            await at_failure_time(state, request.scope)
             raise _unauthorized(request, "Authentication failed: unknown user or wrong password")
         caller = Caller(given.user, host)
         decision = state.services.authorizer.explain(caller.context, action)

@@ -4,7 +4,8 @@ A client that has used up its failed logins and sends a password the cache does 
 route's dependency anyway (``BasicAuthenticator.refuse_early``); answering it here skips FastAPI's routing,
 dependency resolution and exception handling. In a flood of wrong passwords that is nearly every request, and
 the event loop those requests take time from is the Kafka listener's too. The answer is the dependency's: the
-same 429 body, ``Retry-After``, count and delay. Only ``/api/`` needs a login; other paths pass untouched.
+same 429 body, ``Retry-After``, count and fixed answer time. Only ``/api/`` needs a login; other paths pass
+untouched.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class LoginGate:
                         given.user, given.password, client_host(HTTPConnection(scope))
                     )
                 except LoginThrottledError as e:
-                    headers = await throttled(self.state, e)
+                    headers = await throttled(self.state, e, scope)
                     await JSONResponse({"detail": str(e)}, status_code=429, headers=headers)(scope, receive, send)
                     return
         await self.app(scope, receive, send)

@@ -2,6 +2,8 @@
 
 * ``kafkaguard_console_decisions_total{result}``: the console's authorization decisions (ALLOWED, DENIED);
 * ``kafkaguard_console_logins_total{result}``: HTTP Basic logins (ok, failed, throttled: answered 429 unchecked);
+* ``kafkaguard_console_late_login_failures_total``: refused logins answered after ``console_login_failure_seconds``
+  because their check took longer (``kafkaguard.console.failure_timing``): above zero, raise the setting;
 * ``kafkaguard_console_request_duration_seconds{method,route}``: request latency by route template;
 * ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time);
 * ``kafkaguard_logins_total{listener,mechanism,result}``: the process's logins (``Services.logins``: Kafka
@@ -34,6 +36,11 @@ class ConsoleMetrics:
         )  # fmt: skip
         self.logins = Counter(
             "kafkaguard_console_logins", "HTTP Basic logins to the console.", ["result"], registry=self.registry
+        )
+        self.late_failures = Counter(
+            "kafkaguard_console_late_login_failures",
+            "Refused console logins answered after console_login_failure_seconds (their check took longer).",
+            registry=self.registry,
         )
         self.latency = Histogram(
             "kafkaguard_console_request_duration_seconds",
