@@ -128,8 +128,16 @@ def _expect_no_error(response: Any, what: str) -> None:
 class Wire:
     """One connection. ``request`` sends a kio request body and decodes the answer; ``closed`` waits for EOF."""
 
-    def __init__(self, address: tuple[str, int], *, tls: ssl.SSLContext | None = None, timeout: float = 5.0) -> None:
-        raw = socket.create_connection(address, timeout=timeout)
+    def __init__(
+        self,
+        address: tuple[str, int],
+        *,
+        tls: ssl.SSLContext | None = None,
+        timeout: float = 5.0,
+        source: str | None = None,
+    ) -> None:
+        """Connect to ``address``, from the local address ``source`` when given (127.0.0.2 … are loopback too)."""
+        raw = socket.create_connection(address, timeout=timeout, source_address=(source, 0) if source else None)
         self.sock: socket.socket = tls.wrap_socket(raw, server_hostname=address[0]) if tls is not None else raw
         self.sock.settimeout(timeout)
         self._correlation = 0

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkaguard.audit.logins import LoginStatistics
+from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
@@ -57,6 +58,8 @@ class Services:
     groups: GroupService
     #: Logins of this process (Kafka listeners and console), shared by the server and the console.
     logins: LoginStatistics = field(default_factory=LoginStatistics)
+    #: Connections refused or closed before login (limits, login deadline), counted and logged rate-limited.
+    refusals: ConnectionRefusals = field(default_factory=ConnectionRefusals)
 
     def close(self) -> None:
         self.store.close()

@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -26,6 +26,7 @@ from pydantic_settings import (
 
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.model.host import cidr_error, java_host
 from kafkaguard.store.url import StoreUrl
 
 
@@ -125,7 +126,13 @@ class Settings(BaseSettings):
     ssl_certfile: Path | None = Field(None, description="PEM certificate chain for SASL_SSL listeners.")
     ssl_keyfile: Path | None = Field(None, description="PEM private key for SASL_SSL listeners.")
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Kafka's socket.request.max.bytes.")
-    max_unauthenticated_request_bytes: int = Field(512 * 1024, ge=1024, description="Frame limit before SASL.")
+    max_unauthenticated_request_bytes: int = Field(
+        16 * 1024,
+        ge=1024,
+        description="Largest SASL token frame before login (SaslAuthenticate, or a raw token after a v0 handshake): "
+        "SCRAM needs under 5 KiB; raise it for large OAUTHBEARER tokens. ApiVersions and SaslHandshake get 1 KiB. "
+        "Kafka's sasl.server.max.receive.size is 512 KiB.",
+    )
     max_request_items: int = Field(
         10_000,
         ge=100,
@@ -133,8 +140,46 @@ class Settings(BaseSettings):
         "with more closes its connection. Kafka's clients stay far below; raise it for a client that names more.",
     )
     max_connections: int = Field(10_000, ge=1, description="Connections accepted at once, all listeners together.")
+    max_connections_per_ip: int = Field(
+        500,
+        ge=0,
+        description="Kafka's max.connections.per.ip: connections one client address may hold at once, all listeners "
+        "(and the proxy's per-broker ports) together; 0 admits only the addresses of max_connections_per_ip_overrides.",
+    )
+    max_connections_per_ip_overrides: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="Kafka's max.connections.per.ip.overrides, address:count or CIDR:count, comma-separated "
+        "('10.0.0.7:2000,10.1.0.0/16:50'; a YAML mapping too): the most specific entry holding an address sets that "
+        "address's limit.",
+    )
+    max_connections_per_listener: Annotated[dict[str, int], NoDecode] = Field(
+        default_factory=dict,
+        description="Kafka's listener.name.X.max.connections, LISTENER=count, comma-separated "
+        "('SASL_SSL://0.0.0.0:9093=8000'; a YAML mapping listener: count too); a proxy listener's per-broker ports "
+        "count with it. Listeners not named: only max_connections.",
+    )
+    max_connection_creation_rate_per_ip: float = Field(
+        100.0,
+        gt=0,
+        description="New connections per second one address may open (KIP-612), up to one second's worth at once; "
+        "a stored connection_creation_rate ip quota (the address's own, else the default ip entity's) overrides it.",
+    )
+    sasl_login_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="A connection to a SASL listener that has not logged in this long after it was accepted (TLS "
+        "handshake included) is closed. Kafka has no such deadline.",
+    )
     idle_timeout_seconds: float = Field(600.0, gt=0, description="Kafka's connections.max.idle.ms, in seconds.")
     auth_failure_delay_ms: int = Field(100, ge=0, description="Delay before answering a failed authentication.")
+    connections_max_reauth_ms: int = Field(
+        0,
+        ge=0,
+        description="Kafka's connections.max.reauth.ms (KIP-368): a SASL session lasts this long, then the client "
+        "must re-authenticate on its connection or have it closed at its next request; 0 (Kafka's default): "
+        "sessions last as long as their connection (they still end when their user's credential is deleted or "
+        "changed).",
+    )
     audit_log: Path | None = Field(None, description="JSON-lines audit log file (off when unset).")
     audit_mode: Literal["denied", "all"] = Field("denied", description="Audit denials only, or every decision.")
     audit_max_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Rotate the audit log at this size.")
@@ -236,6 +281,72 @@ class Settings(BaseSettings):
                 ) from None
         return networks
 
+    @field_validator("max_connections_per_ip_overrides", mode="before")
+    @classmethod
+    def _split_ip_overrides(cls, value: object) -> object:
+        return _count_entries(value, ":", "max_connections_per_ip_overrides", "10.0.0.7:2000,10.1.0.0/16:50")
+
+    @field_validator("max_connections_per_ip_overrides")
+    @classmethod
+    def _check_ip_overrides(cls, value: dict[str, int]) -> dict[str, int]:
+        """Each key one IP address (Java's form) or a CIDR block (KIP-1276's rules); no host names: nothing is
+        resolved. Each count at least 0 (0 refuses the address, as in Kafka)."""
+        checked: dict[str, int] = {}
+        for key, count in value.items():
+            text = key.strip().strip("[]")
+            if "/" in text:
+                problem = cidr_error(text)
+                if problem is not None:
+                    raise InvalidConfigError(f"max_connections_per_ip_overrides: {problem}")
+            else:
+                try:
+                    ipaddress.ip_address(text)
+                except ValueError:
+                    raise InvalidConfigError(
+                        f"max_connections_per_ip_overrides: {key!r} is not an IP address or a CIDR block such as "
+                        "10.1.0.0/16 (host names are not resolved)"
+                    ) from None
+                text = java_host(text)
+            if count < 0:
+                raise InvalidConfigError(f"max_connections_per_ip_overrides: {key}: count {count} is below 0")
+            checked[text] = count
+        return checked
+
+    @field_validator("max_connections_per_listener", mode="before")
+    @classmethod
+    def _split_listener_counts(cls, value: object) -> object:
+        return _count_entries(value, "=", "max_connections_per_listener", "SASL_SSL://0.0.0.0:9093=8000")
+
+    @field_validator("max_connections_per_listener")
+    @classmethod
+    def _check_listener_counts(cls, value: dict[str, int]) -> dict[str, int]:
+        checked: dict[str, int] = {}
+        for key, count in value.items():
+            if count < 1:
+                raise InvalidConfigError(
+                    f"max_connections_per_listener: {key}: count {count} would refuse every connection; at least 1"
+                )
+            checked[str(Listener.parse(key))] = count
+        return checked
+
+    @model_validator(mode="after")
+    def _check_connection_limits(self) -> Settings:
+        """The per-listener caps name configured listeners, and a per-address limit of 0 has exceptions (Kafka's
+        rule: else no client could connect)."""
+        configured = {str(listener) for listener in self.parsed_listeners}
+        unknown = sorted(set(self.max_connections_per_listener) - configured)
+        if unknown:
+            raise InvalidConfigError(
+                f"max_connections_per_listener names {', '.join(unknown)}, which is not a listener; the listeners "
+                f"are {', '.join(sorted(configured))}"
+            )
+        if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
+            raise InvalidConfigError(
+                "max_connections_per_ip 0 admits only the addresses of max_connections_per_ip_overrides, and there "
+                "are none: no client could connect"
+            )
+        return self
+
     @field_validator("sasl_mechanisms")
     @classmethod
     def _check_mechanisms(cls, value: list[str]) -> list[str]:
@@ -292,6 +403,26 @@ class Settings(BaseSettings):
                     f"store_password_file {self.store_password_file} cannot be read: {e.strerror}"
                 ) from None
         return StoreUrl.parse(self.store, password=password)
+
+
+def _count_entries(value: object, separator: str, setting: str, example: str) -> object:
+    """A mapping as it is (YAML); a string, or a repeated flag's strings, of comma-separated KEY<separator>COUNT
+    entries → a mapping (the key is everything before the last ``separator``: an IPv6 address keeps its colons).
+
+    :raises InvalidConfigError: an entry without a separator or with a count that is not a number.
+    """
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        return value
+    counts: dict[str, int] = {}
+    for entry in (part.strip() for item in items for part in str(item).split(",")):
+        if not entry:
+            continue
+        key, found, count = entry.rpartition(separator)
+        if not found or not key.strip() or not count.strip().isdigit():
+            raise InvalidConfigError(f"{setting} entry {entry!r} is not KEY{separator}COUNT; for example {example}")
+        counts[key.strip()] = int(count)
+    return counts
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

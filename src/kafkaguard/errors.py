@@ -27,11 +27,14 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    └── StoreUnavailableError       store.errors      PostgreSQL unreachable or restarting (retriable)
      ├── ProtocolError                    server.errors     bytes that are not a valid Kafka request
      │    ├── FrameError                  server.errors     a bad or oversized frame length, or a cut frame
+     │    │    └── FrameTooLargeError     server.errors     a frame above its limit (per API before login)
      │    ├── HeaderError                 server.errors     a request header that cannot be decoded
      │    ├── LengthError                 server.lengths    a declared length or count the bytes cannot hold
+     │    │    └── TooManyItemsError      server.lengths    more array elements than max_request_items
      │    ├── UnsupportedRequest          server.codec      an API or version this server does not offer
      │    └── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
+     ├── SettingUnreadable                proxy.broker_settings an upstream broker did not tell a setting
      ├── LoginThrottledError              console.throttle  a console login refused before checking (HTTP 429)
      ├── ItemRefusedError                 console.item_errors a per-item Kafka error answered over REST
      ├── CliError                         cli.client        reported by the CLI as one line, with an exit code

@@ -162,6 +162,7 @@ def test_round_trip_with_scramp(mechanism: ScramMechanism, username: str, passwo
     assert session.authenticated_user == username
     assert session.username == username
     assert session.stage is ScramServerStage.AUTHENTICATED
+    assert session.authenticated_credential is credential  # what a session is later checked against (not a copy)
 
 
 @pytest.mark.parametrize("mechanism", list(ScramMechanism))
@@ -177,6 +178,8 @@ def test_wrong_password_fails_with_kafkas_generic_message(mechanism: ScramMechan
     assert session.stage is ScramServerStage.FAILED
     with pytest.raises(ScramStateError):
         _ = session.authenticated_user
+    with pytest.raises(ScramStateError):
+        _ = session.authenticated_credential
 
 
 def test_reauthentication_wording() -> None:

@@ -184,6 +184,9 @@ def start_server(
         "ssl_keyfile": tls.keyfile,
         "auth_failure_delay_ms": FAST_FAILURE_DELAY_MS,
         "sync_interval_seconds": 0.2,
+        # The fuzz and hostile suites open a new connection per example, hundreds a second from 127.0.0.1; the
+        # production default (100 a second) is proven by tests/server/test_connection_limits.py, which sets its own.
+        "max_connection_creation_rate_per_ip": 100_000.0,
     }
     options.update(overrides)
     services = build_services(load_settings(None, **options))

@@ -102,9 +102,9 @@ def test_nothing_but_sasl_is_decoded_before_login(services: Services, monkeypatc
     decoded: list[bytes] = []
     real = codec.decode_request
 
-    def spy(data: bytes, versions: Any = codec.SUPPORTED_VERSIONS) -> Any:
+    def spy(data: bytes, versions: Any = codec.SUPPORTED_VERSIONS, *, max_items: int = 10_000) -> Any:
         decoded.append(data)
-        return real(data, versions)
+        return real(data, versions, max_items=max_items)
 
     monkeypatch.setattr(connection_module, "decode_request", spy)
     handshake = encode_request(SaslHandshakeRequest(mechanism="SCRAM-SHA-256"), 1)

@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from kafkaguard.server.errors import FrameError
+from kafkaguard.server.errors import FrameError, FrameTooLargeError
 from kafkaguard.server.framing import encode_frame, read_frame
 
 
@@ -60,3 +60,38 @@ def test_oversized_frame_is_refused_before_its_body_arrives():
             await asyncio.wait_for(read_frame(reader, 1024), timeout=5)
 
     asyncio.run(scenario())
+
+
+def test_a_frame_above_its_apis_limit_is_refused_after_its_api_key():
+    """Before login the limit depends on the API (``prelogin``): it is known from the first two bytes, so a 512 KiB
+    ApiVersions frame is refused after 6 bytes and nothing else of it is awaited or buffered."""
+
+    async def scenario() -> FrameTooLargeError:
+        reader = reader_with(struct.pack(">ih", 512 * 1024, 18), eof=False)
+        with pytest.raises(FrameTooLargeError) as refused:
+            await asyncio.wait_for(read_frame(reader, 16 * 1024 * 1024, limit_for_api=lambda key: 1024), timeout=5)
+        return refused.value
+
+    refused = asyncio.run(scenario())
+    assert (refused.size, refused.limit, refused.api_key) == (512 * 1024, 1024, 18)
+    assert "for API key 18 exceeds its limit of 1024 bytes before login" in str(refused)
+
+
+def test_a_frame_within_its_apis_limit_is_read_whole():
+    limits = {18: 8, 36: 64}
+    data = encode_frame(b"\x00\x12" + b"x" * 6) + encode_frame(b"\x00\x24" + b"y" * 40) + encode_frame(b"\x01")
+
+    async def scenario() -> list[bytes]:
+        reader = reader_with(data)
+        return [await read_frame(reader, 1024, limit_for_api=limits.__getitem__) for _ in range(3)]  # type: ignore[misc]
+
+    assert asyncio.run(scenario()) == [b"\x00\x12" + b"x" * 6, b"\x00\x24" + b"y" * 40, b"\x01"]
+
+
+def test_a_stream_ending_inside_a_keyed_frame_says_how_much_came():
+    async def scenario() -> None:
+        reader = reader_with(struct.pack(">ih", 10, 18) + b"ab")
+        await read_frame(reader, 1024, limit_for_api=lambda key: 100)
+
+    with pytest.raises(FrameError, match="after 4 of 10 frame bytes"):
+        asyncio.run(scenario())

@@ -23,12 +23,14 @@ from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.describe_acls.v3.request import DescribeAclsRequest
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.static.primitive import i8, i32
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.server.codec import SUPPORTED_VERSIONS
 from kafkaguard.server.framing import DEFAULT_MAX_FRAME_BYTES, UNAUTHENTICATED_MAX_FRAME_BYTES
+from kafkaguard.server.prelogin import HANDSHAKE_FRAME_BYTES
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, encode_request
 
@@ -240,15 +242,33 @@ def test_oversized_or_negative_length_prefix_closes_without_buffering(server: Se
         still_served(canary, server)
 
 
-def test_frames_above_512_kib_are_refused_before_authentication(server: ServerHandle, canary: Wire):
+def test_frames_above_their_api_limit_are_refused_before_authentication(server: ServerHandle, canary: Wire):
+    """Before login a frame may be as large as its API needs (``server.prelogin``): ApiVersions 1 KiB, a SASL token
+    16 KiB; one byte more closes the connection after the size and the API key, the rest never read."""
     with Wire(server.sasl, timeout=ANSWER_TIMEOUT) as wire:
         assert closes_after_length_prefix(wire, UNAUTHENTICATED_MAX_FRAME_BYTES + 1)
-    # At the limit, ApiVersions is answered before authentication...
+    hello = ApiVersionsRequest(client_software_name="big", client_software_version="1")
+    # At its limit, ApiVersions is answered before authentication...
     with Wire(server.sasl, timeout=ANSWER_TIMEOUT) as wire:
-        wire.send_frame(padded(ApiVersionsRequest(client_software_name="big", client_software_version="1"), 512 * 1024))
+        wire.send_frame(padded(hello, HANDSHAKE_FRAME_BYTES))
         answer = wire.recv_frame()
         assert answer is not None
         assert answer[:4] == struct.pack(">i", 1)
+    # ...one byte above it, the connection is closed once the API key is read; the body is never sent.
+    with Wire(server.sasl, timeout=ANSWER_TIMEOUT) as wire:
+        wire.send_raw(struct.pack(">ih", HANDSHAKE_FRAME_BYTES + 1, int(ApiKey.API_VERSIONS)))
+        assert wire.recv_frame() is None
+    # A SASL token frame may be larger: read whole at the token limit (then refused: no handshake came first)...
+    token = SaslAuthenticateRequest(auth_bytes=b"n,,n=user,r=nonce")
+    with Wire(server.sasl, timeout=ANSWER_TIMEOUT) as wire:
+        wire.send_frame(padded(token, UNAUTHENTICATED_MAX_FRAME_BYTES, correlation_id=5))
+        answer = wire.recv_frame()
+        assert answer is not None
+        assert answer[:4] == struct.pack(">i", 5)
+    # ...but not above it.
+    with Wire(server.sasl, timeout=ANSWER_TIMEOUT) as wire:
+        wire.send_raw(struct.pack(">ih", UNAUTHENTICATED_MAX_FRAME_BYTES + 1, int(ApiKey.SASL_AUTHENTICATE)))
+        assert wire.recv_frame() is None
     # ...and after it, a bigger frame is read as usual (the 100 MiB limit applies).
     with Wire(server.sasl, timeout=ANSWER_TIMEOUT) as wire:
         wire.login(ADMIN, ADMIN_PASSWORD)

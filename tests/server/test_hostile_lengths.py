@@ -72,6 +72,9 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles) -> Iterator[Served]:
     data_dir = tmp_path_factory.mktemp("hostile") / "data"
     env = {key: value for key, value in os.environ.items() if not key.startswith("KAFKAGUARD_")}
+    # One fresh connection per hostile frame, hundreds a second from 127.0.0.1: above the default creation rate per
+    # address (tests/server/test_connection_limits.py proves that limit).
+    env["KAFKAGUARD_MAX_CONNECTION_CREATION_RATE_PER_IP"] = "100000"
     subprocess.run(
         [str(KAFKAGUARD), "users", "add", "admin", "--password", PASSWORD, "--data-dir", str(data_dir)],
         check=True,

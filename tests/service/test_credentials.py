@@ -449,3 +449,58 @@ def test_polling_is_one_cheap_read_when_nothing_changed(store: CredentialStore) 
     for _ in range(3):
         assert service.poll() is False
     assert calls == ["credential_version"] * 3
+
+
+# --- following changes: who changed, and whether a proved credential is still the stored one ----------------------
+
+
+def test_listeners_are_told_the_users_each_change_touched_and_is_current_follows_the_snapshot(
+    service: CredentialService,
+) -> None:
+    """What ``server.sessions`` relies on to end sessions (issue 24, finding 5): a new password or a deletion makes
+    the credential a session proved stale; adding another mechanism does not."""
+    told: list[frozenset[str]] = []
+    remove = service.on_change(told.append)
+    service.alter(upsertions=[up("alice"), up("bob")])
+    alice = service.lookup("alice", SHA256)
+    assert alice is not None and told == [frozenset({"alice", "bob"})]
+    service.alter(upsertions=[up("alice", 2)])  # a second mechanism for alice
+    assert told[-1] == frozenset({"alice"}) and service.is_current("alice", SHA256, alice)
+    service.alter(upsertions=[up("alice", salt=b"another-salt-of-16")])  # a new SCRAM-SHA-256 password
+    assert told[-1] == frozenset({"alice"}) and not service.is_current("alice", SHA256, alice)
+    current = service.lookup("alice", SHA256)
+    assert current is not None and service.is_current("alice", SHA256, current)
+    service.alter(deletions=[delete("alice")])
+    assert told[-1] == frozenset({"alice"}) and not service.is_current("alice", SHA256, current)
+    service.alter(deletions=[delete("ghost")])  # refused: nothing changed, nobody told
+    assert len(told) == 4
+    remove()
+    service.alter(deletions=[delete("bob")])
+    assert len(told) == 4
+
+
+def test_a_poll_tells_exactly_the_users_another_process_changed(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    with SqliteStore(path) as mine, SqliteStore(path) as theirs:
+        service, other = CredentialService(mine), CredentialService(theirs)
+        other.alter(upsertions=[up("alice"), up("bob"), up("carol", 2)])
+        told: list[frozenset[str]] = []
+        service.on_change(told.append)
+        assert service.poll() is True and told == [frozenset({"alice", "bob", "carol"})]
+        other.alter(deletions=[delete("bob")], upsertions=[up("carol", 1)])
+        assert service.poll() is True and told[-1] == frozenset({"bob", "carol"})
+        assert service.poll() is False and len(told) == 2
+
+
+def test_a_failing_listener_is_logged_and_neither_the_write_nor_other_listeners_suffer(
+    service: CredentialService, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(_users: frozenset[str]) -> None:
+        raise RuntimeError("listener bug")
+
+    told: list[frozenset[str]] = []
+    service.on_change(broken)
+    service.on_change(told.append)
+    assert service.alter(upsertions=[up("alice")])[0].succeeded
+    assert told == [frozenset({"alice"})] and service.lookup("alice", SHA256) is not None
+    assert "a listener of SCRAM credential changes failed" in caplog.text

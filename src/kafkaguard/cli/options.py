@@ -51,6 +51,21 @@ TrustedProxies = Annotated[
         "(default: none; the client is the socket's peer)."
     ),
 ]
+MaxConnectionsPerIp = Annotated[
+    int | None,
+    typer.Option(help="Connections one client address may hold, all listeners together (Kafka's "
+                 "max.connections.per.ip). Default: 500."),
+]  # fmt: skip
+MaxConnectionsPerIpOverrides = Annotated[
+    str | None,
+    typer.Option(help="Other limits per address or CIDR block, address:count,CIDR:count "
+                 "(Kafka's max.connections.per.ip.overrides), e.g. 10.0.0.7:2000,10.1.0.0/16:50."),
+]  # fmt: skip
+MaxConnectionsPerListener = Annotated[
+    list[str] | None,
+    typer.Option(help="LISTENER=count, repeatable (Kafka's listener.name.X.max.connections), e.g. "
+                 "SASL_SSL://0.0.0.0:9093=8000. Default: only the global max_connections."),
+]  # fmt: skip
 ConfigFile = Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")]
 LogLevel = Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")]
 

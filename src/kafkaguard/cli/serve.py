@@ -41,6 +41,9 @@ def serve(
     ssl_keyfile: o.SslKeyfile = None,
     http_listener: o.HttpListener = None,
     trusted_proxies: o.TrustedProxies = None,
+    max_connections_per_ip: o.MaxConnectionsPerIp = None,
+    max_connections_per_ip_overrides: o.MaxConnectionsPerIpOverrides = None,
+    max_connections_per_listener: o.MaxConnectionsPerListener = None,
     config: o.ConfigFile = None,
     log_level: o.LogLevel = "INFO",
 ) -> None:
@@ -62,6 +65,9 @@ def serve(
             ssl_keyfile=ssl_keyfile,
             http_listener=http_listener,
             trusted_proxies=trusted_proxies or None,
+            max_connections_per_ip=max_connections_per_ip,
+            max_connections_per_ip_overrides=max_connections_per_ip_overrides,
+            max_connections_per_listener=max_connections_per_listener or None,
         ),
         _run,
     )

@@ -7,7 +7,10 @@
 * ``kafkaguard_console_request_duration_seconds{method,route}``: request latency by route template;
 * ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time);
 * ``kafkaguard_logins_total{listener,mechanism,result}``: the process's logins (``Services.logins``: Kafka
-  listeners, and the console when it records there), read at scrape time; present only when ``logins`` is given.
+  listeners, and the console when it records there), read at scrape time; present only when ``logins`` is given;
+* ``kafkaguard_connections_refused_total{listener,reason}``: Kafka connections refused or closed before login
+  (``Services.refusals``: connection limits, the login deadline, oversized pre-login frames), read at scrape time;
+  present only when ``refusals`` is given.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from prometheus_client.core import CounterMetricFamily
 from prometheus_client.registry import Collector
 
 from kafkaguard.audit.logins import LoginStatistics
+from kafkaguard.audit.refusals import ConnectionRefusals
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -26,10 +30,17 @@ _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 class ConsoleMetrics:
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, acl_count: Callable[[], int], logins: LoginStatistics | None = None) -> None:
+    def __init__(
+        self,
+        acl_count: Callable[[], int],
+        logins: LoginStatistics | None = None,
+        refusals: ConnectionRefusals | None = None,
+    ) -> None:
         self.registry = CollectorRegistry()
         if logins is not None:
             self.registry.register(LoginCollector(logins))
+        if refusals is not None:
+            self.registry.register(RefusalCollector(refusals))
         self.decisions = Counter(
             "kafkaguard_console_decisions", "Authorization decisions of console requests.", ["result"],
             registry=self.registry,
@@ -75,4 +86,23 @@ class LoginCollector(Collector):
         )
         for key, count in self._logins.counts().items():
             family.add_metric([key.listener, key.mechanism, key.result], count)
+        yield family
+
+
+class RefusalCollector(Collector):
+    """``kafkaguard_connections_refused_total{listener,reason}`` from a ``ConnectionRefusals``, read at each scrape."""
+
+    def __init__(self, refusals: ConnectionRefusals) -> None:
+        self._refusals = refusals
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_connections_refused",
+            "Kafka connections refused or closed before login, by listener and reason (the setting that refused "
+            "them: max_connections, max_connections_per_listener, max_connections_per_ip, connection_creation_rate, "
+            "sasl_login_timeout, pre_login_frame_size).",
+            labels=["listener", "reason"],
+        )
+        for key, count in self._refusals.counts().items():
+            family.add_metric([key.listener, key.reason], count)
         yield family

@@ -2,9 +2,11 @@
 upstream node, and the upstream discovered at start.
 
 ``ProxyServer(services)`` is started and stopped by its owner (tests); ``kafkaguard proxy`` runs it with the
-server's ``serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads three things from the upstream with
+server's ``serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads two things from the upstream with
 the service credential (failing with a clear error when it cannot): its ApiVersions (to offer only what both sides
-can do), its brokers (to open their listeners), and ``auto.create.topics.enable`` (see ``handlers.metadata``).
+can do) and its brokers (to open their listeners). Each broker's ``auto.create.topics.enable`` (see
+``handlers.metadata``) is read from that broker itself by ``broker_settings``: the first reads are awaited at start
+(at most 2 s), and a broker that cannot be read is logged and retried, never taken as "false".
 """
 
 from __future__ import annotations
@@ -13,26 +15,23 @@ import asyncio
 import logging
 import ssl
 from collections import Counter
-from typing import Any
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener, Settings
-from kafkaguard.errors import InvalidConfigError
+from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.connection import HANDLERS, ProxyConnection, ProxyListenerContext
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.versions import negotiate
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.server.app import KafkaServer
-from kafkaguard.server.build import build, nested
+from kafkaguard.server.build import build_request
 from kafkaguard.server.codec import Versions, request_schema
 from kafkaguard.server.connection import Connection
 
 log = logging.getLogger(__name__)
-
-#: Kafka's ConfigResource type of a broker.
-_BROKER_RESOURCE = 4
 
 
 class ProxyServer(KafkaServer):
@@ -48,6 +47,8 @@ class ProxyServer(KafkaServer):
         host = settings.advertised_host or settings.parsed_listeners[0].host or "localhost"
         self.nodes = NodeDirectory((Address(h, p) for h, p in settings.upstream_servers), host)
         self.nodes.on_new_node(self._serve_node)
+        self.auto_create = AutoCreateWatcher(self.nodes, self.security, timeout=settings.upstream_timeout_seconds)
+        self.nodes.on_node_address(self.auto_create.watch_node)
         self.versions: Versions = {}
         #: Node listeners: the bound listener → (the client listener it belongs to, the upstream node id).
         self._node_listeners: dict[Listener, tuple[Listener, int]] = {}
@@ -60,10 +61,25 @@ class ProxyServer(KafkaServer):
         :raises InvalidConfigError: the upstream cannot be reached or refuses the service credential, or a
             listener cannot be bound.
         """
-        await self._discover()
-        await super().start()
-        for node_id in self.nodes.node_ids:
-            await self._serve_node(node_id)
+        try:
+            await self._discover()
+            await super().start()
+            for node_id in self.nodes.node_ids:
+                await self._serve_node(node_id)
+        except BaseException:
+            await self.auto_create.stop()  # the watches discovery started
+            raise
+        for address in self.nodes.bootstrap:
+            self.auto_create.watch_bootstrap(address)
+        await self.auto_create.first_reads()
+
+    async def stop(self) -> None:
+        await self.auto_create.stop()
+        await super().stop()
+
+    def counted_as(self, listener: Listener) -> Listener:
+        """A per-broker port counts against the limits of the client listener it belongs to."""
+        return self._node_listeners.get(listener, (listener, None))[0]
 
     def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
         client_listener, node_id = self._node_listeners.get(listener, (listener, None))
@@ -73,6 +89,7 @@ class ProxyServer(KafkaServer):
             client_listener,
             self.broker_for(client_listener),
             self.audit,
+            self.sessions,
             node_id=node_id,
             nodes=self.nodes,
             security=self.security,
@@ -97,42 +114,39 @@ class ProxyServer(KafkaServer):
             self.nodes.bootstrap, self.security, timeout=self.services.settings.upstream_timeout_seconds
         )
         try:
-            hello = build(request_schema(ApiKey.API_VERSIONS, 3), client_software_name="kafkaguard-proxy",
-                          client_software_version="1")  # fmt: skip
+            hello = build_request(request_schema(ApiKey.API_VERSIONS, 3), client_software_name="kafkaguard-proxy",
+                                  client_software_version="1")  # fmt: skip
             versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
             offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
             self.versions = negotiate(offered, HANDLERS)
-            brokers_only = build(request_schema(ApiKey.METADATA, 12), topics=(), allow_auto_topic_creation=False,
-                                 include_topic_authorized_operations=False)  # fmt: skip
+            brokers_only = build_request(request_schema(ApiKey.METADATA, 12), topics=(),
+                                         allow_auto_topic_creation=False,
+                                         include_topic_authorized_operations=False)  # fmt: skip
             metadata = await upstream.call(ApiKey.METADATA, 12, brokers_only)
+            # learn() starts a watch of each node's auto.create.topics.enable (read from that node itself)
             await self.nodes.learn(UpstreamNode(int(b.node_id), Address(b.host, int(b.port))) for b in metadata.brokers)
-            self.nodes.auto_create_topics = await _auto_create_enabled(upstream, int(metadata.brokers[0].node_id))
+            low, high = offered.get(ApiKey.DESCRIBE_CONFIGS, (0, -1))
+            if max(low, 1) > min(high, DESCRIBE_CONFIGS_VERSION):
+                raise InvalidConfigError(f"it offers DescribeConfigs v{low}-v{high}: the proxy reads the brokers' "
+                                         f"auto.create.topics.enable with v1-v{DESCRIBE_CONFIGS_VERSION}")  # fmt: skip
+            self.auto_create.version = min(high, DESCRIBE_CONFIGS_VERSION)
+            await self._identify_bootstrap(upstream)
         except Exception as e:
             raise InvalidConfigError(f"cannot use the upstream {self.services.settings.upstream}: {e}") from e
         finally:
             upstream.close()
-        log.info(
-            "upstream %s: nodes %s, auto.create.topics.enable=%s, %d APIs offered",
-            self.services.settings.upstream, self.nodes.node_ids, self.nodes.auto_create_topics, len(self.versions),
-        )  # fmt: skip
+        log.info("upstream %s: nodes %s, %d APIs offered", self.services.settings.upstream, self.nodes.node_ids,
+                 len(self.versions))  # fmt: skip
 
-
-async def _auto_create_enabled(upstream: UpstreamConnection, node_id: int) -> bool:
-    """The broker's ``auto.create.topics.enable`` (DescribeConfigs v4 on the broker resource); False if unreadable."""
-    schema = request_schema(ApiKey.DESCRIBE_CONFIGS, 4)
-    resource = build(nested(schema, "DescribeConfigsResource"), resource_type=_BROKER_RESOURCE,
-                     resource_name=str(node_id), configuration_keys=("auto.create.topics.enable",))  # fmt: skip
-    answer: Any = await upstream.call(
-        ApiKey.DESCRIBE_CONFIGS,
-        4,
-        build(schema, resources=(resource,), include_synonyms=False, include_documentation=False),
-    )
-    for result in answer.results:
-        for config in result.configs:
-            if config.name == "auto.create.topics.enable":
-                return str(config.value).lower() == "true"
-    log.warning("the upstream did not tell auto.create.topics.enable; Metadata will not auto-create topics")
-    return False
+    async def _identify_bootstrap(self, upstream: UpstreamConnection) -> None:
+        """Ask the bootstrap server that answered discovery which node it is and its auto.create.topics.enable (a
+        failure is left to the bootstrap server's watch, started with the listeners)."""
+        try:
+            node_id, enabled = await read_auto_create(upstream, self.nodes.node_ids, self.auto_create.version)
+        except KafkaguardError as e:
+            log.debug("bootstrap server %s not identified at discovery: %s", upstream.address, e)
+            return
+        self.nodes.record_auto_create(node_id, enabled, address=upstream.address)
 
 
 def upstream_security(settings: Settings) -> UpstreamSecurity:

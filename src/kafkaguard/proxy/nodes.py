@@ -13,6 +13,11 @@ SASL_PLAINTEXT://0.0.0.0:19092 advertised as proxy.example: Metadata answers nod
 Node ids are learned from every upstream answer that names brokers (Metadata, DescribeCluster, FindCoordinator);
 a new node gets its listeners before the answer that names it reaches the client. ``MAX_NODE_ID`` bounds the port
 range a listener claims.
+
+The directory also keeps each node's ``auto.create.topics.enable`` (read from that broker itself by
+``broker_settings``): a broker applies its own setting to the Metadata requests it receives, so the Metadata
+handler asks for the setting of the broker its upstream connection reached, by address (a node's advertised
+address, or a bootstrap server's once it is known which node answers there).
 """
 
 from __future__ import annotations
@@ -48,14 +53,38 @@ class NodeDirectory:
     def __init__(self, bootstrap: Iterable[Address], advertised_host: str) -> None:
         self.bootstrap = tuple(bootstrap)
         self.advertised_host = advertised_host
-        #: The upstream brokers' ``auto.create.topics.enable``, read when the proxy starts: Metadata's
-        #: auto-creation is authorized only where the upstream would create (KafkaApis checks its own setting).
-        self.auto_create_topics = False
         self._nodes: dict[int, Address] = {}
+        self._node_at: dict[Address, int] = {}  # a node's advertised address, or a bootstrap server identified
+        #: Each node's ``auto.create.topics.enable`` as read from it (absent: not read yet).
+        self._auto_create: dict[int, bool] = {}
         self._on_new_node: Callable[[int], Awaitable[None]] | None = None
+        self._on_address: Callable[[UpstreamNode], None] | None = None
 
     def on_new_node(self, hook: Callable[[int], Awaitable[None]]) -> None:
         self._on_new_node = hook
+
+    def on_node_address(self, hook: Callable[[UpstreamNode], None]) -> None:
+        """``hook`` is told of every node learned at a new address (a new node, or one that moved)."""
+        self._on_address = hook
+
+    def node_at(self, address: Address) -> int | None:
+        """The node at ``address`` (its advertised address, or a bootstrap server identified), if known."""
+        return self._node_at.get(address)
+
+    def auto_create_topics(self, address: Address) -> bool | None:
+        """The ``auto.create.topics.enable`` of the broker at ``address``; None while unknown (not read yet, or the
+        address is a bootstrap server not yet identified)."""
+        node_id = self._node_at.get(address)
+        return None if node_id is None else self._auto_create.get(node_id)
+
+    def record_auto_create(self, node_id: int, enabled: bool, *, address: Address | None = None) -> None:
+        """Node ``node_id`` said its ``auto.create.topics.enable`` is ``enabled`` (at ``address``: a bootstrap server,
+        now known to be that node)."""
+        if self._auto_create.get(node_id) != enabled:
+            log.info("upstream node %d: auto.create.topics.enable=%s", node_id, str(enabled).lower())
+        self._auto_create[node_id] = enabled
+        if address is not None:
+            self._node_at[address] = node_id
 
     def address_of(self, node_id: int) -> Address | None:
         return self._nodes.get(node_id)
@@ -71,12 +100,19 @@ class NodeDirectory:
                 log.error("upstream node %d is outside 0..%d: the proxy cannot serve it", node.node_id, MAX_NODE_ID)
                 continue
             known = self._nodes.get(node.node_id)
+            if known == node.address:
+                continue
             self._nodes[node.node_id] = node.address
+            if known is not None and self._node_at.get(known) == node.node_id:
+                del self._node_at[known]
+            self._node_at[node.address] = node.node_id
+            if self._on_address is not None:
+                self._on_address(node)  # its settings are read (again) from the new address
             if known is None:
                 log.info("upstream node %d at %s", node.node_id, node.address)
                 if self._on_new_node is not None:
                     await self._on_new_node(node.node_id)
-            elif known != node.address:
+            else:
                 log.info("upstream node %d moved from %s to %s", node.node_id, known, node.address)
 
     def advertised(self, listener: Listener, node_id: int) -> tuple[str, int]:

@@ -3,6 +3,7 @@ asks, the one authorizer snapshot, auditing), plus the way upstream for this cli
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -71,7 +72,15 @@ class ProxyScope(RequestScope):
         """Send a request the upstream does not answer (Produce with acks=0)."""
         await self.upstream.exchange(self._payload_for(body), expect_response=False)
 
+    def forwarded_at(self, api_version: int) -> ProxyScope:
+        """This request's scope as the proxy forwards it at ``api_version`` instead of the client's
+        (``versions.FORWARDED_FROM``): what goes upstream is encoded, and the answer decoded, at that version. The
+        client's own bytes are of another version: every forward through it names its body."""
+        return dataclasses.replace(self, api_version=api_version, payload=b"")
+
     def _payload_for(self, body: Any) -> bytes:
         if body is None:
+            if not self.payload:  # a scope of ``forwarded_at``: a bug of the handler, never client input
+                raise TypeError(f"{self.api_key.api_name} v{self.api_version}: forwarded without a body")
             return self.payload
         return encode_request(self.api_key, self.api_version, self.correlation_id, self.client_id, body)

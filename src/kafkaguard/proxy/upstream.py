@@ -43,7 +43,7 @@ from kafkaguard.proxy.wire import (
 )
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.scram.client import SaltedPasswordCache, ScramClientSession
-from kafkaguard.server.build import build
+from kafkaguard.server.build import build_request
 from kafkaguard.server.codec import request_schema
 
 log = logging.getLogger(__name__)
@@ -345,7 +345,7 @@ class UpstreamConnection:
         security = self._security
         mechanism_name = security.mechanism.mechanism_name
         handshake = await self._login_call(
-            ApiKey.SASL_HANDSHAKE, 1, build(request_schema(ApiKey.SASL_HANDSHAKE, 1), mechanism=mechanism_name)
+            ApiKey.SASL_HANDSHAKE, 1, build_request(request_schema(ApiKey.SASL_HANDSHAKE, 1), mechanism=mechanism_name)
         )
         if int(handshake.error_code) != 0:
             raise ScramError(f"the upstream does not offer {mechanism_name} (it offers {list(handshake.mechanisms)})")
@@ -358,7 +358,7 @@ class UpstreamConnection:
 
     async def _authenticate(self, token: bytes) -> bytes:
         schema = request_schema(ApiKey.SASL_AUTHENTICATE, 2)
-        answer = await self._login_call(ApiKey.SASL_AUTHENTICATE, 2, build(schema, auth_bytes=token))
+        answer = await self._login_call(ApiKey.SASL_AUTHENTICATE, 2, build_request(schema, auth_bytes=token))
         if int(answer.error_code) != 0:
             raise ScramError(f"upstream login failed: {answer.error_message or answer.error_code}")
         return bytes(answer.auth_bytes)

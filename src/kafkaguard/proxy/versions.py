@@ -7,6 +7,13 @@ DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protoc
 authorize. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
 for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
 offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
+
+``FORWARDED_FROM`` names the versions the proxy forwards at a higher version than the client's, because the lower
+ones cannot say what the proxy must ask: Metadata v1–v3 have no ``allow_auto_topic_creation`` and Kafka reads its
+absence as true, so the proxy's "describe without creating" would create every topic named on a broker with
+``auto.create.topics.enable`` (Kafka's default). They go upstream as v4 (the same request plus that field; the v4
+response is v3's) and are answered at the client's version. ``negotiate`` offers them whenever the upstream serves
+that version, even if it no longer serves the client's (Kafka 4.0 removed Metadata v0–v3).
 """
 
 from __future__ import annotations
@@ -70,15 +77,31 @@ LOCAL: Mapping[ApiKey, tuple[int, int]] = {
 }
 
 
+#: API → the lowest version the proxy forwards it at: a client's lower version goes upstream at this one.
+FORWARDED_FROM: Mapping[ApiKey, int] = {ApiKey.METADATA: 4}
+
+
+def forwarded_version(api_key: ApiKey, api_version: int) -> int:
+    """The version a client's ``api_key`` request of ``api_version`` is forwarded at (see ``FORWARDED_FROM``)."""
+    return max(api_version, FORWARDED_FROM.get(api_key, api_version))
+
+
 def negotiate(upstream: Mapping[int, tuple[int, int]], forwarded: Iterable[ApiKey]) -> Versions:
     """The proxy's ApiVersions: every local API, and each ``forwarded`` API (those with a handler) in the overlap
-    of its cap with the upstream's range (absent when they do not overlap or the upstream lacks it)."""
+    of its cap with the upstream's range (absent when they do not overlap or the upstream lacks it). An API of
+    ``FORWARDED_FROM`` is offered below that version only when the upstream serves it (then from the cap's lowest,
+    whatever the upstream's lowest): Metadata against upstream v0-v12 → v1-v12, v4-v12 → v1-v12, v0-v3 → none."""
     offered: dict[ApiKey, tuple[int, int]] = dict(LOCAL)
     for key in forwarded:
         low, high = CAPS[key]
         theirs = upstream.get(int(key))
         if theirs is None:
             continue
+        floor = FORWARDED_FROM.get(key)
+        if floor is not None and theirs[0] <= floor <= theirs[1]:
+            theirs = min(theirs[0], low), theirs[1]  # the versions below ``floor`` are forwarded at ``floor``
+        elif floor is not None:
+            low = max(low, floor)  # nothing below ``floor`` can be forwarded safely (fail closed)
         overlap = max(low, theirs[0]), min(high, theirs[1])
         if overlap[0] <= overlap[1]:
             offered[key] = overlap

@@ -99,6 +99,7 @@ class ScramServerSession:
     """
 
     __slots__ = (
+        "_authenticated_credential",
         "_client_first",
         "_decoy_profile",
         "_decoy_secret",
@@ -141,6 +142,9 @@ class ScramServerSession:
         self._client_first: ClientFirstMessage | None = None
         #: Only while waiting for client-final: it holds the credential's keys.
         self._exchange: _Exchange | None = None
+        #: The stored credential the proof was checked against, once it matched (never a decoy): the same object
+        #: the credential snapshot holds, kept so its owner can tell when it stops being the stored one.
+        self._authenticated_credential: ScramCredential | None = None
 
     def __repr__(self) -> str:
         username = None if self._client_first is None else self._client_first.username
@@ -171,6 +175,18 @@ class ScramServerSession:
         if self._stage is not ScramServerStage.AUTHENTICATED or client_first is None:
             raise self._state_error("authenticated_user")
         return client_first.username
+
+    @property
+    def authenticated_credential(self) -> ScramCredential:
+        """The stored credential the client proved knowledge of (to compare with the store's later; its repr
+        masks every secret).
+
+        :raises ScramStateError: the exchange has not (successfully) completed.
+        """
+        credential = self._authenticated_credential
+        if self._stage is not ScramServerStage.AUTHENTICATED or credential is None:
+            raise self._state_error("authenticated_credential")
+        return credential
 
     def receive_client_first(self, message: bytes) -> bytes:
         """Answer client-first with server-first (``r=<client nonce><server nonce>,s=<salt>,i=<iterations>``).
@@ -246,6 +262,7 @@ class ScramServerSession:
             self._fail()
             raise
         self._exchange = None
+        self._authenticated_credential = credential
         self._stage = ScramServerStage.AUTHENTICATED
         return format_server_final(ServerFinalMessage(verifier=server_signature))
 

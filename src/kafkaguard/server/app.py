@@ -1,5 +1,10 @@
 """The server: listeners, connection limits, the background sync with other processes, and clean shutdown.
 
+Each accepted TCP connection is first admitted or refused (``admission``: per address, creation rate, per listener,
+in all) before anything is read from it or a TLS handshake starts (``accept``); a refusal closes it, and is counted
+and logged rate-limited (``Services.refusals``). A SASL listener's client must log in within
+``sasl_login_timeout_seconds`` of its TCP accept, TLS handshake included.
+
 ``KafkaServer(services)`` is started and stopped by its owner (tests start it on port 0 and read
 ``bound_listeners``); ``run(settings)`` is what ``kafkaguard serve`` calls: it serves until SIGTERM/SIGINT, then
 stops accepting, lets in-flight requests finish (every acknowledged write is already committed) and closes.
@@ -14,21 +19,29 @@ import gc
 import logging
 import signal
 import ssl
+import time
 from dataclasses import dataclass
 
+from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
+from kafkaguard.model import java_host
+from kafkaguard.server.accept import listen, open_streams
+from kafkaguard.server.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.scope import BrokerInfo
+from kafkaguard.server.sessions import SessionRegistry
 
 log = logging.getLogger(__name__)
 
 
 #: kafkaguard is the cluster's only broker and its controller.
 NODE_ID = 1
+#: A connection's read buffer limit (asyncio's StreamReader pauses the socket above twice this).
+_STREAM_LIMIT = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,12 @@ class KafkaServer:
         #: Logins per listener and mechanism, shared with a console in the same process (``Services.logins``).
         self.logins = services.logins
         self.cluster_id = services.topics.cluster_id()  # from memory: this may run on the event loop
+        #: The logged-in sessions, by user: those whose credential is deleted or changed are closed.
+        self.sessions = SessionRegistry(services.credentials)
+        #: Connections open per address, per listener and in all, and each address's creation rate.
+        self.admission = AdmissionControl(
+            ConnectionLimits.from_settings(settings), rate_for=IpQuotaRates(services.quotas)
+        )
         self._bound: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._sync_task: asyncio.Task[None] | None = None
@@ -62,6 +81,7 @@ class KafkaServer:
 
         :raises InvalidConfigError: a listener cannot be bound, or TLS is configured wrongly.
         """
+        self.sessions.start()  # before the first connection: no login may miss a credential change
         for listener in self.services.settings.parsed_listeners:
             await self.bind(listener)
         if self.audit is not None:
@@ -81,6 +101,7 @@ class KafkaServer:
         await asyncio.gather(*self._connections, return_exceptions=True)
         for bound in self._bound:
             await bound.server.wait_closed()
+        self.sessions.stop()
         if self._sync_task is not None:
             self._sync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -88,6 +109,7 @@ class KafkaServer:
             self._sync_task = None
         if self.audit is not None:
             await self.audit.stop()
+        self.services.refusals.flush()
         self._bound.clear()
         self._stopped.set()
 
@@ -98,12 +120,8 @@ class KafkaServer:
         """
         context = self._tls_context() if listener.protocol.uses_tls else None
         try:
-            server = await asyncio.start_server(
-                functools.partial(self._accept, listener),
-                listener.host or None,
-                listener.port,
-                ssl=context,
-                limit=64 * 1024,
+            server = await listen(
+                listener.host or None, listener.port, functools.partial(self._accept, listener, context)
             )
         except OSError as e:
             await self.stop()
@@ -113,9 +131,14 @@ class KafkaServer:
         log.info("listening on %s://%s:%d", listener.protocol.value, listener.host, bound.port)
         return Listener(listener.protocol, listener.host, bound.port)
 
+    def counted_as(self, listener: Listener) -> Listener:
+        """The configured listener whose limits a connection on the bound ``listener`` counts against (the proxy
+        counts its per-broker ports with their client listener)."""
+        return listener
+
     def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
         """The connection object for a client that came in on ``listener`` (the proxy makes its own)."""
-        context = ListenerContext(self.services, listener, self.broker_for(listener), self.audit)
+        context = ListenerContext(self.services, listener, self.broker_for(listener), self.audit, self.sessions)
         return Connection(context, reader, writer)
 
     @property
@@ -131,27 +154,53 @@ class KafkaServer:
 
     # ----------------------------------------------------------------------------------------------- internals
 
-    async def _accept(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        settings = self.services.settings
-        task = asyncio.current_task()
-        if task is None or len(self._connections) >= settings.max_connections:
-            log.warning("refusing a connection on %s: %d connections open", listener, len(self._connections))
-            writer.close()
+    def _accept(self, listener: Listener, tls: ssl.SSLContext | None, transport: asyncio.Transport) -> None:
+        """A TCP connection was accepted on ``listener``, nothing read from it yet: admit it and serve it, or close
+        it (counted and logged rate-limited)."""
+        peer = transport.get_extra_info("peername")
+        address = java_host(str(peer[0])) if peer else "unknown"
+        counted = str(self.counted_as(listener))
+        decision = self.admission.admit(counted, address)
+        if isinstance(decision, Refusal):
+            self.services.refusals.record(counted, decision.reason, address, decision.detail)
+            transport.close()
             return
+        task = asyncio.get_running_loop().create_task(self._serve(listener, tls, transport, decision))
         self._connections.add(task)
+        task.add_done_callback(self._connections.discard)
+
+    async def _serve(
+        self, listener: Listener, tls: ssl.SSLContext | None, transport: asyncio.Transport, admission: Admission
+    ) -> None:
+        settings = self.services.settings
+        login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
+        writer: asyncio.StreamWriter | None = None
         try:
-            await self.connection(listener, reader, writer).run()
+            try:
+                async with asyncio.timeout(settings.sasl_login_timeout_seconds if tls is not None else None):
+                    reader, writer = await open_streams(transport, tls, limit=_STREAM_LIMIT)
+            except TimeoutError:
+                self.services.refusals.record(admission.listener, RefusalReason.SASL_LOGIN_TIMEOUT, admission.address,
+                                              "TLS handshake not finished within sasl_login_timeout_seconds "
+                                              f"({settings.sasl_login_timeout_seconds:g} s)")  # fmt: skip
+                return
+            except OSError as e:
+                log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
+                return
+            connection = self.connection(listener, reader, writer)
+            connection.login_deadline = login_deadline  # from the TCP accept: the TLS handshake counts
+            await connection.run()
         except asyncio.CancelledError:
-            # stop() cancels open connections. End this task normally: on Python 3.11 asyncio's stream protocol
-            # calls task.exception() on it when it finishes, which raises for a cancelled task and logs
-            # "Exception in callback ..." at ERROR level for every connection open at shutdown.
-            writer.close()
+            pass  # stop() cancels open connections; the transport is closed below
         except Exception:
             # The last line of defence: a bug in a handler must close one connection, not the server.
-            log.exception("unexpected error on a connection from %s", writer.get_extra_info("peername"))
-            writer.close()
+            log.exception("unexpected error on a connection from %s", admission.address)
         finally:
-            self._connections.discard(task)
+            if writer is None:  # never handed over (a failed handshake, or stop() during it)
+                transport.close()
+            else:  # the connection closes its stream itself; this only covers a connection that failed to start
+                writer.close()
+            self.admission.release(admission)
 
     def _tls_context(self) -> ssl.SSLContext:
         settings = self.services.settings

@@ -13,5 +13,16 @@ class FrameError(ProtocolError):
     """A frame with a bad or oversized length, or a stream that ended inside one."""
 
 
+class FrameTooLargeError(FrameError):
+    """A frame longer than its limit (``api_key``: the API whose limit it is, before login), refused before it was
+    read."""
+
+    def __init__(self, message: str, size: int, limit: int, api_key: int | None = None) -> None:
+        super().__init__(message)
+        self.size = size
+        self.limit = limit
+        self.api_key = api_key
+
+
 class HeaderError(ProtocolError):
     """A request header that cannot be decoded."""

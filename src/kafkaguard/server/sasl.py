@@ -4,7 +4,18 @@ handshake — as raw frames (SEMANTICS.md §11.5).
 States: HANDSHAKE (nothing yet) → AUTHENTICATING (mechanism chosen) → AUTHENTICATED, or FAILED (the connection
 closes after the configured delay). The SCRAM maths live in ``kafkaguard.scram.server``; this module only moves
 tokens and turns outcomes into Kafka responses. Credentials and the unknown-user decoy's shape come from the
-``CredentialService``'s in-memory snapshot, so nothing here waits on the store.
+``CredentialService``'s in-memory snapshot, so nothing here waits on the store. A login succeeds only if the
+credential the client proved is still the stored one when its proof arrives (a password changed between client-first
+and client-final fails it, as a wrong password would).
+
+**Re-authentication (KIP-368).** With ``connections_max_reauth_ms`` > 0 every login gets a session lifetime of that
+many milliseconds (SCRAM credentials do not expire, so it is just the setting), sent to the client in SaslAuthenticate
+v1+'s ``session_lifetime_ms``. As in Kafka, a client that logged in with SaslAuthenticate v0 or raw tokens is not told
+but its session expires all the same (KAFKA-9241: Kafka closes such connections once their session is over). A
+client re-authenticates on the same connection with SaslHandshake v1 + SaslAuthenticate: ``reauthentication()``
+starts a fresh state for that, which accepts only the mechanism and the user of the session it renews (Kafka's
+rules and messages) and uses Kafka's "re-authentication" wording in its failure message. The clock (when a session
+expires) is the connection's business (``server.sessions``).
 
 ``record_login`` counts a finished login (``Services.logins``) and logs it as Kafka's ``Selector`` does: a failure
 at INFO, ``Failed authentication with /<address> (...)``, naming the listener, the mechanism, the user name the
@@ -24,8 +35,8 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import ScramAuthenticationError, ScramStateError
-from kafkaguard.scram import ScramMechanism
-from kafkaguard.scram.server import ScramServerSession, ScramServerStage
+from kafkaguard.scram import ScramCredential, ScramMechanism
+from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
 from kafkaguard.server.build import build
 from kafkaguard.server.codec import response_schema
 from kafkaguard.service.credentials import CredentialService
@@ -53,16 +64,30 @@ class SaslOutcome:
 
 
 class SaslState:
-    def __init__(self, enabled: list[str], credentials: CredentialService, server_secret: bytes) -> None:
+    def __init__(
+        self,
+        enabled: list[str],
+        credentials: CredentialService,
+        server_secret: bytes,
+        *,
+        session_lifetime_ms: int = 0,
+        renewing: SaslState | None = None,
+    ) -> None:
+        """``session_lifetime_ms``: ``connections_max_reauth_ms`` (0: sessions never expire). ``renewing``: the
+        authenticated state this one re-authenticates (``reauthentication()``)."""
         self.stage = SaslStage.HANDSHAKE
         self.raw_tokens = False  # after a v0 handshake, tokens come as raw frames
         self.user: str | None = None
         #: Why the login failed (the message sent to the client), once it has.
         self.failure: str | None = None
+        #: How long the session lasts once authenticated, in ms; 0: until the connection closes.
+        self.session_lifetime_ms = session_lifetime_ms
         self._enabled = enabled
         self._credentials = credentials
         self._secret = server_secret
         self._session: ScramServerSession | None = None
+        #: The (user, mechanism) a re-authentication must keep; only the names, so that states do not chain.
+        self._renewing = None if renewing is None else (renewing.user, renewing.mechanism)
 
     @property
     def authenticated(self) -> bool:
@@ -78,6 +103,49 @@ class SaslState:
         """The user name the client sent in client-first (authenticated or not), or None before it."""
         return None if self._session is None else self._session.username
 
+    @property
+    def reauthenticating(self) -> bool:
+        """Whether this state re-authenticates a session (KIP-368) rather than logging a connection in."""
+        return self._renewing is not None
+
+    @property
+    def credential(self) -> ScramCredential:
+        """The stored credential the client proved (its repr masks every secret).
+
+        :raises ScramStateError: not authenticated.
+        """
+        if self._session is None or not self.authenticated:
+            raise ScramStateError("SASL: no credential before authentication completes")
+        return self._session.authenticated_credential
+
+    def reauthentication(self) -> SaslState:
+        """A fresh state for re-authenticating this authenticated session on the same connection (KIP-368).
+
+        :raises ScramStateError: this state is not authenticated.
+        """
+        if not self.authenticated:
+            raise ScramStateError("SASL: only an authenticated session can re-authenticate")
+        return SaslState(
+            self._enabled,
+            self._credentials,
+            self._secret,
+            session_lifetime_ms=self.session_lifetime_ms,
+            renewing=self,
+        )
+
+    def refuse(self, api_key: ApiKey, api_version: int, message: str) -> SaslOutcome:
+        """The answer to a SaslHandshake or SaslAuthenticate that this connection may not send now (a handshake
+        after login when re-authentication is off or too soon, a SaslAuthenticate without a handshake):
+        ILLEGAL_SASL_STATE (with ``message`` where the API has one), then the connection closes."""
+        cls = response_schema(api_key, api_version)
+        if api_key is ApiKey.SASL_HANDSHAKE:
+            return SaslOutcome(
+                build(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=tuple(self._enabled)), close=True
+            )
+        response = build(cls, error_code=ErrorCode.illegal_sasl_state, error_message=message, auth_bytes=b"",
+                         session_lifetime=timedelta(0))  # fmt: skip
+        return SaslOutcome(response, close=True)
+
     def handshake(self, api_version: int, request: Any) -> SaslOutcome:
         cls = response_schema(ApiKey.SASL_HANDSHAKE, api_version)
         mechanisms = tuple(self._enabled)
@@ -85,16 +153,24 @@ class SaslState:
             return SaslOutcome(build(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=mechanisms), close=True)
         name = str(request.mechanism)
         if name not in self._enabled:
-            log.info("SASL handshake for unsupported mechanism %r", name)
+            log.info("SASL handshake for unsupported mechanism %r", _shown(name))
             return SaslOutcome(
                 build(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms), close=True
             )
+        renewing = self._renewing
+        if renewing is not None:
+            refusal = _refuse_renewal(renewing[1], api_version, name)
+            if refusal is not None:
+                code, self.failure = refusal
+                self.stage = SaslStage.FAILED
+                return SaslOutcome(build(cls, error_code=code, mechanisms=mechanisms), failed=True, close=True)
         mechanism = ScramMechanism.from_name(name)
         self._session = ScramServerSession(
             mechanism,
             self._credentials.lookup_for(mechanism),
             decoy_secret=self._secret,
             decoy_profile=self._credentials.decoy_profile(mechanism),
+            reauthentication=renewing is not None,
         )
         self.stage = SaslStage.AUTHENTICATING
         self.raw_tokens = api_version == 0
@@ -114,7 +190,20 @@ class SaslState:
             self.stage = SaslStage.FAILED
             self.failure = str(e)
             return None, self.failure
-        self.user = session.authenticated_user
+        user, mechanism = session.authenticated_user, session.mechanism
+        renewing = self._renewing
+        failure = None
+        if not self._credentials.is_current(user, mechanism, session.authenticated_credential):
+            # Deleted or replaced since client-first: the client proved a credential that no longer exists. Said
+            # as a wrong password is, so the answer tells nothing about when the password changed.
+            failure = authentication_failed_message(mechanism, reauthentication=renewing is not None)
+        elif renewing is not None and user != renewing[0]:
+            failure = f"Cannot change principals during re-authentication from User.{renewing[0]}: User.{user}"
+        if failure is not None:
+            self.stage = SaslStage.FAILED
+            self.failure = failure
+            return None, failure
+        self.user = user
         self.stage = SaslStage.AUTHENTICATED
         return reply, None
 
@@ -138,10 +227,35 @@ class SaslState:
                 code = ErrorCode.illegal_sasl_state
             response = build(cls, error_code=code, error_message=error, auth_bytes=b"", session_lifetime=timedelta(0))
             return SaslOutcome(response, failed=True, close=True)
+        # v0 has no session_lifetime_ms: such a client is not told, yet its session expires all the same (Kafka).
+        lifetime = self.session_lifetime_ms if self.authenticated and api_version >= 1 else 0
         response = build(
-            cls, error_code=ErrorCode.none, error_message=None, auth_bytes=reply or b"", session_lifetime=timedelta(0)
+            cls,
+            error_code=ErrorCode.none,
+            error_message=None,
+            auth_bytes=reply or b"",
+            session_lifetime=timedelta(milliseconds=lifetime),
         )
         return SaslOutcome(response)
+
+
+def _refuse_renewal(previous: str | None, api_version: int, mechanism: str) -> tuple[ErrorCode, str] | None:
+    """Why a re-authentication's handshake is refused (error code, message), or None: it must be SaslHandshake v1+
+    (raw tokens in the middle of a session would be read as requests) and name the session's mechanism
+    ``previous`` (Kafka's rule and message)."""
+    if api_version == 0:
+        return ErrorCode.illegal_sasl_state, "Re-authentication needs SaslHandshake v1 or later"
+    if mechanism != previous:
+        return ErrorCode.unsupported_sasl_mechanism, (
+            f"SASL mechanism '{_shown(mechanism)}' requested by client is not supported for re-authentication of "
+            f"mechanism '{previous}'"
+        )
+    return None
+
+
+def _shown(text: str) -> str:
+    """Client input as a log line shows it: at most ``_LOGGED_NAME_CHARS`` characters."""
+    return text if len(text) <= _LOGGED_NAME_CHARS else text[:_LOGGED_NAME_CHARS] + "…"
 
 
 def record_login(logins: LoginStatistics, listener: str, host: str, sasl: SaslState, *, succeeded: bool) -> None:
@@ -149,13 +263,16 @@ def record_login(logins: LoginStatistics, listener: str, host: str, sasl: SaslSt
     a failure at INFO with the client's address, the listener, the mechanism, the claimed user name (quoted and
     shortened: it is client input) and the reason; a success at DEBUG."""
     mechanism = sasl.mechanism or "none"
-    logins.record(listener, mechanism, succeeded=succeeded)
+    if not sasl.reauthenticating:  # a re-authentication is no new login (Kafka counts them apart, too)
+        logins.record(listener, mechanism, succeeded=succeeded)
     claimed = sasl.claimed_user
-    if claimed is not None and len(claimed) > _LOGGED_NAME_CHARS:
-        claimed = claimed[:_LOGGED_NAME_CHARS] + "…"
+    if claimed is not None:
+        claimed = _shown(claimed)
+    what = "re-authenticated" if sasl.reauthenticating else "authenticated"
     if succeeded:
-        log.debug("Successfully authenticated with /%s (listener %s, mechanism %s, user %r)", host, listener,
-                  mechanism, claimed)  # fmt: skip
+        log.debug("Successfully %s with /%s (listener %s, mechanism %s, user %r)", what, host, listener, mechanism,
+                  claimed)  # fmt: skip
     else:
-        log.info("Failed authentication with /%s (listener %s, mechanism %s, user %r): %s", host, listener,
-                 mechanism, claimed, sasl.failure or "authentication failed")  # fmt: skip
+        log.info("Failed %s with /%s (listener %s, mechanism %s, user %r): %s",
+                 "re-authentication" if sasl.reauthenticating else "authentication", host, listener, mechanism,
+                 claimed, sasl.failure or "authentication failed")  # fmt: skip

@@ -19,6 +19,11 @@ snapshot after their durable commit; other processes' writes reach it through ``
 store's credential version; a reload of every credential when it moved), which the server calls every
 ``sync_interval_seconds`` on a worker thread.
 
+Whoever holds a logged-in session follows the changes through ``on_change``: after every replacement of the
+snapshot (this process's write, at once; another process's, at the poll that picks it up) each listener is told the
+users whose credentials it changed, and ``is_current`` says whether the exact credential a session proved is still
+the stored one (the server closes the sessions whose credential is gone, ``server.sessions``).
+
 Secrets (salts, salted passwords, keys) never appear in results, logs, reprs or error messages.
 """
 
@@ -121,6 +126,8 @@ def _code(mechanism: int | ScramMechanism) -> int:
 
 
 _CredentialKey = tuple[str, ScramMechanism]
+#: ``listener(users)``: the users whose credentials one replacement of the snapshot added, changed or deleted.
+CredentialsChanged = Callable[[frozenset[str]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +181,8 @@ class CredentialService:
         #: Held by writers and by ``sync`` only, never by readers: it orders snapshot replacements.
         self._lock = threading.RLock()
         self._snapshot = _Snapshot.of(-1, {})
+        #: Replaced, never mutated (under ``_lock``): a notification iterates the tuple it read.
+        self._listeners: tuple[CredentialsChanged, ...] = ()
         self.sync()
 
     @property
@@ -231,11 +240,12 @@ class CredentialService:
             try:
                 with self._lock:
                     write = self._store.alter_credentials(alterations)
-                    self._apply(write, alterations)
+                    changed = self._apply(write, alterations)
             except StoreUnavailableError as e:
                 for alteration in alterations:
                     request.fail(alteration.user, unavailable(e))
                 return [UserAlterationResult(user, request.errors.get(user)) for user in request.users]
+            self._notify(changed)
             for user in write.missing:
                 request.fail(user, ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING))
             log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(write.missing))
@@ -322,6 +332,26 @@ class CredentialService:
         none (``scram.decoy_profile_of``). Reads only the snapshot: safe on an event loop."""
         return self._snapshot.profiles[mechanism]
 
+    def is_current(self, user: str, mechanism: ScramMechanism, credential: ScramCredential) -> bool:
+        """Whether ``credential`` (salt, StoredKey, ServerKey and iterations) is still ``user``'s stored credential
+        for ``mechanism`` in the snapshot: False once it was deleted or replaced (a new password has a new salt).
+        Reads only the snapshot: safe on an event loop. Both sides are the server's own values, so a plain
+        comparison leaks nothing."""
+        return self._snapshot.credentials.get((user, mechanism)) == credential
+
+    def on_change(self, listener: CredentialsChanged) -> Callable[[], None]:
+        """Call ``listener(users)`` after every replacement of the snapshot that changed the credentials of
+        ``users``, in the thread that replaced it (a writer's, or the poll's worker thread) with no lock held; a
+        listener must be quick and must not raise. Returns the function that removes the listener."""
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = tuple(known for known in self._listeners if known is not listener)
+
+        return remove
+
     # ------------------------------------------------------------------------------------------- following
 
     def poll(self) -> bool:
@@ -341,29 +371,56 @@ class CredentialService:
         :raises StoreError: the store cannot be read.
         """
         with self._lock:
-            loaded = self._store.load_credentials()
-            credentials = {(user, credential.mechanism): credential for user, credential in loaded.credentials}
-            self._snapshot = _Snapshot.of(loaded.version, credentials)
-        log.debug("loaded %d SCRAM credentials at version %d", len(credentials), loaded.version)
+            changed = self._reload()
+        self._notify(changed)
 
-    def _apply(self, write: CredentialWrite, alterations: Sequence[UserAlteration]) -> None:
+    def _reload(self) -> frozenset[str]:
+        """``sync`` without the notification: the users whose credentials the reload changed (O(credentials): the
+        reload itself reads them all). Called with ``_lock`` held."""
+        loaded = self._store.load_credentials()
+        credentials = {(user, credential.mechanism): credential for user, credential in loaded.credentials}
+        before = self._snapshot.credentials
+        changed = frozenset(
+            user for user, mechanism in before.keys() | credentials.keys()
+            if before.get((user, mechanism)) != credentials.get((user, mechanism))
+        )  # fmt: skip
+        self._snapshot = _Snapshot.of(loaded.version, credentials)
+        log.debug("loaded %d SCRAM credentials at version %d", len(credentials), loaded.version)
+        return changed
+
+    def _apply(self, write: CredentialWrite, alterations: Sequence[UserAlteration]) -> frozenset[str]:
         """After this process's durable write: apply it to a copy of the snapshot if the snapshot was at the
-        write's base version, else (another process wrote in between) reload. Called with ``_lock`` held."""
+        write's base version, else (another process wrote in between) reload. Returns the users it changed (for
+        ``_notify``). Called with ``_lock`` held."""
         snapshot = self._snapshot
         if write.version == write.base_version or write.version <= snapshot.version:
-            return
+            return frozenset()
         if write.base_version != snapshot.version:
-            self.sync()
-            return
+            return self._reload()
         credentials = dict(snapshot.credentials)
+        changed: set[str] = set()
         for alteration in alterations:
             if alteration.user in write.missing:
                 continue
+            changed.add(alteration.user)
             for mechanism in alteration.deletions:
                 credentials.pop((alteration.user, mechanism), None)
             for credential in alteration.upsertions:
                 credentials[(alteration.user, credential.mechanism)] = credential
         self._snapshot = _Snapshot.of(write.version, credentials)
+        return frozenset(changed)
+
+    def _notify(self, users: frozenset[str]) -> None:
+        """Tell every listener (``on_change``) which users' credentials changed; called without ``_lock``, after
+        the new snapshot is in place, so a listener that looks sees it. A failing listener is logged: the change
+        itself is durable and applied."""
+        if not users:
+            return
+        for listener in self._listeners:
+            try:
+                listener(users)
+            except Exception:
+                log.exception("a listener of SCRAM credential changes failed")
 
 
 def _check_fields(user: str, mechanism: int | ScramMechanism, iterations: int) -> ItemError | None:

@@ -53,7 +53,7 @@ from kafkaguard.proxy.messages import (
     OffsetForLeaderEpochRequest,
 )
 from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, build_request, has_field, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import request_schema, response_schema
 from kafkaguard.server.handlers.topics import CREATE_DENIED
 from kafkaguard.server.wire_errors import error_fields
@@ -111,7 +111,7 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     allowed = tuple(topic for topic in request.topics if topic.name in creatable)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
-    answer = (await scope.forward(rebuild(request, topics=allowed) if refused else None)).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed) if refused else None)).body()
     results = answer.topics
     if shows_configs:
         results = _hide_configs(scope, results)
@@ -171,7 +171,7 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
         return await scope.relay()
     if not deletable:
         return build(cls, throttle_time=NO_THROTTLE, responses=tuple(refused))
-    answer = (await scope.forward(rebuild(request, topic_names=tuple(deletable)))).body()
+    answer = (await scope.forward(rebuild_request(request, topic_names=tuple(deletable)))).body()
     return rebuild(answer, responses=answer.responses + tuple(refused))
 
 
@@ -179,7 +179,8 @@ async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
     """Which of ``names`` exist upstream: the proxy's own Metadata request, never creating a topic."""
     schema = request_schema(ApiKey.METADATA, _METADATA_VERSION)
     topic_cls = nested(schema, "MetadataRequestTopic")
-    body = build(schema, topics=tuple(build(topic_cls, name=name) for name in names), allow_auto_topic_creation=False)
+    topics = tuple(build_request(topic_cls, name=name) for name in names)
+    body = build_request(schema, topics=topics, allow_auto_topic_creation=False)
     answer = await scope.upstream.call(ApiKey.METADATA, _METADATA_VERSION, body)
     return {t.name for t in answer.topics if t.error_code != ErrorCode.unknown_topic_or_partition}
 
@@ -205,7 +206,7 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
     allowed = tuple(topic for topic in request.topics if topic.name in alterable)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, results=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, results=refused + answer.results)  # Kafka lists its refusals first
 
 
@@ -234,7 +235,7 @@ async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Re
     allowed = tuple(topic for topic in request.topics if topic.name in deletable)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 
@@ -310,7 +311,7 @@ async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -
     allowed = tuple(resource for resource, ok in zip(resources, allows, strict=True) if ok)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, results=refused)
-    answer = (await scope.forward(rebuild(request, resources=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, resources=allowed))).body()
     return rebuild(answer, results=answer.results + refused)
 
 
@@ -352,7 +353,7 @@ async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
         return await scope.relay()
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, responses=tuple(refused))
-    answer = (await scope.forward(rebuild(request, resources=tuple(allowed)))).body()
+    answer = (await scope.forward(rebuild_request(request, resources=tuple(allowed)))).body()
     return rebuild(answer, responses=tuple(refused) + answer.responses)
 
 
@@ -382,7 +383,7 @@ async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpo
     allowed = tuple(topic for topic in request.topics if topic.topic in describable)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 

@@ -15,7 +15,7 @@ from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
 from kafkaguard.proxy.handlers.addresses import proxied_node
 from kafkaguard.proxy.messages import FindCoordinatorRequest
 from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.wire_errors import error_fields
 
@@ -47,7 +47,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     refused = _refusals(cls, scope, denied, _DENIED[resource_type]).coordinators
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, coordinators=refused)
-    answer = (await scope.forward(rebuild(request, coordinator_keys=tuple(allowed)))).body()
+    answer = (await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))).body()
     coordinators = []
     for coordinator in answer.coordinators:
         host, port = await proxied_node(scope, int(coordinator.node_id), coordinator.host, int(coordinator.port))

@@ -37,7 +37,7 @@ from kafkaguard.proxy.links import ClientWriter
 from kafkaguard.proxy.messages import FetchRequest
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, Throttled, meter_for, user_of
 from kafkaguard.proxy.scope import Forwarded, ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import encode_response, response_schema
 
 TOPIC = ResourceType.TOPIC
@@ -52,7 +52,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     capped = limit is not None and request.max_bytes > limit
     if capped:
         assert limit is not None  # noqa: S101 - for mypy: capped implies a limit
-        request = rebuild(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
+        request = rebuild_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
     if int(request.replica_id) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
         return _answer(scope, request.topics, ErrorCode.topic_authorization_failed)  # Kafka: no client quota
     names = list(dict.fromkeys(topic.topic for topic in request.topics))
@@ -69,7 +69,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     allowed = tuple(topic for topic in request.topics if topic.topic not in denied)
     if not allowed:
         return charge.local(_answer(scope, refused, ErrorCode.topic_authorization_failed))
-    forwarded = await scope.forward(rebuild(_sessionless(request), topics=allowed))
+    forwarded = await scope.forward(rebuild_request(_sessionless(request), topics=allowed))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
@@ -80,7 +80,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
 
 
 def _sessionless(request: Any) -> Any:
-    return rebuild(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
+    return rebuild_request(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
 
 
 #: A response's size prefix; its header: correlation id, then (flexible versions, Fetch v12+) tagged fields.

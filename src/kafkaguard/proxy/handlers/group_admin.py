@@ -26,7 +26,7 @@ from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Requirement, au
 from kafkaguard.model import ResourceType
 from kafkaguard.proxy.messages import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
 from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED
 
@@ -66,7 +66,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     allowed = tuple(group_id for group_id in request.groups if group_id in describable)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, groups=refused)
-    answer = (await scope.forward(rebuild(request, groups=allowed) if refused else None)).body()
+    answer = (await scope.forward(rebuild_request(request, groups=allowed) if refused else None)).body()
     described = answer.groups
     if with_operations:
         described = tuple(
@@ -107,7 +107,7 @@ async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Repl
     allowed = tuple(group_id for group_id in request.groups_names if group_id in deletable)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, results=refused)
-    answer = (await scope.forward(rebuild(request, groups_names=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, groups_names=allowed))).body()
     return rebuild(answer, results=answer.results + refused)
 
 
@@ -137,7 +137,7 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
         if topic.name not in readable
     )
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
         return answer
     return rebuild(answer, topics=answer.topics + refused)

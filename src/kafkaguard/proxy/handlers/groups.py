@@ -28,7 +28,7 @@ from kafkaguard.proxy.messages import (
     SyncGroupRequest,
 )
 from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import response_schema
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
@@ -87,7 +87,7 @@ async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Repl
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 
@@ -126,7 +126,7 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
     allowed = tuple(topic for topic in named if topic.name not in denied)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 
@@ -150,10 +150,10 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
             continue
         denied = {name for name in names if not outcome.allows(TOPIC, name)}
         refused_topics[group.group_id] = _fetch_errors(cls, [t for t in group.topics if t.name in denied], grouped=True)
-        asked.append(rebuild(group, topics=tuple(t for t in group.topics if t.name not in denied)))
+        asked.append(rebuild_request(group, topics=tuple(t for t in group.topics if t.name not in denied)))
     answered: list[Any] = []
     if asked:
-        answer = (await scope.forward(rebuild(request, groups=tuple(asked)))).body()
+        answer = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
         for group in answer.groups:
             topics = group.topics
             if group.group_id in all_topics:

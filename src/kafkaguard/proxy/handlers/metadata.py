@@ -9,7 +9,14 @@ As ``KafkaApis.handleTopicMetadataRequest`` (Kafka 3.9):
 * a named topic that does not exist is created when the request allows it, the upstream creates topics
   (``auto.create.topics.enable``) and the caller has AUTO_CREATE (SEMANTICS.md §16.1; Kafka: CREATE) on the cluster
   or the topic; without it the topic is answered TOPIC_AUTHORIZATION_FAILED, as Kafka answers it. The proxy asks the
-  upstream without auto-creation first and again, with it, only for the topics the caller may create;
+  upstream without auto-creation first and again, with it, only for the topics the caller may create. The setting is
+  that of the broker this connection reached (``broker_settings``); while it is unknown, auto-creation is taken as
+  enabled, which grants nothing extra (only creatable topics are asked for with it, and the broker still applies its
+  own setting);
+* v1–v3 are forwarded as v4 and answered at the client's version (``versions.FORWARDED_FROM``): they cannot say
+  "without auto-creation", which Kafka reads as "with" — forwarded as they are, the first ask would create every
+  topic named, whoever asks. Forwarding below v4 only the names that exist was the other way; it leaves a race (a
+  topic deleted between the check and the request is created) and costs a round trip more;
 * KIP-430 authorized operations are the caller's under kafkaguard's ACLs (the upstream's would be the proxy's).
 """
 
@@ -25,7 +32,17 @@ from kafkaguard.model import ResourceType
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
 from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
 from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import build, nested, rebuild
+from kafkaguard.proxy.versions import forwarded_version
+from kafkaguard.server.build import (
+    build,
+    build_request,
+    convert_request,
+    convert_response,
+    nested,
+    rebuild,
+    rebuild_request,
+)
+from kafkaguard.server.codec import request_schema, response_schema
 from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
 from kafkaguard.service.topics import INTERNAL_TOPICS
 from kafkaguard.store.uuids import ZERO_UUID
@@ -34,9 +51,18 @@ TOPIC = ResourceType.TOPIC
 
 
 async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
+    version = forwarded_version(ApiKey.METADATA, scope.api_version)
+    if version == scope.api_version:
+        return await _metadata(scope, request)
+    upgraded = convert_request(request, request_schema(ApiKey.METADATA, version))  # absent → allow auto-creation
+    answer = await _metadata(scope.forwarded_at(version), upgraded)
+    return convert_response(answer, response_schema(ApiKey.METADATA, scope.api_version))
+
+
+async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     if request.topics is None:
-        answer = (await scope.forward(rebuild(request, allow_auto_topic_creation=False))).body()
+        answer = (await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))).body()
         listed = [topic.name for topic in answer.topics if topic.name is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: listed})
         topics = tuple(t for t in answer.topics if t.name is not None and outcome.allows(TOPIC, t.name))
@@ -46,16 +72,21 @@ async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
     describable = [name for name in names if outcome.allows(TOPIC, name)]
     refused = [name for name in names if not outcome.allows(TOPIC, name)]
     answer = (await scope.forward(_asking(request, describable, auto_create=False))).body()
-    found = {topic.name: topic for topic in answer.topics}
-    missing = [name for name in describable if found[name].error_code == ErrorCode.unknown_topic_or_partition]
-    wants_creation = bool(getattr(request, "allow_auto_topic_creation", True))
-    if missing and wants_creation and scope.nodes.auto_create_topics:
+    # Only what was asked and may be described: an upstream answer naming more (or fewer) topics passes nothing on.
+    allowed_names = set(describable)
+    found = {topic.name: topic for topic in answer.topics if topic.name in allowed_names}
+    missing = [
+        name for name in describable if name in found and found[name].error_code == ErrorCode.unknown_topic_or_partition
+    ]
+    wants_creation = bool(request.allow_auto_topic_creation)  # v4+ (see ``metadata``)
+    # None (not read yet, or unreadable): taken as enabled, see the module docstring
+    if missing and wants_creation and scope.nodes.auto_create_topics(scope.upstream.address) is not False:
         creation = scope.authorize(METADATA_AUTO_CREATE, {TOPIC: missing})
         creatable = [name for name in missing if creation.allows(TOPIC, name)]
         refused += [name for name in missing if not creation.allows(TOPIC, name)]
         if creatable:
             created = (await scope.forward(_asking(request, creatable, auto_create=True))).body()
-            found.update({topic.name: topic for topic in created.topics})
+            found.update({topic.name: topic for topic in created.topics if topic.name in allowed_names})
         answer = rebuild(answer, topics=tuple(found.values()))
     allowed = tuple(topic for name, topic in found.items() if name not in refused)
     topic_cls = nested(type(answer), "MetadataResponseTopic")
@@ -65,8 +96,8 @@ async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
 
 def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
     topic_cls = nested(type(request), "MetadataRequestTopic")
-    topics = tuple(build(topic_cls, name=name, topic_id=ZERO_UUID) for name in names)
-    return rebuild(request, topics=topics, allow_auto_topic_creation=auto_create)
+    topics = tuple(build_request(topic_cls, name=name, topic_id=ZERO_UUID) for name in names)
+    return rebuild_request(request, topics=topics, allow_auto_topic_creation=auto_create)
 
 
 def _refusal(topic_cls: type[Any], name: str) -> Any:

@@ -14,7 +14,7 @@ from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
 from kafkaguard.proxy.messages import ListOffsetsRequest
 from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import response_schema
 
 TOPIC = ResourceType.TOPIC
@@ -31,7 +31,7 @@ async def list_offsets(scope: ProxyScope, request: ListOffsetsRequest) -> Reply:
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 

@@ -31,7 +31,7 @@ from kafkaguard.model import ResourceType
 from kafkaguard.proxy.messages import ProduceRequest
 from kafkaguard.proxy.quotas import PRODUCE, Throttled, meter_for, user_of
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import response_schema
 from kafkaguard.server.connection import CloseConnection
 
@@ -78,7 +78,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:
-            await scope.forward_without_response(rebuild(request, topic_data=allowed))
+            await scope.forward_without_response(rebuild_request(request, topic_data=allowed))
         raise CloseConnection(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     refused = _responses(scope, [t for t in request.topic_data if t.name in denied],
                          ErrorCode.topic_authorization_failed)  # fmt: skip
@@ -86,7 +86,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     if not allowed:
         cls = response_schema(ApiKey.PRODUCE, scope.api_version)
         return Throttled.after(build(cls, responses=refused, throttle_time=throttle), throttle_ms)
-    answer = (await scope.forward(rebuild(request, topic_data=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
     merged = rebuild(answer, responses=answer.responses + refused)
     return Throttled.after(_with_throttle(merged, throttle_ms), throttle_ms)
 

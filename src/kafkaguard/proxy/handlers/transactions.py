@@ -46,7 +46,7 @@ from kafkaguard.proxy.messages import (
 )
 from kafkaguard.proxy.scope import ProxyScope, Reply
 from kafkaguard.proxy.wire import UpstreamProtocolError, response_header_size
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild
+from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.server.errors import ProtocolError
 from kafkaguard.server.lengths import check_body
@@ -145,7 +145,7 @@ async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) 
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 
@@ -193,7 +193,7 @@ async def describe_producers(scope: ProxyScope, request: DescribeProducersReques
     allowed = tuple(topic for topic in request.topics if topic.name not in denied)
     if not allowed:
         return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild(request, topics=allowed))).body()
+    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     return rebuild(answer, topics=answer.topics + refused)
 
 
@@ -261,7 +261,7 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
     )
     if not allowed:
         return _DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=refused)
-    forwarded = await scope.forward(None if not refused else rebuild(request, transactional_ids=allowed))
+    forwarded = await scope.forward(None if not refused else rebuild_request(request, transactional_ids=allowed))
     answer = decode_describe_transactions(forwarded.payload)
     names = list(dict.fromkeys(topic.topic for state in answer.transaction_states for topic in state.topics))
     topics = scope.authorize(DESCRIBE_TRANSACTION_TOPICS, {TOPIC: names})

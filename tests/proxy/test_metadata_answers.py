@@ -1,0 +1,62 @@
+"""The proxy passes on only the Metadata topics a client asked for and may describe, whatever the upstream answers:
+a topic the upstream names unasked is dropped, and one it leaves out is simply not answered (before, the handler
+raised KeyError on it and closed the connection)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkaguard.model import (
+    AccessControlEntry,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+)
+from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
+from tests.server.conftest import ServerHandle
+from tests.wire import Wire, metadata
+
+PASSWORD = "answers-pw"  # noqa: S105 - a test password
+
+
+@pytest.fixture
+def proxied(tmp_path: Path) -> Iterator[tuple[FakeKafka, ServerHandle]]:
+    broker = FakeKafka(existing={"feed-a", "feed-b", "secret"}, unasked_topics={"secret"})
+    with fake_kafka(broker):
+        proxy = start_proxy(tmp_path / "data", broker.address, audit_log=None)
+        try:
+            proxy.add_user("reader", PASSWORD)
+            pattern = ResourcePattern(ResourceType.TOPIC, "feed-", PatternType.PREFIXED)
+            binding = AclBinding(pattern, AccessControlEntry("User:reader", "*", AclOperation.DESCRIBE,
+                                                             AclPermissionType.ALLOW))  # fmt: skip
+            assert all(result.succeeded for result in proxy.services.acls.create_acls([binding]))
+            yield broker, proxy
+        finally:
+            proxy.stop()
+
+
+def test_a_topic_the_upstream_names_unasked_is_not_passed_on(proxied: tuple[FakeKafka, ServerHandle]):
+    _broker, proxy = proxied
+    with Wire(proxy.sasl) as wire:
+        wire.login("reader", PASSWORD)
+        answered = {topic.name: topic.error_code.value for topic in metadata(wire, ["feed-a"]).topics}
+    assert answered == {"feed-a": 0}
+
+
+def test_a_topic_the_upstream_leaves_out_is_not_answered_and_the_connection_stays(
+    proxied: tuple[FakeKafka, ServerHandle],
+):
+    broker, proxy = proxied
+    broker.omitted_topics = {"feed-b"}
+    with Wire(proxy.sasl) as wire:
+        wire.login("reader", PASSWORD)
+        answered = {topic.name: topic.error_code.value for topic in metadata(wire, ["feed-a", "feed-b"]).topics}
+        assert answered == {"feed-a": 0}
+        assert {topic.name for topic in metadata(wire, ["feed-a"]).topics} == {"feed-a"}  # still served
+    assert proxy.errors == []
