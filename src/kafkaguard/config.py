@@ -133,6 +133,12 @@ class Settings(BaseSettings):
         "SCRAM needs under 5 KiB; raise it for large OAUTHBEARER tokens. ApiVersions and SaslHandshake get 1 KiB. "
         "Kafka's sasl.server.max.receive.size is 512 KiB.",
     )
+    protocol_violation_penalty_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="After a connection is closed for bytes no Kafka client sends (a dishonest length, too many "
+        "items, an oversized frame before login), its address may not connect for this long (0: off).",
+    )
     max_request_items: int = Field(
         10_000,
         ge=100,

@@ -167,3 +167,20 @@ def test_buckets_of_addresses_gone_quiet_are_forgotten():
     assert isinstance(gate.admit(SASL, "192.168.0.1"), Admission)
     assert gate.tracked_addresses == 1
     assert gate.open_connections == 1
+
+
+def test_a_penalized_address_is_refused_first_and_only_until_its_penalty_ends():
+    clock = Clock()
+    gate = control(clock)
+    gate.penalize("10.0.0.7", 1.0)
+    refused = gate.admit(SASL, "10.0.0.7")
+    assert reason(refused) is RefusalReason.PROTOCOL_VIOLATION
+    assert isinstance(refused, Refusal)
+    assert "protocol_violation_penalty_seconds" in refused.detail  # says what to change
+    assert isinstance(gate.admit(SASL, "10.0.0.8"), Admission)  # only that address
+    clock.now += 0.5
+    gate.penalize("10.0.0.7", 0.1)  # a shorter penalty never shortens a longer one
+    assert reason(gate.admit(SASL, "10.0.0.7")) is RefusalReason.PROTOCOL_VIOLATION
+    clock.now += 0.51
+    assert isinstance(gate.admit(SASL, "10.0.0.7"), Admission)
+    assert gate.open_from("10.0.0.7") == 1  # refusals counted nothing

@@ -113,8 +113,8 @@ def delete_topics(count: int) -> DeleteTopicsRequest:
 def test_a_request_beyond_the_item_limit_closes_its_connection_and_stalls_nobody(serve: Serve):
     huge = encode_request(delete_topics(262_144), correlation_id=1)  # the finding: 262k names, 1.6 MiB
     with Watchdog(serve.address) as watchdog:
-        for _ in range(5):
-            with Wire(serve.address, timeout=30) as attacker:
+        for attempt in range(5):  # each from an address of its own: a violator's address waits a second
+            with Wire(serve.address, timeout=30, source=f"127.0.0.{20 + attempt}") as attacker:
                 attacker.login("bob", "bob-secret")
                 started = time.monotonic()
                 attacker.send_frame(huge)
@@ -134,3 +134,24 @@ def test_a_request_within_the_limit_is_answered_and_stalls_nobody(serve: Serve):
             assert {r.error_code.value for r in answer.responses} == {29}  # TOPIC_AUTHORIZATION_FAILED
     assert watchdog.failures == []
     assert max(watchdog.latencies) < 1.0, f"slowest watchdog round trip {max(watchdog.latencies):.3f} s"
+
+
+def test_an_address_whose_connection_broke_the_protocol_waits_a_moment_and_others_do_not(serve: Serve):
+    """A closed attacker reconnecting at once is refused for protocol_violation_penalty_seconds (1 s): from 16
+    addresses, reconnect-and-resend kept the loop 90% busy (bench_abuse) before the penalty."""
+    huge = encode_request(delete_topics(LIMIT + 1), correlation_id=1)
+    with Wire(serve.address, timeout=30, source="127.0.0.44") as attacker:
+        attacker.login("bob", "bob-secret")
+        attacker.send_frame(huge)
+        assert attacker.recv_frame() is None
+    refused = Wire(serve.address, timeout=5, source="127.0.0.44")
+    try:
+        with pytest.raises((ConnectionError, OSError, AssertionError)):
+            refused.login("bob", "bob-secret")  # closed at accept: no answer
+    finally:
+        refused.close()
+    with Wire(serve.address, timeout=5, source="127.0.0.45") as other:
+        other.login("bob", "bob-secret")  # another address is not concerned
+    time.sleep(1.2)
+    with Wire(serve.address, timeout=5, source="127.0.0.44") as again:
+        again.login("bob", "bob-secret")  # the penalty is over

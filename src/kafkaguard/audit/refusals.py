@@ -50,6 +50,7 @@ class RefusalReason(Enum):
     CONNECTION_CREATION_RATE = "connection_creation_rate"
     SASL_LOGIN_TIMEOUT = "sasl_login_timeout"
     PRE_LOGIN_FRAME_SIZE = "pre_login_frame_size"
+    PROTOCOL_VIOLATION = "protocol_violation"
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -20,6 +20,11 @@ import ssl
 from collections.abc import Callable
 from typing import cast
 
+#: Connections the kernel queues before they are accepted (capped by net.core.somaxconn). asyncio's default, 100,
+#: overflowed under a flood of connections from 16 addresses: the kernel then drops SYNs, and a real client's connect
+#: waited for its 1 s retransmit (``bench_abuse``: logins from another address up to 1.0 s).
+LISTEN_BACKLOG = 4096
+
 
 class _Unread(asyncio.Protocol):
     """A just-accepted socket's protocol until ``open_streams`` replaces it: it pauses reading and hands over."""
@@ -41,7 +46,7 @@ async def listen(host: str | None, port: int, on_accept: Callable[[asyncio.Trans
     :raises OSError: the address cannot be bound.
     """
     loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: _Unread(on_accept), host, port)
+    return await loop.create_server(lambda: _Unread(on_accept), host, port, backlog=LISTEN_BACKLOG)
 
 
 async def open_streams(

@@ -17,6 +17,12 @@ The limits, checked in this order; the first one exceeded refuses the connection
 
 Loopback is an address like any other: it is exempt only through an override.
 
+Before all of them, an address whose connection was just closed for a protocol violation (bytes no Kafka client
+sends: a dishonest length, a request of more than ``max_request_items`` items, an oversized frame before login) is
+refused for ``protocol_violation_penalty_seconds`` (``penalize``). Refusing such a request costs little, but an
+attacker who reconnects, logs in and sends it again at the creation rate from 16 addresses kept the loop 90% busy
+(``bench_abuse``); with the penalty each address gets one attempt a second.
+
 Worked example (per ip 500, override ``10.1.0.0/16:50``, rate 100/s): 10.0.0.7 opens 600 idle connections in 2 s.
 The first 500 are admitted (its bucket holds 100 tokens and regains 100 a second, so the burst is spread over the
 first second and a half); the next 100 find 500 open and are refused ``max_connections_per_ip``. 10.1.2.3 may hold
@@ -183,6 +189,8 @@ class AdmissionControl:
         self._total = 0
         self._buckets: dict[str, _Bucket] = {}
         self._last_sweep = clock()
+        #: Address → until when it is refused (``penalize``); expired entries go at the next sweep.
+        self._penalized: dict[str, float] = {}
 
     @property
     def open_connections(self) -> int:
@@ -202,13 +210,31 @@ class AdmissionControl:
     def admit(self, listener: str, address: str) -> Admission | Refusal:
         """Let a connection from ``address`` (Java's form, as ``java_host`` gives it) on ``listener`` in, counting
         it, or say which limit refuses it (nothing is counted then but the creation attempt)."""
-        refusal = self._take_token(address) or self._check_caps(listener, address)
+        refusal = self._penalty(address) or self._take_token(address) or self._check_caps(listener, address)
         if refusal is not None:
             return refusal
         self._per_ip[address] = self._per_ip.get(address, 0) + 1
         self._per_listener[listener] = self._per_listener.get(listener, 0) + 1
         self._total += 1
         return Admission(listener, address)
+
+    def penalize(self, address: str, seconds: float) -> None:
+        """Refuse new connections from ``address`` for ``seconds`` (one of its connections broke the protocol)."""
+        self._penalized[address] = max(self._penalized.get(address, 0.0), self._clock() + seconds)
+
+    def _penalty(self, address: str) -> Refusal | None:
+        until = self._penalized.get(address)
+        if until is None:
+            return None
+        left = until - self._clock()
+        if left <= 0:
+            del self._penalized[address]
+            return None
+        return Refusal(
+            RefusalReason.PROTOCOL_VIOLATION,
+            f"a connection from this address sent bytes no Kafka client sends; refused for {left:.1f} s more "
+            "(protocol_violation_penalty_seconds)",
+        )
 
     def release(self, admission: Admission) -> None:
         """A connection admitted by ``admit`` has ended."""
@@ -274,3 +300,4 @@ class AdmissionControl:
             return
         self._last_sweep = now
         self._buckets = {address: bucket for address, bucket in self._buckets.items() if bucket.full_at > now}
+        self._penalized = {address: until for address, until in self._penalized.items() if until > now}

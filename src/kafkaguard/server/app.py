@@ -190,6 +190,8 @@ class KafkaServer:
             connection = self.connection(listener, reader, writer)
             connection.login_deadline = login_deadline  # from the TCP accept: the TLS handshake counts
             await connection.run()
+            if connection.violated and settings.protocol_violation_penalty_seconds > 0:
+                self.admission.penalize(admission.address, settings.protocol_violation_penalty_seconds)
         except asyncio.CancelledError:
             pass  # stop() cancels open connections; the transport is closed below
         except Exception:

@@ -120,6 +120,8 @@ class Connection:
         #: When a SASL listener's client must have logged in (``time.monotonic()``); the server moves it to the TCP
         #: accept, so that a TLS handshake counts.
         self.login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
+        #: Closed for bytes no Kafka client sends (a ``ProtocolError``): the server keeps the address out a moment.
+        self.violated = False
         #: The logged-in session once SASL completed (registered with the server's ``SessionRegistry``).
         self.session: Session | None = None
         #: A re-authentication under way (KIP-368): from its SaslHandshake until its last SaslAuthenticate.
@@ -147,6 +149,7 @@ class Connection:
             reason = str(e)
         except ProtocolError as e:
             reason = f"protocol error: {e}"
+            self.violated = True
         except (ConnectionError, asyncio.IncompleteReadError) as e:
             reason = f"connection lost: {e.__class__.__name__}"
         except KafkaguardError as e:

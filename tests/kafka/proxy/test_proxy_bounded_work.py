@@ -56,8 +56,10 @@ HUGE = {
 def test_a_request_beyond_the_item_limit_closes_its_connection_and_stalls_nobody(guarded: ServerHandle, name: str):
     payload = encode_request(HUGE[name], correlation_id=1)
     with Watchdog(guarded.sasl, ADMIN, ADMIN_PASSWORD) as watchdog:
-        for _ in range(3):
-            with Wire(guarded.sasl, timeout=60) as attacker:
+        for attempt in range(3):  # each from an address of its own: a violator's address waits a second
+            with Wire(
+                guarded.sasl, timeout=60, source=f"127.0.{1 + list(HUGE).index(name)}.{20 + attempt}"
+            ) as attacker:
                 attacker.login("mallory", "mallory-secret")
                 started = time.monotonic()
                 attacker.send_frame(payload)
