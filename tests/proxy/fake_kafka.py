@@ -59,6 +59,8 @@ class FakeKafka:
     #: A misbehaving upstream: topics a Metadata answer names although nobody asked, and asked ones it leaves out.
     unasked_topics: set[str] = field(default_factory=set)
     omitted_topics: set[str] = field(default_factory=set)
+    #: APIs answered with bytes no Kafka response holds (the correlation id, then junk).
+    garbage_for: set[ApiKey] = field(default_factory=set)
     port: int = 0
     received: list[DecodedRequest] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
@@ -86,6 +88,9 @@ class FakeKafka:
         cls = response_schema(api_key, version)
         if api_key is ApiKey.PRODUCE and int(body.acks) == 0:
             return None
+        if api_key in self.garbage_for:
+            payload = _SIZE.pack(request.header.correlation_id) + b"\xff" * 3
+            return _SIZE.pack(len(payload)) + payload
         if api_key is ApiKey.API_VERSIONS:
             key_cls = nested(cls, "ApiVersion")
             keys = tuple(build(key_cls, api_key=int(k), min_version=low, max_version=high)

@@ -1,14 +1,19 @@
 """The proxy passes on only the Metadata topics a client asked for and may describe, whatever the upstream answers:
 a topic the upstream names unasked is dropped, and one it leaves out is simply not answered (before, the handler
-raised KeyError on it and closed the connection)."""
+raised KeyError on it and closed the connection). An upstream answer the proxy cannot read closes the client's
+connection, but the client is not to blame: its address is not kept out (``protocol_violation_penalty_seconds``)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
 
+from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.model import (
     AccessControlEntry,
     AclBinding,
@@ -20,7 +25,7 @@ from kafkaguard.model import (
 )
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
 from tests.server.conftest import ServerHandle
-from tests.wire import Wire, metadata
+from tests.wire import Wire, encode_request, metadata
 
 PASSWORD = "answers-pw"  # noqa: S105 - a test password
 
@@ -60,3 +65,24 @@ def test_a_topic_the_upstream_leaves_out_is_not_answered_and_the_connection_stay
         assert answered == {"feed-a": 0}
         assert {topic.name for topic in metadata(wire, ["feed-a"]).topics} == {"feed-a"}  # still served
     assert proxy.errors == []
+
+
+def test_an_unreadable_upstream_answer_closes_the_connection_without_penalizing_the_client(tmp_path: Path):
+    broker = FakeKafka(existing={"feed-a"})
+    with fake_kafka(broker):
+        proxy = start_proxy(tmp_path / "data", broker.address, audit_log=None, protocol_violation_penalty_seconds=60)
+        broker.garbage_for = {ApiKey.METADATA}  # from now on: the proxy's own discovery at start read it well
+        try:
+            proxy.add_user("reader", PASSWORD)
+            for _ in range(2):  # the second connection is admitted at once: no penalty for the upstream's fault
+                with Wire(proxy.sasl, source="127.0.0.77") as wire:
+                    wire.login("reader", PASSWORD)
+                    wire.send_frame(encode_request(metadata_request(["feed-a"]), correlation_id=9))
+                    assert wire.recv_frame() is None
+        finally:
+            proxy.stop()
+
+
+def metadata_request(names: list[str]) -> MetadataRequest:
+    topics = tuple(MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=TopicName(name)) for name in names)
+    return MetadataRequest(topics=topics, allow_auto_topic_creation=False, include_topic_authorized_operations=False)

@@ -27,6 +27,8 @@ _CORRELATION = struct.Struct(">i")
 class UpstreamProtocolError(ProtocolError):
     """An upstream answer the proxy cannot read: it closes the client connection it belongs to, nothing more."""
 
+    sent_by_client = False  # the client is not to blame: its address is not penalized
+
 
 def encode_request(api_key: ApiKey, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
     """A request payload (no length prefix): the header version the schema names, then ``body``."""
@@ -49,10 +51,10 @@ def response_header_size(api_key: ApiKey, api_version: int, payload: bytes) -> i
     non-flexible versions, else v1 (plus tagged fields, read with kio)."""
     if api_key is ApiKey.API_VERSIONS or not response_schema(api_key, api_version).__flexible__:
         return 4
-    check_body(ResponseHeaderV1, payload, 0, max_items=None)
     try:
+        check_body(ResponseHeaderV1, payload, 0, max_items=None)
         return int(reader_for(ResponseHeaderV1)(payload, 0)[1])
-    except DECODE_ERRORS as e:
+    except (ProtocolError, *DECODE_ERRORS) as e:
         raise UpstreamProtocolError(f"unreadable {api_key.api_name} v{api_version} response header: {e}") from e
 
 

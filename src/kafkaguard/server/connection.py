@@ -149,7 +149,7 @@ class Connection:
             reason = str(e)
         except ProtocolError as e:
             reason = f"protocol error: {e}"
-            self.violated = True
+            self.violated = e.sent_by_client
         except (ConnectionError, asyncio.IncompleteReadError) as e:
             reason = f"connection lost: {e.__class__.__name__}"
         except KafkaguardError as e:

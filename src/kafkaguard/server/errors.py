@@ -8,6 +8,10 @@ from kafkaguard.errors import KafkaguardError
 class ProtocolError(KafkaguardError):
     """Bytes that are not a valid Kafka request; the connection is closed with a log line."""
 
+    #: The client sent the bytes (its address is then kept out a moment, ``admission.penalize``); False for bytes
+    #: that came from elsewhere, such as an upstream broker's answer to the proxy.
+    sent_by_client = True
+
 
 class FrameError(ProtocolError):
     """A frame with a bad or oversized length, or a stream that ended inside one."""
