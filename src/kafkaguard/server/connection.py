@@ -218,7 +218,7 @@ class Connection:
             # Kafka reads only the header before authentication: no other body is decoded until SASL completes.
             api_key_code = peek_header(frame)[0]
             if api_key_code not in BEFORE_AUTHENTICATION:  # ApiKey is an IntEnum: a raw code finds its member
-                raise CloseConnection(f"API key {api_key_code} before SASL authentication completed")
+                raise ProtocolError(f"API key {api_key_code} before SASL authentication completed")
         elif self.session is not None:
             self._check_session(self.session, frame)
         versions = self.versions()
