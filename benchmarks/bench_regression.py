@@ -29,6 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 #: The last commit before the security issue's changes (issue 11): what the new request path is compared with.
 DEFAULT_BASE = "6d323e0"
+#: What the bases the README and docs/benchmarks.md name were, said after the revision in the report.
+BASE_NOTES = {
+    DEFAULT_BASE: " (before issue 11: no length checks, no pre-authentication gate, no per-request snapshot)",
+    "17f4e24": " (before issue 24: no item budget, no connection limits by address, sessions outliving their user)",
+}
 METRICS = (
     ("login_baseline", "baseline: connect + ApiVersions + close, 50 concurrent, /s"),
     ("login", "SCRAM-SHA-256 login (connect + ApiVersions + SASL), 50 concurrent, /s"),
@@ -89,8 +94,8 @@ def render(base: str, rounds: int, seconds: float, sides: dict[str, list[dict[st
     lines = [
         "## Regression check: server request path (`benchmarks/bench_regression.py`)",
         "",
-        f"Base revision `{base}` (before issue 11: no length checks, no pre-authentication gate, no per-request "
-        f"snapshot) against this tree, {rounds} interleaved rounds of {seconds:g} s per measurement, same load "
+        f"Base revision `{base}`{BASE_NOTES.get(base, '')} against this tree, {rounds} interleaved rounds of "
+        f"{seconds:g} s per measurement, same load "
         "generator (`bench_server`'s), server pinned to one core. Medians of the rounds; target: new ≥ 95% of base.",
         "",
         "| measurement | base | new | new ÷ base |",

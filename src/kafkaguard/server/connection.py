@@ -47,7 +47,7 @@ from kafkaguard.server.prelogin import pre_login_limit
 from kafkaguard.server.sasl import SaslOutcome, SaslState, record_login
 from kafkaguard.server.scope import BrokerInfo, RequestScope
 from kafkaguard.server.sessions import Session, SessionRegistry
-from kafkaguard.server.slices import encode_response_in_slices
+from kafkaguard.server.slices import encode_response_in_slices, needs_slices
 
 log = logging.getLogger(__name__)
 
@@ -266,9 +266,11 @@ class Connection:
         """Answer an authenticated request (``frame`` is its bytes as received, for a subclass that forwards)."""
         header = request.header
         response = await HANDLERS[request.api_key](self.scope(request), request.body)
-        await self.send(
-            await encode_response_in_slices(request.api_key, header.api_version, header.correlation_id, response)
-        )
+        api_key, version, correlation_id = request.api_key, header.api_version, header.correlation_id
+        if needs_slices(response):
+            await self.send(await encode_response_in_slices(api_key, version, correlation_id, response))
+        else:
+            await self.send(encode_response(api_key, version, correlation_id, response))
 
     def _check_session(self, session: Session, frame: bytes) -> None:
         """Before any request of a logged-in connection (Kafka's ``SocketServer`` does the same): an ended session

@@ -42,6 +42,12 @@ SLICE = 100
 _INT32 = struct.Struct(">i")
 
 
+def needs_slices(body: Any) -> bool:
+    """Whether ``body`` has a top-level array longer than ``SLICE`` (else ``codec.encode_response`` in one go is
+    as good, without a coroutine: this is asked of every response)."""
+    return not isinstance(body, bytes) and _longest_array(body) is not None
+
+
 async def encode_response_in_slices(api_key: ApiKey, api_version: int, correlation_id: int, body: Any) -> bytes:
     """``codec.encode_response``'s bytes, yielding to the loop every ``SLICE`` elements of the largest top-level
     array (pre-encoded bodies and responses without a long array are encoded in one go)."""
@@ -76,17 +82,29 @@ async def encode_response_in_slices(api_key: ApiKey, api_version: int, correlati
 def _longest_array(body: Any) -> str | None:
     """The name of ``body``'s longest top-level array of entities, if it is longer than ``SLICE``."""
     best, longest = None, SLICE
-    for field in dataclasses.fields(body):
-        value = getattr(body, field.name)
-        tagged = field.metadata.get("tag") is not None  # written inside the tagged-field section, with a size
-        if (
-            isinstance(value, tuple)
-            and len(value) > longest
-            and not tagged
-            and dataclasses.is_dataclass(unwrap(field.type)[0])
-        ):
-            best, longest = field.name, len(value)
+    for name in _entity_arrays(type(body)):
+        value = getattr(body, name)
+        if value is not None and len(value) > longest:
+            best, longest = name, len(value)
     return best
+
+
+_ENTITY_ARRAYS: dict[type[Any], tuple[str, ...]] = {}
+
+
+def _entity_arrays(cls: type[Any]) -> tuple[str, ...]:
+    """The untagged top-level fields of ``cls`` that are arrays of entities (tagged ones are written inside the
+    tagged-field section, with a size), found once per class: this runs for every response."""
+    names = _ENTITY_ARRAYS.get(cls)
+    if names is None:
+        names = _ENTITY_ARRAYS[cls] = tuple(
+            field.name
+            for field in dataclasses.fields(cls)
+            if field.metadata.get("tag") is None
+            and (unwrapped := unwrap(field.type))[1]
+            and dataclasses.is_dataclass(unwrapped[0])
+        )
+    return names
 
 
 def _encode(body: Any) -> bytes:
