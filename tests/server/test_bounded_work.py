@@ -102,6 +102,13 @@ class Watchdog:
             self.failures.append(repr(e))
 
 
+def assert_nobody_stalled(watchdog: Watchdog, *, at_least: int = 5) -> None:
+    """The watchdog was answered all along, each round trip within a loose bound (seconds before the fix)."""
+    assert watchdog.failures == []
+    assert len(watchdog.latencies) >= at_least
+    assert max(watchdog.latencies) < 1.0, f"slowest watchdog round trip {max(watchdog.latencies):.3f} s"
+
+
 def delete_topics(count: int) -> DeleteTopicsRequest:
     zero = uuid.UUID(int=0)
     return DeleteTopicsRequest(
@@ -120,9 +127,7 @@ def test_a_request_beyond_the_item_limit_closes_its_connection_and_stalls_nobody
                 attacker.send_frame(huge)
                 assert attacker.recv_frame() is None  # closed, not answered
                 assert time.monotonic() - started < 5
-    assert watchdog.failures == []
-    assert len(watchdog.latencies) > 10
-    assert max(watchdog.latencies) < 1.0, f"slowest watchdog round trip {max(watchdog.latencies):.3f} s"
+    assert_nobody_stalled(watchdog, at_least=10)
 
 
 def test_a_request_within_the_limit_is_answered_and_stalls_nobody(serve: Serve):
@@ -132,8 +137,7 @@ def test_a_request_within_the_limit_is_answered_and_stalls_nobody(serve: Serve):
             answer = bob.request(delete_topics(LIMIT - 1))
             assert len(answer.responses) == LIMIT - 1
             assert {r.error_code.value for r in answer.responses} == {29}  # TOPIC_AUTHORIZATION_FAILED
-    assert watchdog.failures == []
-    assert max(watchdog.latencies) < 1.0, f"slowest watchdog round trip {max(watchdog.latencies):.3f} s"
+    assert_nobody_stalled(watchdog)
 
 
 def test_an_address_whose_connection_broke_the_protocol_waits_a_moment_and_others_do_not(serve: Serve):

@@ -29,7 +29,8 @@ from typing import Any
 
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.static.primitive import i32
+from kio.serial.writers import write_unsigned_varint
+from kio.static.primitive import i32, uvarint
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.server.codec import encode_response, response_schema, writer_for
@@ -69,7 +70,10 @@ async def encode_response_in_slices(api_key: ApiKey, api_version: int, correlati
     else:
         writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
     buffer.write(prefix)
-    buffer.write(_uvarint(len(items) + 1) if flexible else _INT32.pack(len(items)))
+    if flexible:
+        write_unsigned_varint(buffer, uvarint(len(items) + 1))
+    else:
+        buffer.write(_INT32.pack(len(items)))
     element = writer_for(type(items[0]))
     for start in range(0, len(items), SLICE):
         for item in items[start : start + SLICE]:
@@ -111,12 +115,3 @@ def _encode(body: Any) -> bytes:
     buffer = io.BytesIO()
     writer_for(type(body))(buffer, body)
     return buffer.getvalue()
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
