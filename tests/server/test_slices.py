@@ -60,7 +60,7 @@ def test_slices_equal_one_go(schema: type[Any], name: str, data: st.DataObject):
     api_key = ApiKey(schema.__api_key__)
     assert response_schema(api_key, schema.__version__) is schema
     expected = encode_response(api_key, schema.__version__, 7, long)
-    assert asyncio.run(encode_response_in_slices(api_key, schema.__version__, 7, long)) == expected
+    assert asyncio.run(encode_response_in_slices(api_key, schema.__version__, 7, long, name)) == expected
 
 
 def test_the_loop_serves_others_between_slices():
@@ -88,7 +88,7 @@ def test_the_loop_serves_others_between_slices():
         ticker = asyncio.create_task(other())
         await asyncio.sleep(0)
         turns = 0
-        encoded = await encode_response_in_slices(ApiKey.DESCRIBE_GROUPS, 5, 1, body)
+        encoded = await encode_response_in_slices(ApiKey.DESCRIBE_GROUPS, 5, 1, body, "groups")
         ticker.cancel()
         return encoded
 

@@ -50,7 +50,7 @@ from kafkaguard.proxy.versions import CAPS, LOCAL
 from kafkaguard.server.codec import DecodedRequest, Versions, encode_response
 from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.handlers.cluster import api_versions_response
-from kafkaguard.server.slices import encode_response_in_slices, needs_slices
+from kafkaguard.server.slices import encode_response_in_slices, sliced_array
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,8 @@ class ProxyConnection(Connection):
     async def _answer(self, api_key: ApiKey, version: int, correlation_id: int, reply: Reply) -> None:
         if reply is NO_RESPONSE:
             return
-        if needs_slices(reply):
-            await self.send(await encode_response_in_slices(api_key, version, correlation_id, reply))
+        name = sliced_array(reply)
+        if name is not None:
+            await self.send(await encode_response_in_slices(api_key, version, correlation_id, reply, name))
         else:
             await self.send(encode_response(api_key, version, correlation_id, reply))

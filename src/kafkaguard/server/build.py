@@ -267,14 +267,5 @@ def _declared_in_any_version(cls: type[Any]) -> frozenset[str]:
     proxy each offer a subset of them)."""
     declared = _DECLARED.get(cls)
     if declared is None:
-        names: set[str] = set()
-        for version in range(_MAX_KIO_VERSION + 1):
-            try:
-                module = importlib.import_module(_VERSION_IN_MODULE.sub(f".v{version}.", cls.__module__))
-            except ImportError:
-                continue  # kio has no such version of this API
-            twin = getattr(module, cls.__name__, None)
-            if twin is not None:
-                names.update(_field_names(twin))
-        declared = _DECLARED[cls] = frozenset(names)
+        declared = _DECLARED[cls] = frozenset().union(*(_field_names(twin) for twin in _versions_of(cls)))
     return declared

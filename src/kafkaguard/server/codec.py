@@ -116,17 +116,21 @@ def encode_response(api_key: ApiKey, api_version: int, correlation_id: int, body
     ``body`` is a kio response entity, or the body's bytes already encoded (handlers that write large responses
     by hand, see ``handlers.acl_encoding``).
     """
-    schema = response_schema(api_key, api_version)
     buffer = io.BytesIO()
-    if api_key is ApiKey.API_VERSIONS or not schema.__flexible__:
-        writer_for(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
-    else:
-        writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    write_response_header(buffer, api_key, api_version, correlation_id)
     if isinstance(body, bytes):
         buffer.write(body)
     else:
         writer_for(type(body))(buffer, body)
     return encode_frame(buffer.getvalue())
+
+
+def write_response_header(buffer: io.BytesIO, api_key: ApiKey, api_version: int, correlation_id: int) -> None:
+    """The response header: v0 for ApiVersions and non-flexible versions, else v1 (with its tagged fields)."""
+    if api_key is ApiKey.API_VERSIONS or not response_schema(api_key, api_version).__flexible__:
+        writer_for(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
+    else:
+        writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
 
 
 _REQUEST_SCHEMAS: dict[tuple[int, int], type[Any]] = {}

@@ -47,7 +47,7 @@ from kafkaguard.server.prelogin import pre_login_limit
 from kafkaguard.server.sasl import SaslOutcome, SaslState, record_login
 from kafkaguard.server.scope import BrokerInfo, RequestScope
 from kafkaguard.server.sessions import Session, SessionRegistry
-from kafkaguard.server.slices import encode_response_in_slices, needs_slices
+from kafkaguard.server.slices import encode_response_in_slices, sliced_array
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +267,9 @@ class Connection:
         header = request.header
         response = await HANDLERS[request.api_key](self.scope(request), request.body)
         api_key, version, correlation_id = request.api_key, header.api_version, header.correlation_id
-        if needs_slices(response):
-            await self.send(await encode_response_in_slices(api_key, version, correlation_id, response))
+        name = sliced_array(response)
+        if name is not None:
+            await self.send(await encode_response_in_slices(api_key, version, correlation_id, response, name))
         else:
             await self.send(encode_response(api_key, version, correlation_id, response))
 

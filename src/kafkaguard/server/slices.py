@@ -27,13 +27,11 @@ import io
 import struct
 from typing import Any
 
-from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
-from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial.writers import write_unsigned_varint
-from kio.static.primitive import i32, uvarint
+from kio.static.primitive import uvarint
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.codec import encode_response, response_schema, writer_for
+from kafkaguard.server.codec import response_schema, write_response_header, writer_for
 from kafkaguard.server.framing import encode_frame
 from kafkaguard.server.lengths import unwrap
 
@@ -43,21 +41,19 @@ SLICE = 100
 _INT32 = struct.Struct(">i")
 
 
-def needs_slices(body: Any) -> bool:
-    """Whether ``body`` has a top-level array longer than ``SLICE`` (else ``codec.encode_response`` in one go is
-    as good, without a coroutine: this is asked of every response)."""
-    return not isinstance(body, bytes) and _longest_array(body) is not None
+def sliced_array(body: Any) -> str | None:
+    """The top-level array of ``body`` to write in slices: its longest array of entities, if longer than ``SLICE``
+    (None: ``codec.encode_response`` in one go is as good, without a coroutine; this is asked of every response)."""
+    return None if isinstance(body, bytes) else _longest_array(body)
 
 
-async def encode_response_in_slices(api_key: ApiKey, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """``codec.encode_response``'s bytes, yielding to the loop every ``SLICE`` elements of the largest top-level
-    array (pre-encoded bodies and responses without a long array are encoded in one go)."""
-    name = None if isinstance(body, bytes) else _longest_array(body)
-    if name is None:
-        return encode_response(api_key, api_version, correlation_id, body)
+async def encode_response_in_slices(
+    api_key: ApiKey, api_version: int, correlation_id: int, body: Any, name: str
+) -> bytes:
+    """``codec.encode_response``'s bytes, yielding to the loop every ``SLICE`` elements of ``body``'s array
+    ``name`` (as ``sliced_array`` names it)."""
     items = getattr(body, name)
-    schema = response_schema(api_key, api_version)
-    flexible = bool(schema.__flexible__)
+    flexible = bool(response_schema(api_key, api_version).__flexible__)
     emptied = _encode(dataclasses.replace(body, **{name: ()}))
     one = _encode(dataclasses.replace(body, **{name: items[:1]}))
     count_end = next(i for i, (a, b) in enumerate(zip(emptied, one, strict=False)) if a != b) + 1
@@ -65,10 +61,7 @@ async def encode_response_in_slices(api_key: ApiKey, api_version: int, correlati
     prefix, suffix = emptied[: count_end - count_size], emptied[count_end:]
 
     buffer = io.BytesIO()
-    if api_key is ApiKey.API_VERSIONS or not flexible:
-        writer_for(ResponseHeaderV0)(buffer, ResponseHeaderV0(correlation_id=i32(correlation_id)))
-    else:
-        writer_for(ResponseHeaderV1)(buffer, ResponseHeaderV1(correlation_id=i32(correlation_id)))
+    write_response_header(buffer, api_key, api_version, correlation_id)
     buffer.write(prefix)
     if flexible:
         write_unsigned_varint(buffer, uvarint(len(items) + 1))
