@@ -1,74 +1,252 @@
-"""Accepting a client's TCP connection before reading from it: admission first, then the TLS handshake and streams.
+"""Accepting TCP connections: admission before anything is read, and a connection that has sent nothing held as a
+bare file descriptor.
 
-``asyncio.start_server(ssl=...)`` runs the TLS handshake before its callback sees the connection: a connection in its
-handshake (up to 60 s) is counted by no limit, and one the limits then refuse has already cost the server the
-handshake's public-key work. ``listen`` instead gives every accepted socket a protocol that reads nothing:
-``on_accept(transport)`` is called at once, with the peer's address known and not one byte read, and either closes
-the transport or keeps it; ``open_streams`` turns a kept one into a (reader, writer) pair — after the TLS handshake
-on a TLS listener.
+Worked example (one listener, a SASL listener's 10 s login deadline)::
 
-Why reading is paused from the first moment: the handover runs in the connection's task, whenever the loop gets to
-it, and the TLS handshake runs on the untouched socket (``loop.start_tls``). Bytes read before the handover (the
-client's ClientHello, or a first request) would go to a protocol that drops them, as they are lost with
-``StreamWriter.start_tls`` called after a read, and the connection would hang (``tests/server/test_accept.py``).
+    doorway = await Doorway.open("127.0.0.1", 9092, wait_limit=10.0, admit=..., hand_over=..., gone=...)
+    # a client connects from 10.0.0.7:     admit("10.0.0.7") -> True; its fd waits, nothing is read
+    # its ClientHello or ApiVersions arrives: hand_over(socket, "10.0.0.7", accepted_at) -> the server's task
+    # another connects and sends nothing:  10 s later gone("10.0.0.7", expired=True), and its fd is closed
+    # another connects and closes at once: gone("10.0.0.7", expired=False); nothing was built for it
+    doorway.close()                        # listening sockets closed; every waiting fd closed, gone(...) for each
+
+**Why a connection waits as a bare fd, not an asyncio transport.** The cost that matters is CPython's cyclic garbage
+collector: a full collection walks every live container object, and the server cannot answer anyone meanwhile. A
+connection served by asyncio streams and a task holds ~43 such objects (transport, selector key, handles, reader,
+writer, protocol, the task, its coroutines and futures); 8,000 idle connections from 16 addresses made collections of
+~170 ms (``bench_abuse``'s idle flood; ``docs/benchmarks.md``). A waiting connection here is one ``(address,
+accepted_at, serial)`` tuple of atomic values, which the collector stops tracking after its first pass, in a dict and
+a deque, and its selector key (four ints): a full collection over 4,000 waiting connections took 0.7 ms, over as many
+served ones 86 ms (measured in one process). The fds wait in a selector of their own whose fd
+the event loop watches, so one readiness callback serves them all, and none of them is read here: the first bytes
+(a TLS ClientHello, a first request) stay in the kernel for the transport built at the handover.
+
+Cost model: accept O(1) (a selector registration); a handover O(1) plus the transport's construction; expiry O(1) per
+expired connection (deadlines are monotonic in accept order, ``wait_limit`` being one per doorway).
+
+Written by hand because asyncio's ``create_server`` builds a transport and a protocol for every accepted socket
+before anyone can decide about it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
+import errno
+import logging
+import selectors
+import socket
 import ssl
+import time
 from collections.abc import Callable
-from typing import cast
+
+log = logging.getLogger(__name__)
 
 #: Connections the kernel queues before they are accepted (capped by net.core.somaxconn). asyncio's default, 100,
 #: overflowed under a flood of connections from 16 addresses: the kernel then drops SYNs, and a real client's connect
 #: waited for its 1 s retransmit (``bench_abuse``: logins from another address up to 1.0 s).
 LISTEN_BACKLOG = 4096
+#: Work per callback before the loop serves others: connections accepted (asyncio accepts ``backlog`` at a time;
+#: under a flood of refused connections 128 held the loop ~3 ms), readiness events taken, waiting fds expired.
+_ACCEPT_BATCH = 16
+_READY_BATCH = 64
+_EXPIRE_BATCH = 64
+#: After running out of file descriptors (EMFILE, ENFILE) or memory, accepting pauses this long (asyncio's value).
+_ACCEPT_RETRY_DELAY = 1.0
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+
+#: ``admit(address)``: keep the connection (True) or not (False: it is closed unread; the caller counted the refusal).
+Admit = Callable[[str], bool]
+#: ``hand_over(sock, address, accepted_at)``: the connection has bytes to read (or an error to report); the callee
+#: owns ``sock`` from here. ``accepted_at`` is ``time.monotonic()`` at the accept.
+HandOver = Callable[[socket.socket, str, float], None]
+#: ``gone(address, expired)``: a kept connection ended while waiting: it sent nothing for ``wait_limit`` seconds
+#: (expired), or its peer closed it, or the doorway closed.
+Gone = Callable[[str, bool], None]
 
 
-class _Unread(asyncio.Protocol):
-    """A just-accepted socket's protocol until ``open_streams`` replaces it: it pauses reading and hands over."""
+def _bind(host: str | None, port: int) -> list[socket.socket]:
+    """Listening sockets for ``host:port`` as asyncio's ``create_server`` binds them (every address the host name
+    resolves to; None or "": every interface), except that port 0 gets one port for all of them."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # the IPv4 socket takes IPv4
+            if port == 0 and len(sockets) > 1:
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets
 
-    def __init__(self, on_accept: Callable[[asyncio.Transport], None]) -> None:
-        self._on_accept = on_accept
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        accepted = cast(asyncio.Transport, transport)
-        accepted.pause_reading()  # before the loop's first read of it (scheduled right after this call)
-        self._on_accept(accepted)
+class Doorway:
+    """One listener's listening sockets and the connections accepted on them that have not sent a byte yet."""
 
+    def __init__(
+        self, sockets: list[socket.socket], *, wait_limit: float, admit: Admit, hand_over: HandOver, gone: Gone
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._sockets = sockets
+        self._wait_limit = wait_limit
+        self._admit = admit
+        self._hand_over = hand_over
+        self._gone = gone
+        self._waiting_fds = selectors.DefaultSelector()
+        #: fd -> (address, accepted_at, serial): atomic values only, so the garbage collector untracks each tuple.
+        self._waiting: dict[int, tuple[str, float, int]] = {}
+        #: (deadline, fd, serial) in accept order; an entry whose fd was handed over (or reused) is skipped.
+        self._deadlines: collections.deque[tuple[float, int, int]] = collections.deque()
+        self._serial = 0
+        self._expiry: asyncio.Handle | None = None
+        self._closed = False
+        for sock in sockets:
+            self._loop.add_reader(sock.fileno(), self._accept, sock)
+        self._loop.add_reader(self._waiting_fds.fileno(), self._on_ready)
 
-async def listen(host: str | None, port: int, on_accept: Callable[[asyncio.Transport], None]) -> asyncio.Server:
-    """Listen on ``host:port`` (None: every interface; port 0: any free port); ``on_accept`` decides about each
-    accepted connection before anything is read from it. It must close the transport or pass it to
-    ``open_streams``.
+    @classmethod
+    async def open(
+        cls, host: str | None, port: int, *, wait_limit: float, admit: Admit, hand_over: HandOver, gone: Gone
+    ) -> Doorway:
+        """Listen on ``host:port`` (None: every interface; port 0: any free port).
 
-    :raises OSError: the address cannot be bound.
-    """
-    loop = asyncio.get_running_loop()
-    return await loop.create_server(lambda: _Unread(on_accept), host, port, backlog=LISTEN_BACKLOG)
+        :raises OSError: the address cannot be bound.
+        """
+        sockets = await asyncio.get_running_loop().run_in_executor(None, _bind, host, port)  # getaddrinfo may block
+        return cls(sockets, wait_limit=wait_limit, admit=admit, hand_over=hand_over, gone=gone)
+
+    @property
+    def port(self) -> int:
+        return int(self._sockets[0].getsockname()[1])
+
+    @property
+    def waiting(self) -> int:
+        """Connections accepted and kept that have sent nothing yet."""
+        return len(self._waiting)
+
+    def close(self) -> None:
+        """Stop accepting and close every waiting connection (``gone(address, False)`` for each)."""
+        if self._closed:
+            return
+        self._closed = True
+        for sock in self._sockets:
+            self._loop.remove_reader(sock.fileno())
+            sock.close()
+        self._loop.remove_reader(self._waiting_fds.fileno())
+        if self._expiry is not None:
+            self._expiry.cancel()
+        for fd in list(self._waiting):
+            self._drop(fd, expired=False)
+        self._waiting_fds.close()
+        self._deadlines.clear()
+
+    # ----------------------------------------------------------------------------------------------- internals
+
+    def _accept(self, listening: socket.socket) -> None:
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                sock, peer = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue  # the peer gave up while queued
+            except OSError as e:
+                if e.errno not in _OUT_OF_RESOURCES:
+                    raise
+                log.error("cannot accept connections (%s): pausing for %g s", e.strerror, _ACCEPT_RETRY_DELAY)
+                self._loop.remove_reader(listening.fileno())
+                self._loop.call_later(_ACCEPT_RETRY_DELAY, self._resume_accepting, listening)
+                return
+            address = str(peer[0]) if isinstance(peer, tuple) else "unknown"
+            if not self._admit(address):
+                sock.close()
+                continue
+            fd = sock.detach()  # from here a bare fd: no socket object lives while it waits
+            self._serial += 1
+            accepted_at = time.monotonic()
+            self._waiting[fd] = (address, accepted_at, self._serial)
+            self._deadlines.append((accepted_at + self._wait_limit, fd, self._serial))
+            self._waiting_fds.register(fd, selectors.EVENT_READ)
+            if self._expiry is None:
+                self._expiry = self._loop.call_at(self._loop.time() + self._wait_limit, self._expire)
+
+    def _resume_accepting(self, listening: socket.socket) -> None:
+        if not self._closed:
+            self._loop.add_reader(listening.fileno(), self._accept, listening)
+
+    def _on_ready(self) -> None:
+        self._forget_handed_over()
+        for key, _ in self._waiting_fds.select(0)[:_READY_BATCH]:
+            fd = key.fd
+            address, accepted_at, _serial = self._waiting.pop(fd)
+            self._waiting_fds.unregister(fd)
+            sock = socket.socket(fileno=fd)
+            try:
+                closed_by_peer = sock.recv(1, socket.MSG_PEEK) == b""
+            except (BlockingIOError, InterruptedError):
+                closed_by_peer = False  # a spurious wakeup: the handover's transport waits for the bytes
+            except OSError:
+                closed_by_peer = True  # reset by the peer
+            if closed_by_peer:
+                sock.close()
+                self._gone(address, False)
+                continue
+            self._hand_over(sock, address, accepted_at)
+
+    def _forget_handed_over(self) -> None:
+        """Drop the deadlines at the head of the queue whose connections are no longer waiting (handed over or
+        gone; the fd may be another connection's by now): real clients send at once, so the queue stays short."""
+        deadlines, waiting = self._deadlines, self._waiting
+        while deadlines:
+            _, fd, serial = deadlines[0]
+            entry = waiting.get(fd)
+            if entry is not None and entry[2] == serial:
+                return
+            deadlines.popleft()
+
+    def _expire(self) -> None:
+        self._expiry = None
+        now = time.monotonic()
+        deadlines = self._deadlines
+        for _ in range(_EXPIRE_BATCH):
+            self._forget_handed_over()
+            if not deadlines:
+                return
+            deadline, fd, _ = deadlines[0]
+            if deadline > now:
+                self._expiry = self._loop.call_at(self._loop.time() + (deadline - now), self._expire)
+                return
+            deadlines.popleft()
+            self._drop(fd, expired=True)
+        self._expiry = self._loop.call_soon(self._expire)  # more are due: after the others waiting for the loop
+
+    def _drop(self, fd: int, *, expired: bool) -> None:
+        address = self._waiting.pop(fd)[0]
+        self._waiting_fds.unregister(fd)
+        socket.socket(fileno=fd).close()
+        self._gone(address, expired)
 
 
 async def open_streams(
-    transport: asyncio.Transport, tls: ssl.SSLContext | None, *, limit: int
+    sock: socket.socket, tls: ssl.SSLContext | None, *, limit: int
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A kept connection's streams (``limit``: the reader's buffer limit), after the TLS handshake when ``tls`` is
-    given. Bound the handshake with the caller's timeout; a cancelled or failed one closes the transport.
+    """A handed-over connection's streams (``limit``: the reader's buffer limit), after the TLS handshake when
+    ``tls`` is given. Bound the handshake with the caller's timeout; the caller closes ``sock`` if this fails.
 
     :raises OSError: the TLS handshake failed (``ssl.SSLError``) or the peer went away.
     """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limit, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    if tls is not None:
-        upgraded = await loop.start_tls(transport, protocol, tls, server_side=True)  # it resumes reading
-        if upgraded is None:
-            raise ConnectionResetError("the connection ended during the TLS handshake")
-        stream_transport = upgraded
-    else:
-        transport.set_protocol(protocol)
-        stream_transport = transport
-    protocol.connection_made(stream_transport)
-    if tls is None:
-        transport.resume_reading()
-    return reader, asyncio.StreamWriter(stream_transport, protocol, reader, loop)
+    # no handshake timeout of asyncio's own (60 s): the caller's deadline is the login's
+    transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock, ssl=tls)
+    return reader, asyncio.StreamWriter(transport, protocol, reader, loop)

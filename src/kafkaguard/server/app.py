@@ -1,9 +1,10 @@
 """The server: listeners, connection limits, the background sync with other processes, and clean shutdown.
 
 Each accepted TCP connection is first admitted or refused (``admission``: per address, creation rate, per listener,
-in all) before anything is read from it or a TLS handshake starts (``accept``); a refusal closes it, and is counted
-and logged rate-limited (``Services.refusals``). A SASL listener's client must log in within
-``sasl_login_timeout_seconds`` of its TCP accept, TLS handshake included.
+in all) before anything is read from it or a TLS handshake starts; a refusal closes it, and is counted and logged
+rate-limited (``Services.refusals``). An admitted connection waits as a bare file descriptor until it sends its first
+bytes (``accept.Doorway``), and only then gets streams, a TLS handshake and a task. A SASL listener's client must
+log in within ``sasl_login_timeout_seconds`` of its TCP accept, the wait and the TLS handshake included.
 
 ``KafkaServer(services)`` is started and stopped by its owner (tests start it on port 0 and read
 ``bound_listeners``); ``run(settings)`` is what ``kafkaguard serve`` calls: it serves until SIGTERM/SIGINT, then
@@ -18,6 +19,7 @@ import functools
 import gc
 import logging
 import signal
+import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -28,10 +30,11 @@ from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
 from kafkaguard.model import java_host
-from kafkaguard.server.accept import listen, open_streams
+from kafkaguard.server.accept import Doorway, open_streams
 from kafkaguard.server.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.connection import Connection, ListenerContext
+from kafkaguard.server.descriptors import reserve_descriptors
 from kafkaguard.server.scope import BrokerInfo
 from kafkaguard.server.sessions import SessionRegistry
 
@@ -42,12 +45,14 @@ log = logging.getLogger(__name__)
 NODE_ID = 1
 #: A connection's read buffer limit (asyncio's StreamReader pauses the socket above twice this).
 _STREAM_LIMIT = 64 * 1024
+#: File descriptors reserved besides the connections' (listeners, store, logs, the proxy's per-broker ports).
+_OTHER_DESCRIPTORS = 1024
 
 
 @dataclass(frozen=True)
 class _Bound:
     listener: Listener
-    server: asyncio.Server
+    doorway: Doorway
     port: int
 
 
@@ -82,6 +87,8 @@ class KafkaServer:
         :raises InvalidConfigError: a listener cannot be bound, or TLS is configured wrongly.
         """
         self.sessions.start()  # before the first connection: no login may miss a credential change
+        # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
+        reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
         for listener in self.services.settings.parsed_listeners:
             await self.bind(listener)
         if self.audit is not None:
@@ -95,12 +102,10 @@ class KafkaServer:
     async def stop(self) -> None:
         """Stop accepting, finish open connections' current requests, flush the audit log."""
         for bound in self._bound:
-            bound.server.close()
+            bound.doorway.close()
         for task in list(self._connections):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
-        for bound in self._bound:
-            await bound.server.wait_closed()
         self.sessions.stop()
         if self._sync_task is not None:
             self._sync_task.cancel()
@@ -119,14 +124,23 @@ class KafkaServer:
         :raises InvalidConfigError: it cannot be bound, or TLS is configured wrongly (the server is stopped).
         """
         context = self._tls_context() if listener.protocol.uses_tls else None
+        settings = self.services.settings
         try:
-            server = await listen(
-                listener.host or None, listener.port, functools.partial(self._accept, listener, context)
+            doorway = await Doorway.open(
+                listener.host or None,
+                listener.port,
+                # a connection that sends nothing is closed when a client that sends would be
+                wait_limit=settings.sasl_login_timeout_seconds
+                if listener.protocol.uses_sasl
+                else settings.idle_timeout_seconds,
+                admit=functools.partial(self._admit, listener),
+                hand_over=functools.partial(self._hand_over, listener, context),
+                gone=functools.partial(self._gone, listener),
             )
         except OSError as e:
             await self.stop()
             raise InvalidConfigError(f"cannot listen on {listener}: {e.strerror}") from e
-        bound = _Bound(listener, server, server.sockets[0].getsockname()[1])
+        bound = _Bound(listener, doorway, doorway.port)
         self._bound.append(bound)
         log.info("listening on %s://%s:%d", listener.protocol.value, listener.host, bound.port)
         return Listener(listener.protocol, listener.host, bound.port)
@@ -154,31 +168,51 @@ class KafkaServer:
 
     # ----------------------------------------------------------------------------------------------- internals
 
-    def _accept(self, listener: Listener, tls: ssl.SSLContext | None, transport: asyncio.Transport) -> None:
-        """A TCP connection was accepted on ``listener``, nothing read from it yet: admit it and serve it, or close
-        it (counted and logged rate-limited)."""
-        peer = transport.get_extra_info("peername")
-        address = java_host(str(peer[0])) if peer else "unknown"
+    def _admit(self, listener: Listener, peer: str) -> bool:
+        """A TCP connection was accepted on ``listener``, nothing read from it yet: admit it, or refuse it (counted
+        and logged rate-limited; the doorway closes it)."""
         counted = str(self.counted_as(listener))
-        decision = self.admission.admit(counted, address)
+        decision = self.admission.admit(counted, java_host(peer))
         if isinstance(decision, Refusal):
-            self.services.refusals.record(counted, decision.reason, address, decision.detail)
-            transport.close()
-            return
-        task = asyncio.get_running_loop().create_task(self._serve(listener, tls, transport, decision))
+            self.services.refusals.record(counted, decision.reason, java_host(peer), decision.detail)
+            return False
+        return True
+
+    def _gone(self, listener: Listener, peer: str, expired: bool) -> None:
+        """An admitted connection ended before it sent a byte."""
+        admission = Admission(str(self.counted_as(listener)), java_host(peer))
+        if expired and listener.protocol.uses_sasl:
+            timeout = self.services.settings.sasl_login_timeout_seconds
+            detail = f"sent nothing within sasl_login_timeout_seconds ({timeout:g} s)"
+            self.services.refusals.record(
+                admission.listener, RefusalReason.SASL_LOGIN_TIMEOUT, admission.address, detail
+            )
+        self.admission.release(admission)
+
+    def _hand_over(
+        self, listener: Listener, tls: ssl.SSLContext | None, sock: socket.socket, peer: str, accepted_at: float
+    ) -> None:
+        """An admitted connection sent its first bytes: serve it in a task of its own."""
+        admission = Admission(str(self.counted_as(listener)), java_host(peer))
+        task = asyncio.get_running_loop().create_task(self._serve(listener, tls, sock, admission, accepted_at))
         self._connections.add(task)
         task.add_done_callback(self._connections.discard)
 
     async def _serve(
-        self, listener: Listener, tls: ssl.SSLContext | None, transport: asyncio.Transport, admission: Admission
+        self,
+        listener: Listener,
+        tls: ssl.SSLContext | None,
+        sock: socket.socket,
+        admission: Admission,
+        accepted_at: float,
     ) -> None:
         settings = self.services.settings
-        login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
+        login_deadline = accepted_at + settings.sasl_login_timeout_seconds
         writer: asyncio.StreamWriter | None = None
         try:
             try:
-                async with asyncio.timeout(settings.sasl_login_timeout_seconds if tls is not None else None):
-                    reader, writer = await open_streams(transport, tls, limit=_STREAM_LIMIT)
+                async with asyncio.timeout_at(self._loop_time_of(login_deadline) if tls is not None else None):
+                    reader, writer = await open_streams(sock, tls, limit=_STREAM_LIMIT)
             except TimeoutError:
                 self.services.refusals.record(admission.listener, RefusalReason.SASL_LOGIN_TIMEOUT, admission.address,
                                               "TLS handshake not finished within sasl_login_timeout_seconds "
@@ -188,21 +222,25 @@ class KafkaServer:
                 log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
                 return
             connection = self.connection(listener, reader, writer)
-            connection.login_deadline = login_deadline  # from the TCP accept: the TLS handshake counts
+            connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
             await connection.run()
             if connection.violated and settings.protocol_violation_penalty_seconds > 0:
                 self.admission.penalize(admission.address, settings.protocol_violation_penalty_seconds)
         except asyncio.CancelledError:
-            pass  # stop() cancels open connections; the transport is closed below
+            pass  # stop() cancels open connections; the socket is closed below
         except Exception:
             # The last line of defence: a bug in a handler must close one connection, not the server.
             log.exception("unexpected error on a connection from %s", admission.address)
         finally:
             if writer is None:  # never handed over (a failed handshake, or stop() during it)
-                transport.close()
+                sock.close()
             else:  # the connection closes its stream itself; this only covers a connection that failed to start
                 writer.close()
             self.admission.release(admission)
+
+    @staticmethod
+    def _loop_time_of(monotonic: float) -> float:
+        return asyncio.get_running_loop().time() + (monotonic - time.monotonic())
 
     def _tls_context(self) -> ssl.SSLContext:
         settings = self.services.settings
