@@ -89,6 +89,17 @@ def _bind(host: str | None, port: int) -> list[socket.socket]:
     return sockets
 
 
+def _sent_anything(sock: socket.socket) -> bool | None:
+    """Whether the peer has sent bytes (True), closed or reset the connection (False), or neither yet (None);
+    nothing is read."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except (BlockingIOError, InterruptedError):
+        return None
+    except OSError:
+        return False
+
+
 class Doorway:
     """One listener's listening sockets and the connections accepted on them that have not sent a byte yet."""
 
@@ -170,9 +181,14 @@ class Doorway:
             if not self._admit(address):
                 sock.close()
                 continue
+            accepted_at = time.monotonic()
+            # Under load the client's first request is usually here already: no wait, no selector round trip.
+            sent = _sent_anything(sock)
+            if sent is not None:
+                self._dispatch(sock, sent, address, accepted_at)
+                continue
             fd = sock.detach()  # from here a bare fd: no socket object lives while it waits
             self._serial += 1
-            accepted_at = time.monotonic()
             self._waiting[fd] = (address, accepted_at, self._serial)
             self._deadlines.append((accepted_at + self._wait_limit, fd, self._serial))
             self._waiting_fds.register(fd, selectors.EVENT_READ)
@@ -190,17 +206,15 @@ class Doorway:
             address, accepted_at, _serial = self._waiting.pop(fd)
             self._waiting_fds.unregister(fd)
             sock = socket.socket(fileno=fd)
-            try:
-                closed_by_peer = sock.recv(1, socket.MSG_PEEK) == b""
-            except (BlockingIOError, InterruptedError):
-                closed_by_peer = False  # a spurious wakeup: the handover's transport waits for the bytes
-            except OSError:
-                closed_by_peer = True  # reset by the peer
-            if closed_by_peer:
-                sock.close()
-                self._gone(address, False)
-                continue
+            # a spurious wakeup (None) is handed over too: the transport waits for the bytes
+            self._dispatch(sock, _sent_anything(sock) is not False, address, accepted_at)
+
+    def _dispatch(self, sock: socket.socket, sent: bool, address: str, accepted_at: float) -> None:
+        if sent:
             self._hand_over(sock, address, accepted_at)
+        else:
+            sock.close()
+            self._gone(address, False)
 
     def _forget_handed_over(self) -> None:
         """Drop the deadlines at the head of the queue whose connections are no longer waiting (handed over or

@@ -125,6 +125,7 @@ class KafkaServer:
         """
         context = self._tls_context() if listener.protocol.uses_tls else None
         settings = self.services.settings
+        counted = str(self.counted_as(listener))  # the limits it counts against
         try:
             doorway = await Doorway.open(
                 listener.host or None,
@@ -133,9 +134,9 @@ class KafkaServer:
                 wait_limit=settings.sasl_login_timeout_seconds
                 if listener.protocol.uses_sasl
                 else settings.idle_timeout_seconds,
-                admit=functools.partial(self._admit, listener),
-                hand_over=functools.partial(self._hand_over, listener, context),
-                gone=functools.partial(self._gone, listener),
+                admit=functools.partial(self._admit, counted),
+                hand_over=functools.partial(self._hand_over, listener, counted, context),
+                gone=functools.partial(self._gone, listener, counted),
             )
         except OSError as e:
             await self.stop()
@@ -168,19 +169,19 @@ class KafkaServer:
 
     # ----------------------------------------------------------------------------------------------- internals
 
-    def _admit(self, listener: Listener, peer: str) -> bool:
+    def _admit(self, counted: str, peer: str) -> bool:
         """A TCP connection was accepted on ``listener``, nothing read from it yet: admit it, or refuse it (counted
         and logged rate-limited; the doorway closes it)."""
-        counted = str(self.counted_as(listener))
-        decision = self.admission.admit(counted, java_host(peer))
+        address = java_host(peer)
+        decision = self.admission.admit(counted, address)
         if isinstance(decision, Refusal):
-            self.services.refusals.record(counted, decision.reason, java_host(peer), decision.detail)
+            self.services.refusals.record(counted, decision.reason, address, decision.detail)
             return False
         return True
 
-    def _gone(self, listener: Listener, peer: str, expired: bool) -> None:
+    def _gone(self, listener: Listener, counted: str, peer: str, expired: bool) -> None:
         """An admitted connection ended before it sent a byte."""
-        admission = Admission(str(self.counted_as(listener)), java_host(peer))
+        admission = Admission(counted, java_host(peer))
         if expired and listener.protocol.uses_sasl:
             timeout = self.services.settings.sasl_login_timeout_seconds
             detail = f"sent nothing within sasl_login_timeout_seconds ({timeout:g} s)"
@@ -190,10 +191,16 @@ class KafkaServer:
         self.admission.release(admission)
 
     def _hand_over(
-        self, listener: Listener, tls: ssl.SSLContext | None, sock: socket.socket, peer: str, accepted_at: float
+        self,
+        listener: Listener,
+        counted: str,
+        tls: ssl.SSLContext | None,
+        sock: socket.socket,
+        peer: str,
+        accepted_at: float,
     ) -> None:
         """An admitted connection sent its first bytes: serve it in a task of its own."""
-        admission = Admission(str(self.counted_as(listener)), java_host(peer))
+        admission = Admission(counted, java_host(peer))
         task = asyncio.get_running_loop().create_task(self._serve(listener, tls, sock, admission, accepted_at))
         self._connections.add(task)
         task.add_done_callback(self._connections.discard)
