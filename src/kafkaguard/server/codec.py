@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NewType, cast
+from typing import Any, NewType, TypeVar, cast
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -71,6 +71,8 @@ class UnsupportedRequest(ProtocolError):
         self.correlation_id = correlation_id
 
 
+T = TypeVar("T")
+
 #: API → (lowest, highest) version offered; the server's is ``SUPPORTED_VERSIONS``, the proxy's is negotiated.
 Versions = Mapping[ApiKey, tuple[int, int]]
 
@@ -113,16 +115,36 @@ def decode_request(
 def encode_response(api_key: ApiKey, api_version: int, correlation_id: int, body: Any) -> bytes:
     """One framed response: response header (v0 for ApiVersions and non-flexible APIs, else v1) and body.
 
-    ``body`` is a kio response entity, or the body's bytes already encoded (handlers that write large responses
-    by hand, see ``handlers.acl_encoding``).
+    ``body`` is a kio response entity (one made by ``constant_response`` is written from its bytes), or the body's
+    bytes already encoded (handlers that write large responses by hand, see ``handlers.acl_encoding``).
     """
     buffer = io.BytesIO()
     write_response_header(buffer, api_key, api_version, correlation_id)
     if isinstance(body, bytes):
         buffer.write(body)
+    elif (constant := _CONSTANT_BODIES.get(id(body))) is not None and constant[0] is body:
+        buffer.write(constant[1])
     else:
         writer_for(type(body))(buffer, body)
     return encode_frame(buffer.getvalue())
+
+
+#: Bodies answered again and again (``constant_response``), by identity: the entity (kept alive, so its id stays
+#: its own) and its bytes. A memo: emptied when full, which costs only encoding them again.
+_CONSTANT_BODIES: dict[int, tuple[object, bytes]] = {}
+_CONSTANT_BODIES_MAX = 256
+
+
+def constant_response(body: T) -> T:
+    """``body`` (a kio response entity, immutable), its encoding remembered for ``encode_response``. For answers
+    every connection gets the same, such as ApiVersions': encoding its ~60 entries was a third of the server's
+    time on connections that only connect, ask ApiVersions and close (``bench_regression``)."""
+    buffer = io.BytesIO()
+    writer_for(type(body))(buffer, body)
+    if len(_CONSTANT_BODIES) >= _CONSTANT_BODIES_MAX:
+        _CONSTANT_BODIES.clear()
+    _CONSTANT_BODIES[id(body)] = (body, buffer.getvalue())
+    return body
 
 
 def write_response_header(buffer: io.BytesIO, api_key: ApiKey, api_version: int, correlation_id: int) -> None:

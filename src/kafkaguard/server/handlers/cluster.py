@@ -7,7 +7,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import ApiKey, authorized_operations
 from kafkaguard.model import CLUSTER_NAME, AclOperation, ResourceType
 from kafkaguard.server.build import NO_THROTTLE, build, nested
-from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions, response_schema
+from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions, constant_response, response_schema
 from kafkaguard.server.messages import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -20,11 +20,30 @@ from kafkaguard.server.scope import RequestScope
 OPERATIONS_NOT_REQUESTED = -(2**31)
 
 
+#: The answers made so far, by (version, error, the versions mapping's identity): every connection asks, and gets
+#: the same answer (``constant_response``). A versions mapping is never changed once made (the server's, or what
+#: the proxy negotiated); it is kept in the entry so that its id stays its own.
+_ANSWERS: dict[tuple[int, ErrorCode, int], tuple[Versions, ApiVersionsResponse]] = {}
+_ANSWERS_MAX = 64
+
+
 def api_versions_response(
     api_version: int, error: ErrorCode = ErrorCode.none, versions: Versions = SUPPORTED_VERSIONS
 ) -> ApiVersionsResponse:
     """Our versions; also the v0 answer to an ApiVersions version we do not support (with UNSUPPORTED_VERSION),
     so that the client can retry with one we do."""
+    key = (api_version, error, id(versions))
+    made = _ANSWERS.get(key)
+    if made is not None and made[0] is versions:
+        return made[1]
+    response = constant_response(_api_versions(api_version, error, versions))
+    if len(_ANSWERS) >= _ANSWERS_MAX:
+        _ANSWERS.clear()
+    _ANSWERS[key] = (versions, response)
+    return response
+
+
+def _api_versions(api_version: int, error: ErrorCode, versions: Versions) -> ApiVersionsResponse:
     cls: type[ApiVersionsResponse] = response_schema(ApiKey.API_VERSIONS, api_version)
     version_cls = nested(cls, "ApiVersion")
     keys = tuple(
