@@ -21,7 +21,6 @@ import logging
 import signal
 import socket
 import ssl
-import sys
 import time
 from dataclasses import dataclass
 
@@ -46,10 +45,6 @@ log = logging.getLogger(__name__)
 NODE_ID = 1
 #: A connection's read buffer limit (asyncio's StreamReader pauses the socket above twice this).
 _STREAM_LIMIT = 64 * 1024
-#: How long another thread may hold the GIL while the event loop waits for it (CPython's default: 5 ms). Large
-#: frames are checked and decoded on worker threads; under 16 logged-in clients each sending a 1 MiB frame a second,
-#: the loop waited up to the default 5 ms for each of those checks (``bench_abuse``: watchdog p99 2.8 ms).
-GIL_SWITCH_INTERVAL = 0.001
 #: File descriptors reserved besides the connections' (listeners, store, logs, the proxy's per-broker ports).
 _OTHER_DESCRIPTORS = 1024
 
@@ -269,7 +264,6 @@ class KafkaServer:
 async def serve(settings: Settings, server_type: type[KafkaServer] = KafkaServer) -> None:
     """Build the services, serve until SIGTERM or SIGINT, then shut down cleanly (``server_type``: the proxy's
     ``ProxyServer`` for ``kafkaguard proxy``)."""
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL)
     services = await asyncio.to_thread(build_services, settings)
     server = server_type(services)
     try:
