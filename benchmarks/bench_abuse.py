@@ -320,6 +320,8 @@ def _attacks() -> list[Attack]:
         Attack("delete-topics", f"DeleteTopics v4, {n['delete-topics']:,} distinct names (1 MiB)", "items",
                ("serve",), 1),
         Attack("idle", "idle connection flood (connections that send nothing)", "idle", both, IDLE_CONNECTIONS),
+        Attack("idle-hello", "idle connection flood after one ApiVersions each (then nothing)", "idle", both,
+               IDLE_CONNECTIONS),
         Attack("api-versions-tagged", "pre-auth ApiVersions v3, 512 KiB of empty unknown tagged fields", "preauth",
                both, 4),
         Attack("junk", "pre-auth junk frames of 512 KiB", "preauth", both, 4),
@@ -467,7 +469,11 @@ def _attacker_child(order: AttackOrder, pipe: PipeEnd) -> None:
         return  # the run ended before this attack began
     if command != "go":
         return
-    stats = idle_flood(order, port) if order.attack.kind == "idle" else asyncio.run(_attack(order, port, frame_bytes))
+    if order.attack.kind == "idle":
+        hello = frame(encode_request(api_versions_request(), 1)) if order.attack.key == "idle-hello" else b""
+        stats = idle_flood(order, port, hello)
+    else:
+        stats = asyncio.run(_attack(order, port, frame_bytes))
     pipe.send(("done", stats))
 
 
@@ -577,10 +583,11 @@ def established_at(port: int) -> int:
         return sum(1 for line in table if (fields := line.split())[1] == local and fields[3] == "01")
 
 
-def idle_flood(order: AttackOrder, port: int) -> AttackStats:
+def idle_flood(order: AttackOrder, port: int, hello: bytes = b"") -> AttackStats:
     """Open connections that send nothing (``IDLE_CONNECTS_PER_S``, at most ``IDLE_CONNECTS_IN_FLIGHT`` connecting at
     once, from the sources in turn) until ``order.connections`` are open; open more when the server closes some; hold
-    them to the window's end.
+    them to the window's end. With ``hello`` (a frame), each sends it once connected, then nothing (its answer is
+    read and dropped): the server must then hold a served connection, not one waiting for its first bytes.
 
     Plain non-blocking sockets and epoll rather than asyncio: a connect costs the attacker a few syscalls."""
     stats = AttackStats()
@@ -633,6 +640,9 @@ def idle_flood(order: AttackOrder, port: int) -> AttackStats:
                     if opened > stats.peak_open:
                         stats.peak_open, stats.ramp_s = opened, time.perf_counter() - start
                     poller.modify(fd, select.EPOLLIN | select.EPOLLRDHUP)
+                    if hello:
+                        with contextlib.suppress(OSError):
+                            sock.send(hello)  # a few dozen bytes: the socket buffer takes them at once
                     if not events & (select.EPOLLIN | select.EPOLLRDHUP | select.EPOLLHUP | select.EPOLLERR):
                         continue
                 if not _still_open(sock):  # end of stream or reset: the server closed it
@@ -1421,7 +1431,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="shorter windows and fewer attacks (a demo, not a result)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--target", choices=["serve", "proxy"], action="append", help="only this target (repeatable)")
-    parser.add_argument("--only", action="append", default=[], choices=[*ITEM_ARRAYS, "idle", *PREAUTH_FRAMES],
+    attacks = [*ITEM_ARRAYS, "idle", "idle-hello", *PREAUTH_FRAMES]
+    parser.add_argument("--only", action="append", default=[], choices=attacks,
                         help="only this attack (repeatable)")  # fmt: skip
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
                         help="a kafkaguard setting for every target process (its config file key)")  # fmt: skip

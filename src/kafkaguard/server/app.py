@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import gc
 import logging
 import signal
 import socket
@@ -30,9 +29,10 @@ from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
 from kafkaguard.model import java_host
-from kafkaguard.server.accept import Doorway, open_streams
+from kafkaguard.server.accept import Doorway, forget_read_callback, open_streams, socket_transport
 from kafkaguard.server.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.server.audit_log import AuditLog
+from kafkaguard.server.collector import Collector
 from kafkaguard.server.connection import Connection, ListenerContext
 from kafkaguard.server.descriptors import reserve_descriptors
 from kafkaguard.server.scope import BrokerInfo
@@ -78,6 +78,7 @@ class KafkaServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._sync_task: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
+        self.collector = Collector()
 
     # ----------------------------------------------------------------------------------------------- lifecycle
 
@@ -93,10 +94,9 @@ class KafkaServer:
             await self.bind(listener)
         if self.audit is not None:
             self.audit.start()
-        # The loaded ACL set is long-lived: move it out of the cyclic GC's reach so that collections triggered by
-        # request garbage do not walk 100k ACL objects (measured: GC pauses of up to 58 ms at 10k ACLs).
-        gc.collect()
-        gc.freeze()
+        # The loaded ACL set and every open connection are long-lived: kept out of the cyclic GC's reach so that
+        # collections do not walk them (measured: pauses of up to 58 ms at 10k ACLs, ~170 ms at 8,000 connections).
+        self.collector.start()
         self._sync_task = asyncio.create_task(follow_store(self.services), name="store-sync")
 
     async def stop(self) -> None:
@@ -114,6 +114,7 @@ class KafkaServer:
             self._sync_task = None
         if self.audit is not None:
             await self.audit.stop()
+        await self.collector.stop()
         self.services.refusals.flush()
         self._bound.clear()
         self._stopped.set()
@@ -216,6 +217,7 @@ class KafkaServer:
         settings = self.services.settings
         login_deadline = accepted_at + settings.sasl_login_timeout_seconds
         writer: asyncio.StreamWriter | None = None
+        transport: asyncio.BaseTransport | None = None
         try:
             try:
                 async with asyncio.timeout_at(self._loop_time_of(login_deadline) if tls is not None else None):
@@ -228,6 +230,7 @@ class KafkaServer:
             except OSError as e:
                 log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
                 return
+            transport = socket_transport(writer.transport)
             connection = self.connection(listener, reader, writer)
             connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
             await connection.run()
@@ -243,6 +246,8 @@ class KafkaServer:
                 sock.close()
             else:  # the connection closes its stream itself; this only covers a connection that failed to start
                 writer.close()
+            if transport is not None:
+                forget_read_callback(transport)
             self.admission.release(admission)
 
     @staticmethod
