@@ -1,0 +1,54 @@
+"""The proxy's upstream login derives its salted password (PBKDF2: up to ~1 s at the iteration counts a broker may
+ask for) on a worker thread, never on the event loop; tried against a real ``kafkaguard serve`` as the upstream,
+which speaks SCRAM as Kafka does."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.scram import ScramMechanism
+from kafkaguard.scram.client import ScramClientSession
+from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+
+
+@pytest.fixture
+def upstream(tmp_path: Path) -> Iterator[ServerHandle]:
+    """A kafkaguard server with only a SASL_PLAINTEXT listener, as the proxy's upstream."""
+    handle = start_server(tmp_path, TlsFiles(tmp_path / "unused.pem", tmp_path / "unused.key"),
+                          listeners=["SASL_PLAINTEXT://127.0.0.1:0"], ssl_certfile=None, ssl_keyfile=None)  # fmt: skip
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def test_the_salted_password_is_derived_off_the_loop(upstream: ServerHandle, monkeypatch: pytest.MonkeyPatch):
+    threads: list[str] = []
+    original = ScramClientSession.final_message
+
+    def recording(self: ScramClientSession, server_first: bytes) -> bytes:
+        threads.append(threading.current_thread().name)
+        return original(self, server_first)
+
+    monkeypatch.setattr(ScramClientSession, "final_message", recording)
+
+    async def login() -> str:
+        security = UpstreamSecurity(UpstreamProtocol.SASL_PLAINTEXT, ScramMechanism.SCRAM_SHA_256, ADMIN,
+                                    ADMIN_PASSWORD)  # fmt: skip
+        connection = UpstreamConnection([Address(*upstream.sasl)], security, timeout=10)
+        try:
+            await connection.connect()
+            assert connection.connected
+        finally:
+            connection.close()
+        return threading.current_thread().name
+
+    loop_thread = asyncio.run(login())
+    assert len(threads) == 1
+    assert threads[0] != loop_thread
