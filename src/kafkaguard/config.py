@@ -9,6 +9,8 @@ instead of silently ignored.
 from __future__ import annotations
 
 import ipaddress
+import json
+import logging
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -28,6 +30,8 @@ from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model.host import cidr_error, java_host
 from kafkaguard.store.url import StoreUrl
+
+log = logging.getLogger(__name__)
 
 
 class SecurityProtocol(Enum):
@@ -448,4 +452,51 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in e.errors())
         raise InvalidConfigError(f"invalid configuration: {problems}") from None
-    return Settings.model_construct(**{name: getattr(loaded, name) for name in Settings.model_fields})
+    values = {name: getattr(loaded, name) for name in Settings.model_fields}
+    # which were given (flag, environment, file) stays known: with_served_settings fills in only the others
+    return Settings.model_construct(_fields_set=set(loaded.model_fields_set), **values)
+
+
+#: What a running server (``serve``, ``proxy``) records in its data directory for the offline commands.
+SERVED_SETTINGS_FILE = "served-settings.json"
+#: The settings recorded: what decides who may do what besides the ACLs.
+_SERVED_KEYS = ("super_users", "allow_everyone_if_no_acl_found")
+
+
+def record_served_settings(settings: Settings, served_by: str) -> None:
+    """Write the authorization settings a server runs with into its data directory (``served-settings.json``), so
+    that ``kafkaguard can`` / ``who-can`` with ``--data-dir`` answer as that server decides. A failure to write is
+    logged, not fatal: the offline commands then say the super users are unknown.
+    """
+    record = {key: getattr(settings, key) for key in _SERVED_KEYS} | {"served_by": served_by}
+    path = settings.data_dir / SERVED_SETTINGS_FILE
+    try:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(record, indent=2) + "\n")
+        temporary.replace(path)  # whole or not at all
+    except OSError as e:
+        log.warning("cannot record the served settings in %s: %s", path, e.strerror)
+
+
+def with_served_settings(settings: Settings) -> tuple[Settings, str | None]:
+    """``settings`` with the super users and the no-ACL rule a server recorded in its data directory, where they
+    were not given (flag, environment or config file); and which server recorded them (None: nothing used).
+
+    :raises InvalidConfigError: the file exists but is not what a server writes.
+    """
+    missing = [key for key in _SERVED_KEYS if key not in settings.model_fields_set]
+    path = settings.data_dir / SERVED_SETTINGS_FILE
+    if not missing or not path.is_file():
+        return settings, None
+    try:
+        record = json.loads(path.read_text())
+        values = {key: record[key] for key in missing}
+        served_by = str(record["served_by"])
+        parse_super_users(values.get("super_users", ""))
+        if not isinstance(values.get("allow_everyone_if_no_acl_found", False), bool):
+            raise TypeError("allow_everyone_if_no_acl_found is not a boolean")
+    except (OSError, ValueError, KeyError, TypeError, InvalidConfigError) as e:
+        raise InvalidConfigError(f"{path} is not a record of a server's settings ({e}); delete it, or start the "
+                                 "server once to write it again") from None  # fmt: skip
+    return settings.model_copy(update=values), served_by

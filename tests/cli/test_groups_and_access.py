@@ -96,3 +96,45 @@ def test_who_can_expands_groups_and_names_cidr_rows(tmp_path: Path) -> None:
     assert "any principal (User:*) from *: allowed DESCRIBE" in out
     code, out = run("who-can", "--topic", "a", "--group", "b", "--data-dir", str(tmp_path))
     assert code == 2 and "exactly one resource" in out
+
+
+def record_as_a_server(data_dir: Path, **settings: object) -> None:
+    """What ``serve`` and ``proxy`` do at start: record their authorization settings in the data directory."""
+    from kafkaguard.config import record_served_settings
+
+    record_served_settings(load_settings(None, data_dir=data_dir, **settings), "kafkaguard serve")
+
+
+def test_who_can_lists_the_super_users_the_server_of_the_data_directory_runs_with(tmp_path: Path) -> None:
+    prepare(tmp_path)
+    code, out = run("who-can", "--topic", "orders-eu", "--data-dir", str(tmp_path))
+    assert code == 0
+    assert "no super users known: no server has recorded its settings" in out
+    assert "super users (every operation)" not in out
+    record_as_a_server(tmp_path, super_users="User:admin;User:ops")
+    code, out = run("who-can", "--topic", "orders-eu", "--data-dir", str(tmp_path))
+    assert code == 0
+    assert "super users (every operation): User:admin, User:ops" in out
+    assert "as kafkaguard serve recorded them in" in out
+    code, out = run("can", "User:ops", "--data-dir", str(tmp_path), "--json")
+    assert code == 0 and json.loads(out)["super_user"] is True
+
+
+def test_settings_given_to_the_command_win_over_the_recorded_ones(tmp_path: Path) -> None:
+    prepare(tmp_path)
+    record_as_a_server(tmp_path, super_users="User:admin")
+    config = tmp_path / "c.yaml"
+    config.write_text(f"data_dir: {tmp_path}\nsuper_users: 'User:root'\n")
+    code, out = run("who-can", "--topic", "orders-eu", "--config", str(config))
+    assert code == 0
+    assert "super users (every operation): User:root" in out
+    assert "User:admin" not in out
+
+
+def test_a_damaged_record_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    prepare(tmp_path)
+    (tmp_path / "served-settings.json").write_text('{"super_users": 7}')
+    code, out = run("who-can", "--topic", "orders-eu", "--data-dir", str(tmp_path))
+    assert code == 2
+    assert "served-settings.json is not a record of a server's settings" in out
+    assert "start the server once to write it again" in out

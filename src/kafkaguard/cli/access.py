@@ -53,7 +53,7 @@ def can(
     reason = principal_error(principal)
     if reason is not None:
         fail(reason, 2)
-    with store_services(config, data_dir) as services:
+    with store_services(config, data_dir, as_served=True, quiet=output_json) as services:
         if bootstrap_server is not None:
             properties = load_properties(command_config) if command_config is not None else None
             try:
@@ -82,7 +82,7 @@ def who_can_command(
 ) -> None:
     """Who can act on one resource: every principal and host its ACLs name (groups expanded), decided."""
     resource_type, name = resource_of(topic, group, cluster, transactional_id, delegation_token, user_principal)
-    with store_services(config, data_dir) as services:
+    with store_services(config, data_dir, as_served=True, quiet=output_json) as services:
         answer = who_can(services.authorizer.snapshot, resource_type, name)
     if output_json:
         typer.echo(json.dumps(holders_json(answer), indent=2))

@@ -15,7 +15,7 @@ import typer
 
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.cli.output import fail
-from kafkaguard.config import load_settings
+from kafkaguard.config import SERVED_SETTINGS_FILE, load_settings, with_served_settings
 from kafkaguard.errors import KafkaguardError
 
 app = typer.Typer(no_args_is_help=True, help="Principal groups: Group:NAME in an ACL applies to every member.")
@@ -27,10 +27,26 @@ Members = Annotated[list[str], typer.Argument(help="Member principals, e.g. User
 
 
 @contextmanager
-def store_services(config: Path | None, data_dir: Path | None) -> Iterator[Services]:
-    """The services of the configured store, closed afterwards; any kafkaguard error is one line and exit 2."""
+def store_services(
+    config: Path | None, data_dir: Path | None, *, as_served: bool = False, quiet: bool = False
+) -> Iterator[Services]:
+    """The services of the configured store, closed afterwards; any kafkaguard error is one line and exit 2.
+    ``as_served``: deciding as the server of that data directory does, with the super users and the no-ACL rule it
+    recorded (``served-settings.json``) where the config does not give them; which is said on stderr unless
+    ``quiet`` (JSON output)."""
     try:
-        services = build_services(load_settings(config, data_dir=data_dir))
+        settings = load_settings(config, data_dir=data_dir)
+        if as_served:
+            settings, served_by = with_served_settings(settings)
+            if quiet:
+                pass
+            elif served_by is not None:
+                typer.echo(f"(super users and allow_everyone_if_no_acl_found as {served_by} recorded them in "
+                           f"{settings.data_dir / SERVED_SETTINGS_FILE})", err=True)  # fmt: skip
+            elif not settings.super_users:
+                typer.echo("(no super users known: no server has recorded its settings in "
+                           f"{settings.data_dir}, and no --config gives them)", err=True)  # fmt: skip
+        services = build_services(settings)
     except KafkaguardError as e:
         fail(str(e), 2)
     try:

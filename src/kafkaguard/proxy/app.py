@@ -35,6 +35,8 @@ log = logging.getLogger(__name__)
 
 
 class ProxyServer(KafkaServer):
+    SERVED_BY = "kafkaguard proxy"
+
     def __init__(self, services: Services) -> None:
         super().__init__(services)
         settings = services.settings

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.bootstrap import Services, build_services
-from kafkaguard.config import Listener, Settings
+from kafkaguard.config import Listener, Settings, record_served_settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
 from kafkaguard.model import java_host
@@ -57,6 +57,9 @@ class _Bound:
 
 
 class KafkaServer:
+    #: Who records its settings in the data directory (``config.record_served_settings``).
+    SERVED_BY = "kafkaguard serve"
+
     def __init__(self, services: Services) -> None:
         self.services = services
         settings = services.settings
@@ -88,6 +91,8 @@ class KafkaServer:
         :raises InvalidConfigError: a listener cannot be bound, or TLS is configured wrongly.
         """
         self.sessions.start()  # before the first connection: no login may miss a credential change
+        # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
+        record_served_settings(self.services.settings, self.SERVED_BY)
         # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
         reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
         for listener in self.services.settings.parsed_listeners:
