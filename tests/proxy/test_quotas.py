@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
 from collections.abc import Sequence
 from typing import Any, cast
 
@@ -14,7 +13,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.proxy.handlers.fetch import _MeteringWriter, _upstream_throttle
-from kafkaguard.proxy.quotas import FETCH, PRODUCE, QuotaMeter, QuotaWindow, Rate, Throttled, meter_for, user_of
+from kafkaguard.proxy.quotas import FETCH, PRODUCE, QuotaMeter, QuotaWindow, Rate, Throttled, user_of
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store import MemoryQuotaStore, QuotaEntity
 
@@ -225,19 +224,22 @@ def test_max_fetch_bytes_is_what_the_quota_allows_in_one_go() -> None:
     assert m.max_fetch_bytes("bob", "app") is None
 
 
-def test_one_meter_per_quota_service_and_user_names() -> None:
-    service = quotas()
-    assert meter_for(service) is meter_for(service)
-    assert meter_for(service) is not meter_for(quotas())
+def test_user_names() -> None:
     assert user_of("User:alice") == "alice" and user_of("User:a:b") == "a:b"
 
 
-def test_throttled_replies() -> None:
-    assert Throttled.after("reply", 0) == "reply"
-    before = time.monotonic()
-    throttled = Throttled.after("reply", 1500)
+def test_throttled_replies_run_on_the_meters_clock() -> None:
+    clock = Clock()
+    m = QuotaMeter(Fixed(100.0), clock=clock)
+    assert m.throttled("reply", 0) == "reply"
+    clock.now = 5_000
+    throttled = m.throttled("reply", 1500)
     assert isinstance(throttled, Throttled) and throttled.reply == "reply"
-    assert before + 1.5 <= throttled.mute_until <= time.monotonic() + 1.5
+    assert throttled.mute_until_ms == 6_500
+    clock.now = 6_000
+    assert m.mute_left_ms(throttled) == 500
+    clock.now = 7_000
+    assert m.mute_left_ms(throttled) == -500
 
 
 # --------------------------------------------------------------------------------------------- relayed answers

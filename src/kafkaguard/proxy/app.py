@@ -23,6 +23,7 @@ from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.connection import HANDLERS, ProxyConnection, ProxyListenerContext
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
+from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.versions import negotiate
 from kafkaguard.scram import ScramMechanism
@@ -43,6 +44,8 @@ class ProxyServer(KafkaServer):
         problem = check_listeners(settings.parsed_listeners)
         if problem is not None:
             raise InvalidConfigError(problem)
+        #: Client quotas' byte rates, one meter for every connection of this proxy (Kafka's per-broker sensors).
+        self.meter = QuotaMeter(services.quotas)
         if not settings.upstream_servers:
             raise InvalidConfigError("the proxy needs upstream: the upstream cluster's bootstrap servers, host:port")
         self.security = upstream_security(settings)
@@ -97,6 +100,7 @@ class ProxyServer(KafkaServer):
             security=self.security,
             versions=self.versions,
             timeout=self.services.settings.upstream_timeout_seconds,
+            meter=self.meter,
         )
         return ProxyConnection(context, reader, writer)
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +42,7 @@ from kafkaguard.proxy.handlers.offsets import list_offsets
 from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.nodes import NodeDirectory
-from kafkaguard.proxy.quotas import Throttled
+from kafkaguard.proxy.quotas import QuotaMeter, Throttled
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
 from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity, UpstreamUnavailable
 from kafkaguard.proxy.versions import CAPS, LOCAL
@@ -88,6 +87,7 @@ class ProxyListenerContext(ListenerContext):
     security: UpstreamSecurity
     versions: Versions
     timeout: float
+    meter: QuotaMeter
 
 
 class ProxyConnection(Connection):
@@ -142,15 +142,16 @@ class ProxyConnection(Connection):
             upstream=self.upstream,
             nodes=self.proxy.nodes,
             client=self.writer,
+            meter=self.proxy.meter,
         )
         reply = await HANDLERS[api_key](scope, request.body)
         if isinstance(reply, Throttled):
             await self._answer(api_key, header.api_version, header.correlation_id, reply.reply)
             # KIP-219: the answer went out at once; now the client is muted (its next request is not read) until the
             # throttle ends, as Kafka's broker mutes a throttled channel.
-            delay = reply.mute_until - time.monotonic()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            delay_ms = self.proxy.meter.mute_left_ms(reply)
+            if delay_ms > 0:
+                await asyncio.sleep(delay_ms / 1000)
             return
         await self._answer(api_key, header.api_version, header.correlation_id, reply)
 

@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -218,6 +217,17 @@ class QuotaMeter:
             rate.record(-value, now)
         return throttle
 
+    def throttled(self, reply: Any, throttle_ms: int) -> Any:
+        """``reply`` muted for ``throttle_ms`` from now on this meter's clock, or ``reply`` itself when there is no
+        throttle."""
+        if throttle_ms <= 0:
+            return reply
+        return Throttled(reply, self.clock() + throttle_ms)
+
+    def mute_left_ms(self, throttled: Throttled) -> int:
+        """How long the client of ``throttled`` (made by this meter) stays muted from now."""
+        return throttled.mute_until_ms - self.clock()
+
     def _meter(self, key: tuple[str, str, str], now: int) -> Rate:
         meters = self._meters
         rate = meters.get(key)
@@ -236,29 +246,12 @@ class QuotaMeter:
 
 @dataclass(frozen=True, slots=True)
 class Throttled:
-    """A handler's reply whose client is muted after it is sent: until ``mute_until`` (``time.monotonic()``
-    seconds), computed when the quota was charged (Kafka starts the throttle then, not when the response is out)."""
+    """A handler's reply whose client is muted after it is sent: until ``mute_until_ms`` on the clock of the meter
+    that charged it (``QuotaMeter.throttled``), computed when the quota was charged (Kafka starts the throttle then,
+    not when the response is out)."""
 
     reply: Any
-    mute_until: float
-
-    @staticmethod
-    def after(reply: Any, throttle_ms: int) -> Any:
-        """``reply`` muted for ``throttle_ms`` from now, or ``reply`` itself when there is no throttle."""
-        if throttle_ms <= 0:
-            return reply
-        return Throttled(reply, time.monotonic() + throttle_ms / 1000.0)
-
-
-_METERS: weakref.WeakKeyDictionary[Any, QuotaMeter] = weakref.WeakKeyDictionary()
-
-
-def meter_for(quotas: QuotaSource) -> QuotaMeter:
-    """The one meter of this process for ``quotas`` (the proxy's ``QuotaService``), created on first use."""
-    meter = _METERS.get(quotas)
-    if meter is None:
-        meter = _METERS[quotas] = QuotaMeter(quotas)
-    return meter
+    mute_until_ms: int
 
 
 def user_of(principal: str) -> str:

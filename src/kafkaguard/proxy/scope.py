@@ -10,6 +10,7 @@ from typing import Any, Final
 from kafkaguard.config import Listener
 from kafkaguard.proxy.links import ClientWriter
 from kafkaguard.proxy.nodes import NodeDirectory
+from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import UpstreamConnection
 from kafkaguard.proxy.wire import decode_response, encode_request
 from kafkaguard.server.scope import RequestScope
@@ -53,6 +54,8 @@ class ProxyScope(RequestScope):
     upstream: UpstreamConnection
     nodes: NodeDirectory
     client: ClientWriter
+    #: The proxy's one quota meter (``ProxyServer.meter``).
+    meter: QuotaMeter
 
     async def forward(self, body: Any = None) -> Forwarded:
         """Send the request upstream — as received when ``body`` is None, else ``body`` with the client's header

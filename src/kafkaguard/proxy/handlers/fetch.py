@@ -35,7 +35,7 @@ from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
 from kafkaguard.proxy.links import ClientWriter
 from kafkaguard.proxy.messages import FetchRequest
-from kafkaguard.proxy.quotas import FETCH, QuotaMeter, Throttled, meter_for, user_of
+from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
 from kafkaguard.proxy.scope import Forwarded, ProxyScope, Reply
 from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import encode_response, response_schema
@@ -46,7 +46,7 @@ NO_SESSION, FINAL_EPOCH = 0, -1
 
 
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
-    meter = meter_for(scope.services.quotas)
+    meter = scope.meter
     charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
     capped = limit is not None and request.max_bytes > limit
@@ -105,7 +105,7 @@ class _Charge:
         cls = response_schema(ApiKey.FETCH, self.scope.api_version)
         throttle = timedelta(milliseconds=max(throttle_ms, upstream_ms))
         body = build(cls, throttle_time=throttle, error_code=ErrorCode.none, session_id=NO_SESSION, responses=())
-        return Throttled.after(body, throttle_ms)
+        return self.meter.throttled(body, throttle_ms)
 
     def local(self, answer: Any) -> Reply:
         """An answer the proxy makes itself (every topic refused)."""

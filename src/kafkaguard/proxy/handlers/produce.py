@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
 from kafkaguard.proxy.messages import ProduceRequest
-from kafkaguard.proxy.quotas import PRODUCE, Throttled, meter_for, user_of
+from kafkaguard.proxy.quotas import PRODUCE, user_of
 from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
 from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.server.codec import response_schema
@@ -66,15 +66,15 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     fire_and_forget = request.acks == 0
     user, client_id = user_of(scope.context.principal), scope.client_id or ""
-    throttle_ms = meter_for(scope.services.quotas).record(PRODUCE, user, client_id, len(scope.payload))
+    throttle_ms = scope.meter.record(PRODUCE, user, client_id, len(scope.payload))
     if not denied:
         if fire_and_forget:
             await scope.forward_without_response()
-            return Throttled.after(NO_RESPONSE, throttle_ms)
+            return scope.meter.throttled(NO_RESPONSE, throttle_ms)
         if not throttle_ms:
             return await scope.relay()
         answer = (await scope.forward()).body()
-        return Throttled.after(_with_throttle(answer, throttle_ms), throttle_ms)
+        return scope.meter.throttled(_with_throttle(answer, throttle_ms), throttle_ms)
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:
@@ -85,10 +85,10 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
         cls = response_schema(ApiKey.PRODUCE, scope.api_version)
-        return Throttled.after(build(cls, responses=refused, throttle_time=throttle), throttle_ms)
+        return scope.meter.throttled(build(cls, responses=refused, throttle_time=throttle), throttle_ms)
     answer = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
     merged = rebuild(answer, responses=answer.responses + refused)
-    return Throttled.after(_with_throttle(merged, throttle_ms), throttle_ms)
+    return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
 
 
 def _with_throttle(answer: Any, throttle_ms: int) -> Any:
