@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from kafkaguard.authorizer.results import AclCreateResult, AclDeleteResult
 from kafkaguard.authorizer.rules import Decision, DefaultRule, MatchingAclRule, Rule, SuperUserRule
-from kafkaguard.authorizer.standard import (
-    AuthorizerSnapshot,
-    StandardAuthorizer,
-    groups_by_member,
-    members_by_group,
-    parse_super_users,
-)
+from kafkaguard.authorizer.standard import AuthorizerSnapshot, StandardAuthorizer, parse_super_users
+from kafkaguard.model.group import groups_by_member, members_by_group  # where they are defined; kept here too
 
 __all__ = [
     "AclCreateResult",

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from kafkaguard.authorizer.operations import covered_operations
-from kafkaguard.authorizer.standard import AuthorizerSnapshot, authorize_in, members_by_group
+from kafkaguard.authorizer.standard import AuthorizerSnapshot, authorize_in
 from kafkaguard.model import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
@@ -49,6 +49,7 @@ from kafkaguard.model import (
     parse_cidr,
     principal_matches,
 )
+from kafkaguard.model.group import members_by_group
 
 _O = AclOperation
 #: The operations Kafka supports per resource type (``AclEntry.supportedOperations``, with KIP-755's AUTO_CREATE):

@@ -45,6 +45,7 @@ from kafkaguard.model import (
     host_matches,
     principal_matches,
 )
+from kafkaguard.model.group import freeze_memberships
 
 ALLOWED, DENIED = AuthorizationResult.ALLOWED, AuthorizationResult.DENIED
 LITERAL = PatternType.LITERAL
@@ -88,33 +89,6 @@ def parse_super_users(value: str | Iterable[str]) -> frozenset[str]:
                 f"super.users: expected a string in format principalType:principalName but got {user}"
             )
     return frozenset(users)
-
-
-def freeze_memberships(memberships: Mapping[str, Iterable[str]]) -> Mapping[str, tuple[str, ...]]:
-    """Memberships as the snapshot keeps them: a new dict, each principal's groups sorted and deduplicated, the
-    principals in no group left out."""
-    frozen = {user: tuple(sorted(set(groups))) for user, groups in memberships.items()}
-    return {user: groups for user, groups in frozen.items() if groups}
-
-
-def groups_by_member(members_of: Mapping[str, Iterable[str]]) -> dict[str, tuple[str, ...]]:
-    """Group principal → its members, turned the way the snapshot keeps them: member → its group principals,
-    sorted and deduplicated."""
-    found: dict[str, set[str]] = {}
-    for group, members in members_of.items():
-        for member in members:
-            found.setdefault(member, set()).add(group)
-    return {member: tuple(sorted(groups)) for member, groups in found.items()}
-
-
-def members_by_group(memberships: Mapping[str, Iterable[str]]) -> dict[str, list[str]]:
-    """The reverse of ``groups_by_member``: member → its groups turned into group principal → its members, both
-    sorted."""
-    found: dict[str, set[str]] = {}
-    for member, groups in memberships.items():
-        for group in groups:
-            found.setdefault(group, set()).add(member)
-    return {group: sorted(members) for group, members in sorted(found.items())}
 
 
 def _new_id() -> AclId:

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkaguard.authorizer import StandardAuthorizer, groups_by_member, members_by_group, parse_super_users
+from kafkaguard.authorizer import StandardAuthorizer, parse_super_users
 from kafkaguard.errors import InvalidConfigError, InvalidGroupError
 from kafkaguard.model import AclId, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, acls_from_document, acls_to_document, binding_to_dict
+from kafkaguard.model.group import group_name, groups_by_member, member_error, members_by_group
 from kafkaguard.pipeline.errors import PipelineError
-from kafkaguard.service.groups import group_name, member_error
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,59 +16,14 @@ from __future__ import annotations
 
 import logging
 import threading
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.errors import InvalidGroupError
-from kafkaguard.model import GROUP_TYPE, WILDCARD_PRINCIPAL, is_group, principal_error
+from kafkaguard.model.group import group_name, member_error
 from kafkaguard.store.ports import GroupStore, MembershipChange, MembershipSnapshot
 
 log = logging.getLogger(__name__)
-
-#: The longest group name accepted (a principal name is a short identifier; this bounds what a client can store).
-MAX_GROUP_NAME = 255
-
-
-def group_name_error(name: str) -> str | None:
-    """Why ``name`` cannot name a group, or None when it can. ``Group:ops`` is accepted and read as ``ops``."""
-    if not name:
-        return "a group name must not be empty"
-    if len(name) > MAX_GROUP_NAME:
-        return f"a group name has at most {MAX_GROUP_NAME} characters; this one has {len(name)}"
-    if name == "*":
-        return "'*' is not a group; to grant something to every principal, write the ACL for User:*"
-    if ":" in name:
-        return f"a group name must not contain ':' (got {name!r}); write the name alone, e.g. ops for Group:ops"
-    if name != name.strip():
-        return f"a group name must not start or end with whitespace (got {name!r})"
-    if any(unicodedata.category(c) == "Cc" for c in name):
-        return f"a group name must not contain control characters (got {name!r})"
-    return None
-
-
-def member_error(principal: str) -> str | None:
-    """Why ``principal`` cannot be a group member, or None when it can."""
-    reason = principal_error(principal)
-    if reason is not None:
-        return reason
-    if principal == WILDCARD_PRINCIPAL:
-        return "User:* cannot be a group member: an ACL for User:* already applies to every principal"
-    if is_group(principal):
-        return f"{principal} is a group, and groups do not nest: add its members instead"
-    return None
-
-
-def group_name(text: str) -> str:
-    """The stored name of a group given as ``ops`` or ``Group:ops``.
-
-    :raises InvalidGroupError: it cannot name a group.
-    """
-    name = text[len(GROUP_TYPE) + 1 :] if is_group(text) else text
-    reason = group_name_error(name)
-    if reason is not None:
-        raise InvalidGroupError(reason)
-    return name
 
 
 class GroupService:

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
-from kafkaguard.authorizer import groups_by_member
 from kafkaguard.model import GROUP_TYPE, AclBinding, AclBindingFilter, AclId, StoredAcl
+from kafkaguard.model.group import groups_by_member
 from kafkaguard.scram import ScramCredential, ScramMechanism
 
 

@@ -11,7 +11,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.console.auth import Caller
 from kafkaguard.console.dependencies import ConsoleState, console_state, require
 from kafkaguard.console.schemas import ErrorOut, GroupListOut, GroupOut, MembersIn, Principal, Text
-from kafkaguard.service.groups import group_name
+from kafkaguard.model.group import group_name
 
 router = APIRouter(
     prefix="/api/groups",
