@@ -134,7 +134,11 @@ def _bootstrap_admin(services: Services) -> None:
     if settings.admin_user is None and settings.admin_password is None:
         return
     if settings.admin_user is None:
-        raise InvalidConfigError("admin_password is set but admin_user is not")
+        raise InvalidConfigError(
+            "admin_password is set (KAFKAGUARD_ADMIN_PASSWORD?) but admin_user is not: name the admin with "
+            "admin_user (config/kafkaguard.yaml names admin: pass --config config/kafkaguard.yaml), or unset "
+            "KAFKAGUARD_ADMIN_PASSWORD in this shell"
+        )
     if settings.admin_password is None:
         log.info(
             "admin_user %s: no KAFKAGUARD_ADMIN_PASSWORD given; existing credentials are kept "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kafkaguard import AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType, ResourcePattern
@@ -138,3 +139,12 @@ def test_a_damaged_record_is_refused_with_what_to_do(tmp_path: Path) -> None:
     assert code == 2
     assert "served-settings.json is not a record of a server's settings" in out
     assert "start the server once to write it again" in out
+
+
+def test_an_admin_password_without_an_admin_user_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """KAFKAGUARD_ADMIN_PASSWORD exported for scripts/run, then another command in the same shell."""
+    monkeypatch.setenv("KAFKAGUARD_ADMIN_PASSWORD", "change-me")
+    code, out = run("groups", "list", "--data-dir", str(tmp_path))
+    assert code == 2
+    assert "admin_password is set (KAFKAGUARD_ADMIN_PASSWORD?) but admin_user is not" in out
+    assert "pass --config config/kafkaguard.yaml" in out and "unset KAFKAGUARD_ADMIN_PASSWORD" in out
