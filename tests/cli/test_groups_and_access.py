@@ -141,7 +141,7 @@ def test_a_damaged_record_is_refused_with_what_to_do(tmp_path: Path) -> None:
     assert "start the server once to write it again" in out
 
 
-def test_an_admin_password_without_an_admin_user_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_admin_password_without_an_admin_user_says_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """KAFKAGUARD_ADMIN_PASSWORD exported for scripts/run, then another command in the same shell."""
     monkeypatch.setenv("KAFKAGUARD_ADMIN_PASSWORD", "change-me")
     code, out = run("groups", "list", "--data-dir", str(tmp_path))
