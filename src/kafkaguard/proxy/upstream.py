@@ -328,8 +328,11 @@ class UpstreamConnection:
         return decode_response(api_key, api_version, await self._read_answer(correlation_id))
 
     def close(self) -> None:
-        """Close the link and stop passing answers on (the client connection is ending)."""
+        """Close the link and stop passing answers on (the client connection is ending). The failure callback is
+        dropped: nobody is told of failures any more, and it is a bound method of the client connection, which held
+        the two in a reference cycle (``server.collector`` counts on connections that end leaving none)."""
         self._closing = True
+        self._on_failure = None
         if self._responder is not None:
             self._stop_responder()
         else:
