@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -29,6 +30,7 @@ from pydantic_settings import (
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model.host import cidr_error, java_host
+from kafkaguard.store.files import PRIVATE_MODE
 from kafkaguard.store.url import StoreUrl
 
 log = logging.getLogger(__name__)
@@ -473,7 +475,9 @@ def record_served_settings(settings: Settings, served_by: str) -> None:
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(record, indent=2) + "\n")
+        # private like every file of the data directory (store.files): it names the super users
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_MODE), "w") as out:
+            out.write(json.dumps(record, indent=2) + "\n")
         temporary.replace(path)  # whole or not at all
     except OSError as e:
         log.warning("cannot record the served settings in %s: %s", path, e.strerror)

@@ -9,12 +9,15 @@ import gc
 import socket
 import ssl
 import time
+from asyncio import selector_events
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from kafkaguard.server.collector import RECLAIM_AFTER_GROWTH, RECLAIM_INTERVAL, Collector
+from kafkaguard.server.collector import RECLAIM_AFTER_GROWTH, RECLAIM_INTERVAL, Collector, break_transport_cycles
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles
 from tests.wire import Wire, frame
 
@@ -126,55 +129,68 @@ def wait_until_all_closed(server: ServerHandle) -> None:
     assert server.server.admission.open_connections == 0
 
 
-def test_served_connections_leave_no_garbage_cycles(server: ServerHandle):
-    server.run(server.server.collector.stop())  # its ticks would freeze what this test counts
+@contextmanager
+def garbage_cycles_left(server: ServerHandle, modules: tuple[str, ...]) -> Iterator[Counter[str]]:
+    """The garbage cycles (of types from ``modules``) that what the block does leaves once every connection of
+    ``server`` has closed; the server's collector is paused meanwhile (its ticks would freeze what is counted)."""
+    server.run(server.server.collector.stop())
     gc.collect()
     gc.disable()
+    found: Counter[str] = Counter()
     try:
-        served_connections(server)
+        yield found
         wait_until_all_closed(server)
-        ours = server_side_garbage(("kafkaguard", "asyncio", "socket", "ssl"))
+        found.update(server_side_garbage(modules))
     finally:
         gc.enable()
         server.run(restart(server))
+
+
+def test_served_connections_leave_no_garbage_cycles(server: ServerHandle):
+    with garbage_cycles_left(server, ("kafkaguard", "asyncio", "socket", "ssl")) as ours:
+        served_connections(server)
     assert ours == Counter(), f"{5 * ROUNDS} connections left garbage cycles: {ours.most_common(10)}"
 
 
-def test_the_test_above_would_see_a_leaked_transport():
-    """The check above finds what asyncio 3.11 leaves when nothing breaks its transport cycle."""
+def closed_transport_garbage() -> Counter[str]:
+    """The garbage cycles one closed asyncio socket transport leaves (fully closed: its connection lost)."""
 
-    async def leak() -> None:
+    async def close_one() -> None:
         loop = asyncio.get_running_loop()
         a, b = socket.socketpair()
         transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, a)
         transport.close()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # connection_lost runs
         b.close()
 
     gc.collect()
     gc.disable()
     try:
-        asyncio.run(leak())
-        names = server_side_garbage(("asyncio",))
+        asyncio.run(close_one())
+        return server_side_garbage(("asyncio",))
     finally:
         gc.enable()
-    assert "_SelectorSocketTransport" in names
+
+
+def test_asyncio_leaves_a_transport_cycle_which_the_collector_breaks(monkeypatch: pytest.MonkeyPatch):
+    """What the checks above would see without ``break_transport_cycles``; and that it removes it."""
+    break_transport_cycles()
+    transport_class = getattr(selector_events, "_SelectorSocketTransport")  # noqa: B009 - private to asyncio
+    patched = transport_class._call_connection_lost
+    monkeypatch.setattr(transport_class, "_call_connection_lost", patched.__wrapped__)
+    assert "_SelectorSocketTransport" in closed_transport_garbage()  # asyncio 3.11 as it is
+    monkeypatch.setattr(transport_class, "_call_connection_lost", patched)
+    assert closed_transport_garbage() == Counter()
+    break_transport_cycles()  # idempotent: the wrapper is not wrapped again
+    assert transport_class._call_connection_lost is patched
 
 
 def test_sasl_ssl_connections_leave_no_garbage_cycles(server: ServerHandle, tls_files: TlsFiles):
     """TLS connections end through asyncio's SSL protocol: they must not leave cycles either."""
 
     context = ssl.create_default_context(cafile=str(tls_files.certfile))
-    server.run(server.server.collector.stop())
-    gc.collect()
-    gc.disable()
-    try:
+    with garbage_cycles_left(server, ("kafkaguard", "asyncio", "socket", "ssl")) as ours:
         for _ in range(10):
             with Wire(server.sasl_ssl, tls=context) as wire:
                 wire.login(ADMIN, ADMIN_PASSWORD)
-        wait_until_all_closed(server)
-        ours = server_side_garbage(("kafkaguard", "asyncio"))
-    finally:
-        gc.enable()
-        server.run(restart(server))
     assert ours == Counter(), f"TLS connections left garbage cycles: {ours.most_common(10)}"

@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from kafkaguard.proxy import splice
-from kafkaguard.server.accept import forget_read_callback, socket_transport
 
 #: Bytes a relayed answer is copied in at a time when it cannot be spliced (large enough to amortize the loop,
 #: small enough to stream).
@@ -150,8 +149,6 @@ class StreamLink:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader, self._writer = reader, writer
-        self._socket_transport = socket_transport(writer.transport)  # taken while open: TLS forgets it at close
-        self._closed: asyncio.Task[None] | None = None
 
     @property
     def closing(self) -> bool:
@@ -170,13 +167,6 @@ class StreamLink:
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self._writer.close()
-        if self._closed is None:  # the TLS shutdown ends later: then the socket transport's cycle is broken
-            self._closed = asyncio.get_running_loop().create_task(self._forget_when_closed())
-
-    async def _forget_when_closed(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._writer.wait_closed()
-        forget_read_callback(self._socket_transport)
 
 
 async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, count: int, client: ClientWriter) -> None:

@@ -264,28 +264,3 @@ async def open_streams(
     # no handshake timeout of asyncio's own (60 s): the caller's deadline is the login's
     transport, _ = await loop.connect_accepted_socket(lambda: protocol, sock, ssl=tls)
     return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
-
-
-def socket_transport(transport: asyncio.BaseTransport) -> asyncio.BaseTransport:
-    """The transport that owns the socket: ``transport`` itself, or under a TLS connection's transport the one it
-    wraps (asyncio's sslproto, which forgets it when closed: take it while the connection is open)."""
-    inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
-    return inner if isinstance(inner, asyncio.BaseTransport) else transport
-
-
-def forget_read_callback(transport: asyncio.BaseTransport) -> None:
-    """Break the reference cycle a closed socket transport (``socket_transport``) keeps of itself, so that it is
-    freed when the last reference to it goes, without the cyclic garbage collector.
-
-    CPython 3.11's ``_SelectorSocketTransport`` stores a bound method of itself (``_read_ready_cb``) and never drops
-    it: every closed connection left its transport, socket wrapper, extra-info dict and their tuples (7 objects) as
-    cyclic garbage (measured: 19,491 over 2,779 connections), and with what is alive frozen (``collector``) they
-    would stay until the next reclaim. A closed transport has stopped reading, so nothing calls it any more;
-    ``tests/server/test_collector.py`` checks that served connections, TLS ones too, leave no cyclic garbage (and
-    would see this one).
-    """
-    if transport.is_closing() and getattr(transport, _READ_CALLBACK, None) is not None:
-        setattr(transport, _READ_CALLBACK, None)
-
-
-_READ_CALLBACK = "_read_ready_cb"

@@ -29,7 +29,7 @@ from kafkaguard.config import Listener, Settings, record_served_settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
 from kafkaguard.model import java_host
-from kafkaguard.server.accept import Doorway, forget_read_callback, open_streams, socket_transport
+from kafkaguard.server.accept import Doorway, open_streams
 from kafkaguard.server.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.server.audit_log import AuditLog
 from kafkaguard.server.collector import Collector
@@ -222,7 +222,6 @@ class KafkaServer:
         settings = self.services.settings
         login_deadline = accepted_at + settings.sasl_login_timeout_seconds
         writer: asyncio.StreamWriter | None = None
-        transport: asyncio.BaseTransport | None = None
         try:
             try:
                 async with asyncio.timeout_at(self._loop_time_of(login_deadline) if tls is not None else None):
@@ -235,7 +234,6 @@ class KafkaServer:
             except OSError as e:
                 log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
                 return
-            transport = socket_transport(writer.transport)
             connection = self.connection(listener, reader, writer)
             connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
             await connection.run()
@@ -251,8 +249,6 @@ class KafkaServer:
                 sock.close()
             else:  # the connection closes its stream itself; this only covers a connection that failed to start
                 writer.close()
-            if transport is not None:
-                forget_read_callback(transport)
             self.admission.release(admission)
 
     @staticmethod

@@ -12,7 +12,7 @@ flight; the open connections, sessions and caches are out of every collection's 
 at most one interval's survivors. A frozen object is still freed by its reference count; what the freeze holds back
 is a frozen object that later becomes part of a garbage cycle. kafkaguard's request and connection paths leave none
 (``tests/server/test_collector.py`` counts them; asyncio's own transport cycle is broken by
-``accept.forget_read_callback``); whatever another path leaves is reclaimed (``gc.unfreeze()`` and a full
+``break_transport_cycles``); whatever another path leaves is reclaimed (``gc.unfreeze()`` and a full
 collection: the one pause in proportion to the heap) every ``RECLAIM_INTERVAL``, or sooner when the process's
 resident memory has grown by ``RECLAIM_AFTER_GROWTH`` since the last reclaim. Nothing a client does triggers a
 reclaim short of that growth, which the connection limits keep far off.
@@ -30,6 +30,7 @@ import gc
 import logging
 import os
 import time
+from asyncio import selector_events
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,39 @@ def resident_bytes() -> int | None:
         return None
 
 
+def break_transport_cycles() -> None:
+    """Make asyncio's socket transports drop their one reference cycle when their connection is lost.
+
+    CPython 3.11's ``_SelectorSocketTransport`` stores a bound method of itself (``_read_ready_cb``) and never drops
+    it: every closed connection left its transport, socket wrapper, extra-info dict and their tuples (7 objects) as
+    cyclic garbage (measured: 19,491 over 2,779 connections), and frozen they would wait for the next reclaim. This
+    wraps ``_call_connection_lost`` (asyncio's last call on a transport; it has stopped reading before it) to drop
+    the method after it: the server's connections, their TLS transports' sockets and the proxy's upstream links
+    alike. Idempotent; a Python whose transport has no such attribute is left alone. Why here and by hand: the
+    cycle is asyncio's, and the transports are made inside asyncio (``connect_accepted_socket``,
+    ``open_connection``), where no subclass can be put.
+    """
+    cls = getattr(selector_events, "_SelectorSocketTransport", None)
+    lost = getattr(cls, "_call_connection_lost", None)
+    if cls is None or lost is None or getattr(lost, _PATCHED, False):
+        return
+
+    def _call_connection_lost(self: object, exc: BaseException | None) -> None:
+        try:
+            lost(self, exc)
+        finally:
+            if getattr(self, _READ_CALLBACK, None) is not None:
+                setattr(self, _READ_CALLBACK, None)
+
+    setattr(_call_connection_lost, _PATCHED, True)
+    _call_connection_lost.__wrapped__ = lost  # type: ignore[attr-defined]
+    cls._call_connection_lost = _call_connection_lost
+
+
+_PATCHED = "_kafkaguard_breaks_cycle"
+_READ_CALLBACK = "_read_ready_cb"
+
+
 class Collector:
     """The policy above, on the running loop from ``start`` to ``stop`` (``clock`` and ``resident`` for tests)."""
 
@@ -67,6 +101,7 @@ class Collector:
         self.reclaims = 0
 
     def start(self) -> None:
+        break_transport_cycles()
         self._reclaim()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="gc-freeze")
 
