@@ -88,7 +88,7 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.types import GroupId, TopicName, TransactionalId
 from kio.static.primitive import i8, i32Timedelta
 
-from benchmarks.bench_server import CachedScramClient, KafkaConn, _CachedLogin, pct, wait_for_quiet
+from benchmarks.bench_server import CachedScramClient, KafkaConn, _CachedLogin, complete_frames, pct, wait_for_quiet
 from benchmarks.report import write_section
 from kafkaguard import (
     AccessControlEntry,
@@ -102,6 +102,7 @@ from kafkaguard import (
 from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
 from kafkaguard.scram import ScramMechanism
+from kafkaguard.server.header import uvarint_bytes
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured
 from tests.wire import decode_response, encode_request, frame, scram_exchange
 
@@ -146,15 +147,6 @@ START_TIMEOUT_S = 60.0
 # ``_checked`` compares each builder with kio's encoding of a small instance before it is trusted with a big one.
 
 
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def header_v2(api_key: int, api_version: int, correlation_id: int = 0) -> bytes:
     """Request header v2: key, version, correlation id, client id (a non-compact nullable string), no tags."""
     client = CLIENT_ID.encode()
@@ -163,7 +155,7 @@ def header_v2(api_key: int, api_version: int, correlation_id: int = 0) -> bytes:
 
 def compact_strings(items: Sequence[bytes]) -> bytes:
     """A compact array of compact strings."""
-    return uvarint(len(items) + 1) + b"".join(uvarint(len(item) + 1) + item for item in items)
+    return uvarint_bytes(len(items) + 1) + b"".join(uvarint_bytes(len(item) + 1) + item for item in items)
 
 
 #: Legal in a topic name (Kafka's ``[a-zA-Z0-9._-]``): 64 characters, so 64³ = 262,144 names of three.
@@ -220,12 +212,12 @@ def api_versions_tagged(budget: int) -> bytes:
     fields: list[bytes] = []
     used = len(head) + 4  # the count's varint
     for tag in range(budget):
-        entry = uvarint(tag) + b"\x00"
+        entry = uvarint_bytes(tag) + b"\x00"
         if used + len(entry) > budget:
             break
         fields.append(entry)
         used += len(entry)
-    return head + uvarint(len(fields)) + b"".join(fields)
+    return head + uvarint_bytes(len(fields)) + b"".join(fields)
 
 
 def junk(budget: int) -> bytes:
@@ -381,14 +373,8 @@ class RawConn(asyncio.Protocol):
             self._waiting.set_exception(ConnectionError("closed by the server"))
 
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
-        while len(buffer) >= 4:
-            size = int.from_bytes(buffer[:4], "big")
-            if len(buffer) < 4 + size:
-                return
-            payload = bytes(buffer[4 : 4 + size])
-            del buffer[: 4 + size]
+        self._buffer += data
+        for payload in complete_frames(self._buffer):
             if self._waiting is not None and not self._waiting.done():
                 self._waiting.set_result(payload)
 

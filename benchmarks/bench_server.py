@@ -245,6 +245,18 @@ class LoadRun:
     errors: int = 0
 
 
+def complete_frames(buffer: bytearray) -> Generator[bytes, None, None]:
+    """The complete frames at the front of ``buffer`` (their payloads, without the 4-byte size), each taken out of
+    it as it is yielded; a partial frame stays for the next read."""
+    while len(buffer) >= 4:
+        size = int.from_bytes(buffer[:4], "big")
+        if len(buffer) < 4 + size:
+            return
+        payload = bytes(buffer[4 : 4 + size])
+        del buffer[: 4 + size]
+        yield payload
+
+
 class KafkaConn(asyncio.Protocol):
     """A raw Kafka client connection: request/response with futures, or a closed-loop load with ``depth``
     requests in flight."""
@@ -275,15 +287,9 @@ class KafkaConn(asyncio.Protocol):
             self._drained.set_result(None)
 
     def data_received(self, data: bytes) -> None:
-        buffer = self._buffer
-        buffer += data
-        while len(buffer) >= 4:
-            size = int.from_bytes(buffer[:4], "big")
-            if len(buffer) < 4 + size:
-                return
+        self._buffer += data
+        for payload in complete_frames(self._buffer):
             now = self.last_frame_at = time.perf_counter()
-            payload = bytes(buffer[4 : 4 + size])
-            del buffer[: 4 + size]
             if self._run is not None:
                 self._on_load_response(self._run, payload, now)
             else:

@@ -8,7 +8,6 @@ The store is SQLite in the data directory, or the PostgreSQL database that ``sto
 from __future__ import annotations
 
 import logging
-import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
 from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
-from kafkaguard.store.files import tighten
+from kafkaguard.store.files import tighten, write_private
 from kafkaguard.store.sqlite import SqliteStore
 from kafkaguard.store.url import StoreUrl
 
@@ -118,13 +117,8 @@ def _server_secret(path: Path) -> bytes:
             return secret
     except FileNotFoundError:
         pass
-    secret = secrets.token_bytes(_SECRET_BYTES)
-    # Created 0600 and written once; a concurrent first start may race, and the last writer's secret wins for both.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(secret)
-        out.flush()
-        os.fsync(out.fileno())
+    # Written once; a concurrent first start may race, and the last writer's secret wins for both.
+    write_private(path, secrets.token_bytes(_SECRET_BYTES))
     return path.read_bytes()
 
 

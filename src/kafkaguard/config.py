@@ -11,7 +11,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -30,7 +29,7 @@ from pydantic_settings import (
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model.host import cidr_error, java_host
-from kafkaguard.store.files import PRIVATE_MODE
+from kafkaguard.store.files import write_private
 from kafkaguard.store.url import StoreUrl
 
 log = logging.getLogger(__name__)
@@ -474,11 +473,7 @@ def record_served_settings(settings: Settings, served_by: str) -> None:
     path = settings.data_dir / SERVED_SETTINGS_FILE
     try:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        # private like every file of the data directory (store.files): it names the super users
-        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_MODE), "w") as out:
-            out.write(json.dumps(record, indent=2) + "\n")
-        temporary.replace(path)  # whole or not at all
+        write_private(path, (json.dumps(record, indent=2) + "\n").encode())  # like every file of the data directory
     except OSError as e:
         log.warning("cannot record the served settings in %s: %s", path, e.strerror)
 

@@ -15,7 +15,7 @@ import typer
 
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.cli.output import fail
-from kafkaguard.config import SERVED_SETTINGS_FILE, load_settings, with_served_settings
+from kafkaguard.config import SERVED_SETTINGS_FILE, Settings, load_settings, with_served_settings
 from kafkaguard.errors import KafkaguardError
 
 app = typer.Typer(no_args_is_help=True, help="Principal groups: Group:NAME in an ACL applies to every member.")
@@ -38,14 +38,8 @@ def store_services(
         settings = load_settings(config, data_dir=data_dir)
         if as_served:
             settings, served_by = with_served_settings(settings)
-            if quiet:
-                pass
-            elif served_by is not None:
-                typer.echo(f"(super users and allow_everyone_if_no_acl_found as {served_by} recorded them in "
-                           f"{settings.data_dir / SERVED_SETTINGS_FILE})", err=True)  # fmt: skip
-            elif not settings.super_users:
-                typer.echo("(no super users known: no server has recorded its settings in "
-                           f"{settings.data_dir}, and no --config gives them)", err=True)  # fmt: skip
+            if not quiet:
+                _say_where_super_users_come_from(settings, served_by)
         services = build_services(settings)
     except KafkaguardError as e:
         fail(str(e), 2)
@@ -55,6 +49,15 @@ def store_services(
         fail(str(e), 2)
     finally:
         services.close()
+
+
+def _say_where_super_users_come_from(settings: Settings, served_by: str | None) -> None:
+    if served_by is not None:
+        typer.echo(f"(super users and allow_everyone_if_no_acl_found as {served_by} recorded them in "
+                   f"{settings.data_dir / SERVED_SETTINGS_FILE})", err=True)  # fmt: skip
+    elif not settings.super_users:
+        typer.echo(f"(no super users known: no server has recorded its settings in {settings.data_dir}, and no "
+                   "--config gives them)", err=True)  # fmt: skip
 
 
 def _change(config: Path | None, data_dir: Path | None, act: Callable[[Services], str]) -> None:

@@ -85,3 +85,14 @@ def read_uvarint(data: bytes, offset: int) -> tuple[int, int]:
         if not byte & 0x80:
             return value, offset
     raise HeaderError("varint longer than 5 bytes")
+
+
+def uvarint_bytes(value: int) -> bytes:
+    """``value`` (≥ 0) as an unsigned varint: what ``read_uvarint`` reads. For bodies encoded by hand as bytes
+    (``handlers.acl_encoding``); kio's ``write_unsigned_varint`` writes to a buffer instead."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)

@@ -29,6 +29,25 @@ def create_private(path: Path) -> None:
     os.close(os.open(path, os.O_WRONLY | os.O_CREAT, PRIVATE_MODE))
 
 
+def write_private(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data``, whole or not at all: written to a temporary file of this process (mode 0600)
+    beside it, flushed to disk, then renamed over it. Of processes writing the same file at once, the last rename
+    wins, and no reader ever sees part of a write.
+
+    :raises OSError: the file cannot be written.
+    """
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_MODE), "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        temporary.replace(path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
 def open_private_append(path: Path) -> int:
     """A descriptor of ``path`` opened for appending, the file created with mode 0600 if it does not exist.
 

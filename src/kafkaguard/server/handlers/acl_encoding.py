@@ -18,17 +18,9 @@ from collections.abc import Sequence
 
 from kafkaguard.model import ResourcePattern, StoredAcl
 from kafkaguard.server.codec import PreEncoded
+from kafkaguard.server.header import uvarint_bytes
 
 _HEAD = struct.Struct(">ih")
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern, Sequence[StoredAcl]]]) -> PreEncoded:
@@ -40,12 +32,12 @@ def encode_describe_acls(version: int, resources: Sequence[tuple[ResourcePattern
         encoded = cache.get(text)
         if encoded is None:
             raw = text.encode("utf-8")
-            encoded = _uvarint(len(raw) + 1) + raw if flexible else struct.pack(">h", len(raw)) + raw
+            encoded = uvarint_bytes(len(raw) + 1) + raw if flexible else struct.pack(">h", len(raw)) + raw
             cache[text] = encoded
         return encoded
 
     def count(n: int) -> bytes:
-        return _uvarint(n + 1) if flexible else struct.pack(">i", n)
+        return uvarint_bytes(n + 1) if flexible else struct.pack(">i", n)
 
     tags = b"\x00" if flexible else b""
     out = bytearray(_HEAD.pack(0, 0))
