@@ -101,8 +101,8 @@ from kafkaguard import (
 )
 from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
+from kafkaguard.protocol.header import uvarint_bytes
 from kafkaguard.scram import ScramMechanism
-from kafkaguard.server.header import uvarint_bytes
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured
 from tests.wire import decode_response, encode_request, frame, scram_exchange
 

@@ -789,9 +789,9 @@ async def describe_all_sequential(server: ServerProcess, conn: KafkaConn, reques
 async def inprocess_describe_all(services: Services, rounds: int) -> tuple[float, float, float, int]:
     """Baseline for the 10k DescribeAcls: medians (ms) of the index lookup alone, of the whole handler (authorize,
     lookup, kio entities) and of encoding its response, all in this process; and the response size in bytes."""
-    from kafkaguard.server.codec import encode_response
-    from kafkaguard.server.handlers.acls import describe_acls
-    from kafkaguard.server.scope import BrokerInfo, RequestScope
+    from kafkaguard.apis.acls import describe_acls
+    from kafkaguard.protocol.codec import encode_response
+    from kafkaguard.protocol.scope import BrokerInfo, RequestScope
 
     scope = RequestScope(
         services=services,

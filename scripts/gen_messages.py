@@ -1,6 +1,6 @@
-"""Writes src/kafkaguard/server/messages.py and src/kafkaguard/proxy/messages.py: per API the server offers (and per
+"""Writes src/kafkaguard/protocol/messages.py and src/kafkaguard/proxy/messages.py: per API the server offers (and per
 API the proxy forwards), its request and response types as unions of kio's per-version classes (for the versions in
-``server.codec.SUPPORTED_VERSIONS`` and ``proxy.versions.CAPS``). Run after changing those versions:
+``protocol.codec.SUPPORTED_VERSIONS`` and ``proxy.versions.CAPS``). Run after changing those versions:
 
     .venv/bin/python scripts/gen_messages.py
 
@@ -18,10 +18,10 @@ from kio.index import load_request_schema, load_response_schema
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.proxy.versions import CAPS
-from kafkaguard.server.codec import SUPPORTED_VERSIONS
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
 
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "kafkaguard"
-TARGET = SOURCE / "server" / "messages.py"
+TARGET = SOURCE / "protocol" / "messages.py"
 PROXY_TARGET = SOURCE / "proxy" / "messages.py"
 RUFF = Path(sys.executable).with_name("ruff")
 

@@ -25,14 +25,15 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      ├── StoreError                       store.errors      the store cannot be opened, read or written
      │    ├── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
      │    └── StoreUnavailableError       store.errors      PostgreSQL unreachable or restarting (retriable)
-     ├── ProtocolError                    server.errors     bytes that are not a valid Kafka request
-     │    ├── FrameError                  server.errors     a bad or oversized frame length, or a cut frame
-     │    │    └── FrameTooLargeError     server.errors     a frame above its limit (per API before login)
-     │    ├── HeaderError                 server.errors     a request header that cannot be decoded
-     │    ├── LengthError                 server.lengths    a declared length or count the bytes cannot hold
-     │    │    └── TooManyItemsError      server.lengths    more array elements than max_request_items
-     │    ├── UnsupportedRequest          server.codec      an API or version this server does not offer
+     ├── ProtocolError                    protocol.errors   bytes that are not a valid Kafka request
+     │    ├── FrameError                  protocol.errors   a bad or oversized frame length, or a cut frame
+     │    │    └── FrameTooLargeError     protocol.errors   a frame above its limit (per API before login)
+     │    ├── HeaderError                 protocol.errors   a request header that cannot be decoded
+     │    ├── LengthError                 protocol.lengths  a declared length or count the bytes cannot hold
+     │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
+     │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
      │    └── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
+     ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
      ├── SettingUnreadable                proxy.broker_settings an upstream broker did not tell a setting
      ├── LoginThrottledError              console.throttle  a console login refused before checking (HTTP 429)
@@ -45,8 +46,8 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
 
 The classes outside this module live in the layer that raises them: a ``ProtocolError`` closes only the
 connection it happened on; the CLI, the console and the pipeline turn theirs into one message each.
-Deliberately outside the tree: ``server.connection.CloseConnection`` (control flow that ends a connection loop,
-never raised across a layer) and the ``TypeError`` of ``server.build``/``server.lengths`` (a programming error in
+Deliberately outside the tree: ``protocol.connection.CloseConnection`` (control flow that ends a connection loop,
+never raised across a layer) and the ``TypeError`` of ``protocol.build``/``protocol.lengths`` (a programming error in
 the server's own code that the tests find, the same whatever a client sends).
 """
 

@@ -49,7 +49,7 @@ def kafkaguard(
 def test_java_clients_reauthenticate_and_keep_working(
     kafkaguard: ServerHandle, kafka: KafkaBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.DEBUG, logger="kafkaguard.server")
+    caplog.set_level(logging.DEBUG, logger="kafkaguard.protocol")
     user = f"java-{uuid.uuid4().hex[:8]}"
     kafkaguard.add_user(user, PASSWORD)
     bootstrap = kafkaguard.bootstrap(SecurityProtocol.SASL_PLAINTEXT)

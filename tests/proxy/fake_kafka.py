@@ -31,11 +31,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.build import build, nested, rebuild
+from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
+from kafkaguard.protocol.lengths import unwrap
 from kafkaguard.proxy.app import ProxyServer
 from kafkaguard.proxy.versions import CAPS
-from kafkaguard.server.build import build, nested, rebuild
-from kafkaguard.server.codec import DecodedRequest, decode_request, encode_response, response_schema
-from kafkaguard.server.lengths import unwrap
 from tests.kafka.proxy.conftest import free_port_range
 from tests.server.conftest import ServerHandle, TlsFiles, start_server
 

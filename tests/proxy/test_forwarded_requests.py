@@ -40,10 +40,10 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
-from kafkaguard.proxy.connection import HANDLERS
+from kafkaguard.protocol.codec import DecodedRequest, request_schema
+from kafkaguard.protocol.lengths import unwrap
+from kafkaguard.proxy.dispatch import HANDLERS
 from kafkaguard.proxy.versions import CAPS
-from kafkaguard.server.codec import DecodedRequest, request_schema
-from kafkaguard.server.lengths import unwrap
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, zero_value
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire

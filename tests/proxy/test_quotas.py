@@ -12,8 +12,9 @@ from typing import Any, cast
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.protocol.replies import NO_RESPONSE, Throttled
 from kafkaguard.proxy.handlers.fetch import _MeteringWriter, _upstream_throttle
-from kafkaguard.proxy.quotas import FETCH, PRODUCE, QuotaMeter, QuotaWindow, Rate, Throttled, user_of
+from kafkaguard.proxy.quotas import FETCH, PRODUCE, QuotaMeter, QuotaWindow, Rate, user_of
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store import MemoryQuotaStore, QuotaEntity
 
@@ -231,15 +232,15 @@ def test_user_names() -> None:
 def test_throttled_replies_run_on_the_meters_clock() -> None:
     clock = Clock()
     m = QuotaMeter(Fixed(100.0), clock=clock)
-    assert m.throttled("reply", 0) == "reply"
+    assert m.throttled(NO_RESPONSE, 0) is NO_RESPONSE
     clock.now = 5_000
-    throttled = m.throttled("reply", 1500)
-    assert isinstance(throttled, Throttled) and throttled.reply == "reply"
+    throttled = m.throttled(NO_RESPONSE, 1500)
+    assert isinstance(throttled, Throttled) and throttled.reply is NO_RESPONSE
     assert throttled.mute_until_ms == 6_500
     clock.now = 6_000
-    assert m.mute_left_ms(throttled) == 500
+    assert throttled.mute_left_ms() == 500
     clock.now = 7_000
-    assert m.mute_left_ms(throttled) == -500
+    assert throttled.mute_left_ms() == -500
 
 
 # --------------------------------------------------------------------------------------------- relayed answers
@@ -311,9 +312,9 @@ def test_a_fetch_over_the_quota_gets_kafkas_empty_throttled_answer(version: int)
     from datetime import timedelta
 
     from kafkaguard.authorizer.requests import ApiKey
+    from kafkaguard.protocol.codec import encode_response
     from kafkaguard.proxy.handlers.fetch import _answer, _Charge
     from kafkaguard.proxy.scope import Forwarded, ProxyScope
-    from kafkaguard.server.codec import encode_response
 
     clock = Clock()
     m = QuotaMeter(Fixed(100.0), clock=clock)
@@ -328,27 +329,30 @@ def test_a_fetch_over_the_quota_gets_kafkas_empty_throttled_answer(version: int)
     assert isinstance(throttled, Throttled)
     # 2 × charged over 10 s: (2·charged/10 - 100) / 100 × 10 000 = 20·charged - 10 000 ms (10 000, or 9 980 when
     # flexible); the upstream's 40 ms is less.
-    assert throttled.reply.throttle_time == timedelta(milliseconds=20 * charged - 10_000)
-    assert throttled.reply.responses == () and getattr(throttled.reply, "session_id", 0) == 0
+    assert cast(Any, throttled.reply).throttle_time == timedelta(milliseconds=20 * charged - 10_000)
+    assert cast(Any, throttled.reply).responses == () and getattr(throttled.reply, "session_id", 0) == 0
     # refunded: the same answer again throttles the same (one answer charged before it, not two)
     again = charge.forwarded(Forwarded(scope, payload))
-    assert isinstance(again, Throttled) and again.reply.throttle_time == throttled.reply.throttle_time
+    assert (
+        isinstance(again, Throttled)
+        and cast(Any, again.reply).throttle_time == cast(Any, throttled.reply).throttle_time
+    )
     # the proxy's own answer (every topic refused) is charged its size, Kafka's way
     local = _answer(scope, (), ErrorCode.none)
     size = len(encode_response(ApiKey.FETCH, version, 5, local)) - 4 - (5 if flexible else 4) + 4
     tight = _Charge(scope, QuotaMeter(Fixed(1.0), clock=clock), "alice", "app")
     throttled = tight.local(local)
     assert isinstance(throttled, Throttled)  # size B over 10 s at 1 B/s: (size/10 - 1) × 10 000 ms
-    assert throttled.reply.throttle_time == timedelta(milliseconds=1000 * size - 10_000)
+    assert cast(Any, throttled.reply).throttle_time == timedelta(milliseconds=1000 * size - 10_000)
 
 
 def test_a_throttled_produce_answer_keeps_the_larger_throttle() -> None:
     from datetime import timedelta
 
     from kafkaguard.authorizer.requests import ApiKey
+    from kafkaguard.protocol.build import build
+    from kafkaguard.protocol.codec import response_schema
     from kafkaguard.proxy.handlers.produce import _with_throttle
-    from kafkaguard.server.build import build
-    from kafkaguard.server.codec import response_schema
 
     answer = build(response_schema(ApiKey.PRODUCE, 9), responses=(), throttle_time=timedelta(milliseconds=300))
     assert _with_throttle(answer, 0) is answer

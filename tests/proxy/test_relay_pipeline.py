@@ -1,6 +1,7 @@
-"""The proxy's relay path on real loopback sockets: answers in request order through the pipeline, byte for byte,
-by splice (large answers to a plain client socket) and by copy (small ones, or a writer that is not a socket), at
-most MAX_IN_FLIGHT outstanding, ``exchange`` after relays, and failures that end the connection without a hang.
+"""The proxy's relay path on real loopback sockets: an upstream connection sends, the client connection's outbox
+passes the answers on in request order, byte for byte, by splice (large answers to a plain client socket) and by
+copy (small ones, or a writer that is not a socket), at most MAX_QUEUED_ANSWERS queued, ``exchange`` after the
+relays, and failures that end the connection without a hang.
 
 The upstream is a small fake broker: it answers each request frame with its correlation id and a body of the size
 the request asks for (the request's last 4 bytes), after a delay the test controls.
@@ -18,9 +19,11 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
+from kafkaguard.protocol.outbox import Outbox, OutboxClosed
+from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy import links, splice
 from kafkaguard.proxy.upstream import (
-    MAX_IN_FLIGHT,
     Address,
     UpstreamConnection,
     UpstreamProtocol,
@@ -131,19 +134,43 @@ def run(test: Callable[[], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(test(), 60))
 
 
+class Closing:
+    """What the outbox calls to close the client's socket, counted."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self) -> None:
+        self.calls += 1
+
+
+def outbox_for(writer: ClientWriter, closing: Callable[[], None] = lambda: None) -> Outbox:
+    return Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=closing, peer="test")
+
+
+async def relay(upstream: UpstreamConnection, outbox: Outbox, payload: bytes) -> None:
+    """As ``ProxyScope.relay`` and the connection do it: send, then queue the answer's passing on."""
+    await upstream.send(payload)
+    correlation_id = _I32.unpack_from(payload, 4)[0]
+    outbox.relay(lambda client: upstream.pass_answer_on(correlation_id, client))
+
+
 def test_relayed_answers_arrive_whole_and_in_request_order_through_a_socket() -> None:
     async def scenario() -> None:
         async with fake_broker(FakeBroker()) as broker, client_pair() as (proxy_side, client):
             upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
+            outbox = outbox_for(proxy_side)
             try:
                 for i, size in enumerate(SIZES):
-                    await upstream.relay(request(i + 1, size), proxy_side)
+                    await outbox.room()
+                    await relay(upstream, outbox, request(i + 1, size))
                 for i, size in enumerate(SIZES):
                     correlation_id, body = await read_answer(client)
                     assert correlation_id == i + 1
                     assert body == body_of(i + 1, size)
-                await upstream.idle()
+                await outbox.flushed()
             finally:
+                await outbox.stop()
                 upstream.close()
 
     run(scenario)
@@ -154,11 +181,14 @@ def test_relayed_answers_are_copied_into_a_writer_that_is_not_a_socket() -> None
         async with fake_broker(FakeBroker()) as broker:
             upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
             writer = Collecting()
+            outbox = outbox_for(writer)
             try:
                 for i, size in enumerate(SIZES):
-                    await upstream.relay(request(i + 1, size), writer)
-                await upstream.idle()
+                    await outbox.room()
+                    await relay(upstream, outbox, request(i + 1, size))
+                await outbox.flushed()
             finally:
+                await outbox.stop()
                 upstream.close()
             expected = b"".join(
                 _I32.pack(4 + size) + _I32.pack(i + 1) + body_of(i + 1, size) for i, size in enumerate(SIZES)
@@ -168,39 +198,47 @@ def test_relayed_answers_are_copied_into_a_writer_that_is_not_a_socket() -> None
     run(scenario)
 
 
-def test_relay_returns_before_the_answer_and_at_most_max_in_flight_are_outstanding() -> None:
+def test_relay_returns_before_the_answer_and_at_most_max_queued_answers_wait() -> None:
     async def scenario() -> None:
         async with fake_broker(FakeBroker(delay=0.2)) as broker:
             upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
             writer = Collecting()
+            outbox = outbox_for(writer)
             try:
-                for i in range(MAX_IN_FLIGHT):
-                    await asyncio.wait_for(upstream.relay(request(i + 1, 10), writer), 0.15)  # none waits 0.2 s
+                for i in range(MAX_QUEUED_ANSWERS):
+                    await asyncio.wait_for(outbox.room(), 0.15)  # none waits 0.2 s
+                    await asyncio.wait_for(relay(upstream, outbox, request(i + 1, 10)), 0.15)
                 assert writer.data == b""  # nothing answered yet: every relay returned before its answer
-                blocked = asyncio.create_task(upstream.relay(request(MAX_IN_FLIGHT + 1, 10), writer))
+                blocked = asyncio.create_task(outbox.room())
                 await asyncio.sleep(0.05)
-                assert not blocked.done()  # one more waits for a slot
+                assert not blocked.done()  # the connection reads no more requests until one answer is out
                 await asyncio.wait_for(blocked, 5)
-                await upstream.idle()
-                assert len(writer.data) == (MAX_IN_FLIGHT + 1) * (8 + 10)
+                await relay(upstream, outbox, request(MAX_QUEUED_ANSWERS + 1, 10))
+                await outbox.flushed()
+                assert len(writer.data) == (MAX_QUEUED_ANSWERS + 1) * (8 + 10)
             finally:
+                await outbox.stop()
                 upstream.close()
 
     run(scenario)
 
 
-def test_exchange_waits_for_the_relayed_answers_before_it() -> None:
+def test_an_answer_made_after_relays_goes_out_after_them() -> None:
     async def scenario() -> None:
         async with fake_broker(FakeBroker(delay=0.02)) as broker:
             upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
             writer = Collecting()
+            outbox = outbox_for(writer)
             try:
                 for i in range(3):
-                    await upstream.relay(request(i + 1, 100_000), writer)
-                answer = await upstream.exchange(request(9, 16))
+                    await relay(upstream, outbox, request(i + 1, 100_000))
+                await outbox.send(b"own answer")  # the proxy's own: after the three relayed ones
+                assert len(writer.data) == 3 * (8 + 100_000) + len(b"own answer")
+                assert writer.data.endswith(b"own answer")
+                answer = await upstream.exchange(request(9, 16))  # the link is free of relayed answers now
                 assert answer == _I32.pack(9) + body_of(9, 16)
-                assert len(writer.data) == 3 * (8 + 100_000)  # all three were passed on first
             finally:
+                await outbox.stop()
                 upstream.close()
 
     run(scenario)
@@ -213,34 +251,37 @@ def test_an_upstream_fault_while_relaying_ends_the_connection_without_a_hang(fau
             wrong_id=fault == "wrong correlation id", cut_after=1000 if fault != "wrong correlation id" else None
         )
         async with fake_broker(broker), client_pair() as (proxy_side, _client):
-            failures: list[UpstreamUnavailable] = []
-            upstream = UpstreamConnection(
-                [Address("127.0.0.1", broker.port)], PLAIN, timeout=10, on_failure=failures.append
-            )
+            closing = Closing()
+            upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
+            outbox = outbox_for(proxy_side, closing)
             try:
-                await upstream.relay(request(1, 200_000), proxy_side)
+                await relay(upstream, outbox, request(1, 200_000))
+                with pytest.raises(OutboxClosed):
+                    await asyncio.wait_for(outbox.flushed(), 10)
+                assert closing.calls == 1  # the client's socket is closed: it may hold part of an answer
+                with pytest.raises(OutboxClosed):
+                    outbox.relay(lambda client: upstream.pass_answer_on(2, client))  # the connection is done
                 with pytest.raises(UpstreamUnavailable):
-                    await asyncio.wait_for(upstream.idle(), 10)
-                with pytest.raises(UpstreamUnavailable):
-                    await upstream.relay(request(2, 10), proxy_side)  # the connection is done
-                assert len(failures) == 1
+                    await upstream.send(request(2, 10))
                 assert not upstream.connected
             finally:
+                await outbox.stop()
                 upstream.close()
 
     run(scenario)
 
 
-def test_close_while_an_answer_is_passed_on_stops_the_responder() -> None:
+def test_stopping_the_outbox_while_an_answer_is_passed_on_ends_its_task() -> None:
     async def scenario() -> None:
         async with fake_broker(FakeBroker(delay=5)) as broker:
             upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
-            await upstream.relay(request(1, 10), Collecting())
-            responder = upstream._responder
-            assert responder is not None
+            outbox = outbox_for(Collecting())
+            await relay(upstream, outbox, request(1, 10))
+            task = outbox._task
+            assert task is not None
+            await asyncio.wait_for(outbox.stop(), 2)
+            assert task.cancelled()
             upstream.close()
-            await asyncio.wait_for(asyncio.gather(responder, return_exceptions=True), 2)
-            assert responder.cancelled()
             assert not upstream.connected
 
     run(scenario)

@@ -19,7 +19,7 @@ import logging
 import shutil
 import subprocess
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,7 @@ import pytest
 
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import SecurityProtocol, load_settings
+from kafkaguard.protocol.listening import ListeningServer
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.server.app import KafkaServer
 
@@ -95,7 +96,7 @@ class ServerHandle:
     """A running server: its addresses, its data and audit files, and a way to run coroutines on its loop."""
 
     services: Services
-    server: KafkaServer
+    server: ListeningServer
     loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     data_dir: Path
@@ -163,7 +164,7 @@ def start_server(
     tls: TlsFiles,
     *,
     create_admin: bool = True,
-    server_type: type[KafkaServer] = KafkaServer,
+    server_type: Callable[[Services], ListeningServer] = KafkaServer,
     **overrides: Any,
 ) -> ServerHandle:
     """Start a server on free loopback ports; ``overrides`` are settings (``auth_failure_delay_ms=100``...).
@@ -199,7 +200,7 @@ def start_server(
     thread = threading.Thread(target=loop.run_forever, name="kafkaguard-test-server", daemon=True)
     thread.start()
 
-    async def make() -> KafkaServer:
+    async def make() -> ListeningServer:
         server = server_type(services)
         await server.start()
         return server

@@ -12,7 +12,7 @@ import dataclasses
 import struct
 from typing import Any
 
-from kafkaguard.server.lengths import FIXED_SIZES, unwrap
+from kafkaguard.protocol.lengths import FIXED_SIZES, unwrap
 
 #: Counts and lengths no honest request of a few bytes can carry (the issue's list).
 HOSTILE = (2**31 - 1, 2**32 - 2, 1_500_000_000, -2)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kafkaguard.server.accept import Doorway, open_streams
+from kafkaguard.protocol.accept import Doorway, open_streams
 from tests.server.conftest import TlsFiles
 
 

@@ -4,7 +4,7 @@ the creation rate per address (the setting, or the stored ip quotas), in the doc
 from __future__ import annotations
 
 from kafkaguard.audit.refusals import RefusalReason
-from kafkaguard.server.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
+from kafkaguard.protocol.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store.memory import MemoryQuotaStore
 

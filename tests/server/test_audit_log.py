@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kafkaguard.audit.record import AuditRecord, from_json_line
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
-from kafkaguard.server.audit_log import AuditLog
+from kafkaguard.protocol.audit_log import AuditLog
 from tests.modes import PRIVATE, file_modes, mode, umask
 
 

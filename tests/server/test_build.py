@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.build import (
+from kafkaguard.protocol.build import (
     NO_THROTTLE,
     WideningRequestError,
     absent_value,
@@ -21,7 +21,7 @@ from kafkaguard.server.build import (
     rebuild,
     rebuild_request,
 )
-from kafkaguard.server.codec import request_schema, response_schema
+from kafkaguard.protocol.codec import request_schema, response_schema
 
 METADATA_V1, METADATA_V4 = request_schema(ApiKey.METADATA, 1), request_schema(ApiKey.METADATA, 4)
 

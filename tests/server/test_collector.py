@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from kafkaguard.server.collector import RECLAIM_AFTER_GROWTH, RECLAIM_INTERVAL, Collector, break_transport_cycles
+from kafkaguard.protocol.collector import RECLAIM_AFTER_GROWTH, RECLAIM_INTERVAL, Collector, break_transport_cycles
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles
 from tests.wire import Wire, frame
 

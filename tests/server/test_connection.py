@@ -17,10 +17,11 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, load_settings
-from kafkaguard.server import codec
-from kafkaguard.server import connection as connection_module
-from kafkaguard.server.connection import Connection, ListenerContext
-from kafkaguard.server.scope import BrokerInfo
+from kafkaguard.protocol import codec
+from kafkaguard.protocol import connection as connection_module
+from kafkaguard.protocol.connection import Connection
+from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
+from kafkaguard.server.dispatch import ServerDispatcher
 from tests.wire import decode_response, encode_request, frame
 
 
@@ -72,7 +73,7 @@ def run(services: Services, listener: str, *payloads: bytes) -> RecordingWriter:
         reader.feed_eof()
         writer = RecordingWriter()
         context = ListenerContext(services, Listener.parse(listener), BrokerInfo(1, "broker", 9092, "c1"))
-        await Connection(context, reader, writer).run()  # type: ignore[arg-type]
+        await Connection(context, ServerDispatcher(context), reader, writer).run()  # type: ignore[arg-type]
         return writer
 
     return asyncio.run(go())

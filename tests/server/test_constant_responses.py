@@ -10,9 +10,9 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions, encode_response, writer_for
-from kafkaguard.server.framing import encode_frame
-from kafkaguard.server.handlers.cluster import _api_versions, api_versions_response
+from kafkaguard.protocol.api_versions import _api_versions, api_versions_response
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions, encode_response, writer_for
+from kafkaguard.protocol.framing import encode_frame
 
 LOW, HIGH = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
 

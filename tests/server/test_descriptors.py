@@ -11,7 +11,7 @@ import pytest
 
 PROBE = """
 import json, os, resource, sys
-from kafkaguard.server.descriptors import reserve_descriptors
+from kafkaguard.protocol.descriptors import reserve_descriptors
 soft = int(sys.argv[2])
 if soft:
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))

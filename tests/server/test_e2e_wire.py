@@ -32,8 +32,8 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
 from kafkaguard.scram import ScramMechanism
-from kafkaguard.server.codec import SUPPORTED_VERSIONS
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import (
     Wire,

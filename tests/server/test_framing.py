@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from kafkaguard.server.errors import FrameError, FrameTooLargeError
-from kafkaguard.server.framing import encode_frame, read_frame
+from kafkaguard.protocol.errors import FrameError, FrameTooLargeError
+from kafkaguard.protocol.framing import encode_frame, read_frame
 
 
 def reader_with(data: bytes, eof: bool = True) -> asyncio.StreamReader:

@@ -28,9 +28,9 @@ from kio.static.primitive import i8, i32
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
-from kafkaguard.server.codec import SUPPORTED_VERSIONS
-from kafkaguard.server.framing import DEFAULT_MAX_FRAME_BYTES, UNAUTHENTICATED_MAX_FRAME_BYTES
-from kafkaguard.server.prelogin import HANDSHAKE_FRAME_BYTES
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
+from kafkaguard.protocol.framing import DEFAULT_MAX_FRAME_BYTES, UNAUTHENTICATED_MAX_FRAME_BYTES
+from kafkaguard.protocol.prelogin import HANDSHAKE_FRAME_BYTES
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, encode_request
 

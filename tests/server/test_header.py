@@ -13,8 +13,8 @@ from kio.schema.request_header.v2.header import RequestHeader as KioHeaderV2
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
-from kafkaguard.server.errors import HeaderError
-from kafkaguard.server.header import decode_header, peek_header, read_uvarint
+from kafkaguard.protocol.errors import HeaderError
+from kafkaguard.protocol.header import decode_header, peek_header, read_uvarint
 
 
 def kio_bytes(flexible: bool, client_id: str | None) -> bytes:

@@ -28,7 +28,7 @@ from kio.index import load_request_schema
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from kafkaguard.config import SecurityProtocol
-from kafkaguard.server.codec import SUPPORTED_VERSIONS
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
 from tests.server.conftest import TlsFiles
 from tests.server.hostile import hostile_bodies
 from tests.server.test_cli_serve import free_port, wait_until_listening

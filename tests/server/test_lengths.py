@@ -17,7 +17,7 @@ from kio.index import load_request_schema
 from kio.serial import entity_writer
 from kio.static.primitive import Records
 
-from kafkaguard.server.lengths import MAX_TAGGED_FIELDS, LengthError, TooManyItemsError, check_body
+from kafkaguard.protocol.lengths import MAX_TAGGED_FIELDS, LengthError, TooManyItemsError, check_body
 from tests.server.hostile import HOSTILE, encode_length, first_length, hostile_bodies, uvarint
 
 st.register_type_strategy(Records, st.binary(max_size=64).map(Records))  # kio ships no strategy for record batches

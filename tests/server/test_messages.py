@@ -12,16 +12,17 @@ import pytest
 from kio.index import load_request_schema, load_response_schema
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.build import NO_THROTTLE, build
-from kafkaguard.server.codec import SUPPORTED_VERSIONS, PreEncoded, response_schema
-from kafkaguard.server.connection import CONNECTION_APIS, HANDLERS
+from kafkaguard.protocol.build import NO_THROTTLE, build
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, PreEncoded, response_schema
+from kafkaguard.protocol.connection import CONNECTION_APIS
+from kafkaguard.server.dispatch import HANDLERS
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_generated_message_modules_are_up_to_date():
     script = runpy.run_path(str(ROOT / "scripts" / "gen_messages.py"))
-    assert (ROOT / "src" / "kafkaguard" / "server" / "messages.py").read_text() == script["render"](), (
+    assert (ROOT / "src" / "kafkaguard" / "protocol" / "messages.py").read_text() == script["render"](), (
         "run: .venv/bin/python scripts/gen_messages.py"
     )
     assert (ROOT / "src" / "kafkaguard" / "proxy" / "messages.py").read_text() == script["render_proxy"](), (

@@ -88,7 +88,7 @@ def test_a_connection_that_does_not_reauthenticate_is_closed_at_its_first_reques
     served: ServerHandle, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Kafka's rule: nothing happens to an idle expired connection; its next request closes it, unanswered."""
-    caplog.set_level(logging.DEBUG, logger="kafkaguard.server.connection")
+    caplog.set_level(logging.DEBUG, logger="kafkaguard.protocol.connection")
     with logged_in(served, new_user(served)) as wire:
         assert answers(wire)
         time.sleep(LIFETIME + 0.3)
@@ -150,7 +150,7 @@ def test_reauthenticating_keeps_the_connection_across_several_lifetimes(served: 
 def test_reauthenticating_as_another_user_is_refused_and_closes_the_connection(
     served: ServerHandle, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="kafkaguard.server.sasl")
+    caplog.set_level(logging.INFO, logger="kafkaguard.protocol.sasl")
     alice, bob = new_user(served, "alice"), new_user(served, "bob")
     with logged_in(served, alice) as wire:
         final = reauthenticate(wire, bob, PASSWORD)  # bob's password is right: the principal is what is refused
@@ -244,7 +244,7 @@ def test_real_clients_reauthenticate_and_keep_working(
 ) -> None:
     """kafka-python (3.0) and librdkafka (confluent-kafka) re-authenticate on their connections: requests every
     250 ms for 3.5 lifetimes all succeed, the server sees re-authentications, and no connection expires."""
-    caplog.set_level(logging.DEBUG, logger="kafkaguard.server")
+    caplog.set_level(logging.DEBUG, logger="kafkaguard.protocol")
     user = new_user(served, "client")
     call, close = make_client(served, user)
     try:

@@ -195,7 +195,7 @@ def test_a_failed_login_is_logged_once_with_address_and_mechanism_never_a_secret
         client_final, proof = failed_login(wire, "SCRAM-SHA-512")
         assert wire.closed()
     [record] = failure_lines(caplog, 1)
-    assert (record.name, record.levelno) == ("kafkaguard.server.sasl", logging.INFO)
+    assert (record.name, record.levelno) == ("kafkaguard.protocol.sasl", logging.INFO)
     assert record.getMessage() == (
         f"Failed authentication with /127.0.0.1 (listener {listener}, mechanism SCRAM-SHA-512, user 'admin'): "
         "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512"

@@ -85,7 +85,7 @@ def session_lines(caplog: pytest.LogCaptureFixture, user: str) -> list[str]:
     return [
         r.getMessage()
         for r in caplog.records
-        if r.name == "kafkaguard.server.sessions" and f"User:{user} " in r.getMessage()
+        if r.name == "kafkaguard.protocol.sessions" and f"User:{user} " in r.getMessage()
     ]
 
 
@@ -118,7 +118,7 @@ def test_deleting_a_user_closes_its_sessions_at_once_and_no_one_elses(
 ) -> None:
     """AlterUserScramCredentials from the admin deletes alice: her raw connection and her kafka-python client's are
     closed at once, bob's stays, alice cannot log in again, and each closed session is logged once at INFO."""
-    caplog.set_level(logging.INFO, logger="kafkaguard.server.sessions")
+    caplog.set_level(logging.INFO, logger="kafkaguard.protocol.sessions")
     alice, bob = new_user(served, "alice"), new_user(served, "bob")
     client = kafka_python_admin(served, alice, PASSWORD)
     try:
@@ -155,7 +155,7 @@ def test_a_password_change_by_a_real_admin_client_ends_the_session(
 ) -> None:
     """confluent-kafka's alter_user_scram_credentials gives alice a new SCRAM-SHA-256 password: her connections
     (raw and confluent-kafka's) are closed, her old password no longer logs in, the new one does."""
-    caplog.set_level(logging.INFO, logger="kafkaguard.server.sessions")
+    caplog.set_level(logging.INFO, logger="kafkaguard.protocol.sessions")
     alice = new_user(served, "alice")
     client = confluent_admin(served, alice, PASSWORD, **{"reconnect.backoff.max.ms": 200})
     admin = confluent_admin(served, ADMIN, ADMIN_PASSWORD)
@@ -274,7 +274,7 @@ def test_a_real_serve_process_ends_sessions_changed_by_the_cli(tmp_path: Path) -
 
 def test_a_change_checks_only_the_sessions_of_the_users_it_changed() -> None:
     """One check per change, O(affected sessions): 1,000 sessions of other users are not even compared."""
-    from kafkaguard.server.sessions import Session, SessionRegistry  # here: the other tests also run without it
+    from kafkaguard.protocol.sessions import Session, SessionRegistry  # here: the other tests also run without it
 
     credentials = CredentialService(MemoryCredentialStore())
     for n in range(1001):
@@ -313,7 +313,7 @@ def test_a_change_checks_only_the_sessions_of_the_users_it_changed() -> None:
 def test_a_change_that_reaches_many_sessions_is_checked_in_slices_that_let_the_loop_serve_others() -> None:
     """A bulk change (here one user with 2,000 open sessions, all made stale) never holds the event loop for the
     whole check: other work runs between slices of ``CHECK_SLICE`` sessions, and every session ends."""
-    from kafkaguard.server.sessions import CHECK_SLICE, Session, SessionRegistry
+    from kafkaguard.protocol.sessions import CHECK_SLICE, Session, SessionRegistry
 
     credentials = CredentialService(MemoryCredentialStore())
     assert credentials.upsert_password("bulk", SHA256, PASSWORD, 4096).succeeded

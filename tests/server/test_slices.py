@@ -18,9 +18,9 @@ from kio.schema.types import GroupId
 from kio.static.primitive import Records, i32, i32Timedelta
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.codec import encode_response, response_schema
-from kafkaguard.server.lengths import unwrap
-from kafkaguard.server.slices import SLICE, encode_response_in_slices
+from kafkaguard.protocol.codec import encode_response, response_schema
+from kafkaguard.protocol.lengths import unwrap
+from kafkaguard.protocol.slices import SLICE, encode_response_in_slices
 
 st.register_type_strategy(Records, st.binary(max_size=16).map(Records))
 

@@ -6,7 +6,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.server.wire_errors import error_fields, wire_error
+from kafkaguard.protocol.wire_errors import error_fields, wire_error
 
 
 @pytest.mark.parametrize("code", [c for c in KafkaErrorCode if c is not KafkaErrorCode.NONE])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -22,7 +23,7 @@ from kafkaguard.errors import InvalidConfigError
 
 if TYPE_CHECKING:
     from kafkaguard.console import HttpListener
-    from kafkaguard.server.app import KafkaServer
+    from kafkaguard.protocol.listening import ListeningServer
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +65,7 @@ async def run_console(settings: Settings) -> None:
 class ServerWithConsole:
     """The Kafka server and the console on one ``Services``, in the running event loop."""
 
-    def __init__(self, services: Services, server_type: type[KafkaServer] | None = None) -> None:
+    def __init__(self, services: Services, server_type: Callable[[Services], ListeningServer] | None = None) -> None:
         from kafkaguard.console import ConsoleServer, create_app  # the console extra, imported only to serve
         from kafkaguard.server.app import KafkaServer  # the server extra, imported only to serve
 
@@ -86,7 +87,9 @@ class ServerWithConsole:
         await self.server.stop()
 
 
-async def serve_with_console(settings: Settings, server_type: type[KafkaServer] | None = None) -> None:
+async def serve_with_console(
+    settings: Settings, server_type: Callable[[Services], ListeningServer] | None = None
+) -> None:
     """What ``kafkaguard serve --http-listener`` (and ``proxy --http-listener``, with its ``server_type``) runs: both
     until SIGTERM/SIGINT, then a clean shutdown."""
     services = await asyncio.to_thread(build_services, settings)

@@ -24,7 +24,7 @@ async def _run(settings: Settings) -> None:
 
         await serve_with_console(settings, ProxyServer)
         return
-    from kafkaguard.server.app import serve as run_server
+    from kafkaguard.protocol.listening import serve as run_server
 
     await run_server(settings, ProxyServer)
 

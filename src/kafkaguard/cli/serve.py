@@ -20,9 +20,11 @@ async def _run(settings: Settings) -> None:
 
         await serve_with_console(settings)
         return
-    from kafkaguard.server.app import serve as run_server  # the server extra is imported only to serve
+    # the server extra is imported only to serve
+    from kafkaguard.protocol.listening import serve as run_server
+    from kafkaguard.server.app import KafkaServer
 
-    await run_server(settings)
+    await run_server(settings, KafkaServer)
 
 
 def serve(

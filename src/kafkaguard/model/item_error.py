@@ -3,7 +3,7 @@
 Kafka answers a batch (CreateAcls, DeleteAcls, AlterUserScramCredentials, CreateTopics, AlterClientQuotas …) item
 by item: each item succeeds or carries an ``ApiError`` (a code and an optional message, SEMANTICS.md §10). Every
 result type of kafkaguard does the same with ``error: ItemError | None`` (None = succeeded), so there is one shape
-to map: the server maps it to the wire in ``server.wire_errors``, the console to HTTP in ``console.item_errors``.
+to map: the server maps it to the wire in ``protocol.wire_errors``, the console to HTTP in ``console.item_errors``.
 
 Example: deleting the credential of a user that has none gives
 ``ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist")``;
@@ -18,7 +18,7 @@ from enum import IntEnum
 
 
 class KafkaErrorCode(IntEnum):
-    """Kafka ``Errors`` codes that kafkaguard gives per item (never renumbered; ``server.wire_errors`` checks each
+    """Kafka ``Errors`` codes that kafkaguard gives per item (never renumbered; ``protocol.wire_errors`` checks each
     against kio's name and number at import)."""
 
     UNKNOWN_SERVER_ERROR = -1

@@ -1,17 +1,17 @@
-"""The proxy process: the server's listeners, store sync and audit log, with proxy connections, one listener per
-upstream node, and the upstream discovered at start.
+"""The proxy process: a ``ListeningServer`` (``protocol.listening``: listeners, limits, store sync and audit log,
+as ``kafkaguard serve`` has them) whose connections are answered by ``dispatch.ProxyDispatcher``, with one listener
+per upstream node, and the upstream discovered at start.
 
-``ProxyServer(services)`` is started and stopped by its owner (tests); ``kafkaguard proxy`` runs it with the
-server's ``serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads two things from the upstream with
-the service credential (failing with a clear error when it cannot): its ApiVersions (to offer only what both sides
-can do) and its brokers (to open their listeners). Each broker's ``auto.create.topics.enable`` (see
+``ProxyServer(services)`` is started and stopped by its owner (tests); ``kafkaguard proxy`` runs it with
+``protocol.listening.serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads two things from the
+upstream with the service credential (failing with a clear error when it cannot): its ApiVersions (to offer only what
+both sides can do) and its brokers (to open their listeners). Each broker's ``auto.create.topics.enable`` (see
 ``handlers.metadata``) is read from that broker itself by ``broker_settings``: the first reads are awaited at start
 (at most 2 s), and a broker that cannot be read is logged and retried, never taken as "false".
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 from collections import Counter
@@ -20,22 +20,22 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.protocol.build import build_request
+from kafkaguard.protocol.codec import Versions, request_schema
+from kafkaguard.protocol.listening import ListeningServer
+from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
-from kafkaguard.proxy.connection import HANDLERS, ProxyConnection, ProxyListenerContext
+from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.versions import negotiate
 from kafkaguard.scram import ScramMechanism
-from kafkaguard.server.app import KafkaServer
-from kafkaguard.server.build import build_request
-from kafkaguard.server.codec import Versions, request_schema
-from kafkaguard.server.connection import Connection
 
 log = logging.getLogger(__name__)
 
 
-class ProxyServer(KafkaServer):
+class ProxyServer(ListeningServer):
     SERVED_BY = "kafkaguard proxy"
 
     def __init__(self, services: Services) -> None:
@@ -86,15 +86,10 @@ class ProxyServer(KafkaServer):
         """A per-broker port counts against the limits of the client listener it belongs to."""
         return self._node_listeners.get(listener, (listener, None))[0]
 
-    def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
-        client_listener, node_id = self._node_listeners.get(listener, (listener, None))
+    def dispatcher(self, listener: Listener, context: ListenerContext) -> ProxyDispatcher:
+        node_id = self._node_listeners.get(listener, (listener, None))[1]
         self.connections_per_node[node_id] += 1
-        context = ProxyListenerContext(
-            self.services,
-            client_listener,
-            self.broker_for(client_listener),
-            self.audit,
-            self.sessions,
+        route = ProxyRoute(
             node_id=node_id,
             nodes=self.nodes,
             security=self.security,
@@ -102,7 +97,7 @@ class ProxyServer(KafkaServer):
             timeout=self.services.settings.upstream_timeout_seconds,
             meter=self.meter,
         )
-        return ProxyConnection(context, reader, writer)
+        return ProxyDispatcher(context, route)
 
     async def _serve_node(self, node_id: int) -> None:
         """Bind node ``node_id``'s port on every client listener (once; the server may not be started yet)."""

@@ -40,10 +40,10 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import KafkaguardError
+from kafkaguard.protocol.build import build_request, nested
+from kafkaguard.protocol.codec import request_schema
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamSecurity
-from kafkaguard.server.build import build_request, nested
-from kafkaguard.server.codec import request_schema
 
 log = logging.getLogger(__name__)
 

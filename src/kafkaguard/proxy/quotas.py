@@ -54,8 +54,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
+from kafkaguard.protocol.replies import NoResponse, Reply, Response, Throttled
 from kafkaguard.store import QuotaEntity
 
 PRODUCE: Final = "producer_byte_rate"
@@ -217,16 +218,12 @@ class QuotaMeter:
             rate.record(-value, now)
         return throttle
 
-    def throttled(self, reply: Any, throttle_ms: int) -> Any:
-        """``reply`` muted for ``throttle_ms`` from now on this meter's clock, or ``reply`` itself when there is no
-        throttle."""
+    def throttled(self, reply: Response | NoResponse, throttle_ms: int) -> Reply:
+        """``reply`` muted for ``throttle_ms`` from now on this meter's clock (a ``Throttled`` reply, KIP-219), or
+        ``reply`` itself when there is no throttle."""
         if throttle_ms <= 0:
             return reply
-        return Throttled(reply, self.clock() + throttle_ms)
-
-    def mute_left_ms(self, throttled: Throttled) -> int:
-        """How long the client of ``throttled`` (made by this meter) stays muted from now."""
-        return throttled.mute_until_ms - self.clock()
+        return Throttled(reply, self.clock() + throttle_ms, self.clock)
 
     def _meter(self, key: tuple[str, str, str], now: int) -> Rate:
         meters = self._meters
@@ -242,16 +239,6 @@ class QuotaMeter:
                 break
             del meters[oldest_key]
         return rate
-
-
-@dataclass(frozen=True, slots=True)
-class Throttled:
-    """A handler's reply whose client is muted after it is sent: until ``mute_until_ms`` on the clock of the meter
-    that charged it (``QuotaMeter.throttled``), computed when the quota was charged (Kafka starts the throttle then,
-    not when the response is out)."""
-
-    reply: Any
-    mute_until_ms: int
 
 
 def user_of(principal: str) -> str:

@@ -1,33 +1,22 @@
-"""What a proxy handler sees of one request: everything a server handler sees (``server.scope.RequestScope``: who
+"""What a proxy handler sees of one request: everything a server handler sees (``protocol.scope.RequestScope``: who
 asks, the one authorizer snapshot, auditing), plus the way upstream for this client connection."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from kafkaguard.config import Listener
-from kafkaguard.proxy.links import ClientWriter
+from kafkaguard.protocol.outbox import Outbox
+from kafkaguard.protocol.replies import ClientWriter, Relayed
+from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import UpstreamConnection
-from kafkaguard.proxy.wire import decode_response, encode_request
-from kafkaguard.server.scope import RequestScope
-
-
-class _NoResponse:
-    def __repr__(self) -> str:
-        return "NO_RESPONSE"
-
-
-#: A request that gets no response (Produce with acks=0), forwarded or not — or whose response ``relay`` already
-#: streamed to the client.
-NO_RESPONSE: Final = _NoResponse()
-
-#: What a proxy handler returns: a kio response entity (encoded with the client's header), or NO_RESPONSE (nothing
-#: to send, or ``relay`` sent it).
-Reply = Any
+from kafkaguard.proxy.wire import decode_response, encode_request, request_correlation_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,27 +42,36 @@ class ProxyScope(RequestScope):
     listener: Listener
     upstream: UpstreamConnection
     nodes: NodeDirectory
-    client: ClientWriter
+    #: The client connection's one writer: a relayed answer goes out through it in its turn.
+    outbox: Outbox
     #: The proxy's one quota meter (``ProxyServer.meter``).
     meter: QuotaMeter
 
     async def forward(self, body: Any = None) -> Forwarded:
         """Send the request upstream — as received when ``body`` is None, else ``body`` with the client's header
-        values — and wait for the answer."""
-        response = await self.upstream.exchange(self._payload_for(body))
-        assert response is not None  # noqa: S101 - expect_response defaults to True
-        return Forwarded(self, response)
+        values — and wait for the answer (after the relayed answers before it: the upstream answers in order)."""
+        await self.outbox.flushed()
+        return Forwarded(self, await self.upstream.exchange(self._payload_for(body)))
 
-    async def relay(self, body: Any = None) -> Reply:
+    async def relay(self, body: Any = None) -> Relayed:
         """Send the request upstream (as ``forward``); its answer goes to the client unchanged, as it arrives, after
-        the answers before it (``UpstreamConnection.relay``): the fast path of a request whose every resource is
-        allowed. Returns NO_RESPONSE (nothing more to send) once the request is sent."""
-        await self.upstream.relay(self._payload_for(body), self.client)
-        return NO_RESPONSE
+        the answers before it: the fast path of a request whose every resource is allowed. Returns once the request
+        is sent; the connection's outbox passes the answer on (``UpstreamConnection.pass_answer_on``)."""
+        payload = self._payload_for(body)
+        await self.upstream.send(payload)
+        return Relayed(functools.partial(self.upstream.pass_answer_on, request_correlation_id(payload)))
+
+    async def relay_through(self, through: Callable[[ClientWriter], ClientWriter], body: Any = None) -> None:
+        """``relay``, its answer passed on through the writer ``through`` makes of the client's (a quota's metering
+        writer), and waited for: the caller then knows what passed."""
+        relayed = await self.relay(body)
+        self.outbox.relay(lambda client: relayed.pass_on(through(client)))
+        await self.outbox.flushed()
 
     async def forward_without_response(self, body: Any = None) -> None:
         """Send a request the upstream does not answer (Produce with acks=0)."""
-        await self.upstream.exchange(self._payload_for(body), expect_response=False)
+        await self.outbox.flushed()
+        await self.upstream.send(self._payload_for(body))
 
     def forwarded_at(self, api_version: int) -> ProxyScope:
         """This request's scope as the proxy forwards it at ``api_version`` instead of the client's

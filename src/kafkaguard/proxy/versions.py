@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.codec import SUPPORTED_VERSIONS, Versions
+from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
 
 #: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
 CAPS: Mapping[ApiKey, tuple[int, int]] = {

@@ -3,7 +3,7 @@
 Requests the proxy changes (a Produce without its denied topics, a Fetch without a session) are encoded with the
 client's own header values (correlation id, client id), so the upstream's answer can go back unchanged when the
 proxy has nothing to merge. Responses are decoded only when the proxy must read or change them; before kio reads
-one, every length in it is checked against the bytes that remain (``server.lengths``), as for a client's request:
+one, every length in it is checked against the bytes that remain (``protocol.lengths``), as for a client's request:
 an upstream is trusted with data, not with the proxy's memory.
 """
 
@@ -17,9 +17,9 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.static.primitive import i16, i32
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.codec import DECODE_ERRORS, reader_for, request_schema, response_schema, writer_for
-from kafkaguard.server.errors import ProtocolError
-from kafkaguard.server.lengths import check_body
+from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, request_schema, response_schema, writer_for
+from kafkaguard.protocol.errors import ProtocolError
+from kafkaguard.protocol.lengths import check_body
 
 _CORRELATION = struct.Struct(">i")
 

@@ -22,7 +22,7 @@ store's credential version; a reload of every credential when it moved), which t
 Whoever holds a logged-in session follows the changes through ``on_change``: after every replacement of the
 snapshot (this process's write, at once; another process's, at the poll that picks it up) each listener is told the
 users whose credentials it changed, and ``is_current`` says whether the exact credential a session proved is still
-the stored one (the server closes the sessions whose credential is gone, ``server.sessions``).
+the stored one (the server closes the sessions whose credential is gone, ``protocol.sessions``).
 
 Secrets (salts, salted passwords, keys) never appear in results, logs, reprs or error messages.
 """

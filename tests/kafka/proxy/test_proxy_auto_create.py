@@ -25,8 +25,8 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
-from kafkaguard.server.build import nested
-from kafkaguard.server.codec import request_schema
+from kafkaguard.protocol.build import nested
+from kafkaguard.protocol.codec import request_schema
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, sasl, unique, user
 from tests.server.conftest import ServerHandle

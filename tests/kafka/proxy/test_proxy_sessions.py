@@ -103,7 +103,7 @@ def test_deleting_a_user_through_the_proxy_closes_her_connections_and_stops_her_
 ) -> None:
     """The admin deletes alice with confluent-kafka's AlterUserScramCredentials through the proxy: her producer's
     connection and her raw one are closed at once and her next message is not delivered; bob's producer goes on."""
-    caplog.set_level(logging.INFO, logger="kafkaguard.server.sessions")
+    caplog.set_level(logging.INFO, logger="kafkaguard.protocol.sessions")
     (alice, alice_topic), (bob, bob_topic) = producer_user(proxy, kafka, "alice"), producer_user(proxy, kafka, "bob")
     alice_producer, bob_producer = producer(proxy, alice), producer(proxy, bob)
     assert deliver(alice_producer, alice_topic, b"before") is None
@@ -147,7 +147,7 @@ def test_a_producer_reauthenticates_through_the_proxy_and_keeps_producing(
 ) -> None:
     """librdkafka produces every 250 ms for 3.5 lifetimes: every message is delivered, its connections
     re-authenticate, and it never opens a new one (the client connection and its upstream connection stay)."""
-    caplog.set_level(logging.DEBUG, logger="kafkaguard.server")
+    caplog.set_level(logging.DEBUG, logger="kafkaguard.protocol")
     name, topic = producer_user(reauth_proxy, kafka, "writer")
     server = reauth_proxy.server
     assert isinstance(server, ProxyServer)

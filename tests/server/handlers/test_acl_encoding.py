@@ -12,6 +12,7 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from kafkaguard.apis.acl_encoding import encode_describe_acls
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.model import (
     AccessControlEntry,
@@ -24,9 +25,8 @@ from kafkaguard.model import (
     ResourceType,
     StoredAcl,
 )
-from kafkaguard.server.build import build, nested
-from kafkaguard.server.codec import response_schema
-from kafkaguard.server.handlers.acl_encoding import encode_describe_acls
+from kafkaguard.protocol.build import build, nested
+from kafkaguard.protocol.codec import response_schema
 
 names = st.text(min_size=1, max_size=300)  # long names need multi-byte varints
 ops = st.sampled_from([op for op in AclOperation if op.code >= 2])

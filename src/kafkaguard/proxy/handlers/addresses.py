@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafkaguard.protocol.build import rebuild
 from kafkaguard.proxy.nodes import MAX_NODE_ID, UpstreamNode
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.upstream import Address
-from kafkaguard.server.build import rebuild
 
 
 async def proxied_brokers(scope: ProxyScope, brokers: Any, id_field: str = "node_id") -> tuple[Any, ...]:

@@ -33,6 +33,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.apis.denials import CREATE_DENIED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import (
     CLUSTER_NAME,
@@ -42,6 +43,10 @@ from kafkaguard.model import (
     KafkaErrorCode,
     ResourceType,
 )
+from kafkaguard.protocol.build import NO_THROTTLE, build, build_request, has_field, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.proxy.messages import (
     AlterConfigsRequest,
     CreatePartitionsRequest,
@@ -52,11 +57,7 @@ from kafkaguard.proxy.messages import (
     IncrementalAlterConfigsRequest,
     OffsetForLeaderEpochRequest,
 )
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, build_request, has_field, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import request_schema, response_schema
-from kafkaguard.server.handlers.topics import CREATE_DENIED
-from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.service.topics import CLUSTER_METADATA_PROHIBITED, CLUSTER_METADATA_TOPIC, DUPLICATE_NAME
 from kafkaguard.store.uuids import ZERO_UUID
 

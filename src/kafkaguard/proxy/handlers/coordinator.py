@@ -12,12 +12,13 @@ from typing import Any
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.proxy.handlers.addresses import proxied_node
 from kafkaguard.proxy.messages import FindCoordinatorRequest
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import response_schema
-from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.proxy.scope import ProxyScope
 
 #: Kafka's CoordinatorType: 0 = group, 1 = transaction.
 _KEY_TYPES = {0: ResourceType.GROUP, 1: ResourceType.TRANSACTIONAL_ID}

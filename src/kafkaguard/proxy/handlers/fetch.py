@@ -23,7 +23,6 @@ Without a quota the fast path is untouched.
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 from collections.abc import Callable
 from datetime import timedelta
@@ -33,12 +32,12 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
-from kafkaguard.proxy.links import ClientWriter
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import encode_response, response_schema
+from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
 from kafkaguard.proxy.messages import FetchRequest
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
-from kafkaguard.proxy.scope import Forwarded, ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import encode_response, response_schema
+from kafkaguard.proxy.scope import Forwarded, ProxyScope
 
 TOPIC = ResourceType.TOPIC
 #: Kafka's FetchMetadata: no session, and the epoch that asks for none.
@@ -124,12 +123,17 @@ class _Charge:
     async def relay(self, body: Any) -> Reply:
         """``scope.relay`` through a writer that charges the answer's frame size before passing any of it on, and
         drops the answer instead when that throttles."""
-        writer = _MeteringWriter(self.scope.client, self.record, self.header_size - 4)
-        reply = await dataclasses.replace(self.scope, client=writer).relay(body)
-        await self.scope.upstream.idle()  # the answer has been charged (and passed on or dropped)
+        writers: list[_MeteringWriter] = []
+
+        def metering(client: ClientWriter) -> _MeteringWriter:
+            writers.append(_MeteringWriter(client, self.record, self.header_size - 4))
+            return writers[0]
+
+        await self.scope.relay_through(metering, body)  # the answer has been charged (and passed on or dropped)
+        writer = writers[0]
         if writer.throttle_ms:
             return self.throttled(writer.throttle_ms, writer.upstream_throttle_ms())
-        return reply
+        return NO_RESPONSE
 
 
 def _upstream_throttle(payload: bytes | bytearray, tag_bytes: int) -> int | None:

@@ -22,13 +22,14 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Requirement, authorized_operations
 from kafkaguard.model import ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import response_schema
-from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED
+from kafkaguard.proxy.scope import ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 _GROUP_DENIED, _TOPIC_DENIED = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed

@@ -19,6 +19,9 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -27,9 +30,7 @@ from kafkaguard.proxy.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
 )
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import response_schema
+from kafkaguard.proxy.scope import ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 _GROUP_DENIED, _TOPIC_DENIED = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed

@@ -27,13 +27,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED, cluster_operations
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import ResourceType
-from kafkaguard.proxy.handlers.addresses import proxied_brokers
-from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.proxy.versions import forwarded_version
-from kafkaguard.server.build import (
+from kafkaguard.protocol.build import (
     build,
     build_request,
     convert_request,
@@ -42,8 +39,12 @@ from kafkaguard.server.build import (
     rebuild,
     rebuild_request,
 )
-from kafkaguard.server.codec import request_schema, response_schema
-from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
+from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.protocol.replies import Reply
+from kafkaguard.proxy.handlers.addresses import proxied_brokers
+from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
+from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.versions import forwarded_version
 from kafkaguard.service.topics import INTERNAL_TOPICS
 from kafkaguard.store.uuids import ZERO_UUID
 

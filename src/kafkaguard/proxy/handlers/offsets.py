@@ -12,10 +12,11 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import ListOffsetsRequest
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import response_schema
+from kafkaguard.proxy.scope import ProxyScope
 
 TOPIC = ResourceType.TOPIC
 

@@ -28,12 +28,12 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
 from kafkaguard.proxy.messages import ProduceRequest
 from kafkaguard.proxy.quotas import PRODUCE, user_of
-from kafkaguard.proxy.scope import NO_RESPONSE, ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import response_schema
-from kafkaguard.server.connection import CloseConnection
+from kafkaguard.proxy.scope import ProxyScope
 
 TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 #: A v2 record batch: baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1) crc (4), then attributes.
@@ -79,7 +79,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     if fire_and_forget:
         if allowed:
             await scope.forward_without_response(rebuild_request(request, topic_data=allowed))
-        raise CloseConnection(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
+        return Close(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     refused = _responses(scope, [t for t in request.topic_data if t.name in denied],
                          ErrorCode.topic_authorization_failed)  # fmt: skip
     throttle = timedelta(milliseconds=throttle_ms)
@@ -101,7 +101,7 @@ def _with_throttle(answer: Any, throttle_ms: int) -> Any:
 def _every_partition(scope: ProxyScope, request: Any, error: ErrorCode) -> Reply:
     cls = response_schema(ApiKey.PRODUCE, scope.api_version)
     if request.acks == 0:
-        raise CloseConnection(f"Produce with acks=0 refused: {error.name}")
+        return Close(f"Produce with acks=0 refused: {error.name}")
     return build(cls, responses=_responses(scope, request.topic_data, error), throttle_time=NO_THROTTLE)
 
 

@@ -14,10 +14,11 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.authorizer.standard import authorize_by_resource_type_in
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import InitProducerIdRequest
-from kafkaguard.proxy.scope import ProxyScope, Reply
-from kafkaguard.server.build import NO_THROTTLE, build
-from kafkaguard.server.codec import response_schema
+from kafkaguard.proxy.scope import ProxyScope
 
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 #: An idempotent producer's cluster-level check (audited like every other check of the request).

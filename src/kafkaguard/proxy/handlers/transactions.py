@@ -35,6 +35,12 @@ from kio.static.primitive import i16, i64
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, KafkaErrorCode, ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, response_schema
+from kafkaguard.protocol.errors import ProtocolError
+from kafkaguard.protocol.lengths import check_body
+from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.proxy.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -44,13 +50,8 @@ from kafkaguard.proxy.messages import (
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
 )
-from kafkaguard.proxy.scope import ProxyScope, Reply
+from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError, response_header_size
-from kafkaguard.server.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
-from kafkaguard.server.codec import DECODE_ERRORS, reader_for, response_schema
-from kafkaguard.server.errors import ProtocolError
-from kafkaguard.server.lengths import check_body
-from kafkaguard.server.wire_errors import error_fields
 from kafkaguard.service.topics import INTERNAL_TOPICS, topic_name_error
 
 TOPIC, GROUP, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID

@@ -17,12 +17,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.apis.denials import CREATE_DENIED
+from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED, cluster_operations
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import AclOperation, AuthorizationResult, ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.server.build import NO_THROTTLE, build, has_field, nested
-from kafkaguard.server.codec import response_schema
-from kafkaguard.server.handlers.cluster import OPERATIONS_NOT_REQUESTED, cluster_operations
-from kafkaguard.server.messages import (
+from kafkaguard.protocol.build import NO_THROTTLE, build, has_field, nested
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.messages import (
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
@@ -30,15 +31,13 @@ from kafkaguard.server.messages import (
     MetadataRequest,
     MetadataResponse,
 )
-from kafkaguard.server.scope import RequestScope
-from kafkaguard.server.wire_errors import ErrorFields, error_fields, wire_error
+from kafkaguard.protocol.scope import RequestScope
+from kafkaguard.protocol.wire_errors import ErrorFields, error_fields, wire_error
 from kafkaguard.service import NewTopic, TopicDescription
 from kafkaguard.store import TopicRecord
 from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC = ResourceType.TOPIC
-#: CreateTopics' denial on Kafka 3.9: TOPIC_AUTHORIZATION_FAILED with its own text (measured).
-CREATE_DENIED = ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
 #: The first Metadata version that looks topics up by id (and whose response may carry a null topic name).
 TOPIC_IDS_SINCE = 12
 #: Kafka's DYNAMIC_TOPIC_CONFIG config source.

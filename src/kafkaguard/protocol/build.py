@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any, Final, TypeVar
 from uuid import UUID
 
-from kafkaguard.server.lengths import unwrap
+from kafkaguard.protocol.lengths import unwrap
 
 #: The throttle_time of every response: kafkaguard does not throttle.
 NO_THROTTLE = timedelta(0)

@@ -15,7 +15,7 @@ but its session expires all the same (KAFKA-9241: Kafka closes such connections 
 client re-authenticates on the same connection with SaslHandshake v1 + SaslAuthenticate: ``reauthentication()``
 starts a fresh state for that, which accepts only the mechanism and the user of the session it renews (Kafka's
 rules and messages) and uses Kafka's "re-authentication" wording in its failure message. The clock (when a session
-expires) is the connection's business (``server.sessions``).
+expires) is the connection's business (``protocol.sessions``).
 
 ``record_login`` counts a finished login (``Services.logins``) and logs it as Kafka's ``Selector`` does: a failure
 at INFO, ``Failed authentication with /<address> (...)``, naming the listener, the mechanism, the user name the
@@ -35,10 +35,10 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import ScramAuthenticationError, ScramStateError
+from kafkaguard.protocol.build import build
+from kafkaguard.protocol.codec import response_schema
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
-from kafkaguard.server.build import build
-from kafkaguard.server.codec import response_schema
 from kafkaguard.service.credentials import CredentialService
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,15 @@
-"""One client connection: read a frame, decode it, check the SASL state, run the handler, write the response.
+"""One client connection: read a frame, check the SASL state, decode it, have the dispatcher answer it, and send
+the answer through the connection's one writer (``outbox``).
 
-Requests on a connection are answered one at a time and in order (as Kafka clients expect). Every way a
+Everything up to the dispatcher is the same for ``kafkaguard serve`` and the proxy: framing with sizes checked before
+buffering, the pre-login gate (only ApiVersions and SASL before login; nothing but the header decoded), SASL/SCRAM
+against kafkaguard's credentials, sessions (KIP-368), the length pre-pass before kio decodes a body. What a logged-in
+request gets is the ``Dispatcher``'s business: the server's handlers (``server.dispatch``) or the proxy's
+(``proxy.dispatch``); they answer with a ``replies.Reply``, a closed set the connection handles here.
+
+Requests on a connection are read one at a time and answered in order (as Kafka clients expect). Every way a
 connection can end is logged with its reason; nothing a peer sends can take down the server or another
-connection: framing, decoding and handler errors close this connection only. A logged-in connection holds a
+connection: framing, decoding and dispatcher errors close this connection only. A logged-in connection holds a
 ``sessions.Session``: it is closed when its user's credential is deleted or changed, and (KIP-368) on its first
 request after its lifetime unless it re-authenticated (SaslHandshake + SaslAuthenticate on the same connection).
 """
@@ -14,98 +21,92 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.bootstrap import Services
-from kafkaguard.config import Listener
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
-from kafkaguard.server.audit_log import AuditLog
-from kafkaguard.server.codec import (
-    SUPPORTED_VERSIONS,
-    DecodedRequest,
-    UnsupportedRequest,
-    Versions,
-    decode_request,
-    encode_response,
-)
-from kafkaguard.server.errors import FrameTooLargeError, ProtocolError
-from kafkaguard.server.framing import encode_frame, read_frame
-from kafkaguard.server.handlers.acls import create_acls, delete_acls, describe_acls
-from kafkaguard.server.handlers.cluster import api_versions, api_versions_response, describe_cluster
-from kafkaguard.server.handlers.quotas import alter_client_quotas, describe_client_quotas
-from kafkaguard.server.handlers.scram import alter_user_scram_credentials, describe_user_scram_credentials
-from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
-from kafkaguard.server.header import peek_header
-from kafkaguard.server.prelogin import pre_login_limit
-from kafkaguard.server.sasl import SaslOutcome, SaslState, record_login
-from kafkaguard.server.scope import BrokerInfo, RequestScope
-from kafkaguard.server.sessions import Session, SessionRegistry
-from kafkaguard.server.slices import encode_response_in_slices, sliced_array
+from kafkaguard.protocol.api_versions import api_versions_response
+from kafkaguard.protocol.codec import DecodedRequest, UnsupportedRequest, Versions, decode_request, encode_response
+from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
+from kafkaguard.protocol.framing import encode_frame, read_frame
+from kafkaguard.protocol.header import peek_header
+from kafkaguard.protocol.outbox import Outbox
+from kafkaguard.protocol.prelogin import pre_login_limit
+from kafkaguard.protocol.replies import Close, NoResponse, Relayed, Reply, Response, Throttled
+from kafkaguard.protocol.sasl import SaslOutcome, SaslState, record_login
+from kafkaguard.protocol.scope import ListenerContext
+from kafkaguard.protocol.sessions import Session
+from kafkaguard.protocol.slices import encode_response_in_slices, sliced_array
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[RequestScope, Any], Awaitable[Any]]
-
-HANDLERS: dict[ApiKey, Handler] = {
-    ApiKey.API_VERSIONS: api_versions,
-    ApiKey.METADATA: metadata,
-    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
-    ApiKey.CREATE_TOPICS: create_topics,
-    ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.DESCRIBE_ACLS: describe_acls,
-    ApiKey.CREATE_ACLS: create_acls,
-    ApiKey.DELETE_ACLS: delete_acls,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
-    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
-}
-#: APIs the connection answers itself (SASL moves the connection's state; it is no handler's business).
-CONNECTION_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
-if set(HANDLERS) | CONNECTION_APIS != set(SUPPORTED_VERSIONS):  # dispatch is exhaustive, checked at import
-    raise ImportError(f"APIs offered without a handler: {set(SUPPORTED_VERSIONS) - set(HANDLERS) - CONNECTION_APIS}")
+#: APIs the connection answers itself: SASL moves the connection's state (no dispatcher's business), and ApiVersions
+#: says what the dispatcher offers.
+CONNECTION_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: What a SASL listener answers before authentication completes; anything else closes the connection.
 BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: Frames above this size are decoded on a worker thread (the length check walks every element in Python).
 LARGE_FRAME = 256 * 1024
 
 
+#: Relayed answers a connection may have queued before its next request is read (Kafka's Java producer keeps at most
+#: 5 requests in flight by default; the proxy then holds back no one).
+MAX_QUEUED_ANSWERS = 5
+
+
 class CloseConnection(Exception):
-    """Raised to end the connection loop with a reason."""
+    """Raised inside this module to end the connection loop with a reason (a dispatcher answers ``Close``)."""
 
 
 @dataclass(frozen=True, slots=True)
-class ListenerContext:
-    """What a connection needs of the server it came in through, and nothing more: the services, this broker as
-    advertised on the connection's listener, the audit log (None when off) and the server's registry of logged-in
-    sessions (``server.sessions``; None only in unit tests of one connection: then no session ends with its user)."""
+class Incoming:
+    """One logged-in request as its dispatcher gets it: decoded, its bytes as received (the proxy forwards them
+    as they are), who sent it, and the connection's one writer (for answers relayed as they arrive)."""
 
-    services: Services
-    listener: Listener
-    broker: BrokerInfo
-    audit: AuditLog | None = None
-    sessions: SessionRegistry | None = None
+    request: DecodedRequest
+    frame: bytes
+    caller: RequestContext
+    outbox: Outbox
+
+
+class Dispatcher(Protocol):
+    """What answers a connection's logged-in requests: one per connection, made by the server that accepted it."""
+
+    @property
+    def versions(self) -> Versions:
+        """The APIs and versions the connection offers (what ApiVersions answers, and what is decoded)."""
+
+    async def dispatch(self, incoming: Incoming) -> Reply:
+        """The answer to ``incoming`` (ApiVersions and SASL never come here: the connection answers them)."""
+
+    async def close(self) -> None:
+        """The connection has ended (after its last answer went out or was dropped)."""
 
 
 class Connection:
-    """A client connection of ``kafkaguard serve``: every API is answered by ``HANDLERS``. The proxy's connection
-    shares everything up to ``dispatch`` (framing, the pre-login gate, SASL, decoding) and overrides the rest."""
+    """A client connection (see the module docstring); ``dispatcher`` answers its logged-in requests."""
 
-    def __init__(self, context: ListenerContext, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        context: ListenerContext,
+        dispatcher: Dispatcher,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
         self.context = context
+        self.dispatcher = dispatcher
         self.services = context.services
         self.listener = context.listener
         self.reader = reader
         self.writer = writer
         peer = writer.get_extra_info("peername")
         self.host = java_host(peer[0]) if peer else "unknown"
+        self.outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=writer.close, peer=self.host)
         settings = self.services.settings
         self.sasl = (
             SaslState(
@@ -141,6 +142,7 @@ class Connection:
         reason = "client closed the connection"
         try:
             while True:
+                await self.outbox.room()
                 frame = await self._next_frame()
                 if frame is None:
                     break
@@ -162,6 +164,8 @@ class Connection:
                 if self.context.sessions is not None:
                     self.context.sessions.discard(session)
             log.debug("connection from %s (%s) closed: %s", self.host, self.principal, reason)
+            await self.outbox.stop()
+            await self.dispatcher.close()
             self.writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await self.writer.wait_closed()
@@ -207,8 +211,7 @@ class Connection:
         self.services.refusals.record(str(self.listener), reason, self.host, detail)
 
     async def send(self, data: bytes) -> None:
-        self.writer.write(data)
-        await self.writer.drain()
+        await self.outbox.send(data)
 
     async def _handle(self, frame: bytes) -> None:
         if self.sasl is not None and self.sasl.raw_tokens and not self.sasl.authenticated:
@@ -221,7 +224,7 @@ class Connection:
                 raise ProtocolError(f"API key {api_key_code} before SASL authentication completed")
         elif self.session is not None:
             self._check_session(self.session, frame)
-        versions = self.versions()
+        versions = self.dispatcher.versions
         try:
             limit = self.services.settings.max_request_items
             if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
@@ -239,39 +242,41 @@ class Connection:
         if api_key is ApiKey.SASL_HANDSHAKE or api_key is ApiKey.SASL_AUTHENTICATE:
             await self._sasl_request(api_key, version, request.header.correlation_id, request.body)
             return
-        await self.dispatch(request, frame)
+        if api_key is ApiKey.API_VERSIONS:  # the versions offered: the dispatcher's, answered alike everywhere
+            body = api_versions_response(version, versions=versions)
+            await self.send(encode_response(api_key, version, request.header.correlation_id, body))
+            return
+        caller = RequestContext(self.principal, self.host)
+        reply = await self.dispatcher.dispatch(Incoming(request, frame, caller, self.outbox))
+        await self._answer(request, reply)
 
-    def versions(self) -> Versions:
-        """The APIs and versions this connection offers (what ApiVersions answers)."""
-        return SUPPORTED_VERSIONS
+    async def _answer(self, request: DecodedRequest, reply: Reply) -> None:
+        """Send ``reply`` (``replies``: every kind is handled here, and no other)."""
+        if isinstance(reply, NoResponse):
+            return
+        if isinstance(reply, Relayed):
+            self.outbox.relay(reply.pass_on)
+            return
+        if isinstance(reply, Close):
+            raise CloseConnection(reply.reason)
+        if isinstance(reply, Throttled):
+            await self._answer(request, reply.reply)
+            # KIP-219: the answer went out at once; now the client is muted (its next request is not read) until the
+            # throttle ends, as Kafka's broker mutes a throttled channel.
+            delay_ms = reply.mute_left_ms()
+            if delay_ms > 0:
+                await asyncio.sleep(delay_ms / 1000)
+            return
+        await self.send(await self._encoded(request, reply))
 
-    def scope(self, request: DecodedRequest) -> RequestScope:
-        """The request's scope: who asks, and the one authorizer snapshot every check of the request reads."""
-        return RequestScope(**self.scope_fields(request))
-
-    def scope_fields(self, request: DecodedRequest) -> dict[str, Any]:
-        """``RequestScope``'s fields for ``request`` (the snapshot taken now), for a subclass's own scope type."""
-        return {
-            "services": self.services,
-            "broker": self.context.broker,
-            "context": RequestContext(self.principal, self.host),
-            "api_key": request.api_key,
-            "api_version": request.header.api_version,
-            "client_id": request.header.client_id,
-            "snapshot": self.services.authorizer.snapshot,
-            "audit": self.context.audit,
-        }
-
-    async def dispatch(self, request: DecodedRequest, frame: bytes) -> None:
-        """Answer an authenticated request (``frame`` is its bytes as received, for a subclass that forwards)."""
+    @staticmethod
+    async def _encoded(request: DecodedRequest, response: Response) -> bytes:
         header = request.header
-        response = await HANDLERS[request.api_key](self.scope(request), request.body)
         api_key, version, correlation_id = request.api_key, header.api_version, header.correlation_id
         name = sliced_array(response)
-        if name is not None:
-            await self.send(await encode_response_in_slices(api_key, version, correlation_id, response, name))
-        else:
-            await self.send(encode_response(api_key, version, correlation_id, response))
+        if name is not None:  # a large answer: encoded in slices, the loop free between them
+            return await encode_response_in_slices(api_key, version, correlation_id, response, name)
+        return encode_response(api_key, version, correlation_id, response)
 
     def _check_session(self, session: Session, frame: bytes) -> None:
         """Before any request of a logged-in connection (Kafka's ``SocketServer`` does the same): an ended session

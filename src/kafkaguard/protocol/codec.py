@@ -23,10 +23,10 @@ from kio.serial.errors import SerialError
 from kio.static.primitive import i32
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.errors import ProtocolError
-from kafkaguard.server.framing import encode_frame
-from kafkaguard.server.header import RequestHeader, decode_header, peek_header
-from kafkaguard.server.lengths import DEFAULT_MAX_ITEMS, check_body
+from kafkaguard.protocol.errors import ProtocolError
+from kafkaguard.protocol.framing import encode_frame
+from kafkaguard.protocol.header import RequestHeader, decode_header, peek_header
+from kafkaguard.protocol.lengths import DEFAULT_MAX_ITEMS, check_body
 
 #: The APIs this server implements and advertises, with the version ranges it supports (inclusive).
 SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {

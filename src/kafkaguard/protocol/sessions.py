@@ -27,7 +27,7 @@ sessions, yielding to the loop between them (measured: 10,000 stale sessions end
 snapshot current when it runs, so notifications that arrive late or out of order still end exactly the sessions
 whose credential is gone.
 
-The login itself refuses a credential replaced between client-first and client-final (``server.sasl``), so a session
+The login itself refuses a credential replaced between client-first and client-final (``protocol.sasl``), so a session
 never starts with a credential that is already gone when it registers.
 """
 

@@ -31,9 +31,9 @@ from kio.serial.writers import write_unsigned_varint
 from kio.static.primitive import uvarint
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.server.codec import response_schema, write_response_header, writer_for
-from kafkaguard.server.framing import encode_frame
-from kafkaguard.server.lengths import unwrap
+from kafkaguard.protocol.codec import response_schema, write_response_header, writer_for
+from kafkaguard.protocol.framing import encode_frame
+from kafkaguard.protocol.lengths import unwrap
 
 #: Elements written between two yields to the loop: about 1 ms of kio's writer (~10 µs an element, more when flexible).
 SLICE = 100

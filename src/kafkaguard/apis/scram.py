@@ -9,16 +9,16 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.server.build import NO_THROTTLE, build, nested
-from kafkaguard.server.codec import response_schema
-from kafkaguard.server.messages import (
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested
+from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.messages import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
-from kafkaguard.server.scope import RequestScope
-from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.protocol.scope import RequestScope
+from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
 
 

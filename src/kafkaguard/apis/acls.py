@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from kafkaguard.apis.acl_encoding import encode_describe_acls
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.authorizer.results import AclDeleteResult
 from kafkaguard.errors import InvalidAclError
@@ -35,10 +36,9 @@ from kafkaguard.model import (
     ResourceType,
     StoredAcl,
 )
-from kafkaguard.server.build import NO_THROTTLE, build, nested
-from kafkaguard.server.codec import PreEncoded, response_schema
-from kafkaguard.server.handlers.acl_encoding import encode_describe_acls
-from kafkaguard.server.messages import (
+from kafkaguard.protocol.build import NO_THROTTLE, build, nested
+from kafkaguard.protocol.codec import PreEncoded, response_schema
+from kafkaguard.protocol.messages import (
     CreateAclsRequest,
     CreateAclsResponse,
     DeleteAclsRequest,
@@ -46,8 +46,8 @@ from kafkaguard.server.messages import (
     DescribeAclsRequest,
     DescribeAclsResponse,
 )
-from kafkaguard.server.scope import RequestScope
-from kafkaguard.server.wire_errors import error_fields
+from kafkaguard.protocol.scope import RequestScope
+from kafkaguard.protocol.wire_errors import error_fields
 
 
 def not_authorized_message(scope: RequestScope) -> str:

@@ -11,13 +11,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 from kafkaguard.audit.record import AuditRecord, record_from_decision
 from kafkaguard.authorizer import AuthorizerSnapshot
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
 from kafkaguard.bootstrap import Services
+from kafkaguard.config import Listener
 from kafkaguard.model import AuthorizationResult, RequestContext, ResourceType
-from kafkaguard.server.audit_log import AuditLog
+from kafkaguard.protocol.audit_log import AuditLog
+from kafkaguard.protocol.codec import DecodedRequest
+from kafkaguard.protocol.sessions import SessionRegistry
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +32,19 @@ class BrokerInfo:
     host: str
     port: int
     cluster_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerContext:
+    """What a connection needs of the server it came in through, and nothing more: the services, this broker as
+    advertised on the connection's listener, the audit log (None when off) and the server's registry of logged-in
+    sessions (``protocol.sessions``; None only in unit tests of one connection: then no session ends with its user)."""
+
+    services: Services
+    listener: Listener
+    broker: BrokerInfo
+    audit: AuditLog | None = None
+    sessions: SessionRegistry | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +71,26 @@ class RequestScope:
         # one large request is not the event loop's work. The rule comes from the snapshot the result came from.
         now = datetime.now(UTC)
         audit.record_later(partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed))
+
+
+def scope_of(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> RequestScope:
+    """``request``'s scope, with the authorizer's snapshot as it is now."""
+    return RequestScope(**scope_fields(context, caller, request))
+
+
+def scope_fields(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> dict[str, Any]:
+    """``RequestScope``'s fields for ``request`` (the snapshot taken now), for a scope type that adds its own."""
+    services = context.services
+    return {
+        "services": services,
+        "broker": context.broker,
+        "context": caller,
+        "api_key": request.api_key,
+        "api_version": request.header.api_version,
+        "client_id": request.header.client_id,
+        "snapshot": services.authorizer.snapshot,
+        "audit": context.audit,
+    }
 
 
 def _audit_records(outcome: RequestAuthorization, now: datetime, api_name: str, log_allowed: bool) -> list[AuditRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafkaguard.server.errors import HeaderError
+from kafkaguard.protocol.errors import HeaderError
 
 _FIXED = struct.Struct(">hhih")
 #: Tagged fields we are willing to skip in one header (a sane bound against a hostile count).

@@ -36,7 +36,7 @@ import struct
 from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
-from kafkaguard.server.errors import ProtocolError
+from kafkaguard.protocol.errors import ProtocolError
 
 #: Items (array elements, at every depth) a request may carry when no limit is given: Kafka's own clients stay far
 #: below it (``Settings.max_request_items`` sets the server's and the proxy's).

@@ -15,7 +15,7 @@ import asyncio
 import struct
 from collections.abc import Callable
 
-from kafkaguard.server.errors import FrameError, FrameTooLargeError
+from kafkaguard.protocol.errors import FrameError, FrameTooLargeError
 
 _SIZE = struct.Struct(">i")
 _API_KEY = struct.Struct(">h")

@@ -17,8 +17,8 @@ import struct
 from collections.abc import Sequence
 
 from kafkaguard.model import ResourcePattern, StoredAcl
-from kafkaguard.server.codec import PreEncoded
-from kafkaguard.server.header import uvarint_bytes
+from kafkaguard.protocol.codec import PreEncoded
+from kafkaguard.protocol.header import uvarint_bytes
 
 _HEAD = struct.Struct(">ih")
 

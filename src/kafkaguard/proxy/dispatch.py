@@ -1,0 +1,141 @@
+"""What the proxy answers a logged-in request with (``protocol.connection`` does everything before: framing with
+sizes checked before buffering, the pre-login gate, SASL/SCRAM against kafkaguard's credentials, the length pre-pass,
+and ApiVersions with the versions negotiated with the upstream, ``versions.negotiate``, so that a client only uses
+what the proxy can authorize and the upstream serves; any other API or version closes the connection):
+
+* the ACL, SCRAM and client-quota APIs are answered by kafkaguard's own handlers from its store (``apis``; never
+  forwarded);
+* every other API goes to its proxy handler (``HANDLERS``), which authorizes the request from the request's one
+  authorizer snapshot, forwards what is allowed on this connection's upstream connection, and answers: a response,
+  a relayed answer passed on as it arrives, or a ``Throttled`` reply (Produce and Fetch over a client quota,
+  ``proxy.quotas``) after which the connection is muted (KIP-219).
+
+Requests are handled in order and answered in order, as a Kafka broker handles a connection's requests: the
+connection's one writer (``protocol.outbox``) passes a relayed answer on while the next request is read and
+authorized, and every answer the proxy makes itself goes out after the relayed answers before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kafkaguard.apis.acls import create_acls, delete_acls, describe_acls
+from kafkaguard.apis.quotas import alter_client_quotas, describe_client_quotas
+from kafkaguard.apis.scram import alter_user_scram_credentials, describe_user_scram_credentials
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.codec import Versions
+from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
+from kafkaguard.protocol.replies import Reply, Response
+from kafkaguard.protocol.scope import ListenerContext, RequestScope, scope_fields, scope_of
+from kafkaguard.proxy.handlers import admin, group_admin, transactions
+from kafkaguard.proxy.handlers.coordinator import find_coordinator
+from kafkaguard.proxy.handlers.fetch import fetch
+from kafkaguard.proxy.handlers.groups import (
+    heartbeat,
+    join_group,
+    leave_group,
+    offset_commit,
+    offset_fetch,
+    sync_group,
+)
+from kafkaguard.proxy.handlers.metadata import describe_cluster, metadata
+from kafkaguard.proxy.handlers.offsets import list_offsets
+from kafkaguard.proxy.handlers.produce import produce
+from kafkaguard.proxy.handlers.producers import init_producer_id
+from kafkaguard.proxy.nodes import NodeDirectory
+from kafkaguard.proxy.quotas import QuotaMeter
+from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
+from kafkaguard.proxy.versions import CAPS, LOCAL
+
+ProxyHandler = Callable[[ProxyScope, Any], Awaitable[Reply]]
+
+HANDLERS: dict[ApiKey, ProxyHandler] = {
+    ApiKey.PRODUCE: produce,
+    ApiKey.FETCH: fetch,
+    ApiKey.LIST_OFFSETS: list_offsets,
+    ApiKey.METADATA: metadata,
+    ApiKey.OFFSET_COMMIT: offset_commit,
+    ApiKey.OFFSET_FETCH: offset_fetch,
+    ApiKey.FIND_COORDINATOR: find_coordinator,
+    ApiKey.JOIN_GROUP: join_group,
+    ApiKey.HEARTBEAT: heartbeat,
+    ApiKey.LEAVE_GROUP: leave_group,
+    ApiKey.SYNC_GROUP: sync_group,
+    ApiKey.INIT_PRODUCER_ID: init_producer_id,
+    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    **transactions.HANDLERS,
+    **admin.HANDLERS,
+    **group_admin.HANDLERS,
+}
+if not set(HANDLERS) <= set(CAPS):  # a handler for an API without a cap would be offered at any version
+    raise ImportError(f"proxy handlers for APIs without a version cap: {set(HANDLERS) - set(CAPS)}")
+
+
+#: The APIs answered from kafkaguard's own store, as ``kafkaguard serve`` answers them.
+LOCAL_HANDLERS: dict[ApiKey, Callable[[RequestScope, Any], Awaitable[Response]]] = {
+    ApiKey.DESCRIBE_ACLS: describe_acls,
+    ApiKey.CREATE_ACLS: create_acls,
+    ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
+}
+if set(LOCAL_HANDLERS) | CONNECTION_APIS != set(LOCAL):
+    raise ImportError(f"local APIs without a handler: {set(LOCAL) - set(LOCAL_HANDLERS) - CONNECTION_APIS}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyRoute:
+    """Where a proxy connection goes: ``node_id`` None is a bootstrap connection (any bootstrap server); ``versions``
+    are the negotiated ApiVersions."""
+
+    node_id: int | None
+    nodes: NodeDirectory
+    security: UpstreamSecurity
+    versions: Versions
+    timeout: float
+    meter: QuotaMeter
+
+
+class ProxyDispatcher:
+    """A proxy connection's dispatcher (``protocol.connection.Dispatcher``), with its own upstream connection."""
+
+    def __init__(self, context: ListenerContext, route: ProxyRoute) -> None:
+        self.context = context
+        self.route = route
+        nodes = route.nodes
+        if route.node_id is None:
+            addresses = list(nodes.bootstrap)
+        else:
+            known = nodes.address_of(route.node_id)
+            addresses = [known] if known is not None else []
+        self.upstream = UpstreamConnection(addresses, route.security, timeout=route.timeout)
+
+    @property
+    def versions(self) -> Versions:
+        return self.route.versions
+
+    async def dispatch(self, incoming: Incoming) -> Reply:
+        request, context = incoming.request, self.context
+        api_key, header = request.api_key, request.header
+        local = LOCAL_HANDLERS.get(api_key)
+        if local is not None:  # kafkaguard's own handlers, from its store
+            return await local(scope_of(context, incoming.caller, request), request.body)
+        scope = ProxyScope(
+            **scope_fields(context, incoming.caller, request),
+            payload=incoming.frame,
+            correlation_id=header.correlation_id,
+            listener=context.listener,
+            upstream=self.upstream,
+            nodes=self.route.nodes,
+            outbox=incoming.outbox,
+            meter=self.route.meter,
+        )
+        return await HANDLERS[api_key](scope, request.body)
+
+    async def close(self) -> None:
+        self.upstream.close()
