@@ -277,7 +277,7 @@ def test_stopping_the_outbox_while_an_answer_is_passed_on_ends_its_task() -> Non
             upstream = UpstreamConnection([Address("127.0.0.1", broker.port)], PLAIN, timeout=10)
             outbox = outbox_for(Collecting())
             await relay(upstream, outbox, request(1, 10))
-            task = outbox._task
+            task = outbox._task  # the task that passes the queued answers on
             assert task is not None
             await asyncio.wait_for(outbox.stop(), 2)
             assert task.cancelled()

@@ -36,7 +36,31 @@ class OutboxClosed(KafkaguardError):
     """Passing a relayed answer on failed, so the connection is ending; the message says why."""
 
 
+class _Queue:
+    """The relayed answers waiting, and the events that tell when they are out (made with the first relayed answer:
+    a connection that never relays, as every connection of ``kafkaguard serve``, holds none of this)."""
+
+    __slots__ = ("answers", "flushed", "room")
+
+    def __init__(self) -> None:
+        self.answers: deque[PassOn] = deque()
+        #: Set while nothing is queued (every answer before now is out).
+        self.flushed = asyncio.Event()
+        self.flushed.set()
+        #: Set while fewer than the limit are queued.
+        self.room = asyncio.Event()
+        self.room.set()
+
+    def settle(self) -> None:
+        """Nothing is passed on any more (the queue ran out, failed or was stopped): release every waiter."""
+        self.answers.clear()
+        self.flushed.set()
+        self.room.set()
+
+
 class Outbox:
+    __slots__ = ("_close", "_failure", "_limit", "_peer", "_queue", "_task", "_writer")
+
     def __init__(self, writer: ClientWriter, *, limit: int, close: Callable[[], None], peer: str) -> None:
         """``writer`` is the client's socket; ``close`` closes it (on a failed relay); ``peer`` names the client in
         the log."""
@@ -44,14 +68,8 @@ class Outbox:
         self._limit = limit
         self._close = close
         self._peer = peer
-        self._queue: deque[PassOn] = deque()
+        self._queue: _Queue | None = None
         self._task: asyncio.Task[None] | None = None
-        #: Set while nothing is queued (every answer before now is out).
-        self._flushed = asyncio.Event()
-        self._flushed.set()
-        #: Set while fewer than ``limit`` are queued.
-        self._room = asyncio.Event()
-        self._room.set()
         self._failure: OutboxClosed | None = None
 
     async def send(self, data: bytes) -> None:
@@ -59,7 +77,8 @@ class Outbox:
 
         :raises OutboxClosed: a relayed answer before it failed.
         """
-        await self.flushed()
+        if self._task is not None or self._failure is not None:
+            await self.flushed()
         self._writer.write(data)
         await self._writer.drain()
 
@@ -67,27 +86,32 @@ class Outbox:
         """Queue a relayed answer: ``pass_on(writer)`` runs once the answers before it are out."""
         if self._failure is not None:
             raise self._failure
-        self._queue.append(pass_on)
-        self._flushed.clear()
-        if len(self._queue) >= self._limit:
-            self._room.clear()
+        queue = self._queue
+        if queue is None:
+            queue = self._queue = _Queue()
+        queue.answers.append(pass_on)
+        queue.flushed.clear()
+        if len(queue.answers) >= self._limit:
+            queue.room.clear()
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._pass_on_queued(), name=f"answers to {self._peer}")
+            self._task = asyncio.get_running_loop().create_task(self._pass_on(queue), name=f"answers to {self._peer}")
 
     async def flushed(self) -> None:
         """Wait until every queued answer is out.
 
         :raises OutboxClosed: passing one on failed.
         """
-        if not self._flushed.is_set():
-            await self._flushed.wait()
+        queue = self._queue
+        if queue is not None and not queue.flushed.is_set():
+            await queue.flushed.wait()
         if self._failure is not None:
             raise self._failure
 
     async def room(self) -> None:
         """Wait until fewer than ``limit`` relayed answers are queued."""
-        if not self._room.is_set():
-            await self._room.wait()
+        queue = self._queue
+        if queue is not None and not queue.room.is_set():
+            await queue.room.wait()
 
     async def stop(self) -> None:
         """The connection is ending: stop passing answers on (and wait until the task has ended, so that nothing of
@@ -97,18 +121,17 @@ class Outbox:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._queue.clear()
-        self._flushed.set()
-        self._room.set()
+        if self._queue is not None:
+            self._queue.settle()
 
-    async def _pass_on_queued(self) -> None:
-        queue = self._queue
+    async def _pass_on(self, queue: _Queue) -> None:
+        answers = queue.answers
         try:
-            while queue:
-                await queue[0](self._writer)
-                queue.popleft()
-                if len(queue) < self._limit:
-                    self._room.set()
+            while answers:
+                await answers[0](self._writer)
+                answers.popleft()
+                if len(answers) < self._limit:
+                    queue.room.set()
         except (OSError, asyncio.IncompleteReadError, KafkaguardError) as e:
             self._fail(f"{e.__class__.__name__}: {e}")
         except Exception as e:  # never leave a waiter hanging: whatever went wrong ends this connection
@@ -116,11 +139,9 @@ class Outbox:
             self._fail(e.__class__.__name__)
         finally:
             self._task = None
-            self._flushed.set()
-            self._room.set()
+            queue.settle()
 
     def _fail(self, reason: str) -> None:
         self._failure = OutboxClosed(f"passing an answer on failed: {reason}")
-        self._queue.clear()
         log.warning("closing connection from %s: %s", self._peer, self._failure)
         self._close()
