@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import TypedDict
 
 from kafkaguard.audit.record import AuditRecord, record_from_decision
 from kafkaguard.authorizer import AuthorizerSnapshot
@@ -78,19 +78,33 @@ def scope_of(context: ListenerContext, caller: RequestContext, request: DecodedR
     return RequestScope(**scope_fields(context, caller, request))
 
 
-def scope_fields(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> dict[str, Any]:
+class ScopeFields(TypedDict):
+    """``RequestScope``'s fields, typed: a scope type that adds its own is made with ``**scope_fields(...)`` and mypy
+    checks every one."""
+
+    services: Services
+    broker: BrokerInfo
+    context: RequestContext
+    api_key: ApiKey
+    api_version: int
+    client_id: str | None
+    snapshot: AuthorizerSnapshot
+    audit: AuditLog | None
+
+
+def scope_fields(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> ScopeFields:
     """``RequestScope``'s fields for ``request`` (the snapshot taken now), for a scope type that adds its own."""
     services = context.services
-    return {
-        "services": services,
-        "broker": context.broker,
-        "context": caller,
-        "api_key": request.api_key,
-        "api_version": request.header.api_version,
-        "client_id": request.header.client_id,
-        "snapshot": services.authorizer.snapshot,
-        "audit": context.audit,
-    }
+    return ScopeFields(
+        services=services,
+        broker=context.broker,
+        context=caller,
+        api_key=request.api_key,
+        api_version=request.header.api_version,
+        client_id=request.header.client_id,
+        snapshot=services.authorizer.snapshot,
+        audit=context.audit,
+    )
 
 
 def _audit_records(outcome: RequestAuthorization, now: datetime, api_name: str, log_allowed: bool) -> list[AuditRecord]:
