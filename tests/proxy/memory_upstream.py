@@ -102,14 +102,16 @@ class Sent:
 
 
 class MemoryUpstream:
-    """See the module docstring. ``sent`` holds every request received, in order; ``passed_on`` the correlation ids
-    of the answers passed on to a client writer."""
+    """See the module docstring. ``sent`` holds every request received, in order; ``answered`` every answer given;
+    ``passed_on`` the correlation ids of the answers passed on to a client writer."""
 
     def __init__(self, answer: Answer = empty_answer, *, address: Address = UPSTREAM) -> None:
         self._answer = answer
         self.address = address
         self.sent: list[Sent] = []
         self.passed_on: list[int] = []
+        #: Every answer given (framed), in order.
+        self.answered: list[bytes] = []
         #: (correlation id, framed answer), in request order, as a broker answers a connection's requests.
         self._answers: deque[tuple[int, bytes]] = deque()
         self._correlation = itertools.count(1)
@@ -132,6 +134,7 @@ class MemoryUpstream:
         if body is not None:
             framed = encode_response(api_key, version, request.header.correlation_id, body)
             self._answers.append((request.header.correlation_id, framed))
+            self.answered.append(framed)
 
     async def exchange(self, payload: bytes) -> bytes:
         await self.send(payload)
@@ -228,6 +231,13 @@ class Handled:
         header = decode_request(self.payload, VERSIONS).header
         assert correlation_id_of(frame) == header.correlation_id
         return decode_response(ApiKey(header.api_key), header.api_version, frame)
+
+
+def assert_relayed(handled: Handled, upstream: MemoryUpstream) -> None:
+    """The fast path: the client's bytes went upstream unchanged, and the upstream's answer came back unchanged."""
+    assert [sent.payload for sent in upstream.sent] == [handled.payload]
+    assert handled.client == [framed[4:] for framed in upstream.answered]
+    assert upstream.passed_on == [correlation_id_of(handled.client[0])]
 
 
 def make_scope(
