@@ -116,6 +116,11 @@ class MemoryUpstream:
         self._answers: deque[tuple[int, bytes]] = deque()
         self._correlation = itertools.count(1)
         self._failure: UpstreamUnavailable | None = None
+        self.closed = False
+
+    def close(self) -> None:
+        """As ``UpstreamConnection.close`` (the client connection ended; ``ProxyDispatcher.close``)."""
+        self.closed = True
 
     def bodies(self, api_key: ApiKey) -> list[Any]:
         return [sent.body for sent in self.sent if sent.api_key is api_key]
