@@ -15,7 +15,7 @@ from kafkaguard.protocol.replies import ClientWriter, Relayed
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
-from kafkaguard.proxy.upstream import UpstreamConnection
+from kafkaguard.proxy.upstream import Upstream
 from kafkaguard.proxy.wire import decode_response, encode_request, request_correlation_id
 
 
@@ -40,7 +40,8 @@ class ProxyScope(RequestScope):
     payload: bytes
     correlation_id: int
     listener: Listener
-    upstream: UpstreamConnection
+    #: This client connection's way upstream (``UpstreamConnection``; in unit tests an in-memory one).
+    upstream: Upstream
     nodes: NodeDirectory
     #: The client connection's one writer: a relayed answer goes out through it in its turn.
     outbox: Outbox
@@ -56,7 +57,7 @@ class ProxyScope(RequestScope):
     async def relay(self, body: Any = None) -> Relayed:
         """Send the request upstream (as ``forward``); its answer goes to the client unchanged, as it arrives, after
         the answers before it: the fast path of a request whose every resource is allowed. Returns once the request
-        is sent; the connection's outbox passes the answer on (``UpstreamConnection.pass_answer_on``)."""
+        is sent; the connection's outbox passes the answer on (``Upstream.pass_answer_on``)."""
         payload = self._payload_for(body)
         await self.upstream.send(payload)
         return Relayed(functools.partial(self.upstream.pass_answer_on, request_correlation_id(payload)))

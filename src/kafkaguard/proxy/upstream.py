@@ -17,6 +17,10 @@ reconnects and retries), and the next client connection dials again. Nothing wai
 
 A connection is in one of three states (``_NotConnected``, ``_Connected`` with its link, ``_Failed`` with why):
 what each call may do is decided by the state's type, not by asserts.
+
+``Upstream`` names what a request's handling uses of its upstream connection (``proxy.scope`` and the handlers):
+``UpstreamConnection`` is the one the proxy runs with; the proxy's unit tests put an in-memory one in its place
+(``tests/proxy/memory_upstream.py``), so a handler's decisions are tested without sockets or a broker.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import KafkaguardError, ScramError
@@ -117,6 +121,32 @@ class _Failed:
 
 
 _NOT_CONNECTED = _NotConnected()
+
+
+class Upstream(Protocol):
+    """The way upstream of one client connection, as a request's handling uses it (``UpstreamConnection`` says what
+    each call does): requests go up in order and are answered in order."""
+
+    @property
+    def address(self) -> Address:
+        """The broker this connection reached (or will dial first)."""
+        ...
+
+    async def send(self, payload: bytes) -> None:
+        """Write one request payload (no length prefix) upstream."""
+        ...
+
+    async def exchange(self, payload: bytes) -> bytes:
+        """Send one request payload and return its response payload."""
+        ...
+
+    async def pass_answer_on(self, correlation_id: int, client: ClientWriter) -> None:
+        """Pass the framed answer to the request sent with ``correlation_id`` on to ``client``, unchanged."""
+        ...
+
+    async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
+        """The proxy's own request, with its own correlation id: the decoded answer."""
+        ...
 
 
 class UpstreamConnection:
@@ -318,3 +348,8 @@ class UpstreamConnection:
         if int(answer.error_code) != 0:
             raise ScramError(f"upstream login failed: {answer.error_message or answer.error_code}")
         return bytes(answer.auth_bytes)
+
+
+def _is_upstream(connection: UpstreamConnection) -> Upstream:
+    """Never called: mypy checks here that ``UpstreamConnection`` is an ``Upstream``."""
+    return connection
