@@ -106,8 +106,8 @@ while it is out of date). ``build`` takes any kio class and ``**Any``, so it che
 per entity, a ``TypedDict`` lists its fields over the supported versions, and a wrapper of ``build`` takes them
 through ``Unpack``: a misspelt field, a field no supported version declares, or a value of the wrong type is a mypy
 error. A field some supported version lacks (or defaults) is ``NotRequired``: ``build`` drops or fills it per version
-at run time, as before. The wrappers add one call per entity, and the nested ones a ``nested`` look-up; nothing else
-changes at run time.
+at run time, as before. The wrappers pass their fields on as a mapping (``build_fields``: no second unpacking), so
+they cost about what ``build`` did; a nested one adds a ``nested`` look-up (~0.1 µs).
 
 Design, and its limits:
 
@@ -125,7 +125,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypedDict, Unpack
 
-from kafkaguard.protocol.build import build, nested
+from kafkaguard.protocol.build import build_fields, nested
 '''
 
 
@@ -222,13 +222,13 @@ def render_builders(versions: Mapping[ApiKey, tuple[int, int]] = SUPPORTED_VERSI
             if name == response:
                 parts.append(
                     f"def {function}(cls: type[{response}], **fields: Unpack[{union}Fields]) -> {response}:\n"
-                    f"    return build(cls, **fields)"
+                    f"    return build_fields(cls, fields)"
                 )
             else:
                 parts.append(
                     f"def {function}(response: type[{response}], **fields: Unpack[{union}Fields]) -> {union}:\n"
                     f'    """``{name}``, of ``response``\'s version."""\n'
-                    f"    built: {union} = build(nested(response, {name!r}), **fields)\n"
+                    f"    built: {union} = build_fields(nested(response, {name!r}), fields)\n"
                     f"    return built"
                 )
         imports.extend(sorted(rendering.imports))

@@ -22,6 +22,7 @@ import dataclasses
 import importlib
 import re
 import sys
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final, TypeVar
 from uuid import UUID
@@ -40,6 +41,12 @@ def build(cls: type[T], **values: Any) -> T:
 
     :raises TypeError: a value is named after a field that no version of this entity declares.
     """
+    return build_fields(cls, values)
+
+
+def build_fields(cls: type[T], values: Mapping[str, Any]) -> T:
+    """``build`` from a mapping: ``protocol.builders``' wrappers pass theirs on without unpacking it again (a
+    Metadata answer builds one entity per partition)."""
     names = _field_names(cls)
     kept: dict[str, Any] = {}
     for name, value in values.items():
