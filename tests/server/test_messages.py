@@ -28,6 +28,9 @@ def test_the_generated_message_modules_are_up_to_date():
     assert (ROOT / "src" / "kafkaguard" / "proxy" / "messages.py").read_text() == script["render_proxy"](), (
         "run: .venv/bin/python scripts/gen_messages.py"
     )
+    assert (ROOT / "src" / "kafkaguard" / "protocol" / "builders.py").read_text() == script["render_builders"](), (
+        "run: .venv/bin/python scripts/gen_messages.py"
+    )
 
 
 def test_dispatch_is_exhaustive():

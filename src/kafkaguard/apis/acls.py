@@ -36,7 +36,15 @@ from kafkaguard.model import (
     ResourceType,
     StoredAcl,
 )
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested
+from kafkaguard.protocol.build import NO_THROTTLE
+from kafkaguard.protocol.builders import (
+    acl_creation_result,
+    create_acls_response,
+    delete_acls_filter_result,
+    delete_acls_matching_acl,
+    delete_acls_response,
+    describe_acls_response,
+)
 from kafkaguard.protocol.codec import PreEncoded, response_schema
 from kafkaguard.protocol.messages import (
     CreateAclsRequest,
@@ -119,7 +127,7 @@ def filter_from_wire(request: Any) -> AclBindingFilter | str:
 async def describe_acls(scope: RequestScope, request: DescribeAclsRequest) -> DescribeAclsResponse | PreEncoded:
     cls: type[DescribeAclsResponse] = response_schema(ApiKey.DESCRIBE_ACLS, scope.api_version)
     if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_ACLS]).request_allowed:
-        return build(
+        return describe_acls_response(
             cls,
             throttle_time=NO_THROTTLE,
             **error_fields(_denied(scope)),
@@ -127,7 +135,7 @@ async def describe_acls(scope: RequestScope, request: DescribeAclsRequest) -> De
         )
     unknown = _unknown_codes(**_filter_codes(request))
     if unknown is not None:
-        return build(cls, throttle_time=NO_THROTTLE, **error_fields(_invalid(unknown)), resources=())
+        return describe_acls_response(cls, throttle_time=NO_THROTTLE, **error_fields(_invalid(unknown)), resources=())
     if _unrecognised(**_filter_codes(request)) is not None:
         # Kafka reads an unrecognised code as UNKNOWN, which matches no ACL: an empty, successful answer.
         return encode_describe_acls(scope.api_version, [])
@@ -163,11 +171,10 @@ def _binding_from_wire(creation: Any) -> AclBinding | None:
 
 async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> CreateAclsResponse:
     cls: type[CreateAclsResponse] = response_schema(ApiKey.CREATE_ACLS, scope.api_version)
-    result_cls = nested(cls, "AclCreationResult")
 
     def every(error: ItemError) -> CreateAclsResponse:
-        results = tuple(build(result_cls, **error_fields(error)) for _ in request.creations)
-        return build(cls, throttle_time=NO_THROTTLE, results=results)
+        results = tuple(acl_creation_result(cls, **error_fields(error)) for _ in request.creations)
+        return create_acls_response(cls, throttle_time=NO_THROTTLE, results=results)
 
     if not scope.authorize(REQUIREMENTS[ApiKey.CREATE_ACLS]).request_allowed:
         return every(_denied(scope))
@@ -179,8 +186,8 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
     accepted = [binding for binding, refusal in zip(valid, refused, strict=True) if refusal is None]
     outcomes = iter(await asyncio.to_thread(scope.services.acls.create_acls, accepted) if accepted else [])
     errors = (refusal if refusal is not None else next(outcomes).error for refusal in refused)
-    results = tuple(build(result_cls, **error_fields(error, on_success=SUCCESS_MESSAGE)) for error in errors)
-    return build(cls, throttle_time=NO_THROTTLE, results=results)
+    results = tuple(acl_creation_result(cls, **error_fields(error, on_success=SUCCESS_MESSAGE)) for error in errors)
+    return create_acls_response(cls, throttle_time=NO_THROTTLE, results=results)
 
 
 #: Kafka's controller names the field as its Java name and the decoded value (always UNKNOWN here).
@@ -209,11 +216,10 @@ def _kafka_refusal(creation: Any) -> ItemError | None:
 
 async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:
     cls: type[DeleteAclsResponse] = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
-    result_cls, matching_cls = nested(cls, "DeleteAclsFilterResult"), nested(cls, "DeleteAclsMatchingAcl")
     if not scope.authorize(REQUIREMENTS[ApiKey.DELETE_ACLS]).request_allowed:
         denied = error_fields(_denied(scope))
-        results = tuple(build(result_cls, **denied, matching_acls=()) for _ in request.filters)
-        return build(cls, throttle_time=NO_THROTTLE, filter_results=results)
+        results = tuple(delete_acls_filter_result(cls, **denied, matching_acls=()) for _ in request.filters)
+        return delete_acls_response(cls, throttle_time=NO_THROTTLE, filter_results=results)
     parsed = [filter_from_wire(wire) for wire in request.filters]
     valid = [acl_filter for acl_filter in parsed if not isinstance(acl_filter, str)]
     outcomes = iter(await asyncio.to_thread(scope.services.acls.delete_acls, valid) if valid else [])
@@ -221,11 +227,11 @@ async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> Delete
     for acl_filter in parsed:
         outcome = AclDeleteResult(error=_invalid(acl_filter)) if isinstance(acl_filter, str) else next(outcomes)
         if outcome.error is not None:
-            results_out.append(build(result_cls, **error_fields(outcome.error), matching_acls=()))
+            results_out.append(delete_acls_filter_result(cls, **error_fields(outcome.error), matching_acls=()))
             continue
         matching = tuple(
-            build(
-                matching_cls,
+            delete_acls_matching_acl(
+                cls,
                 **error_fields(None),
                 resource_type=acl.binding.pattern.resource_type.code,
                 resource_name=acl.binding.pattern.name,
@@ -237,5 +243,5 @@ async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> Delete
             )
             for acl in outcome.removed_acls
         )
-        results_out.append(build(result_cls, **error_fields(None), matching_acls=matching))
-    return build(cls, throttle_time=NO_THROTTLE, filter_results=tuple(results_out))
+        results_out.append(delete_acls_filter_result(cls, **error_fields(None), matching_acls=matching))
+    return delete_acls_response(cls, throttle_time=NO_THROTTLE, filter_results=tuple(results_out))

@@ -10,7 +10,16 @@ from kio.static.primitive import f64
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested
+from kafkaguard.protocol.build import NO_THROTTLE
+from kafkaguard.protocol.builders import (
+    alter_client_quotas_entity_data,
+    alter_client_quotas_entry_data,
+    alter_client_quotas_response,
+    describe_client_quotas_entity_data,
+    describe_client_quotas_entry_data,
+    describe_client_quotas_response,
+    value_data,
+)
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.messages import (
     AlterClientQuotasRequest,
@@ -29,46 +38,51 @@ async def describe_client_quotas(
     scope: RequestScope, request: DescribeClientQuotasRequest
 ) -> DescribeClientQuotasResponse:
     cls: type[DescribeClientQuotasResponse] = response_schema(ApiKey.DESCRIBE_CLIENT_QUOTAS, scope.api_version)
-    entry_cls, entity_cls, value_cls = (nested(cls, name) for name in ("EntryData", "EntityData", "ValueData"))
     if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_CLIENT_QUOTAS]).request_allowed:
         # Kafka: a top-level error (its default text, so a null message) and null entries.
-        return build(cls, throttle_time=NO_THROTTLE, **error_fields(_DENIED), entries=None)
+        return describe_client_quotas_response(cls, throttle_time=NO_THROTTLE, **error_fields(_DENIED), entries=None)
     components = [
         QuotaFilterComponent(entity_type=c.entity_type, match_type=int(c.match_type), match=c.match)
         for c in request.components
     ]
     description = scope.services.quotas.describe(components, strict=request.strict)
     if description.entries is None:
-        return build(cls, throttle_time=NO_THROTTLE, **error_fields(description.error), entries=None)
+        return describe_client_quotas_response(
+            cls, throttle_time=NO_THROTTLE, **error_fields(description.error), entries=None
+        )
     entries = tuple(
-        build(
-            entry_cls,
-            entity=tuple(build(entity_cls, entity_type=t, entity_name=n) for t, n in record.entity),
-            values=tuple(build(value_cls, key=key, value=f64(value)) for key, value in record.values.items()),
+        describe_client_quotas_entry_data(
+            cls,
+            entity=tuple(
+                describe_client_quotas_entity_data(cls, entity_type=t, entity_name=n) for t, n in record.entity
+            ),
+            values=tuple(value_data(cls, key=key, value=f64(value)) for key, value in record.values.items()),
         )
         for record in description.entries
     )
     # Kafka's KRaft broker leaves the message at the schema's default, "" (not null), on success.
-    return build(cls, throttle_time=NO_THROTTLE, **error_fields(None, on_success=""), entries=entries)
+    return describe_client_quotas_response(
+        cls, throttle_time=NO_THROTTLE, **error_fields(None, on_success=""), entries=entries
+    )
 
 
 async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasRequest) -> AlterClientQuotasResponse:
     cls: type[AlterClientQuotasResponse] = response_schema(ApiKey.ALTER_CLIENT_QUOTAS, scope.api_version)
-    entry_cls, entity_cls = nested(cls, "EntryData"), nested(cls, "EntityData")
     if not scope.authorize(REQUIREMENTS[ApiKey.ALTER_CLIENT_QUOTAS]).request_allowed:
         # Kafka (AlterClientQuotasRequest.getErrorResponse): every entry as sent, in order, with the error's
         # default text.
         denied = tuple(
-            build(
-                entry_cls,
+            alter_client_quotas_entry_data(
+                cls,
                 **error_fields(_DENIED, default_text=True),
                 entity=tuple(
-                    build(entity_cls, entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity
+                    alter_client_quotas_entity_data(cls, entity_type=e.entity_type, entity_name=e.entity_name)
+                    for e in entry.entity
                 ),
             )
             for entry in request.entries
         )
-        return build(cls, throttle_time=NO_THROTTLE, entries=denied)
+        return alter_client_quotas_response(cls, throttle_time=NO_THROTTLE, entries=denied)
     alterations = [
         QuotaAlteration(
             entity=tuple((e.entity_type, e.entity_name) for e in entry.entity),
@@ -78,11 +92,11 @@ async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasReq
     ]
     results = await asyncio.to_thread(scope.services.quotas.alter, alterations, validate_only=request.validate_only)
     entries = tuple(
-        build(
-            entry_cls,
+        alter_client_quotas_entry_data(
+            cls,
             **error_fields(result.error, default_text=True),
-            entity=tuple(build(entity_cls, entity_type=t, entity_name=n) for t, n in result.entity),
+            entity=tuple(alter_client_quotas_entity_data(cls, entity_type=t, entity_name=n) for t, n in result.entity),
         )
         for result in results
     )
-    return build(cls, throttle_time=NO_THROTTLE, entries=entries)
+    return alter_client_quotas_response(cls, throttle_time=NO_THROTTLE, entries=entries)

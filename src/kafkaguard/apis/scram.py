@@ -9,7 +9,14 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested
+from kafkaguard.protocol.build import NO_THROTTLE
+from kafkaguard.protocol.builders import (
+    alter_user_scram_credentials_response,
+    alter_user_scram_credentials_result,
+    credential_info,
+    describe_user_scram_credentials_response,
+    describe_user_scram_credentials_result,
+)
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.messages import (
     AlterUserScramCredentialsRequest,
@@ -28,13 +35,12 @@ async def describe_user_scram_credentials(
     cls: type[DescribeUserScramCredentialsResponse] = response_schema(
         ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, scope.api_version
     )
-    result_cls, info_cls = nested(cls, "DescribeUserScramCredentialsResult"), nested(cls, "CredentialInfo")
     names = [user.name for user in request.users] if request.users else None
     if not scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS]).request_allowed:
         # Kafka: top-level error with a null message, and one result per requested user without its name.
         results = tuple(
-            build(
-                result_cls,
+            describe_user_scram_credentials_result(
+                cls,
                 user="",
                 error_code=ErrorCode.cluster_authorization_failed,
                 error_message=None,
@@ -42,7 +48,7 @@ async def describe_user_scram_credentials(
             )
             for _ in names or ()
         )
-        return build(
+        return describe_user_scram_credentials_response(
             cls,
             throttle_time=NO_THROTTLE,
             error_code=ErrorCode.cluster_authorization_failed,
@@ -51,19 +57,21 @@ async def describe_user_scram_credentials(
         )
     descriptions = await asyncio.to_thread(scope.services.credentials.describe, names)
     results = tuple(
-        build(
-            result_cls,
+        describe_user_scram_credentials_result(
+            cls,
             user=description.user,
             # Kafka's generated classes default a nullable string to "": a success carries "", not null.
             **error_fields(description.error, on_success=""),
             credential_infos=tuple(
-                build(info_cls, mechanism=info.mechanism.code, iterations=info.iterations)
+                credential_info(cls, mechanism=info.mechanism.code, iterations=info.iterations)
                 for info in description.credentials
             ),
         )
         for description in descriptions
     )
-    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="", results=results)
+    return describe_user_scram_credentials_response(
+        cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, error_message="", results=results
+    )
 
 
 async def alter_user_scram_credentials(
@@ -72,7 +80,6 @@ async def alter_user_scram_credentials(
     cls: type[AlterUserScramCredentialsResponse] = response_schema(
         ApiKey.ALTER_USER_SCRAM_CREDENTIALS, scope.api_version
     )
-    result_cls = nested(cls, "AlterUserScramCredentialsResult")
     if not scope.authorize(REQUIREMENTS[ApiKey.ALTER_USER_SCRAM_CREDENTIALS]).request_allowed:
         # Kafka: one result per distinct user named, sorted by name, all with the same error.
         users = sorted({d.name for d in request.deletions} | {u.name for u in request.upsertions})
@@ -80,8 +87,8 @@ async def alter_user_scram_credentials(
             KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             f"Request {ApiKey.ALTER_USER_SCRAM_CREDENTIALS.api_name} is not authorized.",
         )
-        results = tuple(build(result_cls, user=user, **error_fields(denied)) for user in users)
-        return build(cls, throttle_time=NO_THROTTLE, results=results)
+        results = tuple(alter_user_scram_credentials_result(cls, user=user, **error_fields(denied)) for user in users)
+        return alter_user_scram_credentials_response(cls, throttle_time=NO_THROTTLE, results=results)
     deletions = [ScramDeletion(user=d.name, mechanism=int(d.mechanism)) for d in request.deletions]
     upsertions = [
         ScramUpsertion(
@@ -95,11 +102,11 @@ async def alter_user_scram_credentials(
     ]
     outcomes = await asyncio.to_thread(scope.services.credentials.alter, deletions, upsertions)
     results = tuple(
-        build(
-            result_cls,
+        alter_user_scram_credentials_result(
+            cls,
             user=outcome.user,
             **error_fields(outcome.error),
         )
         for outcome in outcomes
     )
-    return build(cls, throttle_time=NO_THROTTLE, results=results)
+    return alter_user_scram_credentials_response(cls, throttle_time=NO_THROTTLE, results=results)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested
+from kafkaguard.protocol import builders  # qualified: this module's own names (api_version, …) are taken
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions, constant_response, response_schema
 from kafkaguard.protocol.messages import ApiVersionsResponse
 
@@ -36,9 +37,8 @@ def api_versions_response(
 
 def _api_versions(api_version: int, error: ErrorCode, versions: Versions) -> ApiVersionsResponse:
     cls: type[ApiVersionsResponse] = response_schema(ApiKey.API_VERSIONS, api_version)
-    version_cls = nested(cls, "ApiVersion")
     keys = tuple(
-        build(version_cls, api_key=key.value, min_version=low, max_version=high)
+        builders.api_version(cls, api_key=key.value, min_version=low, max_version=high)
         for key, (low, high) in sorted(versions.items())
     )
-    return build(cls, error_code=error, api_keys=keys, throttle_time=NO_THROTTLE)
+    return builders.api_versions_response(cls, error_code=error, api_keys=keys, throttle_time=NO_THROTTLE)

@@ -4,7 +4,9 @@ kio generates one class per API version, and fields come and go between versions
 v1, ``cluster_authorized_operations`` leaves Metadata at v11 …). Handlers describe a response once, with every
 field any version has, and ``build`` keeps the fields the requested version's class declares. A name that no
 version kio knows declares is a bug in the handler (a typo would otherwise be dropped silently):
-``build`` raises ``TypeError`` for it.
+``build`` raises ``TypeError`` for it. ``build`` is typed ``**Any``, so that error waits for run time: the server's
+handlers call it through ``protocol.builders`` (generated), whose typed wrappers make a misspelt field, a field no
+supported version declares or a value of the wrong type a mypy error.
 
 Dropping is right for a response: a client of v1 never hears of a field v2 added. It is wrong for a request the
 proxy sends upstream: a field its version lacks is read by the broker as Kafka's default for it, so a dropped value
@@ -20,6 +22,7 @@ import dataclasses
 import importlib
 import re
 import sys
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final, TypeVar
 from uuid import UUID
@@ -38,6 +41,12 @@ def build(cls: type[T], **values: Any) -> T:
 
     :raises TypeError: a value is named after a field that no version of this entity declares.
     """
+    return build_fields(cls, values)
+
+
+def build_fields(cls: type[T], values: Mapping[str, Any]) -> T:
+    """``build`` from a mapping: ``protocol.builders``' wrappers pass theirs on without unpacking it again (a
+    Metadata answer builds one entity per partition)."""
     names = _field_names(cls)
     kept: dict[str, Any] = {}
     for name, value in values.items():

@@ -35,8 +35,9 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import ScramAuthenticationError, ScramStateError
-from kafkaguard.protocol.build import build
+from kafkaguard.protocol.builders import sasl_authenticate_response, sasl_handshake_response
 from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
 from kafkaguard.service.credentials import CredentialService
@@ -137,25 +138,32 @@ class SaslState:
         """The answer to a SaslHandshake or SaslAuthenticate that this connection may not send now (a handshake
         after login when re-authentication is off or too soon, a SaslAuthenticate without a handshake):
         ILLEGAL_SASL_STATE (with ``message`` where the API has one), then the connection closes."""
-        cls = response_schema(api_key, api_version)
         if api_key is ApiKey.SASL_HANDSHAKE:
+            handshake: type[SaslHandshakeResponse] = response_schema(api_key, api_version)
             return SaslOutcome(
-                build(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=tuple(self._enabled)), close=True
+                sasl_handshake_response(
+                    handshake, error_code=ErrorCode.illegal_sasl_state, mechanisms=tuple(self._enabled)
+                ),
+                close=True,
             )
-        response = build(cls, error_code=ErrorCode.illegal_sasl_state, error_message=message, auth_bytes=b"",
-                         session_lifetime=timedelta(0))  # fmt: skip
+        cls: type[SaslAuthenticateResponse] = response_schema(api_key, api_version)
+        response = sasl_authenticate_response(cls, error_code=ErrorCode.illegal_sasl_state, error_message=message,
+                                              auth_bytes=b"", session_lifetime=timedelta(0))  # fmt: skip
         return SaslOutcome(response, close=True)
 
     def handshake(self, api_version: int, request: Any) -> SaslOutcome:
-        cls = response_schema(ApiKey.SASL_HANDSHAKE, api_version)
+        cls: type[SaslHandshakeResponse] = response_schema(ApiKey.SASL_HANDSHAKE, api_version)
         mechanisms = tuple(self._enabled)
         if self.stage is not SaslStage.HANDSHAKE:
-            return SaslOutcome(build(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=mechanisms), close=True)
+            return SaslOutcome(
+                sasl_handshake_response(cls, error_code=ErrorCode.illegal_sasl_state, mechanisms=mechanisms), close=True
+            )
         name = str(request.mechanism)
         if name not in self._enabled:
             log.info("SASL handshake for unsupported mechanism %r", _shown(name))
             return SaslOutcome(
-                build(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms), close=True
+                sasl_handshake_response(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms),
+                close=True,
             )
         renewing = self._renewing
         if renewing is not None:
@@ -163,7 +171,9 @@ class SaslState:
             if refusal is not None:
                 code, self.failure = refusal
                 self.stage = SaslStage.FAILED
-                return SaslOutcome(build(cls, error_code=code, mechanisms=mechanisms), failed=True, close=True)
+                return SaslOutcome(
+                    sasl_handshake_response(cls, error_code=code, mechanisms=mechanisms), failed=True, close=True
+                )
         mechanism = ScramMechanism.from_name(name)
         self._session = ScramServerSession(
             mechanism,
@@ -174,7 +184,7 @@ class SaslState:
         )
         self.stage = SaslStage.AUTHENTICATING
         self.raw_tokens = api_version == 0
-        return SaslOutcome(build(cls, error_code=ErrorCode.none, mechanisms=mechanisms))
+        return SaslOutcome(sasl_handshake_response(cls, error_code=ErrorCode.none, mechanisms=mechanisms))
 
     def token(self, token: bytes) -> tuple[bytes | None, str | None]:
         """Feed one client token: (server token, None) or (None, error message safe to send)."""
@@ -208,10 +218,10 @@ class SaslState:
         return reply, None
 
     def authenticate(self, api_version: int, request: Any) -> SaslOutcome:
-        cls = response_schema(ApiKey.SASL_AUTHENTICATE, api_version)
+        cls: type[SaslAuthenticateResponse] = response_schema(ApiKey.SASL_AUTHENTICATE, api_version)
         if self.raw_tokens:
             return SaslOutcome(
-                build(
+                sasl_authenticate_response(
                     cls,
                     error_code=ErrorCode.illegal_sasl_state,
                     error_message="SaslAuthenticate after a v0 SaslHandshake",
@@ -225,11 +235,13 @@ class SaslState:
             code = ErrorCode.sasl_authentication_failed
             if self._session is None:
                 code = ErrorCode.illegal_sasl_state
-            response = build(cls, error_code=code, error_message=error, auth_bytes=b"", session_lifetime=timedelta(0))
+            response = sasl_authenticate_response(
+                cls, error_code=code, error_message=error, auth_bytes=b"", session_lifetime=timedelta(0)
+            )
             return SaslOutcome(response, failed=True, close=True)
         # v0 has no session_lifetime_ms: such a client is not told, yet its session expires all the same (Kafka).
         lifetime = self.session_lifetime_ms if self.authenticated and api_version >= 1 else 0
-        response = build(
+        response = sasl_authenticate_response(
             cls,
             error_code=ErrorCode.none,
             error_message=None,

@@ -10,7 +10,6 @@ cluster, or DESCRIBE and DELETE on the topic.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -21,7 +20,22 @@ from kafkaguard.apis.denials import CREATE_DENIED
 from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED, cluster_operations
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import AclOperation, AuthorizationResult, ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, has_field, nested
+from kafkaguard.protocol.build import NO_THROTTLE, has_field, nested
+from kafkaguard.protocol.builders import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    DeletableTopicResult,
+    MetadataResponseTopic,
+    creatable_topic_configs,
+    creatable_topic_result,
+    create_topics_response,
+    deletable_topic_result,
+    delete_topics_response,
+    metadata_response,
+    metadata_response_broker,
+    metadata_response_partition,
+    metadata_response_topic,
+)
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.messages import (
     CreateTopicsRequest,
@@ -57,14 +71,13 @@ def _unique(names: Iterable[str]) -> list[str]:
 
 async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataResponse:
     cls: type[MetadataResponse] = response_schema(ApiKey.METADATA, scope.api_version)
-    topic_cls, partition_cls = nested(cls, "MetadataResponseTopic"), nested(cls, "MetadataResponsePartition")
     topics_service = scope.services.topics
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
 
-    def topic_entry(record: TopicRecord, error: ErrorCode = ErrorCode.none) -> Any:
+    def topic_entry(record: TopicRecord, error: ErrorCode = ErrorCode.none) -> MetadataResponseTopic:
         partitions = tuple(
-            build(
-                partition_cls,
+            metadata_response_partition(
+                cls,
                 error_code=ErrorCode.none,
                 partition_index=index,
                 leader_id=scope.broker.node_id,
@@ -80,8 +93,8 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
             if include_ops
             else OPERATIONS_NOT_REQUESTED
         )
-        return build(
-            topic_cls,
+        return metadata_response_topic(
+            cls,
             error_code=error,
             name=record.name,
             topic_id=record.topic_id,
@@ -90,18 +103,20 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
             topic_authorized_operations=operations,
         )
 
-    def error_entry(name: str | None, error: ErrorCode, topic_id: uuid.UUID = ZERO_UUID) -> Any:
-        return build(
-            topic_cls,
+    def error_entry(
+        name: str | None, error: ErrorCode, topic_id: uuid.UUID = ZERO_UUID, operations: int = OPERATIONS_NOT_REQUESTED
+    ) -> MetadataResponseTopic:
+        return metadata_response_topic(
+            cls,
             error_code=error,
             name=name,
             topic_id=topic_id,
             is_internal=False,
             partitions=(),
-            topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
+            topic_authorized_operations=operations,
         )
 
-    entries: list[Any] = []
+    entries: list[MetadataResponseTopic] = []
     if request.topics is None:
         records = [d.record for d in topics_service.describe(None) if d.record is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: [r.name for r in records]})
@@ -142,20 +157,20 @@ async def metadata(scope: RequestScope, request: MetadataRequest) -> MetadataRes
                 made = created[name]
                 entries.append(topic_entry(made) if isinstance(made, TopicRecord) else error_entry(name, made))
             else:
-                entry = error_entry(name, wire_error(description.error))
-                if include_ops:  # Kafka reports the operations on an absent topic the caller may describe
-                    entry = dataclasses.replace(
-                        entry,
-                        topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, name),
-                    )
-                entries.append(entry)
+                # Kafka reports the operations on an absent topic the caller may describe.
+                operations = (
+                    authorized_operations(scope.snapshot, scope.context, TOPIC, name)
+                    if include_ops
+                    else OPERATIONS_NOT_REQUESTED
+                )
+                entries.append(error_entry(name, wire_error(description.error), operations=operations))
     wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
-    return build(
+    return metadata_response(
         cls,
         throttle_time=NO_THROTTLE,
         brokers=(
-            build(
-                nested(cls, "MetadataResponseBroker"),
+            metadata_response_broker(
+                cls,
                 node_id=scope.broker.node_id,
                 host=scope.broker.host,
                 port=scope.broker.port,
@@ -200,8 +215,7 @@ async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) ->
 
 async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> CreateTopicsResponse:
     cls: type[CreateTopicsResponse] = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
-    result_cls = nested(cls, "CreatableTopicResult")
-    config_cls = nested(cls, "CreatableTopicConfigs") if has_field(result_cls, "configs") else None
+    lists_configs = has_field(nested(cls, "CreatableTopicResult"), "configs")  # v5+
     names = _unique(t.name for t in request.topics)
     outcome = scope.authorize(REQUIREMENTS[ApiKey.CREATE_TOPICS], {TOPIC: names})
     allowed = [t for t in request.topics if outcome.allows(TOPIC, t.name)]
@@ -226,35 +240,35 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
         if new_topics
         else {}
     )
-    results = []
+    results: list[CreatableTopicResult] = []
     for name in names:
         if not outcome.allows(TOPIC, name):
             results.append(
-                build(
-                    result_cls,
+                creatable_topic_result(
+                    cls,
                     name=name,
                     topic_id=ZERO_UUID,
                     **error_fields(CREATE_DENIED),
                     topic_config_error_code=ErrorCode.none.value,  # as Kafka 3.9 answers (measured)
                     num_partitions=-1,
                     replication_factor=-1,
-                    configs=() if config_cls is not None else None,
+                    configs=() if lists_configs else None,
                 )
             )
             continue
         result = created[name]
         # Kafka 3.9 (measured): an empty config list, not null, wherever it lists none; and a caller that may not
         # DESCRIBE_CONFIGS the new topic sees neither its configs nor its partition count and replication factor.
-        configs: tuple[Any, ...] | None = () if config_cls is not None else None
+        configs: tuple[CreatableTopicConfigs, ...] | None = () if lists_configs else None
         config_error = ErrorCode.none.value
         num_partitions, replication_factor = result.num_partitions, result.replication_factor
-        if result.succeeded and config_cls is not None:
+        if result.succeeded and lists_configs:
             # Kafka returns the topic's configs only to a caller allowed to DESCRIBE_CONFIGS the topic.
             may_see = REQUIREMENTS[ApiKey.DESCRIBE_CONFIGS]
             if scope.authorize(may_see, {TOPIC: [name]}).allows(TOPIC, name):
                 configs = tuple(
-                    build(
-                        config_cls,
+                    creatable_topic_configs(
+                        cls,
                         name=key,
                         value=value,
                         read_only=False,
@@ -267,8 +281,8 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                 config_error = ErrorCode.topic_authorization_failed.value
                 num_partitions = replication_factor = -1
         results.append(
-            build(
-                result_cls,
+            creatable_topic_result(
+                cls,
                 name=name,
                 topic_id=result.topic_id,
                 **error_fields(result.error),
@@ -278,7 +292,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
                 configs=configs,
             )
         )
-    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(results))
+    return create_topics_response(cls, throttle_time=NO_THROTTLE, topics=tuple(results))
 
 
 # ----------------------------------------------------------------------------------------------- DeleteTopics
@@ -302,7 +316,6 @@ def _topic_id(topic: Any) -> uuid.UUID | None:
 
 async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     cls: type[DeleteTopicsResponse] = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
-    result_cls = nested(cls, "DeletableTopicResult")
     service = scope.services.topics
     nameless = 0
     if hasattr(request, "topic_names"):
@@ -314,7 +327,7 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
         nameless = sum(1 for t in request.topics if t.name is None and _topic_id(t) is None)
     id_names = {d.topic_id: d.record.name for d in service.describe_by_id(ids) if d.record is not None} if ids else {}
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: _unique([*names, *id_names.values()])})
-    results: list[Any] = []
+    results: list[DeletableTopicResult] = []
     deletable_names = [n for n in names if outcome.allows(TOPIC, n)]
     deletable_ids = [i for i in ids if i not in id_names or outcome.allows(TOPIC, id_names[i])]
     # Kafka (ControllerApis.deleteTopics) checks DESCRIBE, then existence, then DELETE: a missing topic the caller
@@ -335,15 +348,15 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     )
     for name in names:
         if name in absent:
-            results.append(build(result_cls, name=name, topic_id=ZERO_UUID, **deletion_error(_UNKNOWN_TOPIC)))
+            results.append(deletable_topic_result(cls, name=name, topic_id=ZERO_UUID, **deletion_error(_UNKNOWN_TOPIC)))
         elif name not in deletable_names:
-            results.append(build(result_cls, name=name, topic_id=ZERO_UUID, **deletion_error(_DELETE_DENIED)))
+            results.append(deletable_topic_result(cls, name=name, topic_id=ZERO_UUID, **deletion_error(_DELETE_DENIED)))
     for topic_id in ids:
         if topic_id not in deletable_ids:
             # The name is withheld from a caller who may not describe the topic.
-            results.append(build(result_cls, name=None, topic_id=topic_id, **deletion_error(_DELETE_DENIED)))
+            results.append(deletable_topic_result(cls, name=None, topic_id=topic_id, **deletion_error(_DELETE_DENIED)))
     results.extend(
-        build(result_cls, name=None, topic_id=ZERO_UUID, **deletion_error(_NAMELESS)) for _ in range(nameless)
+        deletable_topic_result(cls, name=None, topic_id=ZERO_UUID, **deletion_error(_NAMELESS)) for _ in range(nameless)
     )
     deleted = []
     if deletable_names:
@@ -351,5 +364,7 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     if deletable_ids:
         deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids)
     for result in deleted:
-        results.append(build(result_cls, name=result.name, topic_id=result.topic_id, **deletion_error(result.error)))
-    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(results))
+        results.append(
+            deletable_topic_result(cls, name=result.name, topic_id=result.topic_id, **deletion_error(result.error))
+        )
+    return delete_topics_response(cls, throttle_time=NO_THROTTLE, responses=tuple(results))

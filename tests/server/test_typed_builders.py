@@ -1,0 +1,79 @@
+"""mypy checks the fields a handler sets through ``protocol.builders``: a misspelt field, a field no supported version
+declares (DescribeClusterBroker's ``is_fenced`` is kio's v2, the server answers v0–v1: ``build`` would drop it at
+run time), a field of another API and a value of the wrong type are errors on their own lines; a correct response
+passes.
+
+One mypy run over both snippets (the builders' imports make it the slow part: a few seconds, cold cache)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from mypy import api
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SNIPPET_HEAD = """\
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.protocol.build import NO_THROTTLE
+from kafkaguard.protocol.builders import describe_cluster_broker, describe_cluster_response
+from kafkaguard.protocol.messages import DescribeClusterResponse
+"""
+
+CORRECT = (
+    SNIPPET_HEAD
+    + """
+
+def answer(cls: type[DescribeClusterResponse]) -> DescribeClusterResponse:
+    return describe_cluster_response(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=1,
+        cluster_id="c",
+        controller_id=1,
+        brokers=(describe_cluster_broker(cls, broker_id=1, host="h", port=9092, rack=None),),
+        cluster_authorized_operations=0,
+    )
+"""
+)
+
+# mypy reports a wrong keyword at the line its call starts on: one call per line.
+WRONG = (
+    SNIPPET_HEAD
+    + """
+
+def wrong(cls: type[DescribeClusterResponse]) -> None:
+    describe_cluster_broker(cls, broker_idd=1, host="h", port=9092, rack=None)  # misspelt
+    describe_cluster_broker(cls, broker_id=1, host="h", port=9092, rack=None, is_fenced=False)  # v2 only
+    describe_cluster_broker(cls, broker_id=1, host="h", port="9092", rack=None)  # wrong type
+    describe_cluster_response(cls, topics=())  # a field of another API (and the required ones missing)
+"""
+)
+
+
+def _lines_marked(source: str) -> set[int]:
+    return {number for number, line in enumerate(source.splitlines(), start=1) if "  # " in line}
+
+
+def test_mypy_reports_exactly_the_wrong_fields_and_passes_a_correct_response(tmp_path: Path) -> None:
+    (tmp_path / "correct.py").write_text(CORRECT)
+    (tmp_path / "wrong.py").write_text(WRONG)
+    config = tmp_path / "mypy.ini"
+    config.write_text(
+        f"[mypy]\nstrict = True\npython_version = 3.11\nmypy_path = {ROOT / 'src'}\n"
+        f"cache_dir = {tmp_path / 'cache'}\nfollow_imports = silent\n"
+    )
+    stdout, stderr, _status = api.run(
+        ["--config-file", str(config), str(tmp_path / "correct.py"), str(tmp_path / "wrong.py")]
+    )
+    errors: dict[str, set[int]] = {"correct.py": set(), "wrong.py": set()}
+    for found in re.finditer(r"^(?:.*[/\\])?(\w+\.py):(\d+): error:", stdout, re.MULTILINE):
+        errors[found[1]].add(int(found[2]))
+    assert errors == {"correct.py": set(), "wrong.py": _lines_marked(WRONG)}, stdout + stderr
+    assert 'Unexpected keyword argument "broker_idd"' in stdout
+    assert 'Unexpected keyword argument "is_fenced"' in stdout
+    assert 'Unexpected keyword argument "topics"' in stdout
