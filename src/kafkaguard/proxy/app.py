@@ -12,6 +12,7 @@ both sides can do) and its brokers (to open their listeners). Each broker's ``au
 
 from __future__ import annotations
 
+import functools
 import logging
 import ssl
 from collections import Counter
@@ -52,6 +53,9 @@ class ProxyServer(ListeningServer):
         host = settings.advertised_host or settings.parsed_listeners[0].host or "localhost"
         self.nodes = NodeDirectory((Address(h, p) for h, p in settings.upstream_servers), host)
         self.nodes.on_new_node(self._serve_node)
+        self._dial = functools.partial(
+            UpstreamConnection, security=self.security, timeout=settings.upstream_timeout_seconds
+        )
         self.auto_create = AutoCreateWatcher(self.nodes, self.security, timeout=settings.upstream_timeout_seconds)
         self.nodes.on_node_address(self.auto_create.watch_node)
         self.versions: Versions = {}
@@ -89,14 +93,7 @@ class ProxyServer(ListeningServer):
     def dispatcher(self, listener: Listener, context: ListenerContext) -> ProxyDispatcher:
         node_id = self._node_listeners.get(listener, (listener, None))[1]
         self.connections_per_node[node_id] += 1
-        route = ProxyRoute(
-            node_id=node_id,
-            nodes=self.nodes,
-            security=self.security,
-            versions=self.versions,
-            timeout=self.services.settings.upstream_timeout_seconds,
-            meter=self.meter,
-        )
+        route = ProxyRoute(node_id=node_id, nodes=self.nodes, versions=self.versions, meter=self.meter, dial=self._dial)
         return ProxyDispatcher(context, route)
 
     async def _serve_node(self, node_id: int) -> None:

@@ -47,7 +47,7 @@ from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
-from kafkaguard.proxy.upstream import UpstreamConnection, UpstreamSecurity
+from kafkaguard.proxy.upstream import Dial
 from kafkaguard.proxy.versions import CAPS, LOCAL
 
 ProxyHandler = Callable[[ProxyScope, Any], Awaitable[Reply]]
@@ -91,14 +91,13 @@ if set(LOCAL_HANDLERS) | CONNECTION_APIS != set(LOCAL):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProxyRoute:
     """Where a proxy connection goes: ``node_id`` None is a bootstrap connection (any bootstrap server); ``versions``
-    are the negotiated ApiVersions."""
+    are the negotiated ApiVersions; ``dial`` makes the connection's way upstream."""
 
     node_id: int | None
     nodes: NodeDirectory
-    security: UpstreamSecurity
     versions: Versions
-    timeout: float
     meter: QuotaMeter
+    dial: Dial
 
 
 class ProxyDispatcher:
@@ -113,7 +112,7 @@ class ProxyDispatcher:
         else:
             known = nodes.address_of(route.node_id)
             addresses = [known] if known is not None else []
-        self.upstream = UpstreamConnection(addresses, route.security, timeout=route.timeout)
+        self.upstream = route.dial(addresses)
 
     @property
     def versions(self) -> Versions:

@@ -30,7 +30,7 @@ import itertools
 import logging
 import ssl
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
@@ -147,6 +147,15 @@ class Upstream(Protocol):
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
         """The proxy's own request, with its own correlation id: the decoded answer."""
         ...
+
+    def close(self) -> None:
+        """The client connection has ended."""
+        ...
+
+
+#: How a client connection gets its way upstream: from the addresses to try (``UpstreamConnection`` with the proxy's
+#: security and timeout; a test's in-memory upstream).
+Dial = Callable[[Sequence[Address]], Upstream]
 
 
 class UpstreamConnection:
