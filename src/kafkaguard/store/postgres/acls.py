@@ -21,10 +21,10 @@ from kafkaguard.model import (
     StoredAcl,
 )
 from kafkaguard.model.resource import WILDCARD_RESOURCE
-from kafkaguard.store.acl_rows import AclRowReader, acl_row, binding_fields
 from kafkaguard.store.changes import AclChange, net_delta
 from kafkaguard.store.ports import AclCreation, AclDeletion, AclDelta, AclSnapshot
 from kafkaguard.store.postgres.connection import Connection, Database, counter, lock_counter, read_counter
+from kafkaguard.store.sql.acl_rows import AclRowReader, acl_row, binding_fields
 
 _SELECT_ACLS = (
     "SELECT id, resource_type, resource_name, pattern_type, principal, host, operation, permission_type FROM acls"
