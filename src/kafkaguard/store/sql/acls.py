@@ -7,9 +7,10 @@ database's cheap poll (SQLite: one ``PRAGMA data_version`` while no other connec
 ``changes_since`` then returns the net delta.
 
 A write collects its changes and writes them at its end, a statement per kind over all rows (``executemany``, which
-psycopg pipelines: a 100k-ACL import is a few round trips, not 200k). ``import_acls`` reads the stored ACLs once and
-compares bindings as the model does (as the in-memory store does), rather than looking up each binding: one
-statement instead of one per binding, at the cost of reading the whole table even to merge in a few ACLs.
+psycopg pipelines: a 100k-ACL import is a few round trips, not 200k). ``import_acls`` reads the stored ACLs it
+needs in one go (to replace, all of them; to merge, those that share a resource name with an imported binding, found
+through the binding index, which leads with the name) and compares bindings as the model does, as the in-memory store
+does: a statement per batch of names rather than one per binding, so merging a few ACLs into many reads a few rows.
 """
 
 from __future__ import annotations
@@ -127,7 +128,11 @@ class AclTables:
         wanted = dict.fromkeys(bindings)
         with self._db.write() as tx:
             changes = _ChangeWriter(tx)
-            stored = {acl.binding: acl for acl in map(AclRowReader().acl, tx.all(_SELECT_ACLS))}
+            if replace:
+                rows = tx.all(_SELECT_ACLS)
+            else:
+                rows = tx.all_of(_SELECT_ACLS, "resource_name", sorted({b.pattern.name for b in wanted}))
+            stored = {acl.binding: acl for acl in map(AclRowReader().acl, rows)}
             if replace:
                 for binding, acl in stored.items():
                     if binding not in wanted:
