@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import sqlite3
 import subprocess
 import sys
@@ -92,8 +93,10 @@ def store_calls(monkeypatch: pytest.MonkeyPatch) -> StoreCalls:
 
         return call
 
-    for name, method in vars(SqliteStore).items():
-        if not name.startswith("_") and callable(method):
+    # Its own methods and those of the SQL store it is built on (plain functions: not the classmethod).
+    for name in dir(SqliteStore):
+        method = inspect.getattr_static(SqliteStore, name)
+        if not name.startswith("_") and inspect.isfunction(method):
             monkeypatch.setattr(SqliteStore, name, recorded(name, method))
     return calls
 

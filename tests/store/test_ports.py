@@ -142,6 +142,33 @@ def test_import_merges_or_replaces_in_one_delta(acl_store: AclStore) -> None:
     assert next(a.id for a in acl_store.load_acls().acls if a.binding == acl("b")) == kept[1].id
 
 
+def test_a_merging_import_of_many_names_keeps_what_is_stored_under_each(acl_store: AclStore) -> None:
+    # More names than SQLite binds in one statement; stored ACLs that share a name with an imported one but differ
+    # in another field are neither kept for it nor removed.
+    stored = acl_store.create_acls([acl("t0007"), acl("t1500", "User:bob")]).acls
+    wanted = [acl(f"t{i:04}") for i in range(2000)]
+    merged = acl_store.import_acls(wanted, replace=False)
+    assert len(merged.added) == 1999 and merged.removed == ()
+    assert acl("t0007") not in {a.binding for a in merged.added}
+    assert {a.id for a in stored} <= {a.id for a in acl_store.load_acls().acls}
+    assert len(acl_store.load_acls().acls) == 2001
+
+
+def test_a_match_filter_on_a_name_longer_than_a_statement_binds(acl_store: AclStore) -> None:
+    name = "n" * 2000
+    applicable = [acl(name), acl("n" * 1500, pattern_type=PatternType.PREFIXED)]
+    acl_store.create_acls([*applicable, acl("n" * 2001), acl("m", pattern_type=PatternType.PREFIXED)])
+    found = acl_store.find_acls(acl_filter(name, PatternType.MATCH))
+    assert {a.binding for a in found} == set(applicable)
+
+
+def test_credential_infos_for_more_users_than_a_statement_binds(credential_store: CredentialStore) -> None:
+    users = [f"u{i:04}" for i in range(2000)]
+    credential_store.alter_credentials([UserAlteration(u, upsertions=(_credential(),)) for u in users])
+    infos = credential_store.credential_infos([*reversed(users), "nobody"])
+    assert infos == dict.fromkeys(users, (CredentialInfo(SHA256, 4096),))
+
+
 def _credential(mechanism: ScramMechanism = SHA256, iterations: int = 4096, seed: bytes = b"x") -> ScramCredential:
     return credential_from_salted_password(mechanism, b"salt" + seed, seed * mechanism.digest_size, iterations)
 

@@ -4,26 +4,19 @@ writer killed with SIGKILL. Acknowledged writes are never lost, failed ones rais
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from kafkaguard import StandardAuthorizer
-from kafkaguard.scram import ScramMechanism
 from kafkaguard.service import AclService
 from kafkaguard.store import StoreUnavailableError
 from kafkaguard.store.postgres import PostgresStore
 from tests.postgres import PASSWORD, PostgresServer
+from tests.store.durability import check_sigkilled_writers
 from tests.store.helpers import acl
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_restart_under_load_loses_no_acknowledged_write_and_everyone_recovers(
@@ -130,60 +123,12 @@ def _stop_and_start(
     assert writer_store.healthy()
 
 
-ROUNDS = 8
-
-
-def _run_and_kill(url: str, start: int, rng: random.Random) -> list[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.durability_child", url, str(start)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "KAFKAGUARD_STORE_PASSWORD": PASSWORD},
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "ready\n"
-    time.sleep(rng.uniform(0.05, 0.4))
-    os.kill(child.pid, signal.SIGKILL)
-    with child.stdout:
-        lines = child.stdout.read().splitlines()
-    child.wait(timeout=10)
-    assert child.returncode == -signal.SIGKILL
-    return lines
-
-
 def test_every_acknowledged_change_survives_a_sigkilled_writer(postgres_url: str) -> None:
-    rng = random.Random(20261123)
-    created: set[int] = set()
-    deleting: set[int] = set()
-    deleted: set[int] = set()
-    acked_credential: dict[str, int] = {}
-    attempted_credential: dict[str, int] = {}
-    acknowledged = 0
-    for round_number in range(ROUNDS):
-        for line in _run_and_kill(postgres_url, round_number * 100_000, rng):
-            kind, *args = line.split()
-            acknowledged += not kind.endswith("?")
-            if kind == "A":
-                created.add(int(args[0]))
-            elif kind == "D?":
-                deleting.add(int(args[0]))
-            elif kind == "D":
-                deleted.add(int(args[0]))
-            elif kind == "C?":
-                attempted_credential[args[0]] = int(args[1])
-            elif kind == "C":
-                acked_credential[args[0]] = int(args[1])
-        with PostgresStore(postgres_url, password=PASSWORD) as store:
-            present = {int(a.binding.pattern.name[1:]) for a in store.load_acls().acls}
-            assert created - deleting <= present, "an acknowledged creation was lost"
-            assert not deleted & present, "an acknowledged deletion was lost"
-            for user, iterations in acked_credential.items():
-                stored = store.get_credential(user, ScramMechanism.SCRAM_SHA_256)
-                assert stored is not None
-                assert stored.iterations in {iterations, attempted_credential[user]}
-            log = store.changes_since(0)
-            assert log is not None
-            assert set(log.added) == set(store.load_acls().acls), "the change log disagrees with the ACL table"
-    assert acknowledged > ROUNDS * 5
-    assert len(created) > ROUNDS
+    check_sigkilled_writers(
+        postgres_url,
+        lambda: PostgresStore(postgres_url, password=PASSWORD),
+        rounds=8,
+        rng=random.Random(20261123),
+        pauses=(0.05, 0.4),
+        env={"KAFKAGUARD_STORE_PASSWORD": PASSWORD},
+    )

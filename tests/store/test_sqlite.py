@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from kafkaguard.scram import ScramMechanism, credential_from_salted_password
-from kafkaguard.store import SchemaVersionError, SqliteStore, StoreError, UserAlteration
+from kafkaguard.store import SchemaVersionError, SqliteStore, Store, StoreError, UserAlteration
 from kafkaguard.store.schema import MIGRATIONS
 from kafkaguard.store.sqlite import DATABASE_NAME
 from tests.modes import PRIVATE, file_modes, mode, umask
+from tests.store.durability import ROOT, check_sigkilled_writers
 from tests.store.helpers import acl
 
-ROOT = Path(__file__).resolve().parents[2]
 SHA256 = ScramMechanism.SCRAM_SHA_256
 
 
@@ -146,64 +146,17 @@ def test_a_failed_batch_changes_nothing(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------------ durability
 
-ROUNDS = 30
-
-
-def _run_and_kill(path: Path, start: int, rng: random.Random) -> list[str]:
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.store.durability_child", str(path), str(start)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None
-    assert child.stdout.readline() == "ready\n"
-    time.sleep(rng.uniform(0.0, 0.25))
-    os.kill(child.pid, signal.SIGKILL)
-    with child.stdout:
-        lines = child.stdout.read().splitlines()
-    child.wait(timeout=10)
-    assert child.returncode == -signal.SIGKILL
-    return lines
-
 
 def test_every_acknowledged_change_survives_sigkill(tmp_path: Path) -> None:
     path = tmp_path / "k.db"
-    rng = random.Random(20241122)
-    created: set[int] = set()
-    deleting: set[int] = set()
-    deleted: set[int] = set()
-    acked_credential: dict[str, int] = {}
-    attempted_credential: dict[str, int] = {}
-    acknowledged = 0
-    for round_number in range(ROUNDS):
-        for line in _run_and_kill(path, round_number * 100_000, rng):
-            kind, *args = line.split()
-            acknowledged += not kind.endswith("?")
-            if kind == "A":
-                created.add(int(args[0]))
-            elif kind == "D?":
-                deleting.add(int(args[0]))
-            elif kind == "D":
-                deleted.add(int(args[0]))
-            elif kind == "C?":
-                attempted_credential[args[0]] = int(args[1])
-            elif kind == "C":
-                acked_credential[args[0]] = int(args[1])
-        with SqliteStore(path) as store:
-            assert store.check_integrity() == ["ok"]
-            present = {int(a.binding.pattern.name[1:]) for a in store.load_acls().acls}
-            assert created - deleting <= present, "an acknowledged creation was lost"
-            assert not deleted & present, "an acknowledged deletion was lost"
-            for user, iterations in acked_credential.items():
-                stored = store.get_credential(user, SHA256)
-                assert stored is not None
-                assert stored.iterations in {iterations, attempted_credential[user]}
-            log = store.changes_since(0)
-            assert log is not None
-            assert set(log.added) == set(store.load_acls().acls), "the change log disagrees with the ACL table"
-    assert acknowledged > ROUNDS * 5  # the kills landed while work was going on, not only before it started
-    assert len(created) > ROUNDS
+
+    def integral(store: Store) -> None:
+        assert isinstance(store, SqliteStore)
+        assert store.check_integrity() == ["ok"]
+
+    check_sigkilled_writers(
+        str(path), lambda: SqliteStore(path), rounds=30, rng=random.Random(20241122), pauses=(0.0, 0.25), check=integral
+    )
 
 
 def test_durability_child_refuses_to_start_on_a_newer_schema(tmp_path: Path) -> None:

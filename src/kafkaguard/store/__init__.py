@@ -1,6 +1,6 @@
 """L2: durable storage of ACLs, SCRAM credentials, topics, client quotas and principal groups (ports, SQLite,
 in-memory twins; the PostgreSQL store is ``kafkaguard.store.postgres``, imported only where a store URL is
-configured: it needs psycopg)."""
+configured: it needs psycopg). Both SQL stores run one implementation of the tables, ``store.sql``."""
 
 from __future__ import annotations
 

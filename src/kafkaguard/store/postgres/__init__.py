@@ -16,8 +16,11 @@ What it promises, beyond the ports:
 - **No password in sight.** The URL carries none (refused if it does); the password is handed in separately and
   never shown by a repr, a log line or an error message.
 
-One module per concern, as in the SQLite store (the URL is ``store.url``): ``schema``, ``connection``,
-``listener``, ``acls``, ``credentials``, ``topics``, ``quotas``, composed into ``PostgresStore`` (``store``).
+The table sets and their statements are ``store.sql``'s, shared with the SQLite store; this package holds only what
+is PostgreSQL's own (the URL is ``store.url``): ``schema`` (with the counters' triggers that send ``NOTIFY``),
+``connection`` (the pool, transactions, errors, and the PostgreSQL ``DIALECT``), ``listener`` (``LISTEN``), and
+``PostgresStore`` (``store``), the shared ``SqlStore`` on that pool plus the change feed and the shared server
+secret.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The connection pool every table set shares: opening, migrating, transactions, errors and counters.
+"""The connection pool every table set shares: opening, migrating, transactions, errors, counters, and the
+PostgreSQL ``DIALECT`` of the shared SQL (``store.sql``).
 
 Each call takes a connection from a ``psycopg_pool.ConnectionPool``, checked before use (one round trip), so a
 connection that PostgreSQL dropped while it sat in the pool (a restart) is replaced instead of failing the call;
@@ -12,8 +13,11 @@ into its messages.
 
 Reads run in ``REPEATABLE READ READ ONLY`` transactions, so everything one read returns (rows and the version
 they are at) is from one snapshot. Writes run in ``READ COMMITTED`` and start by locking their counter row
-(``lock_counter``): the lock serializes the writers of that kind, and every statement after it sees every commit
-made before.
+(``SELECT … FOR UPDATE``, the dialect's ``lock_counter``): the lock serializes the writers of that kind, and every
+statement after it sees every commit made before. A version poll is one statement outside any explicit transaction.
+
+Values: psycopg's own types carry the rest of the dialect: a list is an array parameter (``= ANY(%s)``), a topic
+id a ``UUID``, a topic's configs ``JSONB``.
 """
 
 from __future__ import annotations
@@ -21,15 +25,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, LiteralString
+from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from kafkaguard.store.errors import StoreError, StoreUnavailableError
 from kafkaguard.store.postgres.schema import migrate
+from kafkaguard.store.sql.dialect import Dialect
+from kafkaguard.store.sql.transaction import Transaction
 from kafkaguard.store.url import StoreUrl
 
 log = logging.getLogger(__name__)
@@ -40,9 +48,23 @@ Connection = psycopg.Connection[Row]
 #: Seconds a caller waits for a connection while the server is known to be down.
 _DOWN_TIMEOUT = 1.0
 
+DIALECT = Dialect(
+    placeholder="%s",
+    lock_counter="SELECT value FROM counters WHERE name = ? FOR UPDATE",
+    arrays=True,
+    max_params=65535,  # the protocol's limit; with arrays, a list of values is one parameter
+    analyzes_bulk_writes=True,
+    uuid_param=lambda topic_id: topic_id,
+    uuid_value=lambda value: value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)),
+    json_param=lambda configs: Jsonb(dict(configs)),
+    json_value=lambda value: {str(k): str(v) for k, v in dict(value).items()},
+)
+
 
 class Database:
     """A pool of connections to one PostgreSQL database. Thread-safe."""
+
+    dialect = DIALECT
 
     def __init__(self, url: StoreUrl, *, pool_size: int, connect_timeout: float) -> None:
         """Connect, and migrate the schema.
@@ -108,23 +130,27 @@ class Database:
     # ------------------------------------------------------------------------------------------ transactions
 
     @contextmanager
-    def read(self) -> Iterator[Connection]:
+    def read(self) -> Iterator[Transaction]:
         """One read-only transaction on one snapshot."""
         with self._use("reading") as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            yield conn
+            yield Transaction(conn, DIALECT)
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self) -> Iterator[Transaction]:
         """One write transaction, committed (durably, with PostgreSQL's defaults) before the call returns."""
         with self._use("writing") as conn, conn.transaction():
-            yield conn
+            yield Transaction(conn, DIALECT)
 
-    @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        """A connection outside any transaction (autocommit off: the caller opens one)."""
+    def polled_counter(self, name: str) -> int:
+        """The committed value of the counter ``name`` (one statement, no explicit transaction)."""
         with self._use("reading") as conn:
-            yield conn
+            row = conn.execute("SELECT value FROM counters WHERE name = %s", (name,)).fetchone()
+            conn.rollback()
+        return int(row[0]) if row is not None else 0
+
+    def remember_counter(self, name: str, value: int) -> None:
+        """Nothing to remember: every poll reads the counter's committed value."""
 
     @contextmanager
     def _use(self, doing: str) -> Iterator[Connection]:
@@ -169,24 +195,3 @@ class Database:
 
     def healthy(self) -> bool:
         return self._unavailable_since is None
-
-
-def counter(conn: Connection, name: LiteralString) -> int:
-    """The counter ``name`` as this transaction sees it."""
-    row = conn.execute("SELECT value FROM counters WHERE name = %s", (name,)).fetchone()
-    return int(row[0]) if row is not None else 0
-
-
-def lock_counter(conn: Connection, name: LiteralString) -> int:
-    """Lock the counter row ``name`` until the transaction ends, and return its committed value: the first
-    statement of every write, so writers of one kind take their versions, and commit, one after another."""
-    row = conn.execute("SELECT value FROM counters WHERE name = %s FOR UPDATE", (name,)).fetchone()
-    return int(row[0]) if row is not None else 0
-
-
-def read_counter(db: Database, name: LiteralString) -> int:
-    """The committed value of the counter ``name`` (one statement, no explicit transaction)."""
-    with db.connection() as conn:
-        row = conn.execute("SELECT value FROM counters WHERE name = %s", (name,)).fetchone()
-        conn.rollback()
-    return int(row[0]) if row is not None else 0

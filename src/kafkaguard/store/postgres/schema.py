@@ -1,4 +1,5 @@
-"""The PostgreSQL schema and its forward migrations, the twin of ``store.schema`` (SQLite).
+"""The PostgreSQL schema and its forward migrations, the counterpart of ``store.schema`` (SQLite): the same tables
+and columns (so that one set of statements, ``store.sql``, serves both), in PostgreSQL's types.
 
 ``schema_version`` holds one row, the number of migrations applied. A migration is a tuple of statements run in
 the same transaction as the version update, so a database is always at exactly one version; migrations are only
@@ -109,7 +110,7 @@ _V1 = (
     "CREATE TRIGGER counters_notify AFTER UPDATE ON counters FOR EACH ROW EXECUTE FUNCTION kafkaguard_notify()",
 )
 
-#: Version 2: principal groups (kafkaguard's, beyond Kafka), the twin of SQLite's version 6: one row per (group,
+#: Version 2: principal groups (kafkaguard's, beyond Kafka), as SQLite's version 6: one row per (group,
 #: member principal), the membership version moved by the same bump trigger as the other kinds.
 _V2 = (
     """CREATE TABLE principal_groups (

@@ -1,5 +1,5 @@
-"""The embedded durable store: one SQLite file (stdlib ``sqlite3``) holding ACLs, SCRAM credentials, topics and
-client quotas.
+"""The embedded durable store: one SQLite file (stdlib ``sqlite3``) holding ACLs, SCRAM credentials, topics, client
+quotas and principal groups.
 
 Durability: WAL journal with ``synchronous=FULL``, so a call that returned has its transaction fsync'ed; every
 write is one ``BEGIN IMMEDIATE`` … ``COMMIT``. Several processes may open the same file; the busy timeout makes
@@ -18,9 +18,10 @@ The database holds every user's StoredKey and ServerKey: it is created with mode
 -shm files the database's mode), and a database, -wal or -shm file found wider is set to 0600 on open
 (``store.files``).
 
-One module per concern, composed into ``SqliteStore`` (``store``): ``connection`` (opening, WAL, file modes,
-transactions, counters), ``acls``, ``credentials``, ``topics`` and ``quotas`` (one table set each, sharing the
-one connection). Nothing else in kafkaguard knows SQL.
+The table sets and their statements are ``store.sql``'s, shared with the PostgreSQL store; this package holds only
+what is SQLite's own: ``connection`` (opening, WAL, file modes, transactions, counters polled through ``PRAGMA
+data_version``, and the SQLite ``DIALECT``), the schema (``store.schema``), and ``SqliteStore`` (``store``), the
+shared ``SqlStore`` on that connection. Nothing outside the stores knows SQL.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The database connection every table set shares: opening, WAL, file modes, transactions and change counters.
+"""The database connection every table set shares: opening, WAL, file modes, transactions, change counters, and the
+SQLite ``DIALECT`` of the shared SQL (``store.sql``).
 
 Durability: WAL journal with ``synchronous=FULL``, so a call that returned has its transaction fsync'ed; every
 write is one ``BEGIN IMMEDIATE`` … ``COMMIT``. Several processes may open the same file; the busy timeout makes
@@ -8,24 +9,31 @@ The database holds every user's StoredKey and ServerKey: it is created with mode
 -shm files the database's mode), and a database, -wal or -shm file found wider is set to 0600 on open
 (``store.files``).
 
-Each table set keeps a counter in the ``counters`` table, moved in the same transaction as its rows.
+Each table set keeps a counter in the ``counters`` table, moved in the same transaction as its rows; a write
+needs no lock on its counter row beyond ``BEGIN IMMEDIATE``, which takes the database's one write lock.
 ``Database.polled_counter`` first asks ``PRAGMA data_version``, which changes only when another connection has
 committed, so an idle poll costs one pragma and reads no table.
+
+Values: a topic id is a 16-byte BLOB and a topic's configs are JSON text (``json_valid`` in the schema), written
+with sorted keys.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
 
 from kafkaguard.store.errors import StoreError
 from kafkaguard.store.files import create_private, tighten
 from kafkaguard.store.schema import migrate
+from kafkaguard.store.sql.dialect import Dialect
+from kafkaguard.store.sql.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +42,25 @@ DEFAULT_DATA_DIR = Path("data")
 DATABASE_NAME = "kafkaguard.db"
 DEFAULT_PATH = DEFAULT_DATA_DIR / DATABASE_NAME
 
-#: SQLite's default limit on bound parameters is 32766; stay well below it.
-MAX_PARAMS = 900
-
-Row = tuple[Any, ...]
-
-
-def counter(conn: sqlite3.Connection, name: str) -> int:
-    """The value of the counter ``name`` (``acl_version``, ``credential_version``, …) as ``conn`` sees it."""
-    return int(conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()[0])
+DIALECT = Dialect(
+    placeholder="?",
+    lock_counter="SELECT value FROM counters WHERE name = ?",
+    arrays=False,
+    # SQLite's limit on bound parameters is 32766 (999 before 3.32); stay well below it.
+    max_params=900,
+    analyzes_bulk_writes=False,
+    uuid_param=lambda topic_id: topic_id.bytes,
+    uuid_value=lambda value: uuid.UUID(bytes=bytes(value)),
+    json_param=lambda configs: json.dumps(dict(configs), sort_keys=True),
+    json_value=json.loads,
+)
 
 
 class Database:
     """One connection to one SQLite database file, shared by the table sets. Thread-safe: every use of
     ``conn`` holds ``lock``."""
+
+    dialect = DIALECT
 
     def __init__(self, path: str | Path, *, busy_timeout: float) -> None:
         """Open (creating it and its directory if needed) and migrate the database at ``path``; a new database
@@ -90,32 +103,32 @@ class Database:
 
     def check_integrity(self) -> list[str]:
         """``PRAGMA integrity_check``: ``["ok"]`` for a sound database, else the problems found."""
-        with self.read() as conn:
-            return [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]
+        with self.read() as tx:
+            return [str(row[0]) for row in tx.all("PRAGMA integrity_check")]
 
     # ------------------------------------------------------------------------------------------ transactions
 
     @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[Transaction]:
         """One read transaction: everything read inside it is from one snapshot."""
         with self.lock:
             try:
                 self.conn.execute("BEGIN")
                 try:
-                    yield self.conn
+                    yield Transaction(self.conn, DIALECT)
                 finally:
                     self.conn.execute("COMMIT")
             except sqlite3.Error as e:
                 raise StoreError(f"reading the database {self.path} failed: {e}") from e
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    def write(self) -> Iterator[Transaction]:
         """One write transaction, committed (and fsync'ed) before the caller's call returns."""
         with self.lock:
             try:
                 self.conn.execute("BEGIN IMMEDIATE")
                 try:
-                    yield self.conn
+                    yield Transaction(self.conn, DIALECT)
                 except BaseException:
                     self.conn.execute("ROLLBACK")
                     raise
@@ -135,7 +148,8 @@ class Database:
             try:
                 data_version = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
                 if data_version != self._seen_data_versions.get(name):
-                    self._cached_counters[name] = counter(self.conn, name)
+                    row = self.conn.execute("SELECT value FROM counters WHERE name = ?", (name,)).fetchone()
+                    self._cached_counters[name] = int(row[0])
                     self._seen_data_versions[name] = data_version
             except sqlite3.Error as e:
                 raise StoreError(f"reading the database {self.path} failed: {e}") from e

@@ -1,4 +1,4 @@
-"""ACLs as table rows, shared by the SQL stores (SQLite, PostgreSQL): the columns are the same in both.
+"""ACLs as table rows (the columns are the same in SQLite and PostgreSQL).
 
 A row is ``(id, resource_type, resource_name, pattern_type, principal, host, operation, permission_type)`` with
 each enum as its Kafka wire code.
