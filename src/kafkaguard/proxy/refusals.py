@@ -16,7 +16,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafkaguard.model import ItemError, KafkaErrorCode
+from kafkaguard.authorizer.requests import Requirement
+from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
@@ -92,6 +93,17 @@ class PartitionRefusal:
         ``field``) and the response's other ``fields``."""
         cls = response_schema(scope.api_key, scope.api_version)
         return build(cls, throttle_time=NO_THROTTLE, **{field: self.refused(cls, topics, error)}, **fields)
+
+    async def per_topic(self, scope: ProxyScope, request: Any, requirement: Requirement) -> Reply:
+        """Kafka's per-topic check of ``request``'s ``topics``: ``requirement`` on each topic named (one audited
+        decision). All allowed, the request goes upstream unchanged; else the denied topics' partitions get
+        TOPIC_AUTHORIZATION_FAILED and the others are forwarded (``forward_allowed``)."""
+        names = list(dict.fromkeys(getattr(topic, self.topic) for topic in request.topics))
+        outcome = scope.authorize(requirement, {ResourceType.TOPIC: names})
+        denied = {name for name in names if not outcome.allows(ResourceType.TOPIC, name)}
+        if not denied:
+            return await scope.relay()
+        return await self.forward_allowed(scope, request, denied, TOPIC_DENIED)
 
     async def forward_allowed(
         self, scope: ProxyScope, request: Any, denied: Collection[str], error: ItemError, **empty: Any

@@ -224,12 +224,7 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
 
 
 async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Reply:
-    names = _unique(topic.name for topic in request.topics)
-    deletable = _allowed(scope, REQUIREMENTS[ApiKey.DELETE_RECORDS], TOPIC, names)
-    if len(deletable) == len(names):
-        return await scope.relay()
-    denied = set(names) - deletable
-    return await _DELETE_RECORDS_REFUSAL.forward_allowed(scope, request, denied, TOPIC_DENIED)
+    return await _DELETE_RECORDS_REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.DELETE_RECORDS])
 
 
 # ------------------------------------------------------------------------------- DescribeConfigs, AlterConfigs …
@@ -359,11 +354,7 @@ async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpo
     replica_id = int(getattr(request, "replica_id", -1))
     if replica_id >= 0:  # a follower: the proxy never serves replication
         return _EPOCH_REFUSAL.every_topic(scope, request.topics, CLUSTER_DENIED)
-    names = _unique(topic.topic for topic in request.topics)
-    describable = _allowed(scope, _OFFSET_FOR_LEADER_EPOCH, TOPIC, names)
-    if len(describable) == len(names):
-        return await scope.relay()
-    return await _EPOCH_REFUSAL.forward_allowed(scope, request, set(names) - describable, TOPIC_DENIED)
+    return await _EPOCH_REFUSAL.per_topic(scope, request, _OFFSET_FOR_LEADER_EPOCH)
 
 
 #: API → handler; merged into ``proxy.connection.HANDLERS``.

@@ -7,13 +7,11 @@ As ``KafkaApis.handleListOffsetRequest`` (Kafka 3.9): a denied topic's partition
 from __future__ import annotations
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
-from kafkaguard.model import ResourceType
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import ListOffsetsRequest
-from kafkaguard.proxy.refusals import TOPIC_DENIED, PartitionRefusal
+from kafkaguard.proxy.refusals import PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
 
-TOPIC = ResourceType.TOPIC
 _REFUSAL = PartitionRefusal(
     "ListOffsetsTopicResponse", "ListOffsetsPartitionResponse",
     placeholders={"timestamp": -1, "offset": -1, "leader_epoch": -1},
@@ -21,9 +19,4 @@ _REFUSAL = PartitionRefusal(
 
 
 async def list_offsets(scope: ProxyScope, request: ListOffsetsRequest) -> Reply:
-    names = list(dict.fromkeys(topic.name for topic in request.topics))
-    outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_OFFSETS], {TOPIC: names})
-    denied = {name for name in names if not outcome.allows(TOPIC, name)}
-    if not denied:
-        return await scope.relay()
-    return await _REFUSAL.forward_allowed(scope, request, denied, TOPIC_DENIED)
+    return await _REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.LIST_OFFSETS])

@@ -146,12 +146,7 @@ async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) 
         return _COMMIT_REFUSAL.every_topic(scope, request.topics, TRANSACTIONAL_ID_DENIED)
     if not _allows(scope, GROUP, request.group_id):
         return _COMMIT_REFUSAL.every_topic(scope, request.topics, GROUP_DENIED)
-    names = list(dict.fromkeys(topic.name for topic in request.topics))
-    outcome = scope.authorize(REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT], {TOPIC: names})
-    denied = {name for name in names if not outcome.allows(TOPIC, name)}
-    if not denied:
-        return await scope.relay()
-    return await _COMMIT_REFUSAL.forward_allowed(scope, request, denied, TOPIC_DENIED)
+    return await _COMMIT_REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT])
 
 
 # -------------------------------------------------------------------------------------------- DescribeProducers
