@@ -12,8 +12,9 @@ Nothing here decides: the handlers authorize, and say what is refused with which
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafkaguard.authorizer.requests import Requirement
@@ -72,7 +73,7 @@ class PartitionRefusal:
     message: str | None = None
     default_text: bool = False
     #: Kafka's values for the partition's other fields (offsets -1, no records …)
-    placeholders: Mapping[str, Any] = field(default_factory=dict)
+    placeholders: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def topic_answer(self, cls: type[Any], name: str, indexes: Iterable[Any], error: ItemError) -> Any:
         """One topic of the response: ``error`` for each of ``indexes``."""
@@ -87,8 +88,9 @@ class PartitionRefusal:
         """The response's topics for the request's ``topics``: ``error`` for every partition each names."""
         return tuple(self.topic_answer(cls, getattr(t, self.topic), self._indexes(t), error) for t in topics)
 
-    def every_topic(self, scope: ProxyScope, topics: Iterable[Any], error: ItemError, field: str = "topics",
-                    **fields: Any) -> Any:  # fmt: skip
+    def every_topic(
+        self, scope: ProxyScope, topics: Iterable[Any], error: ItemError, field: str = "topics", **fields: Any
+    ) -> Any:
         """The whole request refused: this API's response with ``error`` for every partition of ``topics`` (its
         ``field``) and the response's other ``fields``."""
         cls = response_schema(scope.api_key, scope.api_version)
