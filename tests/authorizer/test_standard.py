@@ -876,7 +876,7 @@ def test_invalid_binding_fails_alone():
     [
         (acl(TOPIC, "", LITERAL, "User:alice", READ, ALLOW), "Invalid empty resource name"),
         (acl(TOPIC, "t", LITERAL, "alice", READ, ALLOW), "Invalid principal 'alice'"),
-        (acl(TOPIC, "t", LITERAL, "User:alice", Op.from_code(33), ALLOW), "Unknown operation code 33"),
+        (acl(TOPIC, "t", LITERAL, "User:alice", Op.from_code(33), ALLOW), "Invalid operation UNKNOWN"),
     ],
 )
 def test_creation_errors_name_the_problem(binding, message):

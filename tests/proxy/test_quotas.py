@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
-from kio.schema.errors import ErrorCode
 
 from kafkaguard.protocol.replies import NO_RESPONSE, Throttled
 from kafkaguard.proxy.handlers.fetch import _MeteringWriter, _upstream_throttle
@@ -314,6 +313,7 @@ def test_a_fetch_over_the_quota_gets_kafkas_empty_throttled_answer(version: int)
     from kafkaguard.authorizer.requests import ApiKey
     from kafkaguard.protocol.codec import encode_response
     from kafkaguard.proxy.handlers.fetch import _answer, _Charge
+    from kafkaguard.proxy.refusals import TOPIC_DENIED
     from kafkaguard.proxy.scope import Forwarded, ProxyScope
 
     clock = Clock()
@@ -338,7 +338,7 @@ def test_a_fetch_over_the_quota_gets_kafkas_empty_throttled_answer(version: int)
         and cast(Any, again.reply).throttle_time == cast(Any, throttled.reply).throttle_time
     )
     # the proxy's own answer (every topic refused) is charged its size, Kafka's way
-    local = _answer(scope, (), ErrorCode.none)
+    local = _answer(scope, (), TOPIC_DENIED)
     size = len(encode_response(ApiKey.FETCH, version, 5, local)) - 4 - (5 if flexible else 4) + 4
     tight = _Charge(scope, QuotaMeter(Fixed(1.0), clock=clock), "alice", "app")
     throttled = tight.local(local)

@@ -21,7 +21,6 @@ from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.authorizer.results import AclDeleteResult
 from kafkaguard.errors import InvalidAclError
 from kafkaguard.model import (
-    CLUSTER_NAME,
     AccessControlEntry,
     AccessControlEntryFilter,
     AclBinding,
@@ -36,6 +35,7 @@ from kafkaguard.model import (
     ResourceType,
     StoredAcl,
 )
+from kafkaguard.model.binding import unsupported_code
 from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.builders import (
     acl_creation_result,
@@ -78,7 +78,7 @@ def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
     """A message naming the first field holding the code 0 (UNKNOWN), where Kafka closes the connection (§16.3)."""
     for field, (code, _enum) in codes.items():
         if code == 0:
-            return f"Unknown {field.replace('_', ' ')} code {code}: this server does not support it"
+            return unsupported_code(field.replace("_", " "))
     return None
 
 
@@ -182,36 +182,11 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
     valid = [binding for binding in bindings if binding is not None]
     if len(valid) != len(bindings):
         return every(ItemError(KafkaErrorCode.UNKNOWN_SERVER_ERROR))
-    refused = [_kafka_refusal(creation) for creation in request.creations]
-    accepted = [binding for binding, refusal in zip(valid, refused, strict=True) if refusal is None]
-    outcomes = iter(await asyncio.to_thread(scope.services.acls.create_acls, accepted) if accepted else [])
-    errors = (refusal if refusal is not None else next(outcomes).error for refusal in refused)
-    results = tuple(acl_creation_result(cls, **error_fields(error, on_success=SUCCESS_MESSAGE)) for error in errors)
+    # Each binding is validated by the service (``model.validate_new_binding``: Kafka's order and messages, the same
+    # as the console's and the CLI's), an invalid one failing alone.
+    outcomes = await asyncio.to_thread(scope.services.acls.create_acls, valid) if valid else []
+    results = tuple(acl_creation_result(cls, **error_fields(o.error, on_success=SUCCESS_MESSAGE)) for o in outcomes)
     return create_acls_response(cls, throttle_time=NO_THROTTLE, results=results)
-
-
-#: Kafka's controller names the field as its Java name and the decoded value (always UNKNOWN here).
-_KAFKA_FIELD = {"resource_type": "resourceType", "pattern_type": "patternType", "operation": "operation",
-                "permission_type": "permissionType"}  # fmt: skip
-
-
-def _kafka_refusal(creation: Any) -> ItemError | None:
-    """Kafka's per-binding message for a creation with an unrecognised, non-zero code — after its handler's CLUSTER
-    name and empty-name checks, as Kafka orders them — or None (the service decides; the code 0 is §16.3's)."""
-    codes = {
-        "resource_type": (creation.resource_type, ResourceType),
-        "pattern_type": (creation.resource_pattern_type, PatternType),
-        "operation": (creation.operation, AclOperation),
-        "permission_type": (creation.permission_type, AclPermissionType),
-    }
-    unrecognised = _unrecognised(**codes)
-    if unrecognised is None or _unknown_codes(**codes) is not None:
-        return None
-    if creation.resource_type == ResourceType.CLUSTER.code and creation.resource_name != CLUSTER_NAME:
-        return _invalid(f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}")
-    if not creation.resource_name:
-        return _invalid("Invalid empty resource name")
-    return _invalid(f"Invalid {_KAFKA_FIELD[unrecognised]} UNKNOWN")
 
 
 async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:

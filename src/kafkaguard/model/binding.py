@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar, NewType
 
 from kafkaguard.model.entry import AccessControlEntry, AccessControlEntryFilter
-from kafkaguard.model.enums import ResourceType
+from kafkaguard.model.enums import KafkaEnum, ResourceType
 from kafkaguard.model.host import cidr_error, is_cidr
 from kafkaguard.model.principal import principal_error
 from kafkaguard.model.resource import CLUSTER_NAME, ResourcePattern, ResourcePatternFilter
@@ -70,24 +70,42 @@ class StoredAcl:
     binding: AclBinding
 
 
-def validate_new_binding(binding: AclBinding) -> str | None:
-    """Why ``binding`` may not be created, or None when it may (SEMANTICS.md §8.2, §16.2, §16.3).
+def unsupported_code(field: str) -> str:
+    """§16.3's refusal of the code 0 (UNKNOWN) in ``field`` ("operation"), of a binding or of a filter alike."""
+    return f"Unknown {field} code 0: this server does not support it"
 
-    Checked in this order: unknown wire codes (named with their code, where Kafka would close the connection),
-    Kafka's CLUSTER name and empty-name checks, then the principal format (as Kafka since KAFKA-18051), then a CIDR
-    host's block (as Kafka since KIP-1276; ``model.host``).
+
+def validate_new_binding(binding: AclBinding) -> str | None:
+    """Why ``binding`` may not be created, or None when it may: the one wording of every refusal, for the wire
+    (CreateAcls), the console's REST API, the CLI and the ACL files alike (SEMANTICS.md §8.2, §16.2, §16.3).
+
+    Checked in Kafka's order, with Kafka's messages where Kafka has one (measured on Kafka 3.9 by
+    tests/kafka/differential):
+
+    1. the code 0 (UNKNOWN) in any field, named with its field and code: Kafka closes the connection at parse time,
+       before any check (§16.3, kafkaguard's deliberate difference);
+    2. the broker handler's checks: a CLUSTER pattern not named ``kafka-cluster``, then an empty name;
+    3. the controller's: the first code it does not recognise (a newer client's), as Kafka words it, "Invalid
+       resourceType UNKNOWN" (the code itself is not named: Kafka decodes it to UNKNOWN);
+    4. the principal format (§16.2; Kafka's controller since KAFKA-18051, after its code checks);
+    5. a CIDR host's block (as Kafka since KIP-1276; ``model.host``).
     """
     pattern, entry = binding.pattern, binding.entry
-    for field, value in (
-        ("resource type", pattern.resource_type),
-        ("pattern type", pattern.pattern_type),
-        ("operation", entry.operation),
-        ("permission type", entry.permission_type),
-    ):
-        if value.is_unknown:
-            return f"Unknown {field} code {value.code}: this server does not support it"
+    # Each code: kafkaguard's name of its field (for the code 0), Kafka's controller's (for an unrecognised code).
+    codes: tuple[tuple[str, str, KafkaEnum], ...] = (
+        ("resource type", "resourceType", pattern.resource_type),
+        ("pattern type", "patternType", pattern.pattern_type),
+        ("operation", "operation", entry.operation),
+        ("permission type", "permissionType", entry.permission_type),
+    )
+    for field, _, value in codes:
+        if value.is_unknown and value.code == 0:
+            return unsupported_code(field)
     if pattern.resource_type is ResourceType.CLUSTER and pattern.name != CLUSTER_NAME:
         return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
     if not pattern.name:
         return "Invalid empty resource name"
+    for _, kafka_field, value in codes:
+        if value.is_unknown:
+            return f"Invalid {kafka_field} UNKNOWN"
     return principal_error(entry.principal) or (cidr_error(entry.host) if is_cidr(entry.host) else None)

@@ -1,8 +1,8 @@
 """Kafka's four ACL enumerations, with Kafka's int8 wire codes (SEMANTICS.md §1).
 
 The codes are the model's codes and are never renumbered. A code this version does not know (a newer client's)
-is not lost: ``AclOperation(42)`` is an UNKNOWN member that still carries 42, so it can be reported back
-("operation code 42 is not supported") instead of being flattened to 0.
+is not lost: ``AclOperation(42)`` is an UNKNOWN member that still carries 42, so it is told apart from the code 0
+(refused differently, ``model.binding.validate_new_binding``) and shown as it came instead of being flattened to 0.
 """
 
 from __future__ import annotations

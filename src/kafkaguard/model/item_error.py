@@ -39,6 +39,7 @@ class KafkaErrorCode(IntEnum):
     INVALID_CONFIG = 40
     INVALID_REQUEST = 42
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    OPERATION_NOT_ATTEMPTED = 55
     SECURITY_DISABLED = 54
     TOPIC_DELETION_DISABLED = 73
     RESOURCE_NOT_FOUND = 91
@@ -89,6 +90,10 @@ _DEFAULT_MESSAGES: dict[KafkaErrorCode, str] = {
         "sent to an incompatible broker. See the broker logs for more details."
     ),
     KafkaErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
+    KafkaErrorCode.OPERATION_NOT_ATTEMPTED: (
+        "The broker did not attempt to execute this operation. This may happen for batched RPCs where some "
+        "operations in the batch failed, causing the broker to respond without trying the rest."
+    ),
     KafkaErrorCode.SECURITY_DISABLED: "Security features are disabled.",
     KafkaErrorCode.TOPIC_DELETION_DISABLED: "Topic deletion is disabled.",
     KafkaErrorCode.RESOURCE_NOT_FOUND: "A request illegally referred to a resource that does not exist.",

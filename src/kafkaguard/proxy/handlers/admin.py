@@ -46,7 +46,7 @@ from kafkaguard.model import (
 from kafkaguard.protocol.build import NO_THROTTLE, build, build_request, has_field, nested, rebuild, rebuild_request
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
-from kafkaguard.protocol.wire_errors import error_fields
+from kafkaguard.protocol.wire_errors import error_fields, wire_error
 from kafkaguard.proxy.messages import (
     AlterConfigsRequest,
     CreatePartitionsRequest,
@@ -57,12 +57,25 @@ from kafkaguard.proxy.messages import (
     IncrementalAlterConfigsRequest,
     OffsetForLeaderEpochRequest,
 )
+from kafkaguard.proxy.refusals import CLUSTER_DENIED, TOPIC_DENIED, PartitionRefusal, with_refused
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.service.topics import CLUSTER_METADATA_PROHIBITED, CLUSTER_METADATA_TOPIC, DUPLICATE_NAME
 from kafkaguard.store.uuids import ZERO_UUID
 
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
-_TOPIC_DENIED = ErrorCode.topic_authorization_failed
+_DUPLICATE = ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME)
+_UNKNOWN_TOPIC = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_DELETE_RECORDS_REFUSAL = PartitionRefusal(
+    "DeleteRecordsTopicResult", "DeleteRecordsPartitionResult", placeholders={"low_watermark": -1}
+)
+_EPOCH_REFUSAL = PartitionRefusal(
+    "OffsetForLeaderTopicResult",
+    "EpochEndOffset",
+    topic="topic",
+    index="partition",
+    answer_index="partition",
+    placeholders={"leader_epoch": -1, "end_offset": -1},
+)
 #: The Metadata version the proxy asks the upstream which topics exist (every Kafka from 1.0 to 4.x serves it).
 _METADATA_VERSION = 4
 
@@ -94,18 +107,18 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     candidates = [name for name in once if name != CLUSTER_METADATA_TOPIC]
     creatable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_TOPICS], TOPIC, candidates)
 
-    def refusal(name: str, error: ErrorCode, message: str) -> Any:
+    def refusal(name: str, error: ItemError) -> Any:
         return build(
-            result_cls, name=name, topic_id=ZERO_UUID, error_code=error, error_message=message,
+            result_cls, name=name, topic_id=ZERO_UUID, **error_fields(error),
             topic_config_error_code=ErrorCode.none.value, num_partitions=-1, replication_factor=-1, configs=(),
         )  # fmt: skip
 
-    refused = [refusal(name, ErrorCode.invalid_request, DUPLICATE_NAME) for name in duplicates]
+    refused = [refusal(name, _DUPLICATE) for name in duplicates]
     for name in once:
         if name == CLUSTER_METADATA_TOPIC:
-            refused.append(refusal(name, ErrorCode.invalid_request, CLUSTER_METADATA_PROHIBITED))
+            refused.append(refusal(name, ItemError(KafkaErrorCode.INVALID_REQUEST, CLUSTER_METADATA_PROHIBITED)))
         elif name not in creatable:
-            refused.append(refusal(name, _TOPIC_DENIED, CREATE_DENIED.text))
+            refused.append(refusal(name, CREATE_DENIED))
     shows_configs = has_field(result_cls, "configs")
     if not refused and not shows_configs:
         return await scope.relay()
@@ -131,7 +144,11 @@ def _hide_configs(scope: ProxyScope, results: Sequence[Any]) -> tuple[Any, ...]:
         result
         if result.error_code != ErrorCode.none or result.name in describable
         else rebuild(
-            result, topic_config_error_code=_TOPIC_DENIED.value, num_partitions=-1, replication_factor=-1, configs=()
+            result,
+            topic_config_error_code=wire_error(TOPIC_DENIED).value,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=(),
         )
         for result in results
     )
@@ -157,23 +174,20 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
     described_only = [name for name in once if name not in deletable and name in describable]
     existing = await _existing_topics(scope, described_only) if described_only else set()
 
-    def result(name: str, error: KafkaErrorCode, message: str | None = None) -> Any:
-        return build(result_cls, name=name, topic_id=ZERO_UUID, **error_fields(ItemError(error, message),
-                     default_text=True))  # fmt: skip
+    def result(name: str, error: ItemError) -> Any:
+        return build(result_cls, name=name, topic_id=ZERO_UUID, **error_fields(error, default_text=True))
 
-    refused = [result(name, KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME) for name in duplicates]
+    refused = [result(name, _DUPLICATE) for name in duplicates]
     for name in once:
         if name in deletable:
             continue
         absent = name in described_only and name not in existing
-        refused.append(result(name, KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION if absent else
-                              KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED))  # fmt: skip
+        refused.append(result(name, _UNKNOWN_TOPIC if absent else TOPIC_DENIED))
     if not refused:
         return await scope.relay()
-    if not deletable:
-        return build(cls, throttle_time=NO_THROTTLE, responses=tuple(refused))
-    answer = (await scope.forward(rebuild_request(request, topic_names=tuple(deletable)))).body()
-    return rebuild(answer, responses=answer.responses + tuple(refused))
+    return await with_refused(
+        scope, request, tuple(refused), tuple(deletable), field="topic_names", answer_field="responses"
+    )
 
 
 async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
@@ -194,50 +208,23 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
     result_cls = nested(cls, "CreatePartitionsTopicResult")
     once, duplicates = _split_duplicates([topic.name for topic in request.topics])
     alterable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_PARTITIONS], TOPIC, once)
-    refused = tuple(
-        build(result_cls, name=name, error_code=ErrorCode.invalid_request, error_message=DUPLICATE_NAME)
-        for name in duplicates
-    ) + tuple(
-        build(result_cls, name=name, error_code=_TOPIC_DENIED, error_message=None)
-        for name in once
-        if name not in alterable
+    refused = tuple(build(result_cls, name=name, **error_fields(_DUPLICATE)) for name in duplicates) + tuple(
+        build(result_cls, name=name, **error_fields(TOPIC_DENIED)) for name in once if name not in alterable
     )
     if not refused:
         return await scope.relay()
     allowed = tuple(topic for topic in request.topics if topic.name in alterable)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, results=refused)
-    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
-    return rebuild(answer, results=refused + answer.results)  # Kafka lists its refusals first
+    # Kafka lists its refusals first
+    return await with_refused(
+        scope, request, refused, allowed, field="topics", answer_field="results", refused_first=True
+    )
 
 
 # ------------------------------------------------------------------------------------------------- DeleteRecords
 
 
 async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Reply:
-    cls = response_schema(ApiKey.DELETE_RECORDS, scope.api_version)
-    names = _unique(topic.name for topic in request.topics)
-    deletable = _allowed(scope, REQUIREMENTS[ApiKey.DELETE_RECORDS], TOPIC, names)
-    if len(deletable) == len(names):
-        return await scope.relay()
-    topic_cls, partition_cls = nested(cls, "DeleteRecordsTopicResult"), nested(cls, "DeleteRecordsPartitionResult")
-    refused = tuple(
-        build(
-            topic_cls,
-            name=topic.name,
-            partitions=tuple(
-                build(partition_cls, partition_index=p.partition_index, low_watermark=-1, error_code=_TOPIC_DENIED)
-                for p in topic.partitions
-            ),
-        )
-        for topic in request.topics
-        if topic.name not in deletable
-    )
-    allowed = tuple(topic for topic in request.topics if topic.name in deletable)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
-    return rebuild(answer, topics=answer.topics + refused)
+    return await _DELETE_RECORDS_REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.DELETE_RECORDS])
 
 
 # ------------------------------------------------------------------------------- DescribeConfigs, AlterConfigs …
@@ -256,10 +243,7 @@ _ALTERABLE_TYPES = {
     ApiKey.ALTER_CONFIGS: {_TOPIC_TYPE: TOPIC, _BROKER_TYPE: CLUSTER, _CLIENT_METRICS_TYPE: CLUSTER},
     ApiKey.INCREMENTAL_ALTER_CONFIGS: _DESCRIBABLE_TYPES,
 }
-_CONFIG_DENIED = {
-    TOPIC: ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED),
-    CLUSTER: ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED),
-}
+_CONFIG_DENIED = {TOPIC: TOPIC_DENIED, CLUSTER: CLUSTER_DENIED}
 
 
 def _config_requirement(name: str, operation: AclOperation) -> Requirement:
@@ -310,10 +294,7 @@ async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -
         if not ok
     )
     allowed = tuple(resource for resource, ok in zip(resources, allows, strict=True) if ok)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, results=refused)
-    answer = (await scope.forward(rebuild_request(request, resources=allowed))).body()
-    return rebuild(answer, results=answer.results + refused)
+    return await with_refused(scope, request, refused, allowed, field="resources", answer_field="results")
 
 
 async def alter_configs(scope: ProxyScope, request: AlterConfigsRequest) -> Reply:
@@ -352,10 +333,9 @@ async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
             )
     if not refused:
         return await scope.relay()
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, responses=tuple(refused))
-    answer = (await scope.forward(rebuild_request(request, resources=tuple(allowed)))).body()
-    return rebuild(answer, responses=tuple(refused) + answer.responses)
+    return await with_refused(
+        scope, request, tuple(refused), tuple(allowed), field="resources", answer_field="responses", refused_first=True
+    )
 
 
 # ------------------------------------------------------------------------------------------ OffsetForLeaderEpoch
@@ -371,36 +351,10 @@ _OFFSET_FOR_LEADER_EPOCH = Requirement(
 
 
 async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpochRequest) -> Reply:
-    cls = response_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, scope.api_version)
     replica_id = int(getattr(request, "replica_id", -1))
     if replica_id >= 0:  # a follower: the proxy never serves replication
-        return build(cls, throttle_time=NO_THROTTLE,
-                     topics=_epoch_errors(cls, request.topics, ErrorCode.cluster_authorization_failed))  # fmt: skip
-    names = _unique(topic.topic for topic in request.topics)
-    describable = _allowed(scope, _OFFSET_FOR_LEADER_EPOCH, TOPIC, names)
-    if len(describable) == len(names):
-        return await scope.relay()
-    refused = _epoch_errors(cls, [t for t in request.topics if t.topic not in describable], _TOPIC_DENIED)
-    allowed = tuple(topic for topic in request.topics if topic.topic in describable)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
-    return rebuild(answer, topics=answer.topics + refused)
-
-
-def _epoch_errors(cls: type[Any], topics: Any, error: ErrorCode) -> tuple[Any, ...]:
-    topic_cls, partition_cls = nested(cls, "OffsetForLeaderTopicResult"), nested(cls, "EpochEndOffset")
-    return tuple(
-        build(
-            topic_cls,
-            topic=topic.topic,
-            partitions=tuple(
-                build(partition_cls, error_code=error, partition=p.partition, leader_epoch=-1, end_offset=-1)
-                for p in topic.partitions
-            ),
-        )
-        for topic in topics
-    )
+        return _EPOCH_REFUSAL.every_topic(scope, request.topics, CLUSTER_DENIED)
+    return await _EPOCH_REFUSAL.per_topic(scope, request, _OFFSET_FOR_LEADER_EPOCH)
 
 
 #: API → handler; merged into ``proxy.connection.HANDLERS``.

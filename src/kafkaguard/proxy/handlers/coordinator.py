@@ -18,14 +18,12 @@ from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.proxy.handlers.addresses import proxied_node
 from kafkaguard.proxy.messages import FindCoordinatorRequest
+from kafkaguard.proxy.refusals import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 
 #: Kafka's CoordinatorType: 0 = group, 1 = transaction.
 _KEY_TYPES = {0: ResourceType.GROUP, 1: ResourceType.TRANSACTIONAL_ID}
-_DENIED = {
-    ResourceType.GROUP: ItemError(KafkaErrorCode.GROUP_AUTHORIZATION_FAILED),
-    ResourceType.TRANSACTIONAL_ID: ItemError(KafkaErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
-}
+_DENIED = {ResourceType.GROUP: GROUP_DENIED, ResourceType.TRANSACTIONAL_ID: TRANSACTIONAL_ID_DENIED}
 _INVALID = ItemError(KafkaErrorCode.INVALID_REQUEST)
 
 

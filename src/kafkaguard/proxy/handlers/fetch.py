@@ -31,17 +31,25 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
-from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.model import ItemError, ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, rebuild, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
 from kafkaguard.proxy.messages import FetchRequest
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
+from kafkaguard.proxy.refusals import TOPIC_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import Forwarded, ProxyScope
 
 TOPIC = ResourceType.TOPIC
 #: Kafka's FetchMetadata: no session, and the epoch that asks for none.
 NO_SESSION, FINAL_EPOCH = 0, -1
+#: Kafka's ``FetchResponse.partitionResponse(tp, error)``: watermarks -1, no records (``MemoryRecords.EMPTY``, never
+#: null: clients read its size).
+_REFUSAL = PartitionRefusal(
+    "FetchableTopicResponse", "PartitionData", topic="topic", index="partition",
+    placeholders={"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                  "aborted_transactions": None, "preferred_read_replica": -1, "records": b""},
+)  # fmt: skip
 
 
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
@@ -53,7 +61,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
         assert limit is not None  # noqa: S101 - for mypy: capped implies a limit
         request = rebuild_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
     if int(request.replica_id) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
-        return _answer(scope, request.topics, ErrorCode.topic_authorization_failed)  # Kafka: no client quota
+        return _answer(scope, request.topics, TOPIC_DENIED)  # Kafka: no client quota
     names = list(dict.fromkeys(topic.topic for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.FETCH], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
@@ -67,15 +75,14 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     refused = [topic for topic in request.topics if topic.topic in denied]
     allowed = tuple(topic for topic in request.topics if topic.topic not in denied)
     if not allowed:
-        return charge.local(_answer(scope, refused, ErrorCode.topic_authorization_failed))
+        return charge.local(_answer(scope, refused, TOPIC_DENIED))
     forwarded = await scope.forward(rebuild_request(_sessionless(request), topics=allowed))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
     answer = forwarded.body()
-    return rebuild(
-        answer, responses=answer.responses + _responses(scope, refused, ErrorCode.topic_authorization_failed)
-    )
+    cls = response_schema(ApiKey.FETCH, scope.api_version)
+    return rebuild(answer, responses=answer.responses + _REFUSAL.refused(cls, refused, TOPIC_DENIED))
 
 
 def _sessionless(request: Any) -> Any:
@@ -182,36 +189,9 @@ class _MeteringWriter:
         return _upstream_throttle(bytes(self._head[4:]), self._tag_bytes) or 0
 
 
-def _answer(scope: ProxyScope, topics: Any, error: ErrorCode) -> Reply:
+def _answer(scope: ProxyScope, topics: Any, error: ItemError) -> Reply:
     cls = response_schema(ApiKey.FETCH, scope.api_version)
     return build(
         cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=NO_SESSION,
-        responses=_responses(scope, topics, error),
+        responses=_REFUSAL.refused(cls, topics, error),
     )  # fmt: skip
-
-
-def _responses(scope: ProxyScope, topics: Any, error: ErrorCode) -> tuple[Any, ...]:
-    """Kafka's ``FetchResponse.partitionResponse(tp, error)``: watermarks -1, no records."""
-    cls = response_schema(ApiKey.FETCH, scope.api_version)
-    topic_cls, partition_cls = nested(cls, "FetchableTopicResponse"), nested(cls, "PartitionData")
-    return tuple(
-        build(
-            topic_cls,
-            topic=topic.topic,
-            partitions=tuple(
-                build(
-                    partition_cls,
-                    partition_index=partition.partition,
-                    error_code=error,
-                    high_watermark=-1,
-                    last_stable_offset=-1,
-                    log_start_offset=-1,
-                    aborted_transactions=None,
-                    preferred_read_replica=-1,
-                    records=b"",  # MemoryRecords.EMPTY, never null: clients read its size
-                )
-                for partition in topic.partitions
-            ),
-        )
-        for topic in topics
-    )

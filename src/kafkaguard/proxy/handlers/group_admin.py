@@ -29,10 +29,18 @@ from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebui
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
+from kafkaguard.proxy.refusals import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    PartitionRefusal,
+    code_and_message,
+    error_response,
+    with_refused,
+)
 from kafkaguard.proxy.scope import ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
-_GROUP_DENIED, _TOPIC_DENIED = ErrorCode.group_authorization_failed, ErrorCode.topic_authorization_failed
+_OFFSET_DELETE_REFUSAL = PartitionRefusal("OffsetDeleteResponseTopic", "OffsetDeleteResponsePartition")
 
 
 def _allowed(scope: ProxyScope, requirement: Requirement, rtype: ResourceType, names: Sequence[str]) -> set[str]:
@@ -51,7 +59,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     refused = tuple(
         build(
             group_cls,
-            error_code=_GROUP_DENIED,
+            **code_and_message(GROUP_DENIED),
             group_id=group_id,
             group_state="",
             protocol_type="",
@@ -100,16 +108,12 @@ async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Repl
     if len(deletable) == len(names):
         return await scope.relay()
     result_cls = nested(cls, "DeletableGroupResult")
+    denial = code_and_message(GROUP_DENIED)
     refused = tuple(
-        build(result_cls, group_id=group_id, error_code=_GROUP_DENIED)
-        for group_id in request.groups_names
-        if group_id not in deletable
+        build(result_cls, group_id=group_id, **denial) for group_id in request.groups_names if group_id not in deletable
     )
     allowed = tuple(group_id for group_id in request.groups_names if group_id in deletable)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, results=refused)
-    answer = (await scope.forward(rebuild_request(request, groups_names=allowed))).body()
-    return rebuild(answer, results=answer.results + refused)
+    return await with_refused(scope, request, refused, allowed, field="groups_names", answer_field="results")
 
 
 # -------------------------------------------------------------------------------------------------- OffsetDelete
@@ -120,23 +124,11 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
     names = list(dict.fromkeys(topic.name for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_DELETE], {GROUP: [request.group_id], TOPIC: names})
     if not outcome.allows(GROUP, request.group_id):
-        return build(cls, throttle_time=NO_THROTTLE, error_code=_GROUP_DENIED, topics=())
+        return error_response(scope, GROUP_DENIED, topics=())
     readable = {name for name in names if outcome.allows(TOPIC, name)}
     if len(readable) == len(names):
         return await scope.relay()
-    topic_cls, partition_cls = nested(cls, "OffsetDeleteResponseTopic"), nested(cls, "OffsetDeleteResponsePartition")
-    refused = tuple(
-        build(
-            topic_cls,
-            name=topic.name,
-            partitions=tuple(
-                build(partition_cls, partition_index=p.partition_index, error_code=_TOPIC_DENIED)
-                for p in topic.partitions
-            ),
-        )
-        for topic in request.topics
-        if topic.name not in readable
-    )
+    refused = _OFFSET_DELETE_REFUSAL.refused(cls, [t for t in request.topics if t.name not in readable], TOPIC_DENIED)
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
     answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins

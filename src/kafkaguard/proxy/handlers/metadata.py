@@ -41,8 +41,10 @@ from kafkaguard.protocol.build import (
 )
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
 from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
+from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.versions import forwarded_version
 from kafkaguard.service.topics import INTERNAL_TOPICS
@@ -104,7 +106,7 @@ def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
 def _refusal(topic_cls: type[Any], name: str) -> Any:
     return build(
         topic_cls,
-        error_code=ErrorCode.topic_authorization_failed,
+        error_code=wire_error(TOPIC_DENIED),
         name=name,
         topic_id=ZERO_UUID,
         is_internal=name in INTERNAL_TOPICS,  # flagged as Kafka flags it, even in a refusal

@@ -24,15 +24,14 @@ import struct
 from datetime import timedelta
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
-from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.model import ItemError, ResourceType
+from kafkaguard.protocol.build import build, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
 from kafkaguard.proxy.messages import ProduceRequest
 from kafkaguard.proxy.quotas import PRODUCE, user_of
+from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
 
 TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
@@ -40,6 +39,12 @@ TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 _MAGIC_AT, _ATTRIBUTES_AT = 16, 21
 _ATTRIBUTES = struct.Struct(">h")
 _TRANSACTIONAL = 0x10
+#: Kafka's ``PartitionResponse(error)``: offsets -1, no append time.
+_REFUSAL = PartitionRefusal(
+    "TopicProduceResponse", "PartitionProduceResponse", partitions="partition_data", index="index",
+    answer_partitions="partition_responses", answer_index="index", message="error_message",
+    placeholders={"base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": ()},
+)  # fmt: skip
 
 
 def has_transactional_records(request: Any) -> bool:
@@ -60,7 +65,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     if has_transactional_records(request):
         txn = scope.authorize(requirement, {TRANSACTIONAL_ID: [transactional_id]} if transactional_id else {})
         if transactional_id is None or not txn.allows(TRANSACTIONAL_ID, transactional_id):
-            return _every_partition(scope, request, ErrorCode.transactional_id_authorization_failed)
+            return _every_partition(scope, request, TRANSACTIONAL_ID_DENIED)
     names = list(dict.fromkeys(topic.name for topic in request.topic_data))
     outcome = scope.authorize(requirement, {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
@@ -80,11 +85,10 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
         if allowed:
             await scope.forward_without_response(rebuild_request(request, topic_data=allowed))
         return Close(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
-    refused = _responses(scope, [t for t in request.topic_data if t.name in denied],
-                         ErrorCode.topic_authorization_failed)  # fmt: skip
+    cls = response_schema(ApiKey.PRODUCE, scope.api_version)
+    refused = _REFUSAL.refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
-        cls = response_schema(ApiKey.PRODUCE, scope.api_version)
         return scope.meter.throttled(build(cls, responses=refused, throttle_time=throttle), throttle_ms)
     answer = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
     merged = rebuild(answer, responses=answer.responses + refused)
@@ -98,34 +102,7 @@ def _with_throttle(answer: Any, throttle_ms: int) -> Any:
     return rebuild(answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms)))
 
 
-def _every_partition(scope: ProxyScope, request: Any, error: ErrorCode) -> Reply:
-    cls = response_schema(ApiKey.PRODUCE, scope.api_version)
+def _every_partition(scope: ProxyScope, request: Any, error: ItemError) -> Reply:
     if request.acks == 0:
-        return Close(f"Produce with acks=0 refused: {error.name}")
-    return build(cls, responses=_responses(scope, request.topic_data, error), throttle_time=NO_THROTTLE)
-
-
-def _responses(scope: ProxyScope, topics: Any, error: ErrorCode) -> tuple[Any, ...]:
-    """Kafka's ``PartitionResponse(error)`` for every partition of ``topics``: offsets -1, no append time."""
-    cls = response_schema(ApiKey.PRODUCE, scope.api_version)
-    topic_cls, partition_cls = nested(cls, "TopicProduceResponse"), nested(cls, "PartitionProduceResponse")
-    return tuple(
-        build(
-            topic_cls,
-            name=topic.name,
-            partition_responses=tuple(
-                build(
-                    partition_cls,
-                    index=partition.index,
-                    error_code=error,
-                    base_offset=-1,
-                    log_append_time=None,
-                    log_start_offset=-1,
-                    record_errors=(),
-                    error_message=None,
-                )
-                for partition in topic.partition_data
-            ),
-        )
-        for topic in topics
-    )
+        return Close(f"Produce with acks=0 refused: {error.code.name}")
+    return _REFUSAL.every_topic(scope, request.topic_data, error, field="responses")

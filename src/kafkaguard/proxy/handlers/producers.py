@@ -9,15 +9,12 @@ else CLUSTER_AUTHORIZATION_FAILED. A refusal carries producer id and epoch -1.
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.authorizer.standard import authorize_by_resource_type_in
-from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build
-from kafkaguard.protocol.codec import response_schema
+from kafkaguard.model import AclOperation, AuthorizationResult, ItemError, ResourceType
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.proxy.messages import InitProducerIdRequest
+from kafkaguard.proxy.refusals import CLUSTER_DENIED, TRANSACTIONAL_ID_DENIED, error_response
 from kafkaguard.proxy.scope import ProxyScope
 
 TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
@@ -32,9 +29,9 @@ async def init_producer_id(scope: ProxyScope, request: InitProducerIdRequest) ->
     if transactional_id is not None:
         outcome = scope.authorize(REQUIREMENTS[ApiKey.INIT_PRODUCER_ID], {TRANSACTIONAL_ID: [transactional_id]})
         if not outcome.allows(TRANSACTIONAL_ID, transactional_id):
-            return _refusal(scope, ErrorCode.transactional_id_authorization_failed)
+            return _refusal(scope, TRANSACTIONAL_ID_DENIED)
     elif not scope.authorize(IDEMPOTENT).request_allowed and not _writes_some_topic(scope):
-        return _refusal(scope, ErrorCode.cluster_authorization_failed)
+        return _refusal(scope, CLUSTER_DENIED)
     return await scope.relay()
 
 
@@ -43,6 +40,5 @@ def _writes_some_topic(scope: ProxyScope) -> bool:
     return result is AuthorizationResult.ALLOWED
 
 
-def _refusal(scope: ProxyScope, error: ErrorCode) -> Reply:
-    cls = response_schema(ApiKey.INIT_PRODUCER_ID, scope.api_version)
-    return build(cls, throttle_time=NO_THROTTLE, error_code=error, producer_id=-1, producer_epoch=-1)
+def _refusal(scope: ProxyScope, error: ItemError) -> Reply:
+    return error_response(scope, error, producer_id=-1, producer_epoch=-1)

@@ -26,21 +26,20 @@ the audit log records what Kafka's authorizer log would.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from kio.schema.describe_transactions.v0 import response as describe_transactions_v0
-from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i64
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
-from kafkaguard.model import AclOperation, ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.model import AclOperation, ItemError, ResourceType
+from kafkaguard.protocol.build import NO_THROTTLE, build, rebuild, rebuild_request
 from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.lengths import check_body
 from kafkaguard.protocol.replies import Reply
-from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.proxy.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
@@ -50,14 +49,38 @@ from kafkaguard.proxy.messages import (
     ListTransactionsRequest,
     TxnOffsetCommitRequest,
 )
+from kafkaguard.proxy.refusals import (
+    GROUP_DENIED,
+    NOT_ATTEMPTED,
+    TOPIC_DENIED,
+    TRANSACTIONAL_ID_DENIED,
+    PartitionRefusal,
+    code_and_message,
+    error_response,
+)
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError, response_header_size
 from kafkaguard.service.topics import INTERNAL_TOPICS, topic_name_error
 
 TOPIC, GROUP, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
-_TXN_DENIED = ErrorCode.transactional_id_authorization_failed
-_GROUP_DENIED = ErrorCode.group_authorization_failed
-_TOPIC_DENIED = ErrorCode.topic_authorization_failed
+_ADD_PARTITIONS_REFUSAL = PartitionRefusal(
+    "AddPartitionsToTxnTopicResult",
+    "AddPartitionsToTxnPartitionResult",
+    answer_partitions="results_by_partition",
+    code="partition_error_code",
+)
+#: Kafka's ``TxnOffsetCommitRequest.getErrorResponseTopics``.
+_COMMIT_REFUSAL = PartitionRefusal("TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition")
+#: ``ApiError(error)``: the error's default text.
+_PRODUCERS_REFUSAL = PartitionRefusal(
+    "TopicResponse",
+    "PartitionResponse",
+    partitions="partition_indexes",
+    index=None,
+    message="error_message",
+    default_text=True,
+    placeholders={"active_producers": ()},
+)
 
 
 #: DescribeTransactions lists a transaction's partitions only for the topics the caller may describe.
@@ -80,29 +103,20 @@ async def add_partitions_to_txn(scope: ProxyScope, request: AddPartitionsToTxnRe
     for topic in request.v3_and_below_topics:
         partitions.setdefault(topic.name, {}).update(dict.fromkeys(int(p) for p in topic.partitions))
     if not _allows(scope, TRANSACTIONAL_ID, request.v3_and_below_transactional_id):
-        return _add_partitions_results(cls, partitions, lambda _topic: _TXN_DENIED)
+        return _add_partitions_results(cls, partitions, lambda _topic: TRANSACTIONAL_ID_DENIED)
     candidates = [name for name in partitions if name not in INTERNAL_TOPICS]
     outcome = scope.authorize(REQUIREMENTS[ApiKey.ADD_PARTITIONS_TO_TXN], {TOPIC: candidates})
     denied = {name for name in partitions if name in INTERNAL_TOPICS or not outcome.allows(TOPIC, name)}
     if not denied:
         return await scope.relay()
-    return _add_partitions_results(
-        cls, partitions, lambda topic: _TOPIC_DENIED if topic in denied else ErrorCode.operation_not_attempted
-    )
+    return _add_partitions_results(cls, partitions, lambda topic: TOPIC_DENIED if topic in denied else NOT_ATTEMPTED)
 
 
-def _add_partitions_results(cls: type[Any], partitions: dict[str, dict[int, None]], error_of: Any) -> Any:
-    topic_cls = nested(cls, "AddPartitionsToTxnTopicResult")
-    partition_cls = nested(cls, "AddPartitionsToTxnPartitionResult")
+def _add_partitions_results(
+    cls: type[Any], partitions: dict[str, dict[int, None]], error_of: Callable[[str], ItemError]
+) -> Any:
     results = tuple(
-        build(
-            topic_cls,
-            name=name,
-            results_by_partition=tuple(
-                build(partition_cls, partition_index=index, partition_error_code=error_of(name)) for index in indexes
-            ),
-        )
-        for name, indexes in partitions.items()
+        _ADD_PARTITIONS_REFUSAL.topic_answer(cls, name, indexes, error_of(name)) for name, indexes in partitions.items()
     )
     return build(cls, throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=results)
 
@@ -112,90 +126,40 @@ def _add_partitions_results(cls: type[Any], partitions: dict[str, dict[int, None
 
 async def add_offsets_to_txn(scope: ProxyScope, request: AddOffsetsToTxnRequest) -> Reply:
     if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
-        return _error_only(scope, _TXN_DENIED)
+        return error_response(scope, TRANSACTIONAL_ID_DENIED)
     if not _allows(scope, GROUP, request.group_id):
-        return _error_only(scope, _GROUP_DENIED)
+        return error_response(scope, GROUP_DENIED)
     return await scope.relay()
 
 
 async def end_txn(scope: ProxyScope, request: EndTxnRequest) -> Reply:
     if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
-        return _error_only(scope, _TXN_DENIED)
+        return error_response(scope, TRANSACTIONAL_ID_DENIED)
     return await scope.relay()
-
-
-def _error_only(scope: ProxyScope, error: ErrorCode) -> Reply:
-    return build(response_schema(scope.api_key, scope.api_version), throttle_time=NO_THROTTLE, error_code=error)
 
 
 # ---------------------------------------------------------------------------------------------- TxnOffsetCommit
 
 
 async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) -> Reply:
-    cls = response_schema(ApiKey.TXN_OFFSET_COMMIT, scope.api_version)
     if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
-        return build(cls, throttle_time=NO_THROTTLE, topics=_commit_errors(cls, request.topics, _TXN_DENIED))
+        return _COMMIT_REFUSAL.every_topic(scope, request.topics, TRANSACTIONAL_ID_DENIED)
     if not _allows(scope, GROUP, request.group_id):
-        return build(cls, throttle_time=NO_THROTTLE, topics=_commit_errors(cls, request.topics, _GROUP_DENIED))
-    names = list(dict.fromkeys(topic.name for topic in request.topics))
-    outcome = scope.authorize(REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT], {TOPIC: names})
-    denied = {name for name in names if not outcome.allows(TOPIC, name)}
-    if not denied:
-        return await scope.relay()
-    refused = _commit_errors(cls, [topic for topic in request.topics if topic.name in denied], _TOPIC_DENIED)
-    allowed = tuple(topic for topic in request.topics if topic.name not in denied)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
-    return rebuild(answer, topics=answer.topics + refused)
-
-
-def _commit_errors(cls: type[Any], topics: Any, error: ErrorCode) -> tuple[Any, ...]:
-    """Kafka's ``TxnOffsetCommitRequest.getErrorResponseTopics``: ``error`` for every partition of ``topics``."""
-    topic_cls = nested(cls, "TxnOffsetCommitResponseTopic")
-    partition_cls = nested(cls, "TxnOffsetCommitResponsePartition")
-    return tuple(
-        build(
-            topic_cls,
-            name=topic.name,
-            partitions=tuple(
-                build(partition_cls, partition_index=p.partition_index, error_code=error) for p in topic.partitions
-            ),
-        )
-        for topic in topics
-    )
+        return _COMMIT_REFUSAL.every_topic(scope, request.topics, GROUP_DENIED)
+    return await _COMMIT_REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT])
 
 
 # -------------------------------------------------------------------------------------------- DescribeProducers
 
 
 async def describe_producers(scope: ProxyScope, request: DescribeProducersRequest) -> Reply:
-    cls = response_schema(ApiKey.DESCRIBE_PRODUCERS, scope.api_version)
     # An invalid name gets INVALID_TOPIC_EXCEPTION before any check (``checkValidTopic``): the upstream answers it.
     names = list(dict.fromkeys(topic.name for topic in request.topics if topic_name_error(topic.name) is None))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DESCRIBE_PRODUCERS], {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         return await scope.relay()
-    topic_cls, partition_cls = nested(cls, "TopicResponse"), nested(cls, "PartitionResponse")
-    fields = error_fields(ItemError(KafkaErrorCode.TOPIC_AUTHORIZATION_FAILED), default_text=True)  # ApiError(error)
-    refused = tuple(
-        build(
-            topic_cls,
-            name=topic.name,
-            partitions=tuple(
-                build(partition_cls, partition_index=index, active_producers=(), **fields)
-                for index in topic.partition_indexes
-            ),
-        )
-        for topic in request.topics
-        if topic.name in denied
-    )
-    allowed = tuple(topic for topic in request.topics if topic.name not in denied)
-    if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, topics=refused)
-    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
-    return rebuild(answer, topics=answer.topics + refused)
+    return await _PRODUCERS_REFUSAL.forward_allowed(scope, request, denied, TOPIC_DENIED)
 
 
 # ----------------------------------------------------------------------------------------- DescribeTransactions
@@ -248,7 +212,7 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
     allowed = tuple(tid for tid in request.transactional_ids if outcome.allows(TRANSACTIONAL_ID, tid))
     refused = tuple(
         _TransactionState(
-            error_code=_TXN_DENIED,
+            **code_and_message(TRANSACTIONAL_ID_DENIED),
             transactional_id=tid,
             transaction_state="",
             transaction_timeout=timedelta(0),
