@@ -31,6 +31,8 @@ def test_the_generated_message_modules_are_up_to_date():
     assert (ROOT / "src" / "kafkaguard" / "protocol" / "builders.py").read_text() == script["render_builders"](), (
         "run: .venv/bin/python scripts/gen_messages.py"
     )
+    proxy_builders = (ROOT / "src" / "kafkaguard" / "proxy" / "builders.py").read_text()
+    assert proxy_builders == script["render_builders"]("proxy"), "run: .venv/bin/python scripts/gen_messages.py"
 
 
 def test_dispatch_is_exhaustive():

@@ -1,9 +1,10 @@
 """mypy checks the fields a handler sets through ``protocol.builders``: a misspelt field, a field no supported version
 declares (DescribeClusterBroker's ``is_fenced`` is kio's v2, the server answers v0–v1: ``build`` would drop it at
 run time), a field of another API and a value of the wrong type are errors on their own lines; a correct response
-passes.
+passes. In the proxy's builders (``proxy.builders``), a misspelt field and one above the proxy's cap (DeleteTopics
+v6's ``topic_id``) are errors too.
 
-One mypy run over both snippets (the builders' imports make it the slow part: a few seconds, cold cache)."""
+One mypy run over the snippets (the builders' imports make it the slow part: a few seconds, cold cache)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,20 @@ def wrong(cls: type[DescribeClusterResponse]) -> None:
 )
 
 
+# The proxy's builders (proxy.builders, from CAPS): DeleteTopics v6's ``topic_id`` is above the proxy's cap.
+PROXY_WRONG = """\
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.proxy.builders import deletable_topic_result
+from kafkaguard.proxy.messages import DeleteTopicsResponse
+
+
+def wrong(cls: type[DeleteTopicsResponse]) -> None:
+    deletable_topic_result(cls, name="t", error_code=ErrorCode.none, error_mesage=None)  # misspelt
+    deletable_topic_result(cls, name="t", error_code=ErrorCode.none, topic_id=None)  # v6 only, above the cap
+"""
+
+
 def _lines_marked(source: str) -> set[int]:
     return {number for number, line in enumerate(source.splitlines(), start=1) if "  # " in line}
 
@@ -62,18 +77,22 @@ def _lines_marked(source: str) -> set[int]:
 def test_mypy_reports_exactly_the_wrong_fields_and_passes_a_correct_response(tmp_path: Path) -> None:
     (tmp_path / "correct.py").write_text(CORRECT)
     (tmp_path / "wrong.py").write_text(WRONG)
+    (tmp_path / "proxy_wrong.py").write_text(PROXY_WRONG)
     config = tmp_path / "mypy.ini"
     config.write_text(
         f"[mypy]\nstrict = True\npython_version = 3.11\nmypy_path = {ROOT / 'src'}\n"
         f"cache_dir = {tmp_path / 'cache'}\nfollow_imports = silent\n"
     )
     stdout, stderr, _status = api.run(
-        ["--config-file", str(config), str(tmp_path / "correct.py"), str(tmp_path / "wrong.py")]
+        ["--config-file", str(config), *(str(tmp_path / name) for name in ("correct.py", "wrong.py", "proxy_wrong.py"))]
     )
-    errors: dict[str, set[int]] = {"correct.py": set(), "wrong.py": set()}
+    errors: dict[str, set[int]] = {"correct.py": set(), "wrong.py": set(), "proxy_wrong.py": set()}
     for found in re.finditer(r"^(?:.*[/\\])?(\w+\.py):(\d+): error:", stdout, re.MULTILINE):
         errors[found[1]].add(int(found[2]))
-    assert errors == {"correct.py": set(), "wrong.py": _lines_marked(WRONG)}, stdout + stderr
+    expected = {"correct.py": set(), "wrong.py": _lines_marked(WRONG), "proxy_wrong.py": _lines_marked(PROXY_WRONG)}
+    assert errors == expected, stdout + stderr
     assert 'Unexpected keyword argument "broker_idd"' in stdout
     assert 'Unexpected keyword argument "is_fenced"' in stdout
     assert 'Unexpected keyword argument "topics"' in stdout
+    assert 'Unexpected keyword argument "error_mesage"' in stdout
+    assert 'Unexpected keyword argument "topic_id" for "deletable_topic_result"' in stdout

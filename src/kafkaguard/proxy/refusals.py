@@ -17,6 +17,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kio.static.protocol import Entity
+
 from kafkaguard.authorizer.requests import Requirement
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
@@ -46,11 +48,12 @@ def code_and_message(
     return values
 
 
-def error_response(scope: ProxyScope, error: ItemError, **fields: Any) -> Any:
+def error_response(scope: ProxyScope, error: ItemError, **fields: Any) -> Entity:
     """The whole response refused: this API's response with ``error`` (a code, no message) and Kafka's
     placeholder ``fields`` (JoinGroup, Heartbeat, EndTxn, InitProducerId …)."""
     cls = response_schema(scope.api_key, scope.api_version)
-    return build(cls, throttle_time=NO_THROTTLE, error_code=wire_error(error), **fields)
+    response: Entity = build(cls, throttle_time=NO_THROTTLE, error_code=wire_error(error), **fields)
+    return response
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +93,12 @@ class PartitionRefusal:
 
     def every_topic(
         self, scope: ProxyScope, topics: Iterable[Any], error: ItemError, field: str = "topics", **fields: Any
-    ) -> Any:
+    ) -> Entity:
         """The whole request refused: this API's response with ``error`` for every partition of ``topics`` (its
         ``field``) and the response's other ``fields``."""
         cls = response_schema(scope.api_key, scope.api_version)
-        return build(cls, throttle_time=NO_THROTTLE, **{field: self.refused(cls, topics, error)}, **fields)
+        response: Entity = build(cls, throttle_time=NO_THROTTLE, **{field: self.refused(cls, topics, error)}, **fields)
+        return response
 
     async def per_topic(self, scope: ProxyScope, request: Any, requirement: Requirement) -> Reply:
         """Kafka's per-topic check of ``request``'s ``topics``: ``requirement`` on each topic named (one audited

@@ -27,7 +27,13 @@ class Forwarded:
     payload: bytes
 
     def body(self) -> Any:
-        """The decoded kio response (lengths checked first; ``UpstreamProtocolError`` if unreadable)."""
+        """The decoded kio response (lengths checked first; ``UpstreamProtocolError`` if unreadable).
+
+        Typed ``Any`` on purpose: the scope knows its API at run time only, and a union alias cannot be passed as a
+        ``type[R]`` to a generic ``body_as``. Each handler names its API's response union where it reads the answer
+        (``answer: ProduceResponse = forwarded.body()``, ``proxy.messages``): one annotation, no cast, and from
+        there mypy checks every field it reads (a field some versions lack is narrowed with ``isinstance`` first) and
+        ``rebuild`` returns that union, so no ``Any`` reaches a handler's return (no ``warn_return_any`` override)."""
         return decode_response(self.scope.api_key, self.scope.api_version, self.payload)
 
 

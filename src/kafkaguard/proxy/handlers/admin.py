@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.static.protocol import Entity
 
 from kafkaguard.apis.denials import CREATE_DENIED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
@@ -43,17 +44,34 @@ from kafkaguard.model import (
     KafkaErrorCode,
     ResourceType,
 )
-from kafkaguard.protocol.build import NO_THROTTLE, build, build_request, has_field, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build_request, has_field, nested, rebuild, rebuild_request
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields, wire_error
+from kafkaguard.proxy.builders import (
+    CreatableTopicResult,
+    DeletableTopicResult,
+    DescribeConfigsResult,
+    alter_configs_alter_configs_resource_response,
+    creatable_topic_result,
+    create_partitions_topic_result,
+    create_topics_response,
+    deletable_topic_result,
+    describe_configs_response,
+    describe_configs_result,
+    incremental_alter_configs_alter_configs_resource_response,
+)
 from kafkaguard.proxy.messages import (
     AlterConfigsRequest,
     CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
+    CreateTopicsResponse,
     DeleteRecordsRequest,
     DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeConfigsRequest,
+    DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     OffsetForLeaderEpochRequest,
 )
@@ -101,15 +119,14 @@ def _allowed(scope: ProxyScope, requirement: Requirement, resource_type: Resourc
 
 
 async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Reply:
-    cls = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
-    result_cls = nested(cls, "CreatableTopicResult")
+    cls: type[CreateTopicsResponse] = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
     once, duplicates = _split_duplicates([topic.name for topic in request.topics])
     candidates = [name for name in once if name != CLUSTER_METADATA_TOPIC]
     creatable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_TOPICS], TOPIC, candidates)
 
-    def refusal(name: str, error: ItemError) -> Any:
-        return build(
-            result_cls, name=name, topic_id=ZERO_UUID, **error_fields(error),
+    def refusal(name: str, error: ItemError) -> CreatableTopicResult:
+        return creatable_topic_result(
+            cls, name=name, topic_id=ZERO_UUID, **error_fields(error),
             topic_config_error_code=ErrorCode.none.value, num_partitions=-1, replication_factor=-1, configs=(),
         )  # fmt: skip
 
@@ -119,20 +136,21 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
             refused.append(refusal(name, ItemError(KafkaErrorCode.INVALID_REQUEST, CLUSTER_METADATA_PROHIBITED)))
         elif name not in creatable:
             refused.append(refusal(name, CREATE_DENIED))
-    shows_configs = has_field(result_cls, "configs")
+    shows_configs = has_field(nested(cls, "CreatableTopicResult"), "configs")
     if not refused and not shows_configs:
         return await scope.relay()
     allowed = tuple(topic for topic in request.topics if topic.name in creatable)
     if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
-    answer = (await scope.forward(rebuild_request(request, topics=allowed) if refused else None)).body()
-    results = answer.topics
+        return create_topics_response(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
+    forwarded = await scope.forward(rebuild_request(request, topics=allowed) if refused else None)
+    answer: CreateTopicsResponse = forwarded.body()
+    results: Sequence[CreatableTopicResult] = answer.topics
     if shows_configs:
         results = _hide_configs(scope, results)
     return rebuild(answer, topics=tuple(results) + tuple(refused))
 
 
-def _hide_configs(scope: ProxyScope, results: Sequence[Any]) -> tuple[Any, ...]:
+def _hide_configs(scope: ProxyScope, results: Sequence[CreatableTopicResult]) -> tuple[CreatableTopicResult, ...]:
     """The upstream's v5+ results, a created topic's configs shown only to a caller with DESCRIBE_CONFIGS on it.
 
     The upstream computed them for the proxy's own principal; Kafka (``ReplicationControlManager.createTopic``)
@@ -158,8 +176,7 @@ def _hide_configs(scope: ProxyScope, results: Sequence[Any]) -> tuple[Any, ...]:
 
 
 async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Reply:
-    cls = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
-    result_cls = nested(cls, "DeletableTopicResult")
+    cls: type[DeleteTopicsResponse] = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
     once, duplicates = _split_duplicates(list(request.topic_names))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: once})
     deletable = [name for name in once if outcome.allows(TOPIC, name)]
@@ -174,8 +191,9 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
     described_only = [name for name in once if name not in deletable and name in describable]
     existing = await _existing_topics(scope, described_only) if described_only else set()
 
-    def result(name: str, error: ItemError) -> Any:
-        return build(result_cls, name=name, topic_id=ZERO_UUID, **error_fields(error, default_text=True))
+    def result(name: str, error: ItemError) -> DeletableTopicResult:
+        # no topic_id: DeleteTopics v6 (by id) is above the proxy's cap, and v1-v5 results have none
+        return deletable_topic_result(cls, name=name, **error_fields(error, default_text=True))
 
     refused = [result(name, _DUPLICATE) for name in duplicates]
     for name in once:
@@ -204,12 +222,15 @@ async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
 
 
 async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest) -> Reply:
-    cls = response_schema(ApiKey.CREATE_PARTITIONS, scope.api_version)
-    result_cls = nested(cls, "CreatePartitionsTopicResult")
+    cls: type[CreatePartitionsResponse] = response_schema(ApiKey.CREATE_PARTITIONS, scope.api_version)
     once, duplicates = _split_duplicates([topic.name for topic in request.topics])
     alterable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_PARTITIONS], TOPIC, once)
-    refused = tuple(build(result_cls, name=name, **error_fields(_DUPLICATE)) for name in duplicates) + tuple(
-        build(result_cls, name=name, **error_fields(TOPIC_DENIED)) for name in once if name not in alterable
+    refused = tuple(
+        create_partitions_topic_result(cls, name=name, **error_fields(_DUPLICATE)) for name in duplicates
+    ) + tuple(
+        create_partitions_topic_result(cls, name=name, **error_fields(TOPIC_DENIED))
+        for name in once
+        if name not in alterable
     )
     if not refused:
         return await scope.relay()
@@ -274,17 +295,18 @@ def _config_decisions(scope: ProxyScope, types: Mapping[int, ResourceType], reso
 
 
 async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -> Reply:
-    cls = response_schema(ApiKey.DESCRIBE_CONFIGS, scope.api_version)
-    result_cls = nested(cls, "DescribeConfigsResult")
+    cls: type[DescribeConfigsResponse] = response_schema(ApiKey.DESCRIBE_CONFIGS, scope.api_version)
 
-    def result(resource: Any, error: ItemError) -> Any:
-        return build(result_cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
+    def result(resource: Any, error: ItemError) -> DescribeConfigsResult:
+        return describe_configs_result(cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
                      configs=(), **error_fields(error, default_text=True))  # fmt: skip
 
     resources: Sequence[Any] = request.resources
     if any(int(r.resource_type) not in _DESCRIBABLE_TYPES for r in resources):  # ConfigHelper: InvalidRequestException
         invalid = ItemError(KafkaErrorCode.INVALID_REQUEST)
-        return build(cls, throttle_time=NO_THROTTLE, results=tuple(result(r, invalid) for r in resources))
+        return describe_configs_response(
+            cls, throttle_time=NO_THROTTLE, results=tuple(result(r, invalid) for r in resources)
+        )
     allows = _config_decisions(scope, _DESCRIBABLE_TYPES, resources)
     if all(allows):
         return await scope.relay()
@@ -307,11 +329,16 @@ async def incremental_alter_configs(scope: ProxyScope, request: IncrementalAlter
 
 async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
     cls = response_schema(scope.api_key, scope.api_version)
-    result_cls = nested(cls, "AlterConfigsResourceResponse")
     types = _ALTERABLE_TYPES[scope.api_key]
+    # the two APIs' results have the same fields; each is built by its API's own builder
+    builder = (
+        alter_configs_alter_configs_resource_response
+        if scope.api_key is ApiKey.ALTER_CONFIGS
+        else incremental_alter_configs_alter_configs_resource_response
+    )
 
-    def result(resource: Any, error: ItemError, *, default_text: bool = True) -> Any:
-        return build(result_cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
+    def result(resource: Any, error: ItemError, *, default_text: bool = True) -> Entity:
+        return builder(cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
                      **error_fields(error, default_text=default_text))  # fmt: skip
 
     resources: Sequence[Any] = request.resources

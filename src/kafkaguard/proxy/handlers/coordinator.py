@@ -8,16 +8,17 @@ v4 batches keys: each is decided alone and only the allowed ones go upstream.
 
 from __future__ import annotations
 
-from typing import Any
+from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse as FindCoordinatorResponseV4
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
+from kafkaguard.proxy.builders import Coordinator, coordinator, find_coordinator_response
 from kafkaguard.proxy.handlers.addresses import proxied_node
-from kafkaguard.proxy.messages import FindCoordinatorRequest
+from kafkaguard.proxy.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkaguard.proxy.refusals import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 
@@ -28,40 +29,48 @@ _INVALID = ItemError(KafkaErrorCode.INVALID_REQUEST)
 
 
 async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -> Reply:
-    cls = response_schema(ApiKey.FIND_COORDINATOR, scope.api_version)
+    cls: type[FindCoordinatorResponse] = response_schema(ApiKey.FIND_COORDINATOR, scope.api_version)
     resource_type = _KEY_TYPES.get(int(getattr(request, "key_type", 0)))  # v0 asks for groups only
     batched = hasattr(request, "coordinator_keys")
     keys: list[str] = list(request.coordinator_keys) if batched else [request.key]  # type: ignore[union-attr]
     if resource_type is None:  # Kafka: "Unknown coordinator type" (INVALID_REQUEST) for every key
-        return _refusals(cls, scope, keys, _INVALID) if batched else _single(cls, _INVALID)
+        if batched:
+            return find_coordinator_response(
+                cls, throttle_time=NO_THROTTLE, coordinators=_coordinators(cls, keys, _INVALID)
+            )
+        return _single(cls, _INVALID)
     outcome = scope.authorize(REQUIREMENTS[ApiKey.FIND_COORDINATOR], {resource_type: keys})
     allowed = [key for key in keys if outcome.allows(resource_type, key)]
     denied = [key for key in keys if not outcome.allows(resource_type, key)]
     if not batched:
         if denied:
             return _single(cls, _DENIED[resource_type])
-        answer = (await scope.forward()).body()
-        host, port = await proxied_node(scope, int(answer.node_id), answer.host, int(answer.port))
-        return rebuild(answer, host=host, port=port)
-    refused = _refusals(cls, scope, denied, _DENIED[resource_type]).coordinators
+        single: FindCoordinatorResponse = (await scope.forward()).body()
+        assert not isinstance(single, FindCoordinatorResponseV4)  # noqa: S101 - for mypy: v0-v3 answer one key
+        host, port = await proxied_node(scope, int(single.node_id), single.host, int(single.port))
+        return rebuild(single, host=host, port=port)
+    refused = _coordinators(cls, denied, _DENIED[resource_type])
     if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, coordinators=refused)
-    answer = (await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))).body()
+        return find_coordinator_response(cls, throttle_time=NO_THROTTLE, coordinators=refused)
+    answer: FindCoordinatorResponse = (
+        await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))
+    ).body()
+    assert isinstance(answer, FindCoordinatorResponseV4)  # noqa: S101 - for mypy: v4 batches keys
     coordinators = []
-    for coordinator in answer.coordinators:
-        host, port = await proxied_node(scope, int(coordinator.node_id), coordinator.host, int(coordinator.port))
-        coordinators.append(rebuild(coordinator, host=host, port=port))
+    for found in answer.coordinators:
+        host, port = await proxied_node(scope, int(found.node_id), found.host, int(found.port))
+        coordinators.append(rebuild(found, host=host, port=port))
     return rebuild(answer, coordinators=tuple(coordinators) + refused)
 
 
-def _single(cls: type[Any], error: ItemError) -> Any:
-    return build(cls, throttle_time=NO_THROTTLE, node_id=-1, host="", port=-1, **error_fields(error, default_text=True))
+def _single(cls: type[FindCoordinatorResponse], error: ItemError) -> FindCoordinatorResponse:
+    return find_coordinator_response(
+        cls, throttle_time=NO_THROTTLE, node_id=-1, host="", port=-1, **error_fields(error, default_text=True)
+    )
 
 
-def _refusals(cls: type[Any], scope: ProxyScope, keys: list[str], error: ItemError) -> Any:
-    coordinator_cls = nested(cls, "Coordinator")
-    coordinators = tuple(
-        build(coordinator_cls, key=key, node_id=-1, host="", port=-1, **error_fields(error, default_text=True))
+def _coordinators(cls: type[FindCoordinatorResponse], keys: list[str], error: ItemError) -> tuple[Coordinator, ...]:
+    return tuple(
+        coordinator(cls, key=key, node_id=-1, host="", port=-1, **error_fields(error, default_text=True))
         for key in keys
     )
-    return build(cls, throttle_time=NO_THROTTLE, coordinators=coordinators)

@@ -32,10 +32,11 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
-from kafkaguard.proxy.messages import FetchRequest
+from kafkaguard.proxy.builders import fetch_response
+from kafkaguard.proxy.messages import FetchRequest, FetchResponse
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import Forwarded, ProxyScope
@@ -80,7 +81,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
-    answer = forwarded.body()
+    answer: FetchResponse = forwarded.body()
     cls = response_schema(ApiKey.FETCH, scope.api_version)
     return rebuild(answer, responses=answer.responses + _REFUSAL.refused(cls, refused, TOPIC_DENIED))
 
@@ -110,10 +111,12 @@ class _Charge:
         """Kafka's ``getThrottledResponse``: no partitions, the throttle, muted after it is sent."""
         cls = response_schema(ApiKey.FETCH, self.scope.api_version)
         throttle = timedelta(milliseconds=max(throttle_ms, upstream_ms))
-        body = build(cls, throttle_time=throttle, error_code=ErrorCode.none, session_id=NO_SESSION, responses=())
+        body = fetch_response(
+            cls, throttle_time=throttle, error_code=ErrorCode.none, session_id=NO_SESSION, responses=()
+        )
         return self.meter.throttled(body, throttle_ms)
 
-    def local(self, answer: Any) -> Reply:
+    def local(self, answer: FetchResponse) -> Reply:
         """An answer the proxy makes itself (every topic refused)."""
         scope = self.scope
         size = len(encode_response(ApiKey.FETCH, scope.api_version, scope.correlation_id, answer)) - 4
@@ -189,9 +192,9 @@ class _MeteringWriter:
         return _upstream_throttle(bytes(self._head[4:]), self._tag_bytes) or 0
 
 
-def _answer(scope: ProxyScope, topics: Any, error: ItemError) -> Reply:
+def _answer(scope: ProxyScope, topics: Any, error: ItemError) -> FetchResponse:
     cls = response_schema(ApiKey.FETCH, scope.api_version)
-    return build(
+    return fetch_response(
         cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=NO_SESSION,
         responses=_REFUSAL.refused(cls, topics, error),
     )  # fmt: skip

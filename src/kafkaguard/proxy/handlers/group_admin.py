@@ -25,15 +25,25 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Requirement, authorized_operations
 from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
-from kafkaguard.proxy.messages import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest, OffsetDeleteRequest
+from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.builders import DescribedGroup, deletable_group_result, describe_groups_response, described_group
+from kafkaguard.proxy.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+)
 from kafkaguard.proxy.refusals import (
     GROUP_DENIED,
     TOPIC_DENIED,
     PartitionRefusal,
-    code_and_message,
     error_response,
     with_refused,
 )
@@ -52,14 +62,13 @@ def _allowed(scope: ProxyScope, requirement: Requirement, rtype: ResourceType, n
 
 
 async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> Reply:
-    cls = response_schema(ApiKey.DESCRIBE_GROUPS, scope.api_version)
+    cls: type[DescribeGroupsResponse] = response_schema(ApiKey.DESCRIBE_GROUPS, scope.api_version)
     describable = _allowed(scope, REQUIREMENTS[ApiKey.DESCRIBE_GROUPS], GROUP, list(dict.fromkeys(request.groups)))
     with_operations = bool(getattr(request, "include_authorized_operations", False))
-    group_cls = nested(cls, "DescribedGroup")
     refused = tuple(
-        build(
-            group_cls,
-            **code_and_message(GROUP_DENIED),
+        described_group(
+            cls,
+            error_code=wire_error(GROUP_DENIED),
             group_id=group_id,
             group_state="",
             protocol_type="",
@@ -74,9 +83,11 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
         return await scope.relay()
     allowed = tuple(group_id for group_id in request.groups if group_id in describable)
     if not allowed:
-        return build(cls, throttle_time=NO_THROTTLE, groups=refused)
-    answer = (await scope.forward(rebuild_request(request, groups=allowed) if refused else None)).body()
-    described = answer.groups
+        return describe_groups_response(cls, throttle_time=NO_THROTTLE, groups=refused)
+    answer: DescribeGroupsResponse = (
+        await scope.forward(rebuild_request(request, groups=allowed) if refused else None)
+    ).body()
+    described: tuple[DescribedGroup, ...] = answer.groups
     if with_operations:
         described = tuple(
             rebuild(group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP,
@@ -92,7 +103,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
 
 
 async def list_groups(scope: ProxyScope, request: ListGroupsRequest) -> Reply:
-    answer = (await scope.forward()).body()
+    answer: ListGroupsResponse = (await scope.forward()).body()
     ids = list(dict.fromkeys(group.group_id for group in answer.groups))
     visible = _allowed(scope, REQUIREMENTS[ApiKey.LIST_GROUPS], GROUP, ids)
     return rebuild(answer, groups=tuple(group for group in answer.groups if group.group_id in visible))
@@ -102,15 +113,15 @@ async def list_groups(scope: ProxyScope, request: ListGroupsRequest) -> Reply:
 
 
 async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Reply:
-    cls = response_schema(ApiKey.DELETE_GROUPS, scope.api_version)
+    cls: type[DeleteGroupsResponse] = response_schema(ApiKey.DELETE_GROUPS, scope.api_version)
     names = list(dict.fromkeys(request.groups_names))
     deletable = _allowed(scope, REQUIREMENTS[ApiKey.DELETE_GROUPS], GROUP, names)
     if len(deletable) == len(names):
         return await scope.relay()
-    result_cls = nested(cls, "DeletableGroupResult")
-    denial = code_and_message(GROUP_DENIED)
     refused = tuple(
-        build(result_cls, group_id=group_id, **denial) for group_id in request.groups_names if group_id not in deletable
+        deletable_group_result(cls, group_id=group_id, error_code=wire_error(GROUP_DENIED))
+        for group_id in request.groups_names
+        if group_id not in deletable
     )
     allowed = tuple(group_id for group_id in request.groups_names if group_id in deletable)
     return await with_refused(scope, request, refused, allowed, field="groups_names", answer_field="results")
@@ -130,7 +141,7 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
         return await scope.relay()
     refused = _OFFSET_DELETE_REFUSAL.refused(cls, [t for t in request.topics if t.name not in readable], TOPIC_DENIED)
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
-    answer = (await scope.forward(rebuild_request(request, topics=allowed))).body()
+    answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body()
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
         return answer
     return rebuild(answer, topics=answer.topics + refused)

@@ -16,21 +16,30 @@ from __future__ import annotations
 from typing import Any
 
 from kio.schema.errors import ErrorCode
+from kio.schema.offset_fetch.v8.response import OffsetFetchResponse as OffsetFetchResponseV8
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.builders import (
+    OffsetFetchResponseGroup,
+    OffsetFetchResponseTopics,
+    offset_fetch_response,
+    offset_fetch_response_group,
+)
 from kafkaguard.proxy.messages import (
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
+    OffsetFetchResponse,
     SyncGroupRequest,
 )
-from kafkaguard.proxy.refusals import GROUP_DENIED, TOPIC_DENIED, PartitionRefusal, code_and_message, error_response
+from kafkaguard.proxy.refusals import GROUP_DENIED, TOPIC_DENIED, PartitionRefusal, error_response
 from kafkaguard.proxy.scope import ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
@@ -101,7 +110,8 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
     if not outcome.allows(GROUP, group_id):
         return error_response(scope, GROUP_DENIED, topics=())
     if named is None:  # every topic of the group: those the caller may not describe are left out
-        answer = (await scope.forward()).body()
+        answer: OffsetFetchResponse = (await scope.forward()).body()
+        assert not isinstance(answer, OffsetFetchResponseV8)  # noqa: S101 - for mypy: v8 went to _offset_fetch_groups
         visible = _describable(scope, [topic.name for topic in answer.topics])
         return rebuild(answer, topics=tuple(topic for topic in answer.topics if topic.name in visible))
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
@@ -112,18 +122,19 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
 
 async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
     """v8+: several groups, each decided alone (DESCRIBE on the group, then on its named topics)."""
-    cls = response_schema(ApiKey.OFFSET_FETCH, scope.api_version)
-    group_cls = nested(cls, "OffsetFetchResponseGroup")
-    refused_groups: list[Any] = []
+    cls: type[OffsetFetchResponse] = response_schema(ApiKey.OFFSET_FETCH, scope.api_version)
+    refused_groups: list[OffsetFetchResponseGroup] = []
     asked: list[Any] = []
-    refused_topics: dict[str, tuple[Any, ...]] = {}
+    refused_topics: dict[str, tuple[OffsetFetchResponseTopics, ...]] = {}
     all_topics: set[str] = set()
     for group in request.groups:
         names = [topic.name for topic in group.topics] if group.topics is not None else []
         outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_FETCH], {GROUP: [group.group_id], TOPIC: names})
         if not outcome.allows(GROUP, group.group_id):
-            denial = code_and_message(GROUP_DENIED)
-            refused_groups.append(build(group_cls, group_id=group.group_id, topics=(), **denial))
+            denial = wire_error(GROUP_DENIED)
+            refused_groups.append(
+                offset_fetch_response_group(cls, group_id=group.group_id, topics=(), error_code=denial)
+            )
             continue
         if group.topics is None:
             all_topics.add(group.group_id)
@@ -133,16 +144,17 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
         refused = [topic for topic in group.topics if topic.name in denied]
         refused_topics[group.group_id] = _FETCH_REFUSALS[True].refused(cls, refused, TOPIC_DENIED)
         asked.append(rebuild_request(group, topics=tuple(t for t in group.topics if t.name not in denied)))
-    answered: list[Any] = []
+    answered: list[OffsetFetchResponseGroup] = []
     if asked:
-        answer = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
+        answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
+        assert isinstance(answer, OffsetFetchResponseV8)  # noqa: S101 - for mypy: v8 answers per group
         for group in answer.groups:
             topics = group.topics
             if group.group_id in all_topics:
                 visible = _describable(scope, [topic.name for topic in topics])
                 topics = tuple(topic for topic in topics if topic.name in visible)
             answered.append(rebuild(group, topics=topics + refused_topics.get(group.group_id, ())))
-    return build(cls, throttle_time=NO_THROTTLE, groups=tuple(answered + refused_groups))
+    return offset_fetch_response(cls, throttle_time=NO_THROTTLE, groups=tuple(answered + refused_groups))
 
 
 def _describable(scope: ProxyScope, names: list[str]) -> set[str]:

@@ -31,7 +31,6 @@ from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED, cluster_operati
 from kafkaguard.authorizer.requests import METADATA_AUTO_CREATE, REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import ResourceType
 from kafkaguard.protocol.build import (
-    build,
     build_request,
     convert_request,
     convert_response,
@@ -42,8 +41,9 @@ from kafkaguard.protocol.build import (
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.builders import MetadataResponseTopic, metadata_response_topic
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
-from kafkaguard.proxy.messages import DescribeClusterRequest, MetadataRequest
+from kafkaguard.proxy.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse
 from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.versions import forwarded_version
@@ -59,22 +59,25 @@ async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
         return await _metadata(scope, request)
     upgraded = convert_request(request, request_schema(ApiKey.METADATA, version))  # absent → allow auto-creation
     answer = await _metadata(scope.forwarded_at(version), upgraded)
-    return convert_response(answer, response_schema(ApiKey.METADATA, scope.api_version))
+    cls: type[MetadataResponse] = response_schema(ApiKey.METADATA, scope.api_version)
+    return convert_response(answer, cls)
 
 
 async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     if request.topics is None:
-        answer = (await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))).body()
-        listed = [topic.name for topic in answer.topics if topic.name is not None]
+        whole: MetadataResponse = (
+            await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))
+        ).body()
+        listed = [topic.name for topic in whole.topics if topic.name is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: listed})
-        topics = tuple(t for t in answer.topics if t.name is not None and outcome.allows(TOPIC, t.name))
-        return await _answer(scope, request, answer, topics, include_ops)
+        topics = tuple(t for t in whole.topics if t.name is not None and outcome.allows(TOPIC, t.name))
+        return await _answer(scope, request, whole, topics, include_ops)
     names = list(dict.fromkeys(topic.name for topic in request.topics if topic.name is not None))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: names})
     describable = [name for name in names if outcome.allows(TOPIC, name)]
     refused = [name for name in names if not outcome.allows(TOPIC, name)]
-    answer = (await scope.forward(_asking(request, describable, auto_create=False))).body()
+    answer: MetadataResponse = (await scope.forward(_asking(request, describable, auto_create=False))).body()
     # Only what was asked and may be described: an upstream answer naming more (or fewer) topics passes nothing on.
     allowed_names = set(describable)
     found = {topic.name: topic for topic in answer.topics if topic.name in allowed_names}
@@ -88,12 +91,11 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
         creatable = [name for name in missing if creation.allows(TOPIC, name)]
         refused += [name for name in missing if not creation.allows(TOPIC, name)]
         if creatable:
-            created = (await scope.forward(_asking(request, creatable, auto_create=True))).body()
+            created: MetadataResponse = (await scope.forward(_asking(request, creatable, auto_create=True))).body()
             found.update({topic.name: topic for topic in created.topics if topic.name in allowed_names})
         answer = rebuild(answer, topics=tuple(found.values()))
     allowed = tuple(topic for name, topic in found.items() if name not in refused)
-    topic_cls = nested(type(answer), "MetadataResponseTopic")
-    denials = tuple(_refusal(topic_cls, name) for name in refused)
+    denials = tuple(_refusal(type(answer), name) for name in refused)
     return await _answer(scope, request, answer, allowed, include_ops, denials)
 
 
@@ -103,9 +105,10 @@ def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
     return rebuild_request(request, topics=topics, allow_auto_topic_creation=auto_create)
 
 
-def _refusal(topic_cls: type[Any], name: str) -> Any:
-    return build(
-        topic_cls,
+def _refusal(cls: type[MetadataResponse], name: str) -> MetadataResponseTopic:
+    """A refused topic, of the answer's version (the proxy may forward above the client's, see ``metadata``)."""
+    return metadata_response_topic(
+        cls,
         error_code=wire_error(TOPIC_DENIED),
         name=name,
         topic_id=ZERO_UUID,
@@ -118,16 +121,17 @@ def _refusal(topic_cls: type[Any], name: str) -> Any:
 async def _answer(
     scope: ProxyScope,
     request: Any,
-    answer: Any,
-    topics: tuple[Any, ...],
+    answer: MetadataResponse,
+    topics: tuple[MetadataResponseTopic, ...],
     include_ops: bool,
-    denials: tuple[Any, ...] = (),
+    denials: tuple[MetadataResponseTopic, ...] = (),
 ) -> Reply:
-    if include_ops:
+    if include_ops:  # every topic here is named: ``_metadata`` passes on only the named ones
         topics = tuple(
-            rebuild(t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, t.name))
+            rebuild(t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC,
+                                                                         t.name or ""))
             for t in topics
-        )
+        )  # fmt: skip
     wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return rebuild(
         answer,
@@ -138,7 +142,7 @@ async def _answer(
 
 
 async def describe_cluster(scope: ProxyScope, request: DescribeClusterRequest) -> Reply:
-    answer = (await scope.forward()).body()
+    answer: DescribeClusterResponse = (await scope.forward()).body()
     wanted = bool(getattr(request, "include_cluster_authorized_operations", False))
     return rebuild(
         answer,

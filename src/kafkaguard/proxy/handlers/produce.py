@@ -26,10 +26,11 @@ from typing import Any
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
-from kafkaguard.protocol.build import build, rebuild, rebuild_request
+from kafkaguard.protocol.build import rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
-from kafkaguard.proxy.messages import ProduceRequest
+from kafkaguard.proxy.builders import produce_response
+from kafkaguard.proxy.messages import ProduceRequest, ProduceResponse
 from kafkaguard.proxy.quotas import PRODUCE, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
@@ -78,8 +79,8 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
             return scope.meter.throttled(NO_RESPONSE, throttle_ms)
         if not throttle_ms:
             return await scope.relay()
-        answer = (await scope.forward()).body()
-        return scope.meter.throttled(_with_throttle(answer, throttle_ms), throttle_ms)
+        whole: ProduceResponse = (await scope.forward()).body()
+        return scope.meter.throttled(_with_throttle(whole, throttle_ms), throttle_ms)
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:
@@ -89,13 +90,13 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     refused = _REFUSAL.refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
-        return scope.meter.throttled(build(cls, responses=refused, throttle_time=throttle), throttle_ms)
-    answer = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
+        return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
+    answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
     merged = rebuild(answer, responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
 
 
-def _with_throttle(answer: Any, throttle_ms: int) -> Any:
+def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse:
     """``answer`` with Kafka's throttle: the larger of the upstream's and the proxy's."""
     if not throttle_ms:
         return answer

@@ -32,21 +32,25 @@ from typing import Any
 
 from kio.schema.describe_transactions.v0 import response as describe_transactions_v0
 from kio.static.primitive import i16, i64
+from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.lengths import check_body
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.proxy.builders import add_partitions_to_txn_response
 from kafkaguard.proxy.messages import (
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
     DescribeProducersRequest,
     DescribeTransactionsRequest,
     EndTxnRequest,
     ListTransactionsRequest,
+    ListTransactionsResponse,
     TxnOffsetCommitRequest,
 )
 from kafkaguard.proxy.refusals import (
@@ -98,7 +102,7 @@ def _allows(scope: ProxyScope, resource_type: ResourceType, name: str) -> bool:
 
 
 async def add_partitions_to_txn(scope: ProxyScope, request: AddPartitionsToTxnRequest) -> Reply:
-    cls = response_schema(ApiKey.ADD_PARTITIONS_TO_TXN, scope.api_version)
+    cls: type[AddPartitionsToTxnResponse] = response_schema(ApiKey.ADD_PARTITIONS_TO_TXN, scope.api_version)
     partitions: dict[str, dict[int, None]] = {}  # Kafka works on the set of TopicPartitions
     for topic in request.v3_and_below_topics:
         partitions.setdefault(topic.name, {}).update(dict.fromkeys(int(p) for p in topic.partitions))
@@ -113,12 +117,12 @@ async def add_partitions_to_txn(scope: ProxyScope, request: AddPartitionsToTxnRe
 
 
 def _add_partitions_results(
-    cls: type[Any], partitions: dict[str, dict[int, None]], error_of: Callable[[str], ItemError]
-) -> Any:
+    cls: type[AddPartitionsToTxnResponse], partitions: dict[str, dict[int, None]], error_of: Callable[[str], ItemError]
+) -> AddPartitionsToTxnResponse:
     results = tuple(
         _ADD_PARTITIONS_REFUSAL.topic_answer(cls, name, indexes, error_of(name)) for name, indexes in partitions.items()
     )
-    return build(cls, throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=results)
+    return add_partitions_to_txn_response(cls, throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=results)
 
 
 # ----------------------------------------------------------------------------------- AddOffsetsToTxn, EndTxn
@@ -224,8 +228,11 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
         for tid in request.transactional_ids
         if not outcome.allows(TRANSACTIONAL_ID, tid)
     )
+    # the int64 twins are made at run time (typed Any): the response is a kio entity all the same
+    whole: Entity
     if not allowed:
-        return _DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=refused)
+        whole = _DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=refused)
+        return whole
     forwarded = await scope.forward(None if not refused else rebuild_request(request, transactional_ids=allowed))
     answer = decode_describe_transactions(forwarded.payload)
     names = list(dict.fromkeys(topic.topic for state in answer.transaction_states for topic in state.topics))
@@ -234,14 +241,15 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
         dataclasses.replace(state, topics=tuple(t for t in state.topics if topics.allows(TOPIC, t.topic)))
         for state in answer.transaction_states
     )
-    return dataclasses.replace(answer, transaction_states=states + refused)
+    whole = dataclasses.replace(answer, transaction_states=states + refused)
+    return whole
 
 
 # --------------------------------------------------------------------------------------------- ListTransactions
 
 
 async def list_transactions(scope: ProxyScope, request: ListTransactionsRequest) -> Reply:
-    answer = (await scope.forward()).body()
+    answer: ListTransactionsResponse = (await scope.forward()).body()
     ids = list(dict.fromkeys(state.transactional_id for state in answer.transaction_states))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_TRANSACTIONS], {TRANSACTIONAL_ID: ids})
     visible = tuple(s for s in answer.transaction_states if outcome.allows(TRANSACTIONAL_ID, s.transactional_id))
