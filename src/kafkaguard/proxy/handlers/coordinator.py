@@ -21,6 +21,7 @@ from kafkaguard.proxy.handlers.addresses import proxied_node
 from kafkaguard.proxy.messages import FindCoordinatorRequest, FindCoordinatorResponse
 from kafkaguard.proxy.refusals import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.wire import UpstreamProtocolError
 
 #: Kafka's CoordinatorType: 0 = group, 1 = transaction.
 _KEY_TYPES = {0: ResourceType.GROUP, 1: ResourceType.TRANSACTIONAL_ID}
@@ -46,7 +47,8 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
         if denied:
             return _single(cls, _DENIED[resource_type])
         single: FindCoordinatorResponse = (await scope.forward()).body()
-        assert not isinstance(single, FindCoordinatorResponseV4)  # noqa: S101 - for mypy: v0-v3 answer one key
+        if isinstance(single, FindCoordinatorResponseV4):  # decoded at the request's version: v0-v3 answer one key
+            raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as v4")
         host, port = await proxied_node(scope, int(single.node_id), single.host, int(single.port))
         return rebuild(single, host=host, port=port)
     refused = _coordinators(cls, denied, _DENIED[resource_type])
@@ -55,7 +57,8 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     answer: FindCoordinatorResponse = (
         await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))
     ).body()
-    assert isinstance(answer, FindCoordinatorResponseV4)  # noqa: S101 - for mypy: v4 batches keys
+    if not isinstance(answer, FindCoordinatorResponseV4):  # decoded at the request's version: v4 batches keys
+        raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as {type(answer).__name__}")
     coordinators = []
     for found in answer.coordinators:
         host, port = await proxied_node(scope, int(found.node_id), found.host, int(found.port))

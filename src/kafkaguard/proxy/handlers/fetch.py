@@ -57,10 +57,10 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     meter = scope.meter
     charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
-    capped = limit is not None and request.max_bytes > limit
-    if capped:
-        assert limit is not None  # noqa: S101 - for mypy: capped implies a limit
+    capped = False
+    if limit is not None and request.max_bytes > limit:
         request = rebuild_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
+        capped = True
     if int(request.replica_id) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
         return _answer(scope, request.topics, TOPIC_DENIED)  # Kafka: no client quota
     names = list(dict.fromkeys(topic.topic for topic in request.topics))

@@ -41,6 +41,7 @@ from kafkaguard.proxy.messages import (
 )
 from kafkaguard.proxy.refusals import GROUP_DENIED, TOPIC_DENIED, PartitionRefusal, error_response
 from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.wire import UpstreamProtocolError
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 _COMMIT_REFUSAL = PartitionRefusal("OffsetCommitResponseTopic", "OffsetCommitResponsePartition")
@@ -111,7 +112,8 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
         return error_response(scope, GROUP_DENIED, topics=())
     if named is None:  # every topic of the group: those the caller may not describe are left out
         answer: OffsetFetchResponse = (await scope.forward()).body()
-        assert not isinstance(answer, OffsetFetchResponseV8)  # noqa: S101 - for mypy: v8 went to _offset_fetch_groups
+        if isinstance(answer, OffsetFetchResponseV8):  # decoded at the request's version: v8 went to the per-group path
+            raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
         visible = _describable(scope, [topic.name for topic in answer.topics])
         return rebuild(answer, topics=tuple(topic for topic in answer.topics if topic.name in visible))
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
@@ -147,7 +149,8 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
     answered: list[OffsetFetchResponseGroup] = []
     if asked:
         answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
-        assert isinstance(answer, OffsetFetchResponseV8)  # noqa: S101 - for mypy: v8 answers per group
+        if not isinstance(answer, OffsetFetchResponseV8):  # decoded at the request's version, v8: per group
+            raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as {type(answer).__name__}")
         for group in answer.groups:
             topics = group.topics
             if group.group_id in all_topics:
