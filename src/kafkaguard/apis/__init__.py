@@ -1,0 +1,28 @@
+"""The Kafka APIs answered from kafkaguard's own store, the same way by ``kafkaguard serve`` and by the proxy (which
+never forwards them): ACLs (``acls``, with ``acl_encoding``), SCRAM credentials (``scram``) and client quotas
+(``quotas``), plus what both sides' answers share (``operations``, ``denials``). ``STORE_HANDLERS`` is their table."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kafkaguard.apis.acls import create_acls, delete_acls, describe_acls
+from kafkaguard.apis.quotas import alter_client_quotas, describe_client_quotas
+from kafkaguard.apis.scram import alter_user_scram_credentials, describe_user_scram_credentials
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.replies import Response
+from kafkaguard.protocol.scope import RequestScope
+
+#: A handler of one API: the request's scope and its decoded body in, the response out.
+Handler = Callable[[RequestScope, Any], Awaitable[Response]]
+
+STORE_HANDLERS: dict[ApiKey, Handler] = {
+    ApiKey.DESCRIBE_ACLS: describe_acls,
+    ApiKey.CREATE_ACLS: create_acls,
+    ApiKey.DELETE_ACLS: delete_acls,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
+    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
+}

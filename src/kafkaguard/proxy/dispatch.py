@@ -21,14 +21,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkaguard.apis.acls import create_acls, delete_acls, describe_acls
-from kafkaguard.apis.quotas import alter_client_quotas, describe_client_quotas
-from kafkaguard.apis.scram import alter_user_scram_credentials, describe_user_scram_credentials
+from kafkaguard.apis import STORE_HANDLERS
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
-from kafkaguard.protocol.replies import Reply, Response
-from kafkaguard.protocol.scope import ListenerContext, RequestScope, scope_fields, scope_of
+from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.scope import ListenerContext, scope_fields, scope_of
 from kafkaguard.proxy.handlers import admin, group_admin, transactions
 from kafkaguard.proxy.handlers.coordinator import find_coordinator
 from kafkaguard.proxy.handlers.fetch import fetch
@@ -74,18 +72,8 @@ if not set(HANDLERS) <= set(CAPS):  # a handler for an API without a cap would b
     raise ImportError(f"proxy handlers for APIs without a version cap: {set(HANDLERS) - set(CAPS)}")
 
 
-#: The APIs answered from kafkaguard's own store, as ``kafkaguard serve`` answers them.
-LOCAL_HANDLERS: dict[ApiKey, Callable[[RequestScope, Any], Awaitable[Response]]] = {
-    ApiKey.DESCRIBE_ACLS: describe_acls,
-    ApiKey.CREATE_ACLS: create_acls,
-    ApiKey.DELETE_ACLS: delete_acls,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
-    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
-}
-if set(LOCAL_HANDLERS) | CONNECTION_APIS != set(LOCAL):
-    raise ImportError(f"local APIs without a handler: {set(LOCAL) - set(LOCAL_HANDLERS) - CONNECTION_APIS}")
+if set(STORE_HANDLERS) | CONNECTION_APIS != set(LOCAL):  # the store's APIs are answered here, never forwarded
+    raise ImportError(f"local APIs without a handler: {set(LOCAL) - set(STORE_HANDLERS) - CONNECTION_APIS}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +109,7 @@ class ProxyDispatcher:
     async def dispatch(self, incoming: Incoming) -> Reply:
         request, context = incoming.request, self.context
         api_key, header = request.api_key, request.header
-        local = LOCAL_HANDLERS.get(api_key)
+        local = STORE_HANDLERS.get(api_key)
         if local is not None:  # kafkaguard's own handlers, from its store
             return await local(scope_of(context, incoming.caller, request), request.body)
         scope = ProxyScope(

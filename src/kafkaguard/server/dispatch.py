@@ -3,34 +3,21 @@ scope (who asks, and the one authorizer snapshot every check of the request read
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
-
-from kafkaguard.apis.acls import create_acls, delete_acls, describe_acls
-from kafkaguard.apis.quotas import alter_client_quotas, describe_client_quotas
-from kafkaguard.apis.scram import alter_user_scram_credentials, describe_user_scram_credentials
+from kafkaguard.apis import STORE_HANDLERS, Handler
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
 from kafkaguard.protocol.replies import Response
-from kafkaguard.protocol.scope import ListenerContext, RequestScope, scope_of
+from kafkaguard.protocol.scope import ListenerContext, scope_of
 from kafkaguard.server.handlers.cluster import describe_cluster
 from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
-
-Handler = Callable[[RequestScope, Any], Awaitable[Response]]
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.METADATA: metadata,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.CREATE_TOPICS: create_topics,
     ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.DESCRIBE_ACLS: describe_acls,
-    ApiKey.CREATE_ACLS: create_acls,
-    ApiKey.DELETE_ACLS: delete_acls,
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: describe_user_scram_credentials,
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: alter_user_scram_credentials,
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
-    ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
+    **STORE_HANDLERS,
 }
 if set(HANDLERS) | CONNECTION_APIS != set(SUPPORTED_VERSIONS):  # dispatch is exhaustive, checked at import
     raise ImportError(f"APIs offered without a handler: {set(SUPPORTED_VERSIONS) - set(HANDLERS) - CONNECTION_APIS}")
