@@ -40,7 +40,13 @@ class Node:
     name: str
     process: subprocess.Popen[bytes]
     port: int
+    #: Where its log goes: a file, never an unread pipe (a node logging through a PostgreSQL outage would fill a
+    #: pipe's 64 KiB and block on its next log line, event loop and all).
+    log: Path
     killed: bool = False
+
+    def log_tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def admin(self, user: str = "admin", password: str = ADMIN_PASSWORD) -> AdminClient:
         return AdminClient(
@@ -68,21 +74,25 @@ def nodes(postgres_url: str, tmp_path: Path) -> Iterator[tuple[Node, Node, str]]
             extra = {"KAFKAGUARD_SYNC_INTERVAL_SECONDS": "5"}
             if n == 1:  # the first node creates the admin user in the shared store
                 extra |= {"KAFKAGUARD_ADMIN_USER": "admin", "KAFKAGUARD_ADMIN_PASSWORD": ADMIN_PASSWORD}
-            process = subprocess.Popen(
-                [str(KAFKAGUARD), "serve", "--data-dir", str(tmp_path / f"n{n}"), "--super-users", "User:admin",
-                 "--listener", f"SASL_PLAINTEXT://127.0.0.1:{port}"],
-                env=_env(postgres_url, **extra), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            )  # fmt: skip
-            started.append(Node(f"serve{n}", process, port))
+            log = tmp_path / f"serve{n}.log"
+            with log.open("wb") as log_file:
+                process = subprocess.Popen(
+                    [str(KAFKAGUARD), "serve", "--data-dir", str(tmp_path / f"n{n}"), "--super-users", "User:admin",
+                     "--listener", f"SASL_PLAINTEXT://127.0.0.1:{port}"],
+                    env=_env(postgres_url, **extra), stdout=subprocess.DEVNULL, stderr=log_file,
+                )  # fmt: skip
+            started.append(Node(f"serve{n}", process, port, log))
             wait_until_listening(process, port)
         port = free_port()
-        process = subprocess.Popen(
-            [str(KAFKAGUARD), "console", "--data-dir", str(tmp_path / "n3"), "--super-users", "User:admin",
-             "--http-listener", f"127.0.0.1:{port}"],
-            env=_env(postgres_url, KAFKAGUARD_SYNC_INTERVAL_SECONDS="0.2"), stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )  # fmt: skip
-        started.append(Node("console", process, port))
+        log = tmp_path / "console.log"
+        with log.open("wb") as log_file:
+            process = subprocess.Popen(
+                [str(KAFKAGUARD), "console", "--data-dir", str(tmp_path / "n3"), "--super-users", "User:admin",
+                 "--http-listener", f"127.0.0.1:{port}"],
+                env=_env(postgres_url, KAFKAGUARD_SYNC_INTERVAL_SECONDS="0.2"), stdout=subprocess.DEVNULL,
+                stderr=log_file,
+            )  # fmt: skip
+        started.append(Node("console", process, port, log))
         wait_until_listening(process, port)
         yield started[0], started[1], f"http://127.0.0.1:{port}"
         for node in started:
@@ -98,8 +108,6 @@ def nodes(postgres_url: str, tmp_path: Path) -> Iterator[tuple[Node, Node, str]]
             except subprocess.TimeoutExpired:
                 node.process.kill()
                 node.process.wait()
-            if node.process.stderr is not None:
-                node.process.stderr.close()
 
 
 def _binding(topic: str) -> AclBinding:
@@ -197,8 +205,13 @@ def test_a_postgres_restart_under_writes_loses_nothing_acknowledged(
         ("serve2", functools.partial(_topics, admin2)),
         ("console", functools.partial(_console_topics, console)),
     ]
+    logs = {"serve1": serve1, "serve2": serve2}
     for name, read in readers:
-        _time_until(functools.partial(_holds_all, set(acknowledged), read), bound=15.0)
+        try:
+            _time_until(functools.partial(_holds_all, set(acknowledged), read), bound=15.0)
+        except AssertionError as e:
+            node = logs.get(name)
+            raise AssertionError(f"{name}: {e}\n{node.log_tail() if node else ''}") from None
         assert set(acknowledged) <= read(), f"{name} lost an acknowledged write"
 
 
