@@ -21,8 +21,8 @@ import contextlib
 import functools
 import logging
 import time
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable
+from typing import Any, NamedTuple, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
@@ -63,10 +63,10 @@ class CloseConnection(Exception):
     """Raised inside this module to end the connection loop with a reason (a dispatcher answers ``Close``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Incoming:
+class Incoming(NamedTuple):
     """One logged-in request as its dispatcher gets it: decoded, its bytes as received (the proxy forwards them
-    as they are), who sent it, and the connection's one writer (for answers relayed as they arrive)."""
+    as they are), who sent it, and the connection's one writer (for answers relayed as they arrive). A named tuple:
+    one is made per request, and a tuple is the cheapest immutable record to make."""
 
     request: DecodedRequest
     frame: bytes
@@ -81,7 +81,7 @@ class Dispatcher(Protocol):
     def versions(self) -> Versions:
         """The APIs and versions the connection offers (what ApiVersions answers, and what is decoded)."""
 
-    async def dispatch(self, incoming: Incoming) -> Reply:
+    def dispatch(self, incoming: Incoming) -> Awaitable[Reply]:
         """The answer to ``incoming`` (ApiVersions and SASL never come here: the connection answers them)."""
 
     async def close(self) -> None:
@@ -210,8 +210,8 @@ class Connection:
         """Count and log (rate-limited) that this connection is closed before login, for ``reason``."""
         self.services.refusals.record(str(self.listener), reason, self.host, detail)
 
-    async def send(self, data: bytes) -> None:
-        await self.outbox.send(data)
+    def send(self, data: bytes) -> Awaitable[None]:
+        return self.outbox.send(data)  # the outbox's coroutine itself: no frame of this method's on the hot path
 
     async def _handle(self, frame: bytes) -> None:
         if self.sasl is not None and self.sasl.raw_tokens and not self.sasl.authenticated:
@@ -252,31 +252,32 @@ class Connection:
 
     async def _answer(self, request: DecodedRequest, reply: Reply) -> None:
         """Send ``reply`` (``replies``: every kind is handled here, and no other)."""
-        if isinstance(reply, NoResponse):
+        kind = type(reply)  # identity checks, most frequent first: this runs once per request
+        if kind is NoResponse:
             return
-        if isinstance(reply, Relayed):
-            self.outbox.relay(reply.pass_on)
+        if kind is Relayed:
+            self.outbox.relay(cast(Relayed, reply).pass_on)
             return
-        if isinstance(reply, Close):
-            raise CloseConnection(reply.reason)
-        if isinstance(reply, Throttled):
-            await self._answer(request, reply.reply)
+        if kind is Throttled:
+            throttled = cast(Throttled, reply)
+            await self._answer(request, throttled.reply)
             # KIP-219: the answer went out at once; now the client is muted (its next request is not read) until the
             # throttle ends, as Kafka's broker mutes a throttled channel.
-            delay_ms = reply.mute_left_ms()
+            delay_ms = throttled.mute_left_ms()
             if delay_ms > 0:
                 await asyncio.sleep(delay_ms / 1000)
             return
-        await self.send(await self._encoded(request, reply))
-
-    @staticmethod
-    async def _encoded(request: DecodedRequest, response: Response) -> bytes:
+        if kind is Close:
+            raise CloseConnection(cast(Close, reply).reason)
+        response = cast(Response, reply)
         header = request.header
         api_key, version, correlation_id = request.api_key, header.api_version, header.correlation_id
         name = sliced_array(response)
         if name is not None:  # a large answer: encoded in slices, the loop free between them
-            return await encode_response_in_slices(api_key, version, correlation_id, response, name)
-        return encode_response(api_key, version, correlation_id, response)
+            data = await encode_response_in_slices(api_key, version, correlation_id, response, name)
+        else:
+            data = encode_response(api_key, version, correlation_id, response)
+        await self.outbox.send(data)
 
     def _check_session(self, session: Session, frame: bytes) -> None:
         """Before any request of a logged-in connection (Kafka's ``SocketServer`` does the same): an ended session

@@ -3,6 +3,8 @@ scope (who asks, and the one authorizer snapshot every check of the request read
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from kafkaguard.apis import STORE_HANDLERS, Handler
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
@@ -35,9 +37,9 @@ class ServerDispatcher:
     def versions(self) -> Versions:
         return SUPPORTED_VERSIONS
 
-    async def dispatch(self, incoming: Incoming) -> Response:
-        request = incoming.request
-        return await HANDLERS[request.api_key](scope_of(self.context, incoming.caller, request), request.body)
+    def dispatch(self, incoming: Incoming) -> Awaitable[Response]:
+        request = incoming.request  # the handler's coroutine itself: no frame of this method's per request
+        return HANDLERS[request.api_key](scope_of(self.context, incoming.caller, request), request.body)
 
     async def close(self) -> None:
         pass
