@@ -127,6 +127,8 @@ class Connection:
         self.session: Session | None = None
         #: A re-authentication under way (KIP-368): from its SaslHandshake until its last SaslAuthenticate.
         self._reauthentication: SaslState | None = None
+        #: Who sends this connection's requests, once logged in (made with its first request after login).
+        self._caller: RequestContext | None = None
 
     @property
     def principal(self) -> str:
@@ -142,7 +144,8 @@ class Connection:
         reason = "client closed the connection"
         try:
             while True:
-                await self.outbox.room()
+                if self.outbox.full:  # relayed answers outstanding: read no more until one is out
+                    await self.outbox.room()
                 frame = await self._next_frame()
                 if frame is None:
                     break
@@ -246,7 +249,9 @@ class Connection:
             body = api_versions_response(version, versions=versions)
             await self.send(encode_response(api_key, version, request.header.correlation_id, body))
             return
-        caller = RequestContext(self.principal, self.host)
+        caller = self._caller
+        if caller is None:  # made once per login: who asks does not change between its requests
+            caller = self._caller = RequestContext(self.principal, self.host)
         reply = await self.dispatcher.dispatch(Incoming(request, frame, caller, self.outbox))
         await self._answer(request, reply)
 
@@ -377,6 +382,7 @@ class Connection:
         on as before, with the credential just proved and a new lifetime."""
         self._reauthentication = None
         self.sasl = sasl
+        self._caller = None  # the same user (SaslState checks it); made anew all the same
         if self.session is not None:
             self.session.renew(sasl.credential, time.monotonic())
 

@@ -107,6 +107,12 @@ class Outbox:
         if self._failure is not None:
             raise self._failure
 
+    @property
+    def full(self) -> bool:
+        """Whether ``limit`` relayed answers are queued (``room()`` would wait)."""
+        queue = self._queue
+        return queue is not None and not queue.room.is_set()
+
     async def room(self) -> None:
         """Wait until fewer than ``limit`` relayed answers are queued."""
         queue = self._queue

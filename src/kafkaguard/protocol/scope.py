@@ -74,8 +74,10 @@ class RequestScope:
 
 
 def scope_of(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> RequestScope:
-    """``request``'s scope, with the authorizer's snapshot as it is now."""
-    return RequestScope(**scope_fields(context, caller, request))
+    """``request``'s scope, with the authorizer's snapshot as it is now (made field by field: once per request)."""
+    services, header = context.services, request.header
+    return RequestScope(services, context.broker, caller, request.api_key, header.api_version, header.client_id,
+                        services.authorizer.snapshot, context.audit)  # fmt: skip
 
 
 class ScopeFields(TypedDict):
@@ -95,16 +97,17 @@ class ScopeFields(TypedDict):
 def scope_fields(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> ScopeFields:
     """``RequestScope``'s fields for ``request`` (the snapshot taken now), for a scope type that adds its own."""
     services = context.services
-    return ScopeFields(
-        services=services,
-        broker=context.broker,
-        context=caller,
-        api_key=request.api_key,
-        api_version=request.header.api_version,
-        client_id=request.header.client_id,
-        snapshot=services.authorizer.snapshot,
-        audit=context.audit,
-    )
+    fields: ScopeFields = {
+        "services": services,
+        "broker": context.broker,
+        "context": caller,
+        "api_key": request.api_key,
+        "api_version": request.header.api_version,
+        "client_id": request.header.client_id,
+        "snapshot": services.authorizer.snapshot,
+        "audit": context.audit,
+    }
+    return fields
 
 
 def _audit_records(outcome: RequestAuthorization, now: datetime, api_name: str, log_allowed: bool) -> list[AuditRecord]:
