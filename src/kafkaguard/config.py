@@ -37,17 +37,21 @@ log = logging.getLogger(__name__)
 
 class SecurityProtocol(Enum):
     PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
     SASL_PLAINTEXT = "SASL_PLAINTEXT"
     SASL_SSL = "SASL_SSL"
 
     @property
     def uses_sasl(self) -> bool:
-        return self is not SecurityProtocol.PLAINTEXT
+        return self is SecurityProtocol.SASL_PLAINTEXT or self is SecurityProtocol.SASL_SSL
 
     @property
     def uses_tls(self) -> bool:
-        return self is SecurityProtocol.SASL_SSL
+        return self is SecurityProtocol.SSL or self is SecurityProtocol.SASL_SSL
 
+
+#: The SASL mechanisms a Kafka listener can offer.
+SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER")
 
 _LISTENER = re.compile(r"^(?P<protocol>[A-Z_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\s]*):(?P<port>\d{1,5})$")
 
@@ -118,7 +122,7 @@ class Settings(BaseSettings):
     store_password_file: Path | None = Field(None, description="A file holding the PostgreSQL store's password.")
     listeners: list[str] = Field(
         default_factory=lambda: ["SASL_PLAINTEXT://127.0.0.1:9092"],
-        description="Kafka listeners, PROTOCOL://host:port (PLAINTEXT, SASL_PLAINTEXT, SASL_SSL).",
+        description="Kafka listeners, PROTOCOL://host:port (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).",
     )
     advertised_host: str | None = Field(None, description="Host clients are told to connect to (default: bound host).")
     super_users: str = Field("", description="Super users, Kafka style: 'User:admin;User:ops'.")
@@ -128,8 +132,74 @@ class Settings(BaseSettings):
     sasl_mechanisms: list[str] = Field(
         default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512"], description="Enabled SASL mechanisms."
     )
-    ssl_certfile: Path | None = Field(None, description="PEM certificate chain for SASL_SSL listeners.")
-    ssl_keyfile: Path | None = Field(None, description="PEM private key for SASL_SSL listeners.")
+    ssl_certfile: Path | None = Field(None, description="PEM certificate chain for SSL and SASL_SSL listeners.")
+    ssl_keyfile: Path | None = Field(None, description="PEM private key for SSL and SASL_SSL listeners.")
+    ssl_keyfile_password: SecretStr | None = Field(
+        None, description="The private key's password, if it is encrypted (KAFKAGUARD_SSL_KEYFILE_PASSWORD only)."
+    )
+    ssl_keyfile_password_file: Path | None = Field(None, description="A file holding the private key's password.")
+    ssl_client_auth: Literal["none", "requested", "required"] = Field(
+        "none",
+        description="Kafka's ssl.client.auth on SSL and SASL_SSL listeners: ask for a client certificate and verify "
+        "it against ssl_cafile ('requested': a client without one is User:ANONYMOUS on an SSL listener; "
+        "'required': the TLS handshake fails without one).",
+    )
+    ssl_cafile: Path | None = Field(
+        None, description="PEM bundle of the CAs that sign client certificates (Kafka's ssl.truststore.*)."
+    )
+    ssl_crlfile: Path | None = Field(
+        None, description="PEM certificate revocation list(s): a revoked client certificate fails the handshake."
+    )
+    ssl_principal_mapping_rules: str = Field(
+        "DEFAULT",
+        description="Kafka's ssl.principal.mapping.rules: how a client certificate's subject (RFC 2253, as Java "
+        "writes it) becomes the User: principal on an SSL listener, e.g. 'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT'.",
+    )
+    sasl_plain_without_tls: bool = Field(
+        False,
+        description="Offer SASL/PLAIN on SASL_PLAINTEXT listeners too (the password then crosses the network in the "
+        "clear); by default PLAIN is offered on SASL_SSL listeners only.",
+    )
+    sasl_oauthbearer_jwks_endpoint_url: str | None = Field(
+        None,
+        description="Kafka's sasl.oauthbearer.jwks.endpoint.url: the identity provider's JWKS, https://… or "
+        "file:/path (needed for OAUTHBEARER).",
+    )
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = Field(
+        3_600_000, ge=1000, description="Kafka's sasl.oauthbearer.jwks.endpoint.refresh.ms: how often the JWKS is read."
+    )
+    sasl_oauthbearer_jwks_endpoint_cafile: Path | None = Field(
+        None, description="PEM CA bundle to verify an https JWKS endpoint (default: the system's)."
+    )
+    sasl_oauthbearer_expected_audience: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Kafka's sasl.oauthbearer.expected.audience (comma-separated): a token must name one of them "
+        "in its aud claim. Unset: a token with an aud claim is refused (Kafka's jose4j rule).",
+    )
+    sasl_oauthbearer_expected_issuer: str | None = Field(
+        None, description="Kafka's sasl.oauthbearer.expected.issuer: the iss claim a token must have."
+    )
+    sasl_oauthbearer_sub_claim_name: str = Field(
+        "sub", min_length=1, description="Kafka's sasl.oauthbearer.sub.claim.name: the claim naming the principal."
+    )
+    sasl_oauthbearer_scope_claim_name: str = Field(
+        "scope", min_length=1, description="Kafka's sasl.oauthbearer.scope.claim.name."
+    )
+    sasl_oauthbearer_clock_skew_seconds: int = Field(
+        30, ge=0, description="Kafka's sasl.oauthbearer.clock.skew.seconds, for exp, nbf and iat."
+    )
+    sasl_oauthbearer_groups_claim_name: str | None = Field(
+        None,
+        description="A claim (or dotted path to a nested one, e.g. realm_access.roles) whose strings are the "
+        "token's groups: each becomes a Group:NAME principal of the session, beside the stored memberships. "
+        "kafkaguard's addition; Kafka has none.",
+    )
+    proxy_protocol: Literal["off", "optional", "required"] = Field(
+        "off",
+        description="The PROXY protocol (v1 and v2) on every Kafka listener: the client's address is the one the "
+        "header carries (host ACLs, connection limits, audit). Accepted only from trusted_proxies; 'required' "
+        "refuses connections from anywhere else, 'optional' serves them with their socket's address.",
+    )
     max_request_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Kafka's socket.request.max.bytes.")
     max_unauthenticated_request_bytes: int = Field(
         16 * 1024,
@@ -200,8 +270,9 @@ class Settings(BaseSettings):
     http_listener: str | None = Field(None, description="host:port of the REST console (off when unset).")
     trusted_proxies: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="CIDRs of the proxies whose X-Forwarded-For the console believes (comma-separated in the "
-        "environment); none by default: the client is the socket's peer.",
+        description="CIDRs of the proxies whose X-Forwarded-For the console believes, and whose PROXY protocol "
+        "headers the Kafka listeners believe (proxy_protocol; comma-separated in the environment); none by "
+        "default: the client is the socket's peer.",
     )
     console_login_workers: int = Field(1, ge=1, description="Threads deriving PBKDF2 for console logins.")
     console_login_max_pending: int = Field(
@@ -361,11 +432,72 @@ class Settings(BaseSettings):
     @field_validator("sasl_mechanisms")
     @classmethod
     def _check_mechanisms(cls, value: list[str]) -> list[str]:
-        known = {"SCRAM-SHA-256", "SCRAM-SHA-512"}
-        unknown = [m for m in value if m not in known]
+        unknown = [m for m in value if m not in SASL_MECHANISMS]
         if unknown:
-            raise InvalidConfigError(f"unsupported SASL mechanism(s) {unknown}; supported: {sorted(known)}")
+            raise InvalidConfigError(f"unsupported SASL mechanism(s) {unknown}; supported: {list(SASL_MECHANISMS)}")
         return value
+
+    @field_validator("sasl_oauthbearer_expected_audience", mode="before")
+    @classmethod
+    def _split_audience(cls, value: object) -> object:
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list):
+            return value
+        return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+
+    @field_validator("sasl_oauthbearer_jwks_endpoint_url")
+    @classmethod
+    def _check_jwks_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("https://", "file:")):
+            raise InvalidConfigError(
+                f"sasl_oauthbearer_jwks_endpoint_url {value!r} is neither https://… nor file:/path (plain http is "
+                "refused: the keys that decide who a client is must not be tampered with on the way)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check_identity(self) -> Settings:
+        """Settings that only mean something together (each message says what to add)."""
+        if self.ssl_client_auth != "none" and self.ssl_cafile is None:
+            raise InvalidConfigError(
+                f"ssl_client_auth {self.ssl_client_auth} needs ssl_cafile: the CAs that sign client certificates"
+            )
+        if self.ssl_keyfile_password is not None and self.ssl_keyfile_password_file is not None:
+            raise InvalidConfigError("give the key password once: ssl_keyfile_password or ssl_keyfile_password_file")
+        if "OAUTHBEARER" in self.sasl_mechanisms and self.sasl_oauthbearer_jwks_endpoint_url is None:
+            raise InvalidConfigError(
+                "sasl_mechanisms has OAUTHBEARER but sasl_oauthbearer_jwks_endpoint_url is not set: the identity "
+                "provider's keys (https://…/jwks or file:/path) are needed to check tokens"
+            )
+        if self.proxy_protocol != "off" and not self.trusted_proxies:
+            raise InvalidConfigError(
+                f"proxy_protocol {self.proxy_protocol} needs trusted_proxies: the load balancers' addresses whose "
+                "PROXY headers are believed"
+            )
+        return self
+
+    def listener_mechanisms(self, listener: Listener) -> list[str]:
+        """The SASL mechanisms ``listener`` offers: PLAIN only with TLS, unless ``sasl_plain_without_tls``."""
+        if listener.protocol.uses_tls or self.sasl_plain_without_tls:
+            return list(self.sasl_mechanisms)
+        return [mechanism for mechanism in self.sasl_mechanisms if mechanism != "PLAIN"]
+
+    @property
+    def ssl_key_password(self) -> str | None:
+        """The TLS private key's password, from ``ssl_keyfile_password`` or ``ssl_keyfile_password_file``.
+
+        :raises InvalidConfigError: the file cannot be read.
+        """
+        if self.ssl_keyfile_password is not None:
+            return self.ssl_keyfile_password.get_secret_value()
+        if self.ssl_keyfile_password_file is None:
+            return None
+        try:
+            return self.ssl_keyfile_password_file.read_text().rstrip("\r\n")
+        except OSError as e:
+            raise InvalidConfigError(
+                f"ssl_keyfile_password_file {self.ssl_keyfile_password_file} cannot be read: {e.strerror}"
+            ) from None
 
     @classmethod
     def settings_customise_sources(

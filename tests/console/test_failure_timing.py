@@ -23,7 +23,7 @@ from concurrent.futures import Future
 import httpx
 import pytest
 
-from kafkaguard.console.auth import BasicAuthenticator
+from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.credential import stored_key_of
 from kafkaguard.store import UserAlteration
@@ -62,8 +62,8 @@ KINDS: dict[str, list[str | None]] = {
 }
 
 
-def authenticator(console: ConsoleHandle) -> BasicAuthenticator:
-    found: BasicAuthenticator = console.console.app.state.console.authenticator
+def authenticator(console: ConsoleHandle) -> PasswordChecker:
+    found: PasswordChecker = console.console.app.state.console.authenticator
     return found
 
 

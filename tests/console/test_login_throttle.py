@@ -18,8 +18,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 import httpx
 import pytest
 
-from kafkaguard.console.auth import BasicAuthenticator
 from kafkaguard.model import AclOperation
+from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.scram import ScramMechanism
 from tests.console.conftest import ADMIN, ADMIN_PASSWORD, TIMEOUT, ConsoleHandle, cluster_acl, start_console
 
@@ -27,8 +27,8 @@ WRONG = "not-the-password"
 FAILURE_DELAY_MS = 150
 
 
-def authenticator(console: ConsoleHandle) -> BasicAuthenticator:
-    found: BasicAuthenticator = console.console.app.state.console.authenticator
+def authenticator(console: ConsoleHandle) -> PasswordChecker:
+    found: PasswordChecker = console.console.app.state.console.authenticator
     return found
 
 

@@ -30,7 +30,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from kafkaguard.bootstrap import Services
-from kafkaguard.console.auth import BasicAuthenticator
 from kafkaguard.console.dependencies import ConsoleState
 from kafkaguard.console.failure_timing import RequestArrival
 from kafkaguard.console.gate import LoginGate
@@ -38,7 +37,6 @@ from kafkaguard.console.item_errors import ItemRefusedError
 from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.console.routers import access, acls, authorize, groups, health, users
 from kafkaguard.console.security import SameOriginWrites, SecurityHeaders
-from kafkaguard.console.throttle import DerivationPool, FailedLoginBudget
 from kafkaguard.errors import (
     AuthorizerNotReadyError,
     InvalidAclError,
@@ -49,6 +47,8 @@ from kafkaguard.errors import (
     ScramError,
 )
 from kafkaguard.following import follow_store
+from kafkaguard.passwords.checker import PasswordChecker
+from kafkaguard.passwords.throttle import DerivationPool, FailedLoginBudget
 from kafkaguard.store.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -68,11 +68,11 @@ def create_app(
     ACL changes every ``sync_interval_seconds`` (as the Kafka server does; not needed beside it)."""
     settings = services.settings
     metrics = ConsoleMetrics(lambda: services.authorizer.acl_count, services.logins, services.refusals)
-    pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending)
+    pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
     budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)
     state = ConsoleState(
         services=services,
-        authenticator=BasicAuthenticator(services.credentials, pool, budget, ttl_seconds=login_cache_seconds),
+        authenticator=PasswordChecker(services.credentials, pool, budget, ttl_seconds=login_cache_seconds),
         metrics=metrics,
         failure_seconds=settings.console_login_failure_seconds,
     )

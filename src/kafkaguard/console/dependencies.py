@@ -28,11 +28,12 @@ from starlette.types import Scope
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.console.audit import audit_authentication_failure, audit_decision
-from kafkaguard.console.auth import BasicAuthenticator, Caller, parse_basic
+from kafkaguard.console.auth import Caller, parse_basic
 from kafkaguard.console.failure_timing import wait_for_fixed_time
 from kafkaguard.console.metrics import ConsoleMetrics
-from kafkaguard.console.throttle import LoginThrottledError
 from kafkaguard.model import CLUSTER_NAME, Action, PatternType, ResourcePattern, ResourceType, java_host
+from kafkaguard.passwords.checker import PasswordChecker
+from kafkaguard.passwords.throttle import LoginThrottledError
 
 REALM = "kafkaguard"
 #: The web page sends this header; its 401s then carry a scheme browsers do not prompt for (``xBasic``), so the
@@ -49,7 +50,7 @@ _CLUSTER = ResourcePattern(ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITER
 @dataclass(frozen=True, slots=True)
 class ConsoleState:
     services: Services
-    authenticator: BasicAuthenticator
+    authenticator: PasswordChecker
     metrics: ConsoleMetrics
     #: A refused login is answered this long after its request arrived (``console_login_failure_seconds``).
     failure_seconds: float

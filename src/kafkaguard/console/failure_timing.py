@@ -13,7 +13,7 @@ at once (usually from the cache of verified logins).
 The fixed time is a floor, kept out of reach by bounding the work before it: at most one PBKDF2 derivation per
 login, on the console's bounded ``DerivationPool``, of at most the mechanism's ``max_iterations`` (16384, Kafka's
 bound, which every credential kafkaguard stores respects). A stored credential outside the bounds (only other
-tooling writing the store could make one) is never derived: ``BasicAuthenticator`` treats its user as unknown.
+tooling writing the store could make one) is never derived: ``PasswordChecker`` treats its user as unknown.
 The heaviest derivation left, SCRAM-SHA-512 at 16384 iterations, takes about 6 ms of one core; the default 0.25 s
 leaves room for a full pool queue and a loaded machine. A check that still outlasts it (a starved machine, or a
 fixed time set too low) is answered when it ends — refusing it early could refuse a right password — and counted

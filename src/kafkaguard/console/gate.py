@@ -1,7 +1,7 @@
 """``LoginGate``: a throttled login is refused (429) before routing, at half the event loop's cost.
 
 A client that has used up its failed logins and sends a password the cache does not know would be refused by the
-route's dependency anyway (``BasicAuthenticator.refuse_early``); answering it here skips FastAPI's routing,
+route's dependency anyway (``PasswordChecker.refuse_early``); answering it here skips FastAPI's routing,
 dependency resolution and exception handling. In a flood of wrong passwords that is nearly every request, and
 the event loop those requests take time from is the Kafka listener's too. The answer is the dependency's: the
 same 429 body, ``Retry-After``, count and fixed answer time. Only ``/api/`` needs a login; other paths pass
@@ -17,7 +17,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kafkaguard.console.auth import parse_basic
 from kafkaguard.console.dependencies import ConsoleState, client_host, throttled
-from kafkaguard.console.throttle import LoginThrottledError
+from kafkaguard.passwords.throttle import LoginThrottledError
 
 _API_PREFIX = "/api/"
 

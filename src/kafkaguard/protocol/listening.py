@@ -267,15 +267,35 @@ class ListeningServer(ABC):
         return asyncio.get_running_loop().time() + (monotonic - time.monotonic())
 
     def _tls_context(self) -> ssl.SSLContext:
-        settings = self.services.settings
-        if settings.ssl_certfile is None or settings.ssl_keyfile is None:
-            raise InvalidConfigError("a SASL_SSL listener needs ssl_certfile and ssl_keyfile")
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile)
-        except (OSError, ssl.SSLError) as e:
-            raise InvalidConfigError(f"cannot load the TLS certificate or key: {e}") from e
+        return tls_server_context(self.services.settings)
+
+
+def tls_server_context(settings: Settings) -> ssl.SSLContext:
+    """The TLS context of SSL and SASL_SSL listeners: the server's certificate and key, and with ``ssl_client_auth``
+    (Kafka's ssl.client.auth) the CAs that client certificates must chain to, and the revocation lists.
+
+    :raises InvalidConfigError: a file is missing or unreadable, or the settings do not fit together.
+    """
+    if settings.ssl_certfile is None or settings.ssl_keyfile is None:
+        raise InvalidConfigError("an SSL or SASL_SSL listener needs ssl_certfile and ssl_keyfile")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile, password=settings.ssl_key_password)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidConfigError(f"cannot load the TLS certificate or key: {e}") from e
+    if settings.ssl_client_auth == "none":
         return context
+    # 'requested' asks for a certificate and verifies one that comes, 'required' fails the handshake without one:
+    # Kafka's ssl.client.auth, and OpenSSL's CERT_OPTIONAL / CERT_REQUIRED.
+    context.verify_mode = ssl.CERT_REQUIRED if settings.ssl_client_auth == "required" else ssl.CERT_OPTIONAL
+    try:
+        context.load_verify_locations(cafile=settings.ssl_cafile)
+        if settings.ssl_crlfile is not None:
+            context.load_verify_locations(cafile=settings.ssl_crlfile)
+            context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidConfigError(f"cannot load ssl_cafile or ssl_crlfile: {e}") from e
+    return context
 
 
 async def serve(settings: Settings, server_type: Callable[[Services], ListeningServer]) -> None:

@@ -56,8 +56,9 @@ def _lower_priority() -> None:
 class DerivationPool:
     """Runs PBKDF2 derivations on ``workers`` threads of its own; at most ``max_pending`` run or wait at once."""
 
-    def __init__(self, workers: int, max_pending: int) -> None:
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="console-pbkdf2", initializer=_lower_priority)
+    def __init__(self, workers: int, max_pending: int, *, name: str = "pbkdf2") -> None:
+        """``name``: its threads' name prefix (``console-pbkdf2``, ``sasl-plain-pbkdf2``)."""
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix=name, initializer=_lower_priority)
         self._slots = threading.BoundedSemaphore(max_pending)
         self._in_flight: set[Future[Any]] = set()
         self.max_pending = max_pending
