@@ -289,7 +289,7 @@ def test_a_change_checks_only_the_sessions_of_the_users_it_changed() -> None:
     for n in range(1001):
         credential = credentials.lookup(f"user-{n}", SHA256)
         assert credential is not None
-        session = Session(f"user-{n}", SHA256, credential, host="10.0.0.1", listener="SASL_PLAINTEXT://:9092",
+        session = Session(f"user-{n}", SHA256.mechanism_name, credential, host="10.0.0.1", listener="SASL_PLAINTEXT://:9092",
                           lifetime_ms=0, now=0.0, close=closer(f"user-{n}"))  # fmt: skip
         registry.add(session)
         sessions.append(session)
@@ -320,7 +320,7 @@ def test_a_change_that_reaches_many_sessions_is_checked_in_slices_that_let_the_l
     credential = credentials.lookup("bulk", SHA256)
     assert credential is not None
     registry = SessionRegistry(credentials)
-    sessions = [Session("bulk", SHA256, credential, host="10.0.0.1", listener="SASL_PLAINTEXT://:9092",
+    sessions = [Session("bulk", SHA256.mechanism_name, credential, host="10.0.0.1", listener="SASL_PLAINTEXT://:9092",
                         lifetime_ms=0, now=0.0, close=lambda: None) for _ in range(2000)]  # fmt: skip
     for session in sessions:
         registry.add(session)

@@ -71,8 +71,21 @@ class AuthorizerSnapshot:
     memberships: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def groups_of(self, principal: str) -> tuple[str, ...]:
-        """The group principals ``principal`` belongs to (none for a principal in no group)."""
+        """The group principals ``principal`` belongs to in the store (none for a principal in no group)."""
         return self.memberships.get(principal, ())
+
+    def groups_for(self, context: RequestContext) -> tuple[str, ...]:
+        """The group principals ``context``'s caller belongs to: the store's, then its login's (a token's)."""
+        return with_login_groups(self.memberships.get(context.principal, ()), context.groups)
+
+
+def with_login_groups(stored: tuple[str, ...], login: tuple[str, ...]) -> tuple[str, ...]:
+    """The stored groups and then those of the login not among them (usually one of the two is empty)."""
+    if not login:
+        return stored
+    if not stored:
+        return login
+    return tuple(dict.fromkeys((*stored, *login)))
 
 
 def parse_super_users(value: str | Iterable[str]) -> frozenset[str]:
@@ -241,6 +254,8 @@ def authorize_in(
     principal, host = context.principal, context.host
     memberships = snap.memberships
     member_of = memberships.get(principal, ()) if memberships else ()
+    if context.groups:
+        member_of = with_login_groups(member_of, context.groups)
     if principal in snap.super_users:
         for action in actions:
             _check_action(action)
@@ -288,7 +303,7 @@ def explain_in(snap: AuthorizerSnapshot, context: RequestContext, action: Action
     groups = snap.index.relevant_groups(pattern.resource_type, pattern.name)
     matching: list[StoredAcl] = []
     relevant = 0
-    member_of = snap.groups_of(context.principal)
+    member_of = snap.groups_for(context)
     for group in groups:
         relevant += len(group.acls)
         for acl in group.acls:
@@ -382,5 +397,5 @@ def authorize_by_resource_type_in(
         action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
         return authorize_in(snapshot, context, (action,))[0]
 
-    member_of = snapshot.groups_of(context.principal)
+    member_of = snapshot.groups_for(context)
     return scan_by_resource_type(snapshot.index, context, operation, resource_type, probe, member_of)

@@ -12,10 +12,13 @@ from kafkaguard.model.resource import ResourcePattern
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     """The authenticated caller: ``principal`` as ``Type:Name`` and the client's IP address as Java prints it
-    (IPv4 dotted quad; IPv6 uncompressed, e.g. ``0:0:0:0:0:0:0:1``)."""
+    (IPv4 dotted quad; IPv6 uncompressed, e.g. ``0:0:0:0:0:0:0:1``). ``groups``: the group principals
+    (``Group:ops``) its login brought with it — an OAUTHBEARER token's groups claim — beside those the store keeps
+    (kafkaguard's, beyond Kafka)."""
 
     principal: str
     host: str
+    groups: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

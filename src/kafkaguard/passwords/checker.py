@@ -104,9 +104,9 @@ class PasswordChecker:
                 return credential
         return None
 
-    async def authenticate(self, user: str, password: str, client: str) -> bool:
-        """True iff ``password`` is ``user``'s password for the strongest mechanism the user has; ``client`` is
-        the caller's address, whose failed logins are counted.
+    async def verify(self, user: str, password: str, client: str) -> ScramCredential | None:
+        """The stored credential ``password`` is right for — ``user``'s of the strongest mechanism it has — or None
+        when it is wrong or the user is unknown; ``client`` is the caller's address, whose failed logins are counted.
 
         :raises LoginThrottledError: checking needs a derivation, and ``client`` has no failed login left or the
             pool is full (never for a login the cache answers).
@@ -117,7 +117,7 @@ class PasswordChecker:
         now = self._clock()
         cached = self._cache.get(key)
         if credential is not None and cached is not None and cached.still_valid(credential, now):
-            return True
+            return credential
         self._cache.pop(key, None)
         if credential is None:
             # The same work as a real check of a typical user (the stored users' most common iteration count) and
@@ -125,14 +125,21 @@ class PasswordChecker:
             mechanism = PREFERENCE[0]
             decoy = decoy_credential(self._key, mechanism, user, self._credentials.decoy_profile(mechanism))
             await self._derive(decoy, password, client)
-            return False
+            return None
         derived = await self._derive(credential, password, client)
         self.derivations += 1
         if not hmac.compare_digest(derived, credential.stored_key):
-            return False
+            return None
         self._budget.give_back(client)  # only failures use up the budget
         self._remember(key, credential, now)
-        return True
+        return credential
+
+    async def authenticate(self, user: str, password: str, client: str) -> bool:
+        """Whether ``password`` is ``user``'s (``verify``).
+
+        :raises LoginThrottledError: as ``verify``.
+        """
+        return await self.verify(user, password, client) is not None
 
     def refuse_early(self, user: str, password: str, client: str) -> None:
         """Refuse, before any work, a login that is not in the cache from a client with no failed login left: no

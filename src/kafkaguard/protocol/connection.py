@@ -35,6 +35,7 @@ from kafkaguard.protocol.codec import DecodedRequest, UnsupportedRequest, Versio
 from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
+from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.prelogin import pre_login_limit
 from kafkaguard.protocol.replies import Close, NoResponse, Relayed, Reply, Response, Throttled
@@ -108,16 +109,19 @@ class Connection:
         self.host = java_host(peer[0]) if peer else "unknown"
         self.outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=writer.close, peer=self.host)
         settings = self.services.settings
+        self.identity = context.identity or Identity.from_services(self.services)
         self.sasl = (
             SaslState(
-                settings.sasl_mechanisms,
-                self.services.credentials,
-                self.services.server_secret,
+                settings.listener_mechanisms(self.listener),
+                self.identity.mechanisms,
+                self.host,
                 session_lifetime_ms=settings.connections_max_reauth_ms,
             )
             if self.listener.protocol.uses_sasl
             else None
         )
+        #: Who the client is without SASL: on an SSL listener, its certificate's principal (``identify_peer``).
+        self.peer_principal = ANONYMOUS_PRINCIPAL
         #: When a SASL listener's client must have logged in (``time.monotonic()``); the server moves it to the TCP
         #: accept, so that a TLS handshake counts.
         self.login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
@@ -132,9 +136,16 @@ class Connection:
 
     @property
     def principal(self) -> str:
+        """``User:<name>`` of the SASL login (it wins over a certificate, as in Kafka), else the peer's principal."""
         if self.sasl is None:
-            return ANONYMOUS_PRINCIPAL
+            return self.peer_principal
         return f"User:{self.sasl.user}"
+
+    @property
+    def groups(self) -> tuple[str, ...]:
+        """The groups the login's token carried (``Group:NAME``), beside those the store keeps."""
+        login = None if self.sasl is None else self.sasl.login
+        return () if login is None else login.groups
 
     @property
     def authenticated(self) -> bool:
@@ -251,7 +262,7 @@ class Connection:
             return
         caller = self._caller
         if caller is None:  # made once per login: who asks does not change between its requests
-            caller = self._caller = RequestContext(self.principal, self.host)
+            caller = self._caller = RequestContext(self.principal, self.host, self.groups)
         reply = await self.dispatcher.dispatch(Incoming(request, frame, caller, self.outbox))
         await self._answer(request, reply)
 
@@ -310,7 +321,7 @@ class Connection:
         elif api_key is ApiKey.SASL_HANDSHAKE:
             outcome = sasl.handshake(version, body)
         else:
-            outcome = sasl.authenticate(version, body)
+            outcome = await sasl.authenticate(version, body)
         if refused is None:
             self._count_login(sasl, outcome)  # before answering: a client that sees the answer sees the count
         if outcome.failed:
@@ -337,7 +348,7 @@ class Connection:
 
     async def _raw_token(self, sasl: SaslState, frame: bytes) -> None:
         """A SASL token after a v0 handshake: raw bytes in, raw bytes out; failure closes the connection."""
-        reply, error = sasl.token(frame)
+        reply, error = await sasl.token(frame)
         if error is not None:
             self._record_login(sasl, ok=False)
             await self._failure_delay()
@@ -361,13 +372,13 @@ class Connection:
 
     def _start_session(self, sasl: SaslState) -> None:
         """The login succeeded: the session starts, registered so that it ends with its user's credential."""
-        user, credential = sasl.user, sasl.credential
-        if user is None:  # unreachable: an authenticated state has its user
-            raise CloseConnection("SASL completed without a user")
+        login = sasl.login
+        if login is None:  # unreachable: an authenticated state has its login
+            raise CloseConnection("SASL completed without a login")
         self.session = Session(
-            user,
-            credential.mechanism,
-            credential,
+            login.user,
+            login.mechanism,
+            login.credential,
             host=self.host,
             listener=str(self.listener),
             lifetime_ms=sasl.session_lifetime_ms,
@@ -379,12 +390,13 @@ class Connection:
 
     def _renew_session(self, sasl: SaslState) -> None:
         """A re-authentication succeeded (same user and mechanism, checked by ``SaslState``): the connection goes
-        on as before, with the credential just proved and a new lifetime."""
+        on as before, with the credential or token just proved and a new lifetime."""
         self._reauthentication = None
         self.sasl = sasl
-        self._caller = None  # the same user (SaslState checks it); made anew all the same
-        if self.session is not None:
-            self.session.renew(sasl.credential, time.monotonic())
+        self._caller = None  # the same user (SaslState checks it), but a new token may carry other groups
+        login = sasl.login
+        if self.session is not None and login is not None:
+            self.session.renew(login.credential, sasl.session_lifetime_ms, time.monotonic())
 
     def _record_login(self, sasl: SaslState, *, ok: bool) -> None:
         """Count a finished SASL login in ``Services.logins`` and log it (a failure at INFO, as Kafka does); a

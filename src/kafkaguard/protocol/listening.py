@@ -40,6 +40,7 @@ from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.collector import Collector
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.descriptors import reserve_descriptors
+from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
 from kafkaguard.protocol.sessions import SessionRegistry
 
@@ -87,6 +88,8 @@ class ListeningServer(ABC):
         self._sync_task: asyncio.Task[None] | None = None
         self._stopped = asyncio.Event()
         self.collector = Collector()
+        #: How clients are identified (SASL mechanisms, certificate mapping), once for every connection.
+        self.identity = Identity.from_services(services)
 
     # ----------------------------------------------------------------------------------------------- lifecycle
 
@@ -125,6 +128,7 @@ class ListeningServer(ABC):
         if self.audit is not None:
             await self.audit.stop()
         await self.collector.stop()
+        self.identity.close()
         self.services.refusals.flush()
         self._bound.clear()
         self._stopped.set()
@@ -170,7 +174,7 @@ class ListeningServer(ABC):
         """The connection of a client that came in on the bound ``listener``."""
         client_listener = self.counted_as(listener)
         broker = self.broker_for(client_listener)
-        context = ListenerContext(self.services, client_listener, broker, self.audit, self.sessions)
+        context = ListenerContext(self.services, client_listener, broker, self.audit, self.sessions, self.identity)
         return Connection(context, self.dispatcher(listener, context), reader, writer)
 
     @property

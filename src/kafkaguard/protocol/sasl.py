@@ -1,12 +1,14 @@
-"""SASL on a connection: SaslHandshake (17) then SCRAM tokens, in SaslAuthenticate (36) requests or — after a v0
-handshake — as raw frames (SEMANTICS.md §11.5).
+"""SASL on a connection: SaslHandshake (17) then the mechanism's tokens, in SaslAuthenticate (36) requests or —
+after a v0 handshake — as raw frames (SEMANTICS.md §11.5).
 
 States: HANDSHAKE (nothing yet) → AUTHENTICATING (mechanism chosen) → AUTHENTICATED, or FAILED (the connection
-closes after the configured delay). The SCRAM maths live in ``kafkaguard.scram.server``; this module only moves
-tokens and turns outcomes into Kafka responses. Credentials and the unknown-user decoy's shape come from the
-``CredentialService``'s in-memory snapshot, so nothing here waits on the store. A login succeeds only if the
-credential the client proved is still the stored one when its proof arrives (a password changed between client-first
-and client-final fails it, as a wrong password would).
+closes after the configured delay). The mechanisms (SCRAM, PLAIN, OAUTHBEARER) live in ``protocol.mechanisms``; this
+module only moves tokens and turns outcomes into Kafka responses. A login ends in a ``mechanisms.Login``: who, and
+what bounds the session (the stored credential proved, or the token's expiry).
+
+**Session lifetime.** An OAUTHBEARER session lasts until its token expires (or ``connections_max_reauth_ms``, if
+sooner), even with re-authentication off: Kafka keeps such a session open past its token unless
+``connections.max.reauth.ms`` is set (a deliberate difference, SEMANTICS.md §16).
 
 **Re-authentication (KIP-368).** With ``connections_max_reauth_ms`` > 0 every login gets a session lifetime of that
 many milliseconds (SCRAM credentials do not expire, so it is just the setting), sent to the client in SaslAuthenticate
@@ -25,6 +27,7 @@ client claimed and the reason sent to the client (never a password, a proof or a
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum, auto
@@ -34,13 +37,11 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.errors import ScramAuthenticationError, ScramStateError
+from kafkaguard.errors import ScramStateError
 from kafkaguard.protocol.builders import sasl_authenticate_response, sasl_handshake_response
 from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.mechanisms import Challenge, Failed, Login, Mechanisms, MechanismServer
 from kafkaguard.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
-from kafkaguard.scram import ScramCredential, ScramMechanism
-from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
-from kafkaguard.service.credentials import CredentialService
 
 log = logging.getLogger(__name__)
 
@@ -68,25 +69,28 @@ class SaslState:
     def __init__(
         self,
         enabled: list[str],
-        credentials: CredentialService,
-        server_secret: bytes,
+        mechanisms: Mechanisms,
+        client: str,
         *,
         session_lifetime_ms: int = 0,
         renewing: SaslState | None = None,
     ) -> None:
-        """``session_lifetime_ms``: ``connections_max_reauth_ms`` (0: sessions never expire). ``renewing``: the
+        """``enabled``: the mechanisms this listener offers; ``client``: the client's address. ``session_lifetime_ms``:
+        ``connections_max_reauth_ms`` (0: sessions never expire, unless their token does). ``renewing``: the
         authenticated state this one re-authenticates (``reauthentication()``)."""
         self.stage = SaslStage.HANDSHAKE
         self.raw_tokens = False  # after a v0 handshake, tokens come as raw frames
-        self.user: str | None = None
+        #: The finished login, once authenticated.
+        self.login: Login | None = None
         #: Why the login failed (the message sent to the client), once it has.
         self.failure: str | None = None
         #: How long the session lasts once authenticated, in ms; 0: until the connection closes.
         self.session_lifetime_ms = session_lifetime_ms
+        self._reauth_ms = session_lifetime_ms
         self._enabled = enabled
-        self._credentials = credentials
-        self._secret = server_secret
-        self._session: ScramServerSession | None = None
+        self._mechanisms = mechanisms
+        self._client = client
+        self._server: MechanismServer | None = None
         #: The (user, mechanism) a re-authentication must keep; only the names, so that states do not chain.
         self._renewing = None if renewing is None else (renewing.user, renewing.mechanism)
 
@@ -95,29 +99,24 @@ class SaslState:
         return self.stage is SaslStage.AUTHENTICATED
 
     @property
+    def user(self) -> str | None:
+        """The authenticated user, or None before the login completed."""
+        return None if self.login is None else self.login.user
+
+    @property
     def mechanism(self) -> str | None:
         """The SASL mechanism chosen in the handshake, or None before it."""
-        return None if self._session is None else self._session.mechanism.mechanism_name
+        return None if self._server is None else self._server.name
 
     @property
     def claimed_user(self) -> str | None:
-        """The user name the client sent in client-first (authenticated or not), or None before it."""
-        return None if self._session is None else self._session.username
+        """The user name the client claimed (authenticated or not), or None before it said one."""
+        return None if self._server is None else self._server.claimed_user
 
     @property
     def reauthenticating(self) -> bool:
         """Whether this state re-authenticates a session (KIP-368) rather than logging a connection in."""
         return self._renewing is not None
-
-    @property
-    def credential(self) -> ScramCredential:
-        """The stored credential the client proved (its repr masks every secret).
-
-        :raises ScramStateError: not authenticated.
-        """
-        if self._session is None or not self.authenticated:
-            raise ScramStateError("SASL: no credential before authentication completes")
-        return self._session.authenticated_credential
 
     def reauthentication(self) -> SaslState:
         """A fresh state for re-authenticating this authenticated session on the same connection (KIP-368).
@@ -128,9 +127,9 @@ class SaslState:
             raise ScramStateError("SASL: only an authenticated session can re-authenticate")
         return SaslState(
             self._enabled,
-            self._credentials,
-            self._secret,
-            session_lifetime_ms=self.session_lifetime_ms,
+            self._mechanisms,
+            self._client,
+            session_lifetime_ms=self._reauth_ms,
             renewing=self,
         )
 
@@ -174,50 +173,37 @@ class SaslState:
                 return SaslOutcome(
                     sasl_handshake_response(cls, error_code=code, mechanisms=mechanisms), failed=True, close=True
                 )
-        mechanism = ScramMechanism.from_name(name)
-        self._session = ScramServerSession(
-            mechanism,
-            self._credentials.lookup_for(mechanism),
-            decoy_secret=self._secret,
-            decoy_profile=self._credentials.decoy_profile(mechanism),
-            reauthentication=renewing is not None,
-        )
+        self._server = self._mechanisms.server(name, client=self._client, reauthentication=renewing is not None)
         self.stage = SaslStage.AUTHENTICATING
         self.raw_tokens = api_version == 0
         return SaslOutcome(sasl_handshake_response(cls, error_code=ErrorCode.none, mechanisms=mechanisms))
 
-    def token(self, token: bytes) -> tuple[bytes | None, str | None]:
+    async def token(self, token: bytes) -> tuple[bytes | None, str | None]:
         """Feed one client token: (server token, None) or (None, error message safe to send)."""
-        session = self._session
-        if self.stage is not SaslStage.AUTHENTICATING or session is None:
+        server = self._server
+        if self.stage is not SaslStage.AUTHENTICATING or server is None:
             self.failure = "Unexpected SASL token: no SASL handshake on this connection"
             return None, self.failure
-        try:
-            if session.stage is ScramServerStage.CLIENT_FIRST:
-                return session.receive_client_first(token), None
-            reply = session.receive_client_final(token)
-        except (ScramAuthenticationError, ScramStateError) as e:
-            self.stage = SaslStage.FAILED
-            self.failure = str(e)
-            return None, self.failure
-        user, mechanism = session.authenticated_user, session.mechanism
-        renewing = self._renewing
-        failure = None
-        if not self._credentials.is_current(user, mechanism, session.authenticated_credential):
-            # Deleted or replaced since client-first: the client proved a credential that no longer exists. Said
-            # as a wrong password is, so the answer tells nothing about when the password changed.
-            failure = authentication_failed_message(mechanism, reauthentication=renewing is not None)
-        elif renewing is not None and user != renewing[0]:
-            failure = f"Cannot change principals during re-authentication from User.{renewing[0]}: User.{user}"
-        if failure is not None:
-            self.stage = SaslStage.FAILED
-            self.failure = failure
-            return None, failure
-        self.user = user
+        step = await server.step(token)
+        if isinstance(step, Challenge):
+            return step.token, None
+        if isinstance(step, Failed):
+            return self._fail(step.message)
+        login, renewing = step.login, self._renewing
+        if renewing is not None and login.user != renewing[0]:
+            return self._fail(f"Cannot change principals during re-authentication from User.{renewing[0]}: "
+                              f"User.{login.user}")  # fmt: skip
+        self.login = login
+        self.session_lifetime_ms = _lifetime_ms(self._reauth_ms, login.expires_at_ms)
         self.stage = SaslStage.AUTHENTICATED
-        return reply, None
+        return step.token, None
 
-    def authenticate(self, api_version: int, request: Any) -> SaslOutcome:
+    def _fail(self, message: str) -> tuple[None, str]:
+        self.stage = SaslStage.FAILED
+        self.failure = message
+        return None, message
+
+    async def authenticate(self, api_version: int, request: Any) -> SaslOutcome:
         cls: type[SaslAuthenticateResponse] = response_schema(ApiKey.SASL_AUTHENTICATE, api_version)
         if self.raw_tokens:
             return SaslOutcome(
@@ -230,10 +216,10 @@ class SaslState:
                 ),
                 close=True,
             )
-        reply, error = self.token(bytes(request.auth_bytes))
+        reply, error = await self.token(bytes(request.auth_bytes))
         if error is not None:
             code = ErrorCode.sasl_authentication_failed
-            if self._session is None:
+            if self._server is None:
                 code = ErrorCode.illegal_sasl_state
             response = sasl_authenticate_response(
                 cls, error_code=code, error_message=error, auth_bytes=b"", session_lifetime=timedelta(0)
@@ -249,6 +235,15 @@ class SaslState:
             session_lifetime=timedelta(milliseconds=lifetime),
         )
         return SaslOutcome(response)
+
+
+def _lifetime_ms(reauth_ms: int, expires_at_ms: int | None) -> int:
+    """A session's lifetime: ``connections_max_reauth_ms`` (0: none), shortened to what its token has left (KIP-368
+    takes the smaller of the two; at least 1 ms, so that an expiring token still bounds the session)."""
+    if expires_at_ms is None:
+        return reauth_ms
+    left = max(1, expires_at_ms - int(time.time() * 1000))
+    return left if reauth_ms <= 0 else min(reauth_ms, left)
 
 
 def _refuse_renewal(previous: str | None, api_version: int, mechanism: str) -> tuple[ErrorCode, str] | None:

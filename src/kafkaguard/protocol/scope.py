@@ -21,6 +21,7 @@ from kafkaguard.config import Listener
 from kafkaguard.model import AuthorizationResult, RequestContext, ResourceType
 from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest
+from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.sessions import SessionRegistry
 
 
@@ -37,14 +38,17 @@ class BrokerInfo:
 @dataclass(frozen=True, slots=True)
 class ListenerContext:
     """What a connection needs of the server it came in through, and nothing more: the services, this broker as
-    advertised on the connection's listener, the audit log (None when off) and the server's registry of logged-in
-    sessions (``protocol.sessions``; None only in unit tests of one connection: then no session ends with its user)."""
+    advertised on the connection's listener, the audit log (None when off), the server's registry of logged-in
+    sessions (``protocol.sessions``; None only in unit tests of one connection: then no session ends with its user)
+    and how it identifies clients (``protocol.identity``)."""
 
     services: Services
     listener: Listener
     broker: BrokerInfo
     audit: AuditLog | None = None
     sessions: SessionRegistry | None = None
+    #: How clients are identified (None only in unit tests of one connection: then it is made from the settings).
+    identity: Identity | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterable
 
-from kafkaguard.scram import ScramCredential, ScramMechanism
+from kafkaguard.scram import ScramCredential
 from kafkaguard.service.credentials import CredentialService
 
 log = logging.getLogger(__name__)
@@ -69,8 +69,8 @@ class Session:
     def __init__(
         self,
         user: str,
-        mechanism: ScramMechanism,
-        credential: ScramCredential,
+        mechanism: str,
+        credential: ScramCredential | None,
         *,
         host: str,
         listener: str,
@@ -109,10 +109,12 @@ class Session:
         self._reauthenticated_at = now
         return None
 
-    def renew(self, credential: ScramCredential, now: float) -> None:
-        """A successful re-authentication (same user and mechanism): the credential it proved, a new lifetime."""
+    def renew(self, credential: ScramCredential | None, lifetime_ms: int, now: float) -> None:
+        """A successful re-authentication (same user and mechanism): the credential it proved (None: a token), a
+        new lifetime."""
         self.credential = credential
-        self.expires_at = _expiry(now, self.lifetime_ms)
+        self.lifetime_ms = lifetime_ms
+        self.expires_at = _expiry(now, lifetime_ms)
 
     def end(self, reason: str) -> None:
         """End the session: log it, then close its connection (which then reports ``reason``)."""
@@ -197,10 +199,14 @@ class SessionRegistry:
     def _end_if_stale(self, session: Session) -> bool:
         if session.ended is not None or session not in self._by_user.get(session.user, ()):
             return False  # ended already, or its connection closed while a sliced check yielded
-        if self._credentials.is_current(session.user, session.mechanism, session.credential):
+        credential = session.credential
+        if credential is None:  # an OAUTHBEARER session: its token, not a stored credential, bounds it
             return False
-        gone = self._credentials.lookup(session.user, session.mechanism) is None
-        session.end(f"its {session.mechanism} credential was {'deleted' if gone else 'changed'}")
+        mechanism = credential.mechanism
+        if self._credentials.is_current(session.user, mechanism, credential):
+            return False
+        gone = self._credentials.lookup(session.user, mechanism) is None
+        session.end(f"its {mechanism} credential was {'deleted' if gone else 'changed'}")
         return True
 
     def _changed(self, users: frozenset[str]) -> None:

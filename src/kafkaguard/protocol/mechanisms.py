@@ -1,0 +1,195 @@
+"""The SASL mechanisms a Kafka listener offers, each a server that takes the client's tokens one at a time and ends
+in a ``Login`` or a failure whose message is safe to send to the client.
+
+::
+
+    server = mechanisms.server("PLAIN", client="10.0.0.7", reauthentication=False)
+    await server.step(b"\\x00alice\\x00alice-secret")   # Authenticated(token=b"", login=Login("alice", ...))
+    await server.step(b"\\x00alice\\x00wrong")          # Failed("Authentication failed: Invalid username or ...")
+
+- **SCRAM-SHA-256/512** (``kafkaguard.scram.server``): two tokens; the credential proved must still be the stored one
+  when the proof arrives.
+- **PLAIN** (Kafka's ``PlainSaslServer``: its token format, checks and messages): one token, the password checked
+  against the stored SCRAM credential by ``passwords.checker`` — PBKDF2 on a bounded pool off the event loop, a
+  budget of failures per address, recent successes cached. Kafka reads PLAIN users from JAAS; kafkaguard has one
+  user store (a deliberate difference, SEMANTICS.md §16).
+- **OAUTHBEARER** (Kafka's ``OAuthBearerSaslServer`` with ``OAuthBearerValidatorCallbackHandler``): the token
+  validated against the identity provider's keys (``identity.oauth``); a bad token gets Kafka's error challenge,
+  and the client's ``%x01`` answer to it fails the login.
+
+A ``Login`` says who logged in and what bounds the session: the stored credential it proved (SCRAM, PLAIN: the
+session ends when that credential is deleted or changed) or the token's expiry (OAUTHBEARER: the session ends then),
+and the groups the token carried.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kafkaguard.errors import ScramAuthenticationError, ScramStateError
+from kafkaguard.passwords.checker import PasswordChecker
+from kafkaguard.passwords.throttle import LoginThrottledError
+from kafkaguard.scram import ScramCredential, ScramMechanism
+from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
+from kafkaguard.service.credentials import CredentialService
+
+
+@dataclass(frozen=True, slots=True)
+class Login:
+    """A finished login: the user (the principal is ``User:<user>``) and what bounds its session."""
+
+    user: str
+    mechanism: str
+    #: SCRAM and PLAIN: the stored credential the client proved (its repr masks every secret).
+    credential: ScramCredential | None = None
+    #: OAUTHBEARER: when the token expires, in ms since the epoch.
+    expires_at_ms: int | None = None
+    #: OAUTHBEARER with a groups claim: the token's groups, as ``Group:NAME`` principals.
+    groups: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class Challenge:
+    """The exchange goes on: send ``token`` and wait for the client's next one."""
+
+    token: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Authenticated:
+    """The login succeeded: send ``token`` (the mechanism's last server message, maybe empty)."""
+
+    token: bytes
+    login: Login
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The login failed; ``message`` is safe to send to the client."""
+
+    message: str
+
+
+Step = Challenge | Authenticated | Failed
+
+
+class MechanismServer(Protocol):
+    """One client's exchange for one mechanism."""
+
+    @property
+    def name(self) -> str:
+        """The mechanism's SASL name (``SCRAM-SHA-256``)."""
+
+    @property
+    def claimed_user(self) -> str | None:
+        """The user name the client claimed so far (for the log; None before it said one)."""
+
+    async def step(self, token: bytes) -> Step:
+        """Take the client's next token."""
+
+
+class ScramServer:
+    """SCRAM-SHA-256/512: ``kafkaguard.scram.server``'s state machine, and the stored-credential check at the end."""
+
+    def __init__(
+        self, mechanism: ScramMechanism, credentials: CredentialService, secret: bytes, *, reauthentication: bool
+    ) -> None:
+        self._credentials = credentials
+        self._reauthentication = reauthentication
+        self._session = ScramServerSession(
+            mechanism,
+            credentials.lookup_for(mechanism),
+            decoy_secret=secret,
+            decoy_profile=credentials.decoy_profile(mechanism),
+            reauthentication=reauthentication,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._session.mechanism.mechanism_name
+
+    @property
+    def claimed_user(self) -> str | None:
+        return self._session.username
+
+    async def step(self, token: bytes) -> Step:
+        session = self._session
+        try:
+            if session.stage is ScramServerStage.CLIENT_FIRST:
+                return Challenge(session.receive_client_first(token))
+            reply = session.receive_client_final(token)
+        except (ScramAuthenticationError, ScramStateError) as e:
+            return Failed(str(e))
+        user, mechanism, credential = session.authenticated_user, session.mechanism, session.authenticated_credential
+        if not self._credentials.is_current(user, mechanism, credential):
+            # Deleted or replaced since client-first: the client proved a credential that no longer exists. Said
+            # as a wrong password is, so the answer tells nothing about when the password changed.
+            return Failed(authentication_failed_message(mechanism, reauthentication=self._reauthentication))
+        return Authenticated(reply, Login(user, self.name, credential=credential))
+
+
+#: Kafka's PlainSaslServer messages.
+_PLAIN_NO_USER = "Authentication failed: username not specified"
+_PLAIN_NO_PASSWORD = "Authentication failed: password not specified"  # noqa: S105 - a message, not a password
+_PLAIN_WRONG = "Authentication failed: Invalid username or password"
+_PLAIN_OTHER_AUTHZID = "Authentication failed: Client requested an authorization id that is different from username"
+
+
+class PlainServer:
+    """SASL/PLAIN (RFC 4616) as Kafka's ``PlainSaslServer`` reads it, the password checked against the stored
+    SCRAM credential (``passwords.checker``)."""
+
+    name = "PLAIN"
+
+    def __init__(self, checker: PasswordChecker, client: str) -> None:
+        self._checker = checker
+        self._client = client
+        self._user: str | None = None
+
+    @property
+    def claimed_user(self) -> str | None:
+        return self._user
+
+    async def step(self, token: bytes) -> Step:
+        if self._user is not None:
+            return Failed("Unexpected SASL/PLAIN token: PLAIN takes one")
+        # Kafka decodes the whole token as UTF-8 (malformed bytes become U+FFFD) and splits it at most 3 times.
+        parts = token.decode("utf-8", "replace").split("\x00", 3)
+        if len(parts) != 3:
+            return Failed(f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+        authorization_id, user, password = parts
+        self._user = user
+        if not user:
+            return Failed(_PLAIN_NO_USER)
+        if not password:
+            return Failed(_PLAIN_NO_PASSWORD)
+        try:
+            credential = await self._checker.verify(user, password, self._client)
+        except LoginThrottledError:
+            return Failed("Authentication failed: too many failed logins from this address; retry later")
+        if credential is None:
+            return Failed(_PLAIN_WRONG)
+        if authorization_id and authorization_id != user:
+            return Failed(_PLAIN_OTHER_AUTHZID)
+        return Authenticated(b"", Login(user, self.name, credential=credential))
+
+
+class Mechanisms:
+    """What a listener's SASL handshake can start: a ``MechanismServer`` per mechanism name (one per process)."""
+
+    def __init__(self, credentials: CredentialService, secret: bytes, passwords: PasswordChecker | None) -> None:
+        """``passwords``: what checks PLAIN's passwords (None: PLAIN is not enabled)."""
+        self._credentials = credentials
+        self._secret = secret
+        self._passwords = passwords
+
+    def server(self, name: str, *, client: str, reauthentication: bool) -> MechanismServer:
+        """A server for one exchange of the enabled mechanism ``name`` with the client at address ``client``.
+
+        :raises ValueError: ``name`` is not a mechanism this process was built for (a handshake checks it first).
+        """
+        if name == PlainServer.name and self._passwords is not None:
+            return PlainServer(self._passwords, client)
+        mechanism = ScramMechanism.from_name(name)
+        return ScramServer(mechanism, self._credentials, self._secret, reauthentication=reauthentication)
