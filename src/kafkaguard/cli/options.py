@@ -30,7 +30,7 @@ Listeners = Annotated[
     list[str] | None,
     typer.Option(
         "--listener",
-        help="PROTOCOL://host:port, repeatable (PLAINTEXT, SASL_PLAINTEXT, SASL_SSL). "
+        help="PROTOCOL://host:port, repeatable (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL). "
         "Default: SASL_PLAINTEXT://127.0.0.1:9092",
     ),
 ]
@@ -41,8 +41,8 @@ AllowEveryone = Annotated[
 AdvertisedHost = Annotated[str | None, typer.Option(help="Host name clients should connect to.")]
 AuditLog = Annotated[Path | None, typer.Option(help="Write authorization decisions to this JSON-lines file.")]
 AuditMode = Annotated[str | None, typer.Option(help="'denied' (default) or 'all'.")]
-SslCertfile = Annotated[Path | None, typer.Option(help="PEM certificate chain for SASL_SSL.")]
-SslKeyfile = Annotated[Path | None, typer.Option(help="PEM private key for SASL_SSL.")]
+SslCertfile = Annotated[Path | None, typer.Option(help="PEM certificate chain for SSL and SASL_SSL listeners.")]
+SslKeyfile = Annotated[Path | None, typer.Option(help="PEM private key for SSL and SASL_SSL listeners.")]
 HttpListener = Annotated[str | None, typer.Option(help="host:port for the REST console (off by default).")]
 TrustedProxies = Annotated[
     list[str] | None,
@@ -66,6 +66,77 @@ MaxConnectionsPerListener = Annotated[
     typer.Option(help="LISTENER=count, repeatable (Kafka's listener.name.X.max.connections), e.g. "
                  "SASL_SSL://0.0.0.0:9093=8000. Default: only the global max_connections."),
 ]  # fmt: skip
+# Identity (how clients log in): the names of Kafka's settings where Kafka has one. Secrets (key passwords) come
+# from KAFKAGUARD_* variables or files only, never a flag.
+SslKeyfilePasswordFile = Annotated[
+    Path | None, typer.Option(help="File with the TLS key's password (or KAFKAGUARD_SSL_KEYFILE_PASSWORD).")
+]
+SslClientAuth = Annotated[
+    str | None,
+    typer.Option(help="Kafka's ssl.client.auth on SSL/SASL_SSL listeners: none (default), requested or required."),
+]
+SslCafile = Annotated[Path | None, typer.Option(help="PEM bundle of the CAs that sign client certificates.")]
+SslCrlfile = Annotated[Path | None, typer.Option(help="PEM revocation list(s) for client certificates.")]
+SslPrincipalMappingRules = Annotated[
+    str | None,
+    typer.Option(help="Kafka's ssl.principal.mapping.rules, e.g. 'RULE:^CN=([^,]*),.*$/$1/L,DEFAULT'."),
+]
+SaslMechanisms = Annotated[
+    list[str] | None,
+    typer.Option("--sasl-mechanism", help="SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER, repeatable. "
+                 "Default: both SCRAM mechanisms."),
+]  # fmt: skip
+SaslPlainWithoutTls = Annotated[
+    bool | None, typer.Option("--sasl-plain-without-tls", help="Offer PLAIN on SASL_PLAINTEXT listeners too.")
+]
+JwksUrl = Annotated[
+    str | None, typer.Option(help="Kafka's sasl.oauthbearer.jwks.endpoint.url: https://… or file:/path.")
+]
+JwksRefreshMs = Annotated[int | None, typer.Option(help="How often the JWKS is read again, in ms (default 3600000).")]
+JwksCafile = Annotated[Path | None, typer.Option(help="PEM CA bundle for an https JWKS endpoint.")]
+ExpectedAudience = Annotated[
+    list[str] | None, typer.Option(help="Kafka's sasl.oauthbearer.expected.audience, repeatable.")
+]
+ExpectedIssuer = Annotated[str | None, typer.Option(help="Kafka's sasl.oauthbearer.expected.issuer.")]
+SubClaimName = Annotated[str | None, typer.Option(help="Kafka's sasl.oauthbearer.sub.claim.name (default sub).")]
+ScopeClaimName = Annotated[str | None, typer.Option(help="Kafka's sasl.oauthbearer.scope.claim.name (default scope).")]
+ClockSkewSeconds = Annotated[int | None, typer.Option(help="Kafka's sasl.oauthbearer.clock.skew.seconds (default 30).")]
+GroupsClaimName = Annotated[
+    str | None,
+    typer.Option(help="Claim (or dotted path, e.g. realm_access.roles) holding a token's groups: Group:NAME."),
+]
+ProxyProtocol = Annotated[
+    str | None,
+    typer.Option(help="PROXY protocol v1/v2 on the Kafka listeners: off (default), optional or required; "
+                 "believed only from trusted_proxies."),
+]  # fmt: skip
+#: The identity flags' settings: ``identity_settings(locals())`` passes them on.
+IDENTITY = (
+    "ssl_keyfile_password_file",
+    "ssl_client_auth",
+    "ssl_cafile",
+    "ssl_crlfile",
+    "ssl_principal_mapping_rules",
+    "sasl_mechanisms",
+    "sasl_plain_without_tls",
+    "sasl_oauthbearer_jwks_endpoint_url",
+    "sasl_oauthbearer_jwks_endpoint_refresh_ms",
+    "sasl_oauthbearer_jwks_endpoint_cafile",
+    "sasl_oauthbearer_expected_audience",
+    "sasl_oauthbearer_expected_issuer",
+    "sasl_oauthbearer_sub_claim_name",
+    "sasl_oauthbearer_scope_claim_name",
+    "sasl_oauthbearer_clock_skew_seconds",
+    "sasl_oauthbearer_groups_claim_name",
+    "proxy_protocol",
+)
+
+
+def identity_settings(flags: dict[str, Any]) -> dict[str, Any]:
+    """The identity flags given (an empty repeatable flag counts as not given)."""
+    return {name: flags[name] or None if isinstance(flags[name], list) else flags[name] for name in IDENTITY}
+
+
 ConfigFile = Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")]
 LogLevel = Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")]
 

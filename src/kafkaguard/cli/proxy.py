@@ -53,6 +53,23 @@ def proxy(
     audit_mode: o.AuditMode = None,
     ssl_certfile: o.SslCertfile = None,
     ssl_keyfile: o.SslKeyfile = None,
+    ssl_keyfile_password_file: o.SslKeyfilePasswordFile = None,
+    ssl_client_auth: o.SslClientAuth = None,
+    ssl_cafile: o.SslCafile = None,
+    ssl_crlfile: o.SslCrlfile = None,
+    ssl_principal_mapping_rules: o.SslPrincipalMappingRules = None,
+    sasl_mechanisms: o.SaslMechanisms = None,
+    sasl_plain_without_tls: o.SaslPlainWithoutTls = None,
+    sasl_oauthbearer_jwks_endpoint_url: o.JwksUrl = None,
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: o.JwksRefreshMs = None,
+    sasl_oauthbearer_jwks_endpoint_cafile: o.JwksCafile = None,
+    sasl_oauthbearer_expected_audience: o.ExpectedAudience = None,
+    sasl_oauthbearer_expected_issuer: o.ExpectedIssuer = None,
+    sasl_oauthbearer_sub_claim_name: o.SubClaimName = None,
+    sasl_oauthbearer_scope_claim_name: o.ScopeClaimName = None,
+    sasl_oauthbearer_clock_skew_seconds: o.ClockSkewSeconds = None,
+    sasl_oauthbearer_groups_claim_name: o.GroupsClaimName = None,
+    proxy_protocol: o.ProxyProtocol = None,
     http_listener: o.HttpListener = None,
     trusted_proxies: o.TrustedProxies = None,
     max_connections_per_ip: o.MaxConnectionsPerIp = None,
@@ -64,10 +81,12 @@ def proxy(
     """Proxy Kafka clients to an upstream cluster, authorizing every request with kafkaguard's ACLs.
 
     On a listener of port P, upstream broker N is served on port P+1+N: open those ports to clients too."""
+    identity = o.identity_settings(locals())
     o.run_service(
         log_level,
         lambda: load_settings(
             config,
+            **identity,
             upstream=upstream,
             upstream_security_protocol=upstream_security_protocol,
             upstream_sasl_mechanism=upstream_sasl_mechanism,

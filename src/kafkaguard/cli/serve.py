@@ -41,6 +41,23 @@ def serve(
     audit_mode: o.AuditMode = None,
     ssl_certfile: o.SslCertfile = None,
     ssl_keyfile: o.SslKeyfile = None,
+    ssl_keyfile_password_file: o.SslKeyfilePasswordFile = None,
+    ssl_client_auth: o.SslClientAuth = None,
+    ssl_cafile: o.SslCafile = None,
+    ssl_crlfile: o.SslCrlfile = None,
+    ssl_principal_mapping_rules: o.SslPrincipalMappingRules = None,
+    sasl_mechanisms: o.SaslMechanisms = None,
+    sasl_plain_without_tls: o.SaslPlainWithoutTls = None,
+    sasl_oauthbearer_jwks_endpoint_url: o.JwksUrl = None,
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: o.JwksRefreshMs = None,
+    sasl_oauthbearer_jwks_endpoint_cafile: o.JwksCafile = None,
+    sasl_oauthbearer_expected_audience: o.ExpectedAudience = None,
+    sasl_oauthbearer_expected_issuer: o.ExpectedIssuer = None,
+    sasl_oauthbearer_sub_claim_name: o.SubClaimName = None,
+    sasl_oauthbearer_scope_claim_name: o.ScopeClaimName = None,
+    sasl_oauthbearer_clock_skew_seconds: o.ClockSkewSeconds = None,
+    sasl_oauthbearer_groups_claim_name: o.GroupsClaimName = None,
+    proxy_protocol: o.ProxyProtocol = None,
     http_listener: o.HttpListener = None,
     trusted_proxies: o.TrustedProxies = None,
     max_connections_per_ip: o.MaxConnectionsPerIp = None,
@@ -50,10 +67,12 @@ def serve(
     log_level: o.LogLevel = "INFO",
 ) -> None:
     """Run the Kafka-protocol server: ACLs, SCRAM users and topics for real Kafka clients."""
+    identity = o.identity_settings(locals())
     o.run_service(
         log_level,
         lambda: load_settings(
             config,
+            **identity,
             data_dir=data_dir,
             store=store,
             listeners=listener or None,
