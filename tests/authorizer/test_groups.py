@@ -92,3 +92,40 @@ def test_a_group_is_never_a_super_user():
 def test_memberships_are_frozen_sorted_and_deduplicated():
     authorizer = make(memberships={"User:alice": ["Group:b", "Group:a", "Group:b"], "User:bob": []})
     assert dict(authorizer.memberships) == {"User:alice": ("Group:a", "Group:b")}
+
+
+def test_groups_from_a_login_token_join_the_stored_ones_for_that_caller_only():
+    authorizer = make(
+        binding("Group:ops"),
+        binding("Group:payments", op=WRITE),
+        binding("Group:contractors", op=WRITE, perm=DENY, name="pii"),
+        binding("Group:contractors", op=WRITE, name="pii"),
+        memberships={"User:alice": ["Group:ops"]},
+    )
+    read, write = Action(READ, ResourcePattern(TOPIC, "orders")), Action(WRITE, ResourcePattern(TOPIC, "orders"))
+    with_token = RequestContext("User:alice", "10.0.0.1", ("Group:payments",))
+    assert authorizer.authorize(with_token, [read, write]) == [ALLOWED, ALLOWED]  # stored ops + token payments
+    assert authorizer.authorize(RequestContext("User:alice", "10.0.0.1"), [read, write]) == [ALLOWED, DENIED]
+    # a token group alone, for a principal with no stored membership; a DENY through it wins as any other
+    bob = RequestContext("User:bob", "10.0.0.1", ("Group:contractors",))
+    assert authorizer.authorize(bob, [Action(WRITE, ResourcePattern(TOPIC, "pii")), read]) == [DENIED, DENIED]
+    assert authorizer.authorize_by_resource_type(with_token, WRITE, TOPIC) is ALLOWED
+    decision = authorizer.explain(with_token, write)
+    assert "through group Group:payments, which User:alice belongs to (by its login's token)" in decision.explanation()
+    stored = authorizer.explain(with_token, read)
+    assert "through group Group:ops, which User:alice belongs to (by a stored membership)" in stored.explanation()
+
+
+def test_the_audit_record_names_the_groups_the_login_brought():
+    from datetime import UTC, datetime
+
+    from kafkaguard.audit.record import record_from_decision, to_dict
+
+    authorizer = make(binding("Group:payments"))
+    action = Action(READ, ResourcePattern(TOPIC, "orders"))
+    with_token = authorizer.explain(RequestContext("User:alice", "10.0.0.1", ("Group:payments",)), action)
+    written = to_dict(record_from_decision(with_token, datetime.now(UTC)))
+    assert written["login_groups"] == ["Group:payments"]
+    assert "principal=Group:payments" in written["rule"]
+    without = authorizer.explain(RequestContext("User:alice", "10.0.0.1"), action)
+    assert "login_groups" not in to_dict(record_from_decision(without, datetime.now(UTC)))

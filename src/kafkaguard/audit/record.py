@@ -10,7 +10,10 @@ One JSON object per line (JSON lines)::
 * enum fields use Kafka's upper-case names; ``pattern_type`` is always LITERAL (Kafka authorizes concrete
   resources only);
 * ``rule`` is the deciding rule as Kafka's audit log prints it (``SuperUser``, ``DefaultAllow``, ``DefaultDeny``,
-  ``MatchingAcl(acl=…, id=…)``), or null when the source did not say (Kafka's older AclAuthorizer).
+  ``MatchingAcl(acl=…, id=…)``), or null when the source did not say (Kafka's older AclAuthorizer);
+* ``login_groups`` (only when there are any): the groups the caller's login brought — an OAUTHBEARER token's groups
+  claim — as ``Group:NAME``; a ``Group:`` ACL in ``rule`` that is not among them came from a stored membership.
+  Readers that do not know the field ignore it.
 
 Readers accept every version up to ``SCHEMA_VERSION`` and refuse newer ones with a reason. Parsing never raises
 on bad input: it returns a ``LineError`` naming what is wrong, so callers can count and report every bad line.
@@ -69,6 +72,8 @@ class AuditRecord:
     rule: str | None
     pattern_type: PatternType = PatternType.LITERAL
     version: int = SCHEMA_VERSION
+    #: The groups the caller's login brought (a token's), beside the stored memberships.
+    login_groups: tuple[str, ...] = ()
 
     @property
     def acl_id(self) -> str | None:
@@ -120,6 +125,7 @@ def record_from_decision(decision: DecisionLike, time: datetime, api: str | None
         resource_name=pattern.name,
         decision=decision.result,
         rule=str(decision.rule),
+        login_groups=decision.context.groups,
     )
 
 
@@ -129,7 +135,7 @@ def format_time(time: datetime) -> str:
 
 
 def to_dict(record: AuditRecord) -> dict[str, Any]:
-    return {
+    written = {
         "version": record.version,
         "time": format_time(record.time),
         "principal": record.principal,
@@ -142,6 +148,9 @@ def to_dict(record: AuditRecord) -> dict[str, Any]:
         "decision": record.decision.value,
         "rule": record.rule,
     }
+    if record.login_groups:
+        written["login_groups"] = list(record.login_groups)
+    return written
 
 
 def to_json_line(record: AuditRecord) -> str:

@@ -79,8 +79,10 @@ class Decision:
                 else "it matches and no DENY matches"
             )
             through = ""
-            if is_group(binding.entry.principal):
-                through = f" through group {binding.entry.principal}, which {self.context.principal} belongs to"
+            group = binding.entry.principal
+            if is_group(group):
+                source = "by its login's token" if group in self.context.groups else "by a stored membership"
+                through = f" through group {group}, which {self.context.principal} belongs to ({source})"
             return (
                 f"{head}, because ACL {rule.acl.id} {verb} it{through} ({why}): {binding.entry.permission_type} "
                 f"{binding.entry.operation} for {binding.entry.principal} from host {binding.entry.host} "
