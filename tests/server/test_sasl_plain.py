@@ -178,17 +178,16 @@ def test_kafka_python_logs_in_with_plain_when_allowed_without_tls(tmp_path: Path
 
 def test_confluent_kafka_reports_the_refusal(plain_server: ServerHandle) -> None:
     errors: list[KafkaError] = []
-    admin = AdminClient(
-        {
-            "bootstrap.servers": plain_server.bootstrap(SecurityProtocol.SASL_SSL),
-            "security.protocol": "SASL_SSL",
-            "ssl.ca.location": str(plain_server.tls.certfile),
-            "sasl.mechanism": "PLAIN",
-            "sasl.username": "nobody",
-            "sasl.password": "nothing",
-            "error_cb": errors.append,
-        }
-    )
+    conf: dict[str, Any] = {
+        "bootstrap.servers": plain_server.bootstrap(SecurityProtocol.SASL_SSL),
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(plain_server.tls.certfile),
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "nobody",
+        "sasl.password": "nothing",
+        "error_cb": errors.append,
+    }
+    admin = AdminClient(conf)
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=2.0)
     admin.poll(1.0)
