@@ -22,6 +22,9 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── ScramAuthenticationError    errors            a failed exchange (SASL_AUTHENTICATION_FAILED)
      │    │    └── ScramProtocolError     errors            a malformed or refused SCRAM message
      │    └── ScramStateError             errors            a session step called out of order
+     ├── PrincipalMappingError            identity.ssl_mapping a certificate's DN the mapping rules cannot map
+     │    ├── NoMatchingRule              identity.ssl_mapping no rule applies (Kafka's NoMatchingRule)
+     │    └── ReplacementError            identity.ssl_mapping a matching rule's replacement Java cannot expand
      ├── StoreError                       store.errors      the store cannot be opened, read or written
      │    ├── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
      │    └── StoreUnavailableError       store.errors      PostgreSQL unreachable or restarting (retriable)
