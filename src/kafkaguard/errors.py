@@ -22,6 +22,12 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── ScramAuthenticationError    errors            a failed exchange (SASL_AUTHENTICATION_FAILED)
      │    │    └── ScramProtocolError     errors            a malformed or refused SCRAM message
      │    └── ScramStateError             errors            a session step called out of order
+     ├── OAuthBearerError                 errors            SASL/OAUTHBEARER: its exchange, tokens and keys
+     │    ├── OAuthBearerAuthenticationError errors         a failed exchange (SASL_AUTHENTICATION_FAILED)
+     │    │    └── OAuthBearerProtocolError errors          a malformed client response (generic client message)
+     │    ├── OAuthBearerStateError       errors            a session step called out of order
+     │    ├── TokenRejected               identity.oauth    a token Kafka's validator would refuse (invalid_token)
+     │    └── JwksUnavailableError        identity.jwks     the JWKS cannot be read or parsed
      ├── StoreError                       store.errors      the store cannot be opened, read or written
      │    ├── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
      │    └── StoreUnavailableError       store.errors      PostgreSQL unreachable or restarting (retriable)
@@ -108,6 +114,39 @@ class ScramProtocolError(ScramAuthenticationError):
 
     Kafka answers SASL_AUTHENTICATION_FAILED. The message names the part at fault and never echoes proofs or keys.
     """
+
+
+#: Kafka's generic message for an OAUTHBEARER response its SaslServer refused with a SaslException
+#: (``SaslServerAuthenticator``).
+OAUTHBEARER_GENERIC_FAILURE_MESSAGE = (
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"
+)
+
+
+class OAuthBearerError(KafkaguardError):
+    """Root of SASL/OAUTHBEARER errors. Messages never carry a token."""
+
+
+class OAuthBearerAuthenticationError(OAuthBearerError):
+    """The OAUTHBEARER exchange failed. ``client_message`` is what Kafka sends the client in SaslAuthenticate's
+    error message (with SASL_AUTHENTICATION_FAILED); the message itself is for the log."""
+
+    def __init__(self, message: str, *, client_message: str) -> None:
+        super().__init__(message)
+        self.client_message = client_message
+
+
+class OAuthBearerProtocolError(OAuthBearerAuthenticationError):
+    """A client response Kafka's parser refuses (its ``SaslException``): the message is Kafka's, for the log; the
+    client is told only Kafka's generic "Authentication failed during authentication due to invalid credentials
+    with SASL mechanism OAUTHBEARER"."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, client_message=OAUTHBEARER_GENERIC_FAILURE_MESSAGE)
+
+
+class OAuthBearerStateError(OAuthBearerError):
+    """A step of an OAUTHBEARER session called out of order, or after the session has finished or failed."""
 
 
 class ScramStateError(ScramError):
