@@ -35,7 +35,7 @@ PrivateKey = rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
 
 
 @dataclass(frozen=True, slots=True)
-class TestKeys:
+class SessionKeys:
     rsa_1: rsa.RSAPrivateKey
     rsa_2: rsa.RSAPrivateKey
     rsa_other: rsa.RSAPrivateKey
@@ -43,9 +43,9 @@ class TestKeys:
 
 
 @functools.cache
-def test_keys() -> TestKeys:
+def session_keys() -> SessionKeys:
     """The session's keys (RSA generation takes ~0.1-1 s a key)."""
-    return TestKeys(
+    return SessionKeys(
         rsa_1=rsa.generate_private_key(public_exponent=65537, key_size=2048),
         rsa_2=rsa.generate_private_key(public_exponent=65537, key_size=2048),
         rsa_other=rsa.generate_private_key(public_exponent=65537, key_size=2048),
@@ -65,8 +65,8 @@ def public_jwk(key: PrivateKey, kid: str | None, **members: str) -> dict[str, An
     return jwk
 
 
-def jwks_document(keys: TestKeys | None = None) -> dict[str, Any]:
-    keys = keys or test_keys()
+def jwks_document(keys: SessionKeys | None = None) -> dict[str, Any]:
+    keys = keys or session_keys()
     return {
         "keys": [
             public_jwk(keys.rsa_1, "rsa-1", use="sig"),
@@ -125,7 +125,7 @@ DROP = object()
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TokenCase:
     name: str
-    make: Callable[[TestKeys, int], str]
+    make: Callable[[SessionKeys, int], str]
     accepted: bool
     principal: str | None = None
     scopes: frozenset[str] = frozenset({"kafka-access"})
@@ -146,11 +146,11 @@ class TokenCase:
         return TokenExpectations(**values)
 
 
-def _ok(name: str, make: Callable[[TestKeys, int], str], **kwargs: Any) -> TokenCase:
+def _ok(name: str, make: Callable[[SessionKeys, int], str], **kwargs: Any) -> TokenCase:
     return TokenCase(name=name, make=make, accepted=True, principal=kwargs.pop("principal", "alice"), **kwargs)
 
 
-def _refused(name: str, make: Callable[[TestKeys, int], str], **kwargs: Any) -> TokenCase:
+def _refused(name: str, make: Callable[[SessionKeys, int], str], **kwargs: Any) -> TokenCase:
     return TokenCase(name=name, make=make, accepted=False, scopes=frozenset(), **kwargs)
 
 
