@@ -25,6 +25,12 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      ├── PrincipalMappingError            identity.ssl_mapping a certificate's DN the mapping rules cannot map
      │    ├── NoMatchingRule              identity.ssl_mapping no rule applies (Kafka's NoMatchingRule)
      │    └── ReplacementError            identity.ssl_mapping a matching rule's replacement Java cannot expand
+     ├── OAuthBearerError                 errors            SASL/OAUTHBEARER: its exchange, tokens and keys
+     │    ├── OAuthBearerAuthenticationError errors         a failed exchange (SASL_AUTHENTICATION_FAILED)
+     │    │    └── OAuthBearerProtocolError errors          a malformed client response (generic client message)
+     │    ├── OAuthBearerStateError       errors            a session step called out of order
+     │    ├── TokenRejected               identity.oauth    a token Kafka's validator would refuse (invalid_token)
+     │    └── JwksUnavailableError        identity.jwks     the JWKS cannot be read or parsed
      ├── StoreError                       store.errors      the store cannot be opened, read or written
      │    ├── SchemaVersionError          store.errors      the database was written by a newer kafkaguard
      │    └── StoreUnavailableError       store.errors      PostgreSQL unreachable or restarting (retriable)
@@ -32,6 +38,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── FrameError                  protocol.errors   a bad or oversized frame length, or a cut frame
      │    │    └── FrameTooLargeError     protocol.errors   a frame above its limit (per API before login)
      │    ├── HeaderError                 protocol.errors   a request header that cannot be decoded
+     │    ├── ProxyHeaderError            protocol.proxy_header a malformed or refused PROXY protocol header
      │    ├── LengthError                 protocol.lengths  a declared length or count the bytes cannot hold
      │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
      │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
@@ -111,6 +118,39 @@ class ScramProtocolError(ScramAuthenticationError):
 
     Kafka answers SASL_AUTHENTICATION_FAILED. The message names the part at fault and never echoes proofs or keys.
     """
+
+
+#: Kafka's generic message for an OAUTHBEARER response its SaslServer refused with a SaslException
+#: (``SaslServerAuthenticator``).
+OAUTHBEARER_GENERIC_FAILURE_MESSAGE = (
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"
+)
+
+
+class OAuthBearerError(KafkaguardError):
+    """Root of SASL/OAUTHBEARER errors. Messages never carry a token."""
+
+
+class OAuthBearerAuthenticationError(OAuthBearerError):
+    """The OAUTHBEARER exchange failed. ``client_message`` is what Kafka sends the client in SaslAuthenticate's
+    error message (with SASL_AUTHENTICATION_FAILED); the message itself is for the log."""
+
+    def __init__(self, message: str, *, client_message: str) -> None:
+        super().__init__(message)
+        self.client_message = client_message
+
+
+class OAuthBearerProtocolError(OAuthBearerAuthenticationError):
+    """A client response Kafka's parser refuses (its ``SaslException``): the message is Kafka's, for the log; the
+    client is told only Kafka's generic "Authentication failed during authentication due to invalid credentials
+    with SASL mechanism OAUTHBEARER"."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, client_message=OAUTHBEARER_GENERIC_FAILURE_MESSAGE)
+
+
+class OAuthBearerStateError(OAuthBearerError):
+    """A step of an OAUTHBEARER session called out of order, or after the session has finished or failed."""
 
 
 class ScramStateError(ScramError):
