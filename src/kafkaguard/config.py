@@ -28,6 +28,7 @@ from pydantic_settings import (
 
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.identity.ssl_mapping import SslPrincipalMapper
 from kafkaguard.model.host import cidr_error, java_host
 from kafkaguard.store.files import write_private
 from kafkaguard.store.url import StoreUrl
@@ -444,6 +445,12 @@ class Settings(BaseSettings):
         if not isinstance(items, list):
             return value
         return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
+
+    @field_validator("ssl_principal_mapping_rules")
+    @classmethod
+    def _check_mapping_rules(cls, value: str) -> str:
+        SslPrincipalMapper.from_rules(value)  # Kafka refuses bad rules at start; so does kafkaguard
+        return value
 
     @field_validator("sasl_oauthbearer_jwks_endpoint_url")
     @classmethod

@@ -43,6 +43,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
      │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
      │    └── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
+     ├── CertificateNotMapped             protocol.identity no mapping rule applies to a client certificate
      ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
      ├── SettingUnreadable                proxy.broker_settings an upstream broker did not tell a setting

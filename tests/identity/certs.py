@@ -166,6 +166,12 @@ def write_certificates(directory: Path) -> CertificateSet:
     ca_cert = _issue(ca_name, ca_key, ca_name, ca_key, (x509.BasicConstraints(ca=True, path_length=None), True))
     ca_path = directory / "ca.pem"
     ca_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    # ca.key: for tests that sign more with this CA (a revocation list)
+    (directory / "ca.key").write_bytes(
+        ca_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     leaf = (x509.BasicConstraints(ca=False, path_length=None), True)
     server_key = _key()
     san = x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])

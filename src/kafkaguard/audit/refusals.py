@@ -51,6 +51,7 @@ class RefusalReason(Enum):
     SASL_LOGIN_TIMEOUT = "sasl_login_timeout"
     PRE_LOGIN_FRAME_SIZE = "pre_login_frame_size"
     PROTOCOL_VIOLATION = "protocol_violation"
+    PROXY_PROTOCOL = "proxy_protocol"
 
 
 @dataclass(frozen=True, slots=True, order=True)

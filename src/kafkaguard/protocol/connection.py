@@ -28,6 +28,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.config import SecurityProtocol
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
 from kafkaguard.protocol.api_versions import api_versions_response
@@ -35,11 +36,11 @@ from kafkaguard.protocol.codec import DecodedRequest, UnsupportedRequest, Versio
 from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
-from kafkaguard.protocol.identity import Identity
+from kafkaguard.protocol.identity import CertificateNotMapped, Identity
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.prelogin import pre_login_limit
 from kafkaguard.protocol.replies import Close, NoResponse, Relayed, Reply, Response, Throttled
-from kafkaguard.protocol.sasl import SaslOutcome, SaslState, record_login
+from kafkaguard.protocol.sasl import SaslOutcome, SaslState, record_login, record_peer_login
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.protocol.sessions import Session
 from kafkaguard.protocol.slices import encode_response_in_slices, sliced_array
@@ -98,15 +99,20 @@ class Connection:
         dispatcher: Dispatcher,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        *,
+        host: str | None = None,
     ) -> None:
+        """``host``: the client's address (Java's form) when it is not the socket's peer (a PROXY header's)."""
         self.context = context
         self.dispatcher = dispatcher
         self.services = context.services
         self.listener = context.listener
         self.reader = reader
         self.writer = writer
-        peer = writer.get_extra_info("peername")
-        self.host = java_host(peer[0]) if peer else "unknown"
+        if host is None:
+            peer = writer.get_extra_info("peername")
+            host = java_host(peer[0]) if peer else "unknown"
+        self.host = host
         self.outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=writer.close, peer=self.host)
         settings = self.services.settings
         self.identity = context.identity or Identity.from_services(self.services)
@@ -120,8 +126,12 @@ class Connection:
             if self.listener.protocol.uses_sasl
             else None
         )
-        #: Who the client is without SASL: on an SSL listener, its certificate's principal (``identify_peer``).
+        #: Who the client is without SASL: on an SSL listener, its certificate's principal.
         self.peer_principal = ANONYMOUS_PRINCIPAL
+        #: Why the client has no principal at all (no mapping rule applies to its certificate): closed at once.
+        self.unidentified: str | None = None
+        if self.listener.protocol is SecurityProtocol.SSL:
+            self._identify_peer(writer)
         #: When a SASL listener's client must have logged in (``time.monotonic()``); the server moves it to the TCP
         #: accept, so that a TLS handshake counts.
         self.login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
@@ -147,6 +157,20 @@ class Connection:
         login = None if self.sasl is None else self.sasl.login
         return () if login is None else login.groups
 
+    def _identify_peer(self, writer: asyncio.StreamWriter) -> None:
+        """An SSL listener's client is who its certificate says (Kafka's ``DefaultKafkaPrincipalBuilder``)."""
+        tls = writer.get_extra_info("ssl_object")
+        certificate = tls.getpeercert(binary_form=True) if tls is not None else None
+        try:
+            self.peer_principal = self.identity.certificate_principal(certificate)
+        except CertificateNotMapped as e:
+            self.unidentified = str(e)
+            record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", e, succeeded=False)
+            return
+        if certificate is not None:
+            record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal,
+                              succeeded=True)  # fmt: skip
+
     @property
     def authenticated(self) -> bool:
         return self.sasl is None or self.sasl.authenticated
@@ -154,6 +178,8 @@ class Connection:
     async def run(self) -> None:
         reason = "client closed the connection"
         try:
+            if self.unidentified is not None:  # Kafka closes such a channel at its first request
+                raise CloseConnection(f"no principal: {self.unidentified}")
             while True:
                 if self.outbox.full:  # relayed answers outstanding: read no more until one is out
                     await self.outbox.room()

@@ -4,7 +4,14 @@ with other processes, and clean shutdown. Each is a ``ListeningServer`` that say
 
 Each accepted TCP connection is first admitted or refused (``admission``: per address, creation rate, per listener,
 in all) before anything is read from it or a TLS handshake starts; a refusal closes it, and is counted and logged
-rate-limited (``Services.refusals``). An admitted connection waits as a bare file descriptor until it sends its first
+rate-limited (``Services.refusals``).
+
+**Behind a load balancer** (``proxy_protocol`` optional or required): a connection from one of ``trusted_proxies``
+is admitted for the address its PROXY header carries, once that header is read (``protocol.proxy_header``; before any
+Kafka byte or TLS handshake, within ``PROXY_HEADER_SECONDS``); that address is the client's for host ACLs, connection
+limits and the audit. With ``required``, a connection from any other address is refused unread; with ``optional`` it
+is served under its socket's address, and a PROXY header it sends is not believed (it fails as the bytes of no Kafka
+request). An admitted connection waits as a bare file descriptor until it sends its first
 bytes (``accept.Doorway``), and only then gets streams, a TLS handshake and a task. A SASL listener's client must
 log in within ``sasl_login_timeout_seconds`` of its TCP accept, the wait and the TLS handshake included.
 
@@ -41,8 +48,10 @@ from kafkaguard.protocol.collector import Collector
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.descriptors import reserve_descriptors
 from kafkaguard.protocol.identity import Identity
+from kafkaguard.protocol.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
 from kafkaguard.protocol.sessions import SessionRegistry
+from kafkaguard.protocol.trusted import TrustedProxies
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +62,8 @@ NODE_ID = 1
 _STREAM_LIMIT = 64 * 1024
 #: File descriptors reserved besides the connections' (listeners, store, logs, the proxy's per-broker ports).
 _OTHER_DESCRIPTORS = 1024
+#: How long a trusted proxy has to send its PROXY header: load balancers send it with the connection's first bytes.
+PROXY_HEADER_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,12 @@ class ListeningServer(ABC):
         self.collector = Collector()
         #: How clients are identified (SASL mechanisms, certificate mapping), once for every connection.
         self.identity = Identity.from_services(services)
+        #: The load balancers whose PROXY headers are believed (None: PROXY protocol off).
+        self.proxies = (
+            None
+            if settings.proxy_protocol == "off"
+            else TrustedProxies(settings.trusted_proxies, required=settings.proxy_protocol == "required")
+        )
 
     # ----------------------------------------------------------------------------------------------- lifecycle
 
@@ -101,6 +118,7 @@ class ListeningServer(ABC):
         self.sessions.start()  # before the first connection: no login may miss a credential change
         # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
         record_served_settings(self.services.settings, self.SERVED_BY)
+        await self.identity.start()  # before the first connection: the identity provider's keys
         # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
         reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
         for listener in self.services.settings.parsed_listeners:
@@ -128,7 +146,7 @@ class ListeningServer(ABC):
         if self.audit is not None:
             await self.audit.stop()
         await self.collector.stop()
-        self.identity.close()
+        await self.identity.close()
         self.services.refusals.flush()
         self._bound.clear()
         self._stopped.set()
@@ -170,12 +188,20 @@ class ListeningServer(ABC):
     def dispatcher(self, listener: Listener, context: ListenerContext) -> Dispatcher:
         """What answers the logged-in requests of a connection that came in on the bound ``listener``."""
 
-    def connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> Connection:
-        """The connection of a client that came in on the bound ``listener``."""
+    def connection(
+        self,
+        listener: Listener,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        host: str | None = None,
+    ) -> Connection:
+        """The connection of a client that came in on the bound ``listener`` (``host``: its address, when it is
+        not the socket's peer: a PROXY header's)."""
         client_listener = self.counted_as(listener)
         broker = self.broker_for(client_listener)
         context = ListenerContext(self.services, client_listener, broker, self.audit, self.sessions, self.identity)
-        return Connection(context, self.dispatcher(listener, context), reader, writer)
+        return Connection(context, self.dispatcher(listener, context), reader, writer, host=host)
 
     @property
     def bound_listeners(self) -> list[Listener]:
@@ -192,17 +218,33 @@ class ListeningServer(ABC):
 
     def _admit(self, counted: str, peer: str) -> bool:
         """A TCP connection was accepted on ``listener``, nothing read from it yet: admit it, or refuse it (counted
-        and logged rate-limited; the doorway closes it)."""
+        and logged rate-limited; the doorway closes it). A trusted proxy's connection is admitted for its client's
+        address once the PROXY header says it (``_serve``)."""
         address = java_host(peer)
+        proxies = self.proxies
+        if proxies is not None:
+            if proxies.trusts(address):
+                return True
+            if proxies.required:
+                self.services.refusals.record(counted, RefusalReason.PROXY_PROTOCOL, address,
+                                              "not one of trusted_proxies, and proxy_protocol is required")  # fmt: skip
+                return False
         decision = self.admission.admit(counted, address)
         if isinstance(decision, Refusal):
             self.services.refusals.record(counted, decision.reason, address, decision.detail)
             return False
         return True
 
+    def _admitted_at_accept(self, address: str) -> bool:
+        """Whether a connection from ``address`` was counted when it was accepted (else it is counted once its PROXY
+        header is read)."""
+        return self.proxies is None or not self.proxies.trusts(address)
+
     def _gone(self, listener: Listener, counted: str, peer: str, expired: bool) -> None:
         """An admitted connection ended before it sent a byte."""
         admission = Admission(counted, java_host(peer))
+        if not self._admitted_at_accept(admission.address):
+            return
         if expired and listener.protocol.uses_sasl:
             timeout = self.services.settings.sasl_login_timeout_seconds
             detail = f"sent nothing within sasl_login_timeout_seconds ({timeout:g} s)"
@@ -237,7 +279,13 @@ class ListeningServer(ABC):
         settings = self.services.settings
         login_deadline = accepted_at + settings.sasl_login_timeout_seconds
         writer: asyncio.StreamWriter | None = None
+        admitted = self._admitted_at_accept(admission.address)
         try:
+            if not admitted:
+                client = await self._read_proxy_header(sock, admission)
+                if client is None:
+                    return
+                admission, admitted = client, True
             try:
                 async with asyncio.timeout_at(self._loop_time_of(login_deadline) if tls is not None else None):
                     reader, writer = await open_streams(sock, tls, limit=_STREAM_LIMIT)
@@ -246,10 +294,16 @@ class ListeningServer(ABC):
                                               "TLS handshake not finished within sasl_login_timeout_seconds "
                                               f"({settings.sasl_login_timeout_seconds:g} s)")  # fmt: skip
                 return
+            except ssl.SSLError as e:
+                # Kafka counts a failed TLS handshake (no, unknown or revoked client certificate) as a failed login.
+                self.services.logins.record(str(listener), "SSL", succeeded=False)
+                log.info("Failed authentication with /%s (listener %s, SSL handshake failed): %s", admission.address,
+                         listener, e.reason or e)  # fmt: skip
+                return
             except OSError as e:
                 log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
                 return
-            connection = self.connection(listener, reader, writer)
+            connection = self.connection(listener, reader, writer, host=admission.address)
             connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
             await connection.run()
             if connection.violated and settings.protocol_violation_penalty_seconds > 0:
@@ -264,7 +318,37 @@ class ListeningServer(ABC):
                 sock.close()
             else:  # the connection closes its stream itself; this only covers a connection that failed to start
                 writer.close()
-            self.admission.release(admission)
+            if admitted:
+                self.admission.release(admission)
+
+    async def _read_proxy_header(self, sock: socket.socket, via: Admission) -> Admission | None:
+        """A trusted proxy's connection: the client's address from its PROXY header (the proxy's own for a LOCAL
+        header, or — ``optional`` — none), admitted under the limits of that address; None when the header is
+        missing, malformed or late, or the client's address is refused (each counted and logged)."""
+        refusals = self.services.refusals
+        try:
+            async with asyncio.timeout(PROXY_HEADER_SECONDS):
+                header = await read_proxy_header(sock)
+        except TimeoutError:
+            refusals.record(via.listener, RefusalReason.PROXY_PROTOCOL, via.address,
+                            f"no PROXY header within {PROXY_HEADER_SECONDS:g} s")  # fmt: skip
+            return None
+        except ProxyHeaderError as e:
+            refusals.record(via.listener, RefusalReason.PROXY_PROTOCOL, via.address, f"bad PROXY header: {e}")
+            return None
+        except OSError:
+            return None  # the proxy closed the connection
+        if header is None and self.proxies is not None and self.proxies.required:
+            refusals.record(via.listener, RefusalReason.PROXY_PROTOCOL, via.address,
+                            "no PROXY header, and proxy_protocol is required")  # fmt: skip
+            return None
+        source = None if header is None else header.source
+        address = via.address if source is None else java_host(source[0])
+        decision = self.admission.admit(via.listener, address)
+        if isinstance(decision, Refusal):
+            refusals.record(via.listener, decision.reason, address, decision.detail)
+            return None
+        return Admission(via.listener, address)
 
     @staticmethod
     def _loop_time_of(monotonic: float) -> float:

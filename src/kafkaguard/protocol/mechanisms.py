@@ -24,15 +24,27 @@ and the groups the token carried.
 
 from __future__ import annotations
 
+import logging
+import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafkaguard.errors import ScramAuthenticationError, ScramStateError
+from kafkaguard.errors import (
+    OAuthBearerAuthenticationError,
+    OAuthBearerError,
+    ScramAuthenticationError,
+    ScramStateError,
+)
+from kafkaguard.identity.jwks import JwksSource
+from kafkaguard.identity.oauth import TokenExpectations, TokenRejected, ValidatedToken, token_key_id, validate_token
+from kafkaguard.identity.oauthbearer import OAuthBearerServerSession, OAuthBearerServerStage
 from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.passwords.throttle import LoginThrottledError
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
 from kafkaguard.service.credentials import CredentialService
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,14 +187,81 @@ class PlainServer:
         return Authenticated(b"", Login(user, self.name, credential=credential))
 
 
+@dataclass(frozen=True, slots=True)
+class TokenCheck:
+    """What OAUTHBEARER tokens are checked against: the identity provider's keys and Kafka's expectations."""
+
+    keys: JwksSource
+    expectations: TokenExpectations
+
+    async def validate(self, token: str) -> ValidatedToken:
+        """:raises TokenRejected: the token is not valid (the reason is for the log; it never holds the token)."""
+        try:
+            keys = await self.keys.keys_for(token_key_id(token))
+        except TokenRejected:
+            raise
+        except OAuthBearerError as e:  # a malformed header: no key id to look up
+            raise TokenRejected(str(e)) from None
+        return validate_token(token, keys, self.expectations, int(time.time() * 1000))
+
+
+class OAuthBearerServer:
+    """SASL/OAUTHBEARER: ``identity.oauthbearer``'s state machine, the token checked by ``TokenCheck`` (Kafka's
+    ``OAuthBearerValidatorCallbackHandler``). A bad token gets Kafka's ``{"status":"invalid_token"}`` challenge; the
+    client's ``%x01`` answer to it fails the login with that message."""
+
+    name = "OAUTHBEARER"
+
+    def __init__(self, check: TokenCheck, client: str) -> None:
+        self._check = check
+        self._client = client
+        self._session = OAuthBearerServerSession()
+        self._principal: str | None = None
+
+    @property
+    def claimed_user(self) -> str | None:
+        return self._principal
+
+    async def step(self, token: bytes) -> Step:
+        session = self._session
+        try:
+            response = session.receive_client_response(token)
+            outcome: ValidatedToken | TokenRejected
+            try:
+                outcome = await self._check.validate(response.token.value)
+            except TokenRejected as e:
+                log.info("OAUTHBEARER token from /%s refused: %s", self._client, e)  # never the token
+                outcome = e
+            else:
+                self._principal = outcome.principal_name
+            challenge = session.receive_validation(outcome)
+        except OAuthBearerAuthenticationError as e:
+            return Failed(e.client_message)
+        except OAuthBearerError as e:  # a step out of order: no Kafka client does this
+            return Failed(str(e))
+        if session.stage is not OAuthBearerServerStage.AUTHENTICATED:
+            return Challenge(challenge)
+        validated = session.validated_token
+        groups = tuple(f"Group:{group}" for group in validated.groups)
+        login = Login(validated.principal_name, self.name, expires_at_ms=validated.expires_at_ms, groups=groups)
+        return Authenticated(challenge, login)
+
+
 class Mechanisms:
     """What a listener's SASL handshake can start: a ``MechanismServer`` per mechanism name (one per process)."""
 
-    def __init__(self, credentials: CredentialService, secret: bytes, passwords: PasswordChecker | None) -> None:
-        """``passwords``: what checks PLAIN's passwords (None: PLAIN is not enabled)."""
+    def __init__(
+        self,
+        credentials: CredentialService,
+        secret: bytes,
+        passwords: PasswordChecker | None = None,
+        tokens: TokenCheck | None = None,
+    ) -> None:
+        """``passwords``: what checks PLAIN's passwords; ``tokens``: OAUTHBEARER's (None: not enabled)."""
         self._credentials = credentials
         self._secret = secret
         self._passwords = passwords
+        self._tokens = tokens
 
     def server(self, name: str, *, client: str, reauthentication: bool) -> MechanismServer:
         """A server for one exchange of the enabled mechanism ``name`` with the client at address ``client``.
@@ -191,5 +270,7 @@ class Mechanisms:
         """
         if name == PlainServer.name and self._passwords is not None:
             return PlainServer(self._passwords, client)
+        if name == OAuthBearerServer.name and self._tokens is not None:
+            return OAuthBearerServer(self._tokens, client)
         mechanism = ScramMechanism.from_name(name)
         return ScramServer(mechanism, self._credentials, self._secret, reauthentication=reauthentication)

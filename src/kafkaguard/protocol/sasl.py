@@ -283,3 +283,16 @@ def record_login(logins: LoginStatistics, listener: str, host: str, sasl: SaslSt
         log.info("Failed %s with /%s (listener %s, mechanism %s, user %r): %s",
                  "re-authentication" if sasl.reauthenticating else "authentication", host, listener, mechanism,
                  claimed, sasl.failure or "authentication failed")  # fmt: skip
+
+
+def record_peer_login(
+    logins: LoginStatistics, listener: str, host: str, mechanism: str, outcome: object, *, succeeded: bool
+) -> None:
+    """Count and log a client identified by its TLS certificate (``mechanism`` SSL): ``outcome`` is its principal,
+    or why it has none (a failure, logged at INFO as Kafka's ``Selector`` logs a failed authentication)."""
+    logins.record(listener, mechanism, succeeded=succeeded)
+    if succeeded:
+        log.debug("Successfully authenticated with /%s (listener %s, %s certificate of %s)", host, listener, mechanism,
+                  outcome)  # fmt: skip
+    else:
+        log.info("Failed authentication with /%s (listener %s, %s certificate): %s", host, listener, mechanism, outcome)
