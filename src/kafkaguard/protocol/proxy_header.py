@@ -19,9 +19,10 @@ frame begins with its big-endian int32 size, and those first bytes would announc
 ``NoHeader``, and a first byte of ``P`` or ``\r`` commits the connection to a header: a later mismatch is a
 ``ProxyHeaderError``, never ``NoHeader``.
 
-**Incomplete's guarantee.** ``Incomplete`` means: every byte of ``data`` belongs to the header (it is a proper
-prefix of any header that completes it; any continuation either yields a ``ProxyHeader`` whose ``length`` is more
-than ``len(data)`` or raises ``ProxyHeaderError``). A caller may therefore consume those bytes and parse again with
+**Incomplete's guarantee.** ``Incomplete`` means: every byte of ``data`` belongs to the header. For non-empty
+``data``: any continuation either yields a ``ProxyHeader`` whose ``length`` is more than ``len(data)`` or raises
+``ProxyHeaderError``, never ``NoHeader`` (``b""`` is Incomplete vacuously: it has no bytes, and may still turn out
+to be ``NoHeader``). A caller may therefore consume those bytes and parse again with
 them kept in front, as ``read_proxy_header`` does, so that a peer trickling bytes cannot make it re-read the kernel
 queue. In every result, ``length <= len(data)``.
 
