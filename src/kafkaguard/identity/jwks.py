@@ -193,13 +193,16 @@ class JwksSource:
             self._client = None
 
     async def keys_for(self, kid: str | None) -> KeySet:
-        """The keys to validate a token with ``kid``: the current ones, or, when ``kid`` is unknown and may ask
-        for a refresh now (the missing-kid cache), the keys after one refresh."""
+        """The keys to validate a token with ``kid``: the current ones; when ``kid`` is unknown, the keys after one
+        refresh: a new one if the missing-kid cache allows it, else the one already running, if any."""
         keys = self.keys
-        if kid is None or kid in keys.key_ids() or not self._may_expedite(kid):
+        if kid is None or kid in keys.key_ids():
             return keys
-        log.debug("JWKS %s: unknown kid %r; refreshing now", self._url, kid)
-        await asyncio.shield(self._refresh())
+        if self._may_expedite(kid):
+            log.debug("JWKS %s: unknown kid %r; refreshing now", self._url, kid)
+            await asyncio.shield(self._refresh())
+        elif self._refreshing is not None and not self._refreshing.done():
+            await asyncio.shield(self._refreshing)  # another caller's refresh, already on its way: share it
         return self.keys
 
     def _may_expedite(self, kid: str) -> bool:
