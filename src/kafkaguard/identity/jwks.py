@@ -25,6 +25,8 @@ Where this differs from Kafka:
 * A ``file:`` URL: Kafka's ``JwksFileVerificationKeyResolver`` reads the file once, at start, and never again;
   here the file is read again on the same schedule as an https endpoint (and for unknown kids), so keys can be
   rotated without a restart. A file that becomes unreadable keeps the previous keys, like a failed fetch.
+* Kafka asks for a refresh whenever no key is *selected* (e.g. an ES256 token naming an RSA key's kid); here only
+  for a kid the keys do not have: a known kid's keys do not change by fetching them again.
 * A token without ``kid`` that no key matches: Kafka's resolver throws a NullPointerException (caught by jose4j:
   the token is refused); here it is refused too, and asks for no refresh either.
 """
