@@ -25,6 +25,8 @@ Where this differs from Kafka:
 * A ``file:`` URL: Kafka's ``JwksFileVerificationKeyResolver`` reads the file once, at start, and never again;
   here the file is read again on the same schedule as an https endpoint (and for unknown kids), so keys can be
   rotated without a restart. A file that becomes unreadable keeps the previous keys, like a failed fetch.
+* Kafka asks for a refresh whenever no key is *selected* (e.g. an ES256 token naming an RSA key's kid); here only
+  for a kid the keys do not have: a known kid's keys do not change by fetching them again.
 * A token without ``kid`` that no key matches: Kafka's resolver throws a NullPointerException (caught by jose4j:
   the token is refused); here it is refused too, and asks for no refresh either.
 """
@@ -193,13 +195,16 @@ class JwksSource:
             self._client = None
 
     async def keys_for(self, kid: str | None) -> KeySet:
-        """The keys to validate a token with ``kid``: the current ones, or, when ``kid`` is unknown and may ask
-        for a refresh now (the missing-kid cache), the keys after one refresh."""
+        """The keys to validate a token with ``kid``: the current ones; when ``kid`` is unknown, the keys after one
+        refresh: a new one if the missing-kid cache allows it, else the one already running, if any."""
         keys = self.keys
-        if kid is None or kid in keys.key_ids() or not self._may_expedite(kid):
+        if kid is None or kid in keys.key_ids():
             return keys
-        log.debug("JWKS %s: unknown kid %r; refreshing now", self._url, kid)
-        await asyncio.shield(self._refresh())
+        if self._may_expedite(kid):
+            log.debug("JWKS %s: unknown kid %r; refreshing now", self._url, kid)
+            await asyncio.shield(self._refresh())
+        elif self._refreshing is not None and not self._refreshing.done():
+            await asyncio.shield(self._refreshing)  # another caller's refresh, already on its way: share it
         return self.keys
 
     def _may_expedite(self, kid: str) -> bool:
