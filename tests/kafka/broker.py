@@ -210,6 +210,79 @@ def has_started(log: Path, offset: int = 0) -> bool:
         return STARTED in read.read()
 
 
+def _java_property(value: str) -> str:
+    """``value`` as one line of a .properties file (a PEM's newlines escaped; Java's Properties reads them back)."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
+@dataclass(frozen=True)
+class OAuthBearerValidation:
+    """How the OAUTH listener (SASL_SSL, OAUTHBEARER) checks tokens: Kafka's ``OAuthBearerValidatorCallbackHandler``
+    with the broker-level ``sasl.oauthbearer.*`` settings (Kafka 3.9 reads them from the broker's config only)."""
+
+    jwks_file: Path
+    expected_audience: tuple[str, ...] = ()
+    expected_issuer: str | None = None
+    sub_claim_name: str = "sub"
+    scope_claim_name: str = "scope"
+    clock_skew_seconds: int = 30
+
+    def properties(self, listener: str) -> list[str]:
+        name = listener.lower()
+        lines = [
+            f"listener.name.{name}.sasl.enabled.mechanisms=OAUTHBEARER",
+            f"listener.name.{name}.oauthbearer.sasl.server.callback.handler.class="
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+            f"listener.name.{name}.oauthbearer.sasl.jaas.config="
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+            f"sasl.oauthbearer.jwks.endpoint.url={self.jwks_file.resolve().as_uri()}",
+            f"sasl.oauthbearer.sub.claim.name={self.sub_claim_name}",
+            f"sasl.oauthbearer.scope.claim.name={self.scope_claim_name}",
+            f"sasl.oauthbearer.clock.skew.seconds={self.clock_skew_seconds}",
+        ]
+        if self.expected_audience:
+            lines.append(f"sasl.oauthbearer.expected.audience={','.join(self.expected_audience)}")
+        if self.expected_issuer is not None:
+            lines.append(f"sasl.oauthbearer.expected.issuer={self.expected_issuer}")
+        return lines
+
+
+@dataclass(frozen=True)
+class TlsIdentity:
+    """Identity listeners for ``KafkaBroker``, beside its SASL_PLAINTEXT one (which stays, with its admin, for ACLs):
+
+    * ``MTLS`` (SSL): ``ssl.client.auth=required``, client certificates checked against ``ca_pem``, the principal
+      ``User:`` + the subject mapped by ``principal_mapping_rules`` (Kafka's ``ssl.principal.mapping.rules``);
+    * ``OAUTH`` (SASL_SSL, only with ``oauth``): OAUTHBEARER validated against a JWKS file (no client certificate).
+
+    Both present ``server_certificate_pem``/``server_key_pem`` (Kafka 3.9's PEM key and trust stores, no keystore
+    files). ``tests/kafka/pki.py`` makes the certificates.
+    """
+
+    ca_pem: str
+    server_certificate_pem: str
+    server_key_pem: str = field(repr=False)
+    principal_mapping_rules: str = "DEFAULT"
+    oauth: OAuthBearerValidation | None = None
+
+    def properties(self) -> list[str]:
+        """The listener-prefixed TLS settings of both listeners and the OAUTH listener's SASL settings."""
+        lines = []
+        for name, client_auth in (("mtls", "required"), ("oauth", "none")):
+            lines += [
+                f"listener.name.{name}.ssl.keystore.type=PEM",
+                f"listener.name.{name}.ssl.keystore.certificate.chain={_java_property(self.server_certificate_pem)}",
+                f"listener.name.{name}.ssl.keystore.key={_java_property(self.server_key_pem)}",
+                f"listener.name.{name}.ssl.truststore.type=PEM",
+                f"listener.name.{name}.ssl.truststore.certificates={_java_property(self.ca_pem)}",
+                f"listener.name.{name}.ssl.client.auth={client_auth}",
+                f"listener.name.{name}.ssl.principal.mapping.rules={_java_property(self.principal_mapping_rules)}",
+            ]
+        if self.oauth is not None:
+            lines += self.oauth.properties("OAUTH")
+        return lines
+
+
 @dataclass
 class KafkaBroker:
     """One running broker. ``bootstrap`` is ``127.0.0.1:port`` (SASL_PLAINTEXT, SCRAM)."""
@@ -223,6 +296,12 @@ class KafkaBroker:
     #: plain TCP forwarder listening there carries every byte of its clients (benchmarks/bench_proxy's bare hop).
     hop_port: int | None = None
     hop_advertised_port: int | None = None
+    #: Identity listeners (``TlsIdentity``): MTLS on ``mtls_port`` and, with OAuth, OAUTH on ``oauth_port``.
+    identity: TlsIdentity | None = None
+    mtls_port: int = field(default_factory=free_port)
+    oauth_port: int = field(default_factory=free_port)
+    #: Super users besides ``User:admin`` (e.g. the principal a client certificate maps to).
+    extra_super_users: tuple[str, ...] = ()
 
     @property
     def bootstrap(self) -> str:
@@ -231,6 +310,16 @@ class KafkaBroker:
     @property
     def authorizer_log(self) -> Path:
         return self.workdir / "kafka-authorizer.log"
+
+    @property
+    def mtls_bootstrap(self) -> str:
+        """``127.0.0.1:port`` of the MTLS listener (SSL, client certificate required)."""
+        return f"{LOOPBACK}:{self.mtls_port}"
+
+    @property
+    def oauth_bootstrap(self) -> str:
+        """``127.0.0.1:port`` of the OAUTH listener (SASL_SSL, OAUTHBEARER)."""
+        return f"{LOOPBACK}:{self.oauth_port}"
 
     @property
     def classpath(self) -> str:
@@ -285,6 +374,14 @@ class KafkaBroker:
             listeners += f",HOP://{LOOPBACK}:{self.hop_port}"
             advertised += f",HOP://{LOOPBACK}:{self.hop_advertised_port}"
             hop = [f"listener.name.hop.scram-sha-{bits}.sasl.jaas.config={jaas}" for bits in (256, 512)]
+        identity: list[str] = []
+        if self.identity is not None:
+            listeners += f",MTLS://{LOOPBACK}:{self.mtls_port}"
+            advertised += f",MTLS://{LOOPBACK}:{self.mtls_port}"
+            if self.identity.oauth is not None:
+                listeners += f",OAUTH://{LOOPBACK}:{self.oauth_port}"
+                advertised += f",OAUTH://{LOOPBACK}:{self.oauth_port}"
+            identity = self.identity.properties()
         properties = write_properties(
             self.workdir / "server.properties",
             [
@@ -293,8 +390,10 @@ class KafkaBroker:
                 f"controller.quorum.voters=1@{LOOPBACK}:{self.controller_port}",
                 f"listeners={listeners}",
                 f"advertised.listeners={advertised}",
-                "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,HOP:SASL_PLAINTEXT",
+                "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,HOP:SASL_PLAINTEXT"
+                ",MTLS:SSL,OAUTH:SASL_SSL",
                 *hop,
+                *identity,
                 "inter.broker.listener.name=SASL_PLAINTEXT",
                 "controller.listener.names=CONTROLLER",
                 "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
@@ -305,7 +404,7 @@ class KafkaBroker:
                 "listener.name.controller.sasl.enabled.mechanisms=PLAIN",
                 f"listener.name.controller.plain.sasl.jaas.config={plain}",
                 "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                f"super.users=User:{ADMIN}",
+                f"super.users={';'.join([f'User:{ADMIN}', *self.extra_super_users])}",
                 "allow.everyone.if.no.acl.found=false",
                 f"log.dirs={self.workdir / 'data'}",
                 "num.partitions=1",

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.kafka.broker import KafkaBroker, KafkaCluster, KafkaNotConfigured, kafka_home, kafka_source
+from tests.kafka.identity_broker import IdentityKafka, start_identity_kafka
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -57,3 +58,14 @@ def kafka_cluster(kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory) ->
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def identity_kafka(kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdentityKafka]:
+    """A second broker with identity listeners (``tests/kafka/identity_broker.py``): MTLS (SSL, client certificate
+    required, mapping rules) and OAUTH (SASL_SSL, OAUTHBEARER against a JWKS file), beside SASL_PLAINTEXT."""
+    started = start_identity_kafka(kafka_dist, tmp_path_factory.mktemp("identity-kafka"))
+    try:
+        yield started
+    finally:
+        started.broker.stop()
