@@ -141,9 +141,14 @@ class Settings(BaseSettings):
     ssl_keyfile_password_file: Path | None = Field(None, description="A file holding the private key's password.")
     ssl_client_auth: Literal["none", "requested", "required"] = Field(
         "none",
-        description="Kafka's ssl.client.auth on SSL and SASL_SSL listeners: ask for a client certificate and verify "
-        "it against ssl_cafile ('requested': a client without one is User:ANONYMOUS on an SSL listener; "
-        "'required': the TLS handshake fails without one).",
+        description="Kafka's ssl.client.auth on SSL listeners: ask for a client certificate and verify it against "
+        "ssl_cafile ('requested': a client without one is User:ANONYMOUS; 'required': the TLS handshake fails "
+        "without one).",
+    )
+    sasl_ssl_client_auth: Literal["none", "requested", "required"] = Field(
+        "none",
+        description="The same on SASL_SSL listeners, where the SASL login still names the principal (Kafka, since "
+        "KIP-684, reads only listener.name.X.ssl.client.auth there, never the broker-wide ssl.client.auth).",
     )
     ssl_cafile: Path | None = Field(
         None, description="PEM bundle of the CAs that sign client certificates (Kafka's ssl.truststore.*)."
@@ -465,10 +470,11 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _check_identity(self) -> Settings:
         """Settings that only mean something together (each message says what to add)."""
-        if self.ssl_client_auth != "none" and self.ssl_cafile is None:
-            raise InvalidConfigError(
-                f"ssl_client_auth {self.ssl_client_auth} needs ssl_cafile: the CAs that sign client certificates"
-            )
+        for name in ("ssl_client_auth", "sasl_ssl_client_auth"):
+            if getattr(self, name) != "none" and self.ssl_cafile is None:
+                raise InvalidConfigError(
+                    f"{name} {getattr(self, name)} needs ssl_cafile: the CAs that sign client certificates"
+                )
         if self.ssl_keyfile_password is not None and self.ssl_keyfile_password_file is not None:
             raise InvalidConfigError("give the key password once: ssl_keyfile_password or ssl_keyfile_password_file")
         if "OAUTHBEARER" in self.sasl_mechanisms and self.sasl_oauthbearer_jwks_endpoint_url is None:

@@ -49,6 +49,7 @@ def _server(directory: Path, certs: CertificateSet, client_auth: str, **override
         TlsFiles(certs.server.cert, certs.server.key),
         listeners=["SSL://127.0.0.1:0", "SASL_SSL://127.0.0.1:0", "SASL_PLAINTEXT://127.0.0.1:0"],
         ssl_client_auth=client_auth,
+        sasl_ssl_client_auth=client_auth,
         ssl_cafile=certs.ca,
         ssl_principal_mapping_rules=RULES,
         **overrides,

@@ -75,6 +75,10 @@ SslClientAuth = Annotated[
     str | None,
     typer.Option(help="Kafka's ssl.client.auth on SSL/SASL_SSL listeners: none (default), requested or required."),
 ]
+SaslSslClientAuth = Annotated[
+    str | None,
+    typer.Option(help="The same on SASL_SSL listeners (the SASL login names the principal): none (default)."),
+]
 SslCafile = Annotated[Path | None, typer.Option(help="PEM bundle of the CAs that sign client certificates.")]
 SslCrlfile = Annotated[Path | None, typer.Option(help="PEM revocation list(s) for client certificates.")]
 SslPrincipalMappingRules = Annotated[
@@ -114,6 +118,7 @@ ProxyProtocol = Annotated[
 IDENTITY = (
     "ssl_keyfile_password_file",
     "ssl_client_auth",
+    "sasl_ssl_client_auth",
     "ssl_cafile",
     "ssl_crlfile",
     "ssl_principal_mapping_rules",

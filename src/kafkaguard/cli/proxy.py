@@ -55,6 +55,7 @@ def proxy(
     ssl_keyfile: o.SslKeyfile = None,
     ssl_keyfile_password_file: o.SslKeyfilePasswordFile = None,
     ssl_client_auth: o.SslClientAuth = None,
+    sasl_ssl_client_auth: o.SaslSslClientAuth = None,
     ssl_cafile: o.SslCafile = None,
     ssl_crlfile: o.SslCrlfile = None,
     ssl_principal_mapping_rules: o.SslPrincipalMappingRules = None,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.bootstrap import Services, build_services
-from kafkaguard.config import Listener, Settings, record_served_settings
+from kafkaguard.config import Listener, SecurityProtocol, Settings, record_served_settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
 from kafkaguard.model import java_host
@@ -156,7 +156,7 @@ class ListeningServer(ABC):
 
         :raises InvalidConfigError: it cannot be bound, or TLS is configured wrongly (the server is stopped).
         """
-        context = self._tls_context() if listener.protocol.uses_tls else None
+        context = tls_server_context(self.services.settings, listener.protocol) if listener.protocol.uses_tls else None
         settings = self.services.settings
         counted = str(self.counted_as(listener))  # the limits it counts against
         try:
@@ -354,13 +354,11 @@ class ListeningServer(ABC):
     def _loop_time_of(monotonic: float) -> float:
         return asyncio.get_running_loop().time() + (monotonic - time.monotonic())
 
-    def _tls_context(self) -> ssl.SSLContext:
-        return tls_server_context(self.services.settings)
 
-
-def tls_server_context(settings: Settings) -> ssl.SSLContext:
-    """The TLS context of SSL and SASL_SSL listeners: the server's certificate and key, and with ``ssl_client_auth``
-    (Kafka's ssl.client.auth) the CAs that client certificates must chain to, and the revocation lists.
+def tls_server_context(settings: Settings, protocol: SecurityProtocol) -> ssl.SSLContext:
+    """The TLS context of an SSL or SASL_SSL listener: the server's certificate and key, and with
+    ``ssl_client_auth`` (SSL) or ``sasl_ssl_client_auth`` (SASL_SSL) — Kafka's ssl.client.auth — the CAs that client
+    certificates must chain to, and the revocation lists.
 
     :raises InvalidConfigError: a file is missing or unreadable, or the settings do not fit together.
     """
@@ -371,11 +369,12 @@ def tls_server_context(settings: Settings) -> ssl.SSLContext:
         context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile, password=settings.ssl_key_password)
     except (OSError, ssl.SSLError) as e:
         raise InvalidConfigError(f"cannot load the TLS certificate or key: {e}") from e
-    if settings.ssl_client_auth == "none":
+    client_auth = settings.ssl_client_auth if protocol is SecurityProtocol.SSL else settings.sasl_ssl_client_auth
+    if client_auth == "none":
         return context
     # 'requested' asks for a certificate and verifies one that comes, 'required' fails the handshake without one:
     # Kafka's ssl.client.auth, and OpenSSL's CERT_OPTIONAL / CERT_REQUIRED.
-    context.verify_mode = ssl.CERT_REQUIRED if settings.ssl_client_auth == "required" else ssl.CERT_OPTIONAL
+    context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
     try:
         context.load_verify_locations(cafile=settings.ssl_cafile)
         if settings.ssl_crlfile is not None:
