@@ -98,7 +98,8 @@ class ProxyRelay:
         #: Connections accepted so far.
         self.accepted = 0
         self._server: asyncio.Server | None = None
-        self._pairs: set[asyncio.Task[None]] = set()
+        #: Each connection's relaying task and the client's writer, from its accept (before the task first runs).
+        self._pairs: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -120,15 +121,17 @@ class ProxyRelay:
     # --------------------------------------------------------------------------------------- in the running loop
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
 
     async def aclose(self) -> None:
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
-        for task in list(self._pairs):
+        pairs = list(self._pairs.items())
+        for task, client_writer in pairs:
             task.cancel()
-        await asyncio.gather(*self._pairs, return_exceptions=True)
+            client_writer.close()  # also when the task never ran: cancelled before its start, it never will
+        await asyncio.gather(*(task for task, _ in pairs), return_exceptions=True)
 
     async def __aenter__(self) -> ProxyRelay:
         await self.start()
@@ -175,15 +178,18 @@ class ProxyRelay:
 
     # ------------------------------------------------------------------------------------------------- internals
 
-    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+    def _accept(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
-        task = asyncio.current_task()
-        assert task is not None
-        self._pairs.add(task)
-        upstream_writer: asyncio.StreamWriter | None = None
+        task = asyncio.get_running_loop().create_task(self._relay(client_reader, client_writer))
+        self._pairs[task] = client_writer
+        task.add_done_callback(self._pairs.pop)
+
+    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+        writers = [client_writer]
         try:
             sockname = client_writer.get_extra_info("sockname")
             upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+            writers.append(upstream_writer)
             upstream_writer.write(self.header_for((sockname[0], sockname[1])))
             async with asyncio.TaskGroup() as pipes:  # one failing cancels the other
                 pipes.create_task(_pipe(client_reader, upstream_writer))
@@ -191,12 +197,11 @@ class ProxyRelay:
         except* OSError:
             pass  # either side went away: both are closed below
         finally:
-            self._pairs.discard(task)
-            for writer in (client_writer, upstream_writer):
-                if writer is not None:
-                    writer.close()
-                    with contextlib.suppress(OSError):
-                        await writer.wait_closed()
+            for writer in writers:  # all closed before the first wait, which a cancellation may interrupt
+                writer.close()
+            for writer in writers:
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
