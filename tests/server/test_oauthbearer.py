@@ -175,8 +175,8 @@ def test_token_groups_grant_what_group_acls_allow_until_a_token_without_them(oau
 
 
 def test_the_session_ends_with_its_token(oauth_server: ServerHandle) -> None:
-    """Told in session_lifetime_ms (KIP-368), and the first request after the token's expiry closes the connection
-    (Kafka keeps such a connection unless connections.max.reauth.ms is set: README, deliberate differences)."""
+    """Told in session_lifetime_ms (KIP-368), and the first request after the token's expiry closes the connection,
+    as Kafka does even with connections.max.reauth.ms at 0 (its ReauthInfo takes the token's expiry)."""
     with Wire(oauth_server.sasl) as wire:
         answer = oauth_login(wire, token_for("erin", lifetime=2))
         assert answer.error_code == ErrorCode.none

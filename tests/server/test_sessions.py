@@ -290,7 +290,7 @@ def test_a_change_checks_only_the_sessions_of_the_users_it_changed() -> None:
         credential = credentials.lookup(f"user-{n}", SHA256)
         assert credential is not None
         session = Session(f"user-{n}", SHA256.mechanism_name, credential, host="10.0.0.1", listener="SASL_PLAINTEXT://:9092",
-                          lifetime_ms=0, now=0.0, close=closer(f"user-{n}"))  # fmt: skip
+                          lifetime_ms=None, now=0.0, close=closer(f"user-{n}"))  # fmt: skip
         registry.add(session)
         sessions.append(session)
     compared: list[str] = []
@@ -321,7 +321,7 @@ def test_a_change_that_reaches_many_sessions_is_checked_in_slices_that_let_the_l
     assert credential is not None
     registry = SessionRegistry(credentials)
     sessions = [Session("bulk", SHA256.mechanism_name, credential, host="10.0.0.1", listener="SASL_PLAINTEXT://:9092",
-                        lifetime_ms=0, now=0.0, close=lambda: None) for _ in range(2000)]  # fmt: skip
+                        lifetime_ms=None, now=0.0, close=lambda: None) for _ in range(2000)]  # fmt: skip
     for session in sessions:
         registry.add(session)
     assert credentials.upsert_password("bulk", SHA256, "rotated", 4096).succeeded

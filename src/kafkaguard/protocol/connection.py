@@ -37,6 +37,7 @@ from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
 from kafkaguard.protocol.identity import CertificateNotMapped, Identity
+from kafkaguard.protocol.mechanisms import Login
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.prelogin import pre_login_limit
 from kafkaguard.protocol.replies import Close, NoResponse, Relayed, Reply, Response, Throttled
@@ -407,7 +408,7 @@ class Connection:
             login.credential,
             host=self.host,
             listener=str(self.listener),
-            lifetime_ms=sasl.session_lifetime_ms,
+            lifetime_ms=_bounded_lifetime(sasl.session_lifetime_ms, login),
             now=time.monotonic(),
             close=self.writer.close,
         )
@@ -422,7 +423,7 @@ class Connection:
         self._caller = None  # the same user (SaslState checks it), but a new token may carry other groups
         login = sasl.login
         if self.session is not None and login is not None:
-            self.session.renew(login.credential, sasl.session_lifetime_ms, time.monotonic())
+            self.session.renew(login.credential, _bounded_lifetime(sasl.session_lifetime_ms, login), time.monotonic())
 
     def _record_login(self, sasl: SaslState, *, ok: bool) -> None:
         """Count a finished SASL login in ``Services.logins`` and log it (a failure at INFO, as Kafka does); a
@@ -434,3 +435,9 @@ class Connection:
         delay = self.services.settings.auth_failure_delay_ms / 1000
         if delay:
             await asyncio.sleep(delay)
+
+
+def _bounded_lifetime(lifetime_ms: int, login: Login) -> int | None:
+    """A session's lifetime for ``Session`` (None: as long as the connection). A token always bounds it: one told 0
+    (it expired within the clock skew) ends at once — Kafka closes such a connection at its first request too."""
+    return lifetime_ms if lifetime_ms > 0 or login.expires_at_ms is not None else None

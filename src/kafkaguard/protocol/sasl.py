@@ -7,8 +7,9 @@ module only moves tokens and turns outcomes into Kafka responses. A login ends i
 what bounds the session (the stored credential proved, or the token's expiry).
 
 **Session lifetime.** An OAUTHBEARER session lasts until its token expires (or ``connections_max_reauth_ms``, if
-sooner), even with re-authentication off: Kafka keeps such a session open past its token unless
-``connections.max.reauth.ms`` is set (a deliberate difference, SEMANTICS.md §16).
+sooner), as in Kafka (its ``ReauthInfo`` takes the token's expiry even with ``connections.max.reauth.ms`` at 0): the
+client is told in ``session_lifetime_ms`` (0 for a token that expired within the allowed clock skew), and the
+first request after it closes the connection unless the client re-authenticated.
 
 **Re-authentication (KIP-368).** With ``connections_max_reauth_ms`` > 0 every login gets a session lifetime of that
 many milliseconds (SCRAM credentials do not expire, so it is just the setting), sent to the client in SaslAuthenticate
@@ -238,11 +239,11 @@ class SaslState:
 
 
 def _lifetime_ms(reauth_ms: int, expires_at_ms: int | None) -> int:
-    """A session's lifetime: ``connections_max_reauth_ms`` (0: none), shortened to what its token has left (KIP-368
-    takes the smaller of the two; at least 1 ms, so that an expiring token still bounds the session)."""
+    """A session's lifetime as Kafka's ``ReauthInfo`` computes it: ``connections_max_reauth_ms`` (0: none), or what
+    its token has left (0 when it has expired within the clock skew), whichever is smaller."""
     if expires_at_ms is None:
         return reauth_ms
-    left = max(1, expires_at_ms - int(time.time() * 1000))
+    left = max(0, expires_at_ms - int(time.time() * 1000))
     return left if reauth_ms <= 0 else min(reauth_ms, left)
 
 

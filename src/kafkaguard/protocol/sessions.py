@@ -74,7 +74,7 @@ class Session:
         *,
         host: str,
         listener: str,
-        lifetime_ms: int,
+        lifetime_ms: int | None,
         now: float,
         close: Callable[[], None],
     ) -> None:
@@ -83,7 +83,8 @@ class Session:
         self.credential = credential
         self.host = host
         self.listener = listener
-        #: ``connections_max_reauth_ms``; 0: the session lasts as long as the connection.
+        #: How long the session lasts (``connections_max_reauth_ms``, or what its token had left, possibly 0); None:
+        #: as long as the connection.
         self.lifetime_ms = lifetime_ms
         self.expires_at = _expiry(now, lifetime_ms)
         #: Why the session ended (the connection closes with this reason), or None while it is on.
@@ -109,7 +110,7 @@ class Session:
         self._reauthenticated_at = now
         return None
 
-    def renew(self, credential: ScramCredential | None, lifetime_ms: int, now: float) -> None:
+    def renew(self, credential: ScramCredential | None, lifetime_ms: int | None, now: float) -> None:
         """A successful re-authentication (same user and mechanism): the credential it proved (None: a token), a
         new lifetime."""
         self.credential = credential
@@ -126,8 +127,8 @@ class Session:
         self._close()
 
 
-def _expiry(now: float, lifetime_ms: int) -> float | None:
-    return now + lifetime_ms / 1000 if lifetime_ms > 0 else None
+def _expiry(now: float, lifetime_ms: int | None) -> float | None:
+    return None if lifetime_ms is None else now + lifetime_ms / 1000
 
 
 class SessionRegistry:
