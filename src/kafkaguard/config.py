@@ -301,7 +301,7 @@ class Settings(BaseSettings):
     upstream_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT", description="How the proxy reaches the upstream (Kafka's security.protocol)."
     )
-    upstream_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+    upstream_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = Field(
         "SCRAM-SHA-512", description="The proxy's SASL mechanism towards the upstream."
     )
     upstream_user: str | None = Field(None, description="The proxy's service user on the upstream (SASL).")
@@ -313,6 +313,124 @@ class Settings(BaseSettings):
     upstream_timeout_seconds: float = Field(
         40.0, gt=0, description="Longest wait for the upstream to connect or answer one request."
     )
+    # The proxy's own identity towards the upstream besides SCRAM: a client certificate, or OAUTHBEARER tokens
+    # from the client-credentials grant (names after Kafka's client settings).
+    upstream_ssl_certfile: Path | None = Field(
+        None, description="PEM client certificate (chain) for an upstream with ssl.client.auth (SSL, SASL_SSL)."
+    )
+    upstream_ssl_keyfile: Path | None = Field(None, description="PEM private key of upstream_ssl_certfile.")
+    upstream_ssl_keyfile_password: SecretStr | None = Field(
+        None, description="The upstream client key's password (KAFKAGUARD_UPSTREAM_SSL_KEYFILE_PASSWORD only)."
+    )
+    upstream_ssl_keyfile_password_file: Path | None = Field(
+        None, description="A file holding the upstream client key's password."
+    )
+    upstream_sasl_oauthbearer_token_endpoint_url: str | None = Field(
+        None,
+        description="Kafka's sasl.oauthbearer.token.endpoint.url: where the proxy gets its OAUTHBEARER token "
+        "(client-credentials grant), https://… (or http://… on a trusted network).",
+    )
+    upstream_sasl_oauthbearer_client_id: str | None = Field(
+        None, description="Kafka's sasl.oauthbearer.client.credentials.client.id: the proxy's OAuth client."
+    )
+    upstream_sasl_oauthbearer_client_secret: SecretStr | None = Field(
+        None,
+        description="Kafka's sasl.oauthbearer.client.credentials.client.secret "
+        "(KAFKAGUARD_UPSTREAM_SASL_OAUTHBEARER_CLIENT_SECRET only; never logged).",
+    )
+    upstream_sasl_oauthbearer_client_secret_file: Path | None = Field(
+        None, description="A file holding the OAuth client secret."
+    )
+    upstream_sasl_oauthbearer_scope: str | None = Field(
+        None, description="Kafka's sasl.oauthbearer.scope: the scope asked for with the token (optional)."
+    )
+
+    @model_validator(mode="after")
+    def _check_upstream_login(self) -> Settings:
+        """The upstream identity settings that only mean something together (each message says what to add)."""
+        protocol = SecurityProtocol(self.upstream_security_protocol)
+        if (self.upstream_ssl_certfile is None) != (self.upstream_ssl_keyfile is None):
+            raise InvalidConfigError("upstream_ssl_certfile and upstream_ssl_keyfile go together: give both")
+        if self.upstream_ssl_certfile is not None and not protocol.uses_tls:
+            raise InvalidConfigError(
+                f"upstream_ssl_certfile needs upstream_security_protocol SSL or SASL_SSL, not {protocol.value}"
+            )
+        if self.upstream_ssl_keyfile_password is not None and self.upstream_ssl_keyfile_password_file is not None:
+            raise InvalidConfigError(
+                "give the upstream key password once: upstream_ssl_keyfile_password or "
+                "upstream_ssl_keyfile_password_file"
+            )
+        if self.upstream_sasl_oauthbearer_client_secret is not None and (
+            self.upstream_sasl_oauthbearer_client_secret_file is not None
+        ):
+            raise InvalidConfigError(
+                "give the OAuth client secret once: upstream_sasl_oauthbearer_client_secret or "
+                "upstream_sasl_oauthbearer_client_secret_file"
+            )
+        url = self.upstream_sasl_oauthbearer_token_endpoint_url
+        if url is not None and not url.startswith(("https://", "http://")):
+            raise InvalidConfigError(
+                f"upstream_sasl_oauthbearer_token_endpoint_url {url!r} is not https://… or http://…"
+            )
+        if self.upstream_sasl_mechanism != "OAUTHBEARER":
+            return self
+        missing = [
+            name
+            for name, value in (
+                ("upstream_sasl_oauthbearer_token_endpoint_url", url),
+                ("upstream_sasl_oauthbearer_client_id", self.upstream_sasl_oauthbearer_client_id),
+                (
+                    "a client secret (KAFKAGUARD_UPSTREAM_SASL_OAUTHBEARER_CLIENT_SECRET or "
+                    "upstream_sasl_oauthbearer_client_secret_file)",
+                    self.upstream_sasl_oauthbearer_client_secret or self.upstream_sasl_oauthbearer_client_secret_file,
+                ),
+            )
+            if not value
+        ]
+        if not protocol.uses_sasl:
+            raise InvalidConfigError(
+                f"upstream_sasl_mechanism OAUTHBEARER needs upstream_security_protocol SASL_PLAINTEXT or SASL_SSL, "
+                f"not {protocol.value}"
+            )
+        if missing:
+            raise InvalidConfigError(f"upstream_sasl_mechanism OAUTHBEARER needs {', '.join(missing)}")
+        return self
+
+    @property
+    def upstream_ssl_key_password(self) -> str | None:
+        """The upstream client key's password, from ``upstream_ssl_keyfile_password`` or its file.
+
+        :raises InvalidConfigError: the file cannot be read.
+        """
+        return self._read_secret(
+            self.upstream_ssl_keyfile_password,
+            self.upstream_ssl_keyfile_password_file,
+            "upstream_ssl_keyfile_password_file",
+        )
+
+    @property
+    def upstream_sasl_oauthbearer_secret(self) -> str | None:
+        """The OAuth client secret, from ``upstream_sasl_oauthbearer_client_secret`` or its file.
+
+        :raises InvalidConfigError: the file cannot be read.
+        """
+        return self._read_secret(
+            self.upstream_sasl_oauthbearer_client_secret,
+            self.upstream_sasl_oauthbearer_client_secret_file,
+            "upstream_sasl_oauthbearer_client_secret_file",
+        )
+
+    @staticmethod
+    def _read_secret(value: SecretStr | None, file: Path | None, file_setting: str) -> str | None:
+        """A secret given as a ``KAFKAGUARD_*`` variable, or the first line of a file (its line end dropped)."""
+        if value is not None:
+            return value.get_secret_value()
+        if file is None:
+            return None
+        try:
+            return file.read_text("utf-8").rstrip("\r\n")
+        except OSError as e:
+            raise InvalidConfigError(f"{file_setting} {file} cannot be read: {e.strerror}") from None
 
     # The validators raise InvalidConfigError: a ValueError, so pydantic collects it into its ValidationError like
     # any other; ``load_settings`` reports them all at once.

@@ -18,6 +18,7 @@ import json
 import threading
 import time
 import urllib.parse
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -127,7 +128,7 @@ class TokenEndpoint:
             self._send(handler, 400, {"error": "unsupported_grant_type"})
         else:
             claims = self.claims | ({"scope": form["scope"]} if "scope" in form else {})
-            token = self.key.sign(client_id, lifetime=self.lifetime, **claims)
+            token = self.key.sign(client_id, lifetime=self.lifetime, jti=uuid.uuid4().hex, **claims)  # each new
             with self._lock:
                 self.issued.append(token)
             self._send(handler, 200, {"access_token": token, "token_type": "Bearer", "expires_in": self.lifetime})

@@ -2,7 +2,9 @@
 Kafka cluster (see ``kafkaguard.proxy``).
 
 Every flag is also a config-file key and a ``KAFKAGUARD_*`` environment variable; the service user's password comes
-from ``KAFKAGUARD_UPSTREAM_PASSWORD`` or ``--upstream-password-file``, never a flag (it would show in ``ps``).
+from ``KAFKAGUARD_UPSTREAM_PASSWORD`` or ``--upstream-password-file``, never a flag (it would show in ``ps``), as do
+the OAuth client secret and the client key's password (``KAFKAGUARD_UPSTREAM_SASL_OAUTHBEARER_CLIENT_SECRET``,
+``KAFKAGUARD_UPSTREAM_SSL_KEYFILE_PASSWORD`` or their ``…_file`` flags).
 """
 
 from __future__ import annotations
@@ -37,13 +39,38 @@ def proxy(
         str | None, typer.Option(help="PLAINTEXT (default), SSL, SASL_PLAINTEXT or SASL_SSL towards the upstream.")
     ] = None,
     upstream_sasl_mechanism: Annotated[
-        str | None, typer.Option(help="SCRAM-SHA-512 (default) or SCRAM-SHA-256.")
+        str | None, typer.Option(help="SCRAM-SHA-512 (default), SCRAM-SHA-256 or OAUTHBEARER.")
     ] = None,
     upstream_user: Annotated[str | None, typer.Option(help="The proxy's service user on the upstream.")] = None,
     upstream_password_file: Annotated[
         Path | None, typer.Option(help="File with the service user's password (or KAFKAGUARD_UPSTREAM_PASSWORD).")
     ] = None,
     upstream_ssl_cafile: Annotated[Path | None, typer.Option(help="PEM CA bundle for the upstream's TLS.")] = None,
+    upstream_ssl_certfile: Annotated[
+        Path | None, typer.Option(help="PEM client certificate for an upstream that asks for one (ssl.client.auth).")
+    ] = None,
+    upstream_ssl_keyfile: Annotated[
+        Path | None, typer.Option(help="PEM private key of --upstream-ssl-certfile.")
+    ] = None,
+    upstream_ssl_keyfile_password_file: Annotated[
+        Path | None,
+        typer.Option(help="File with that key's password, if encrypted (or KAFKAGUARD_UPSTREAM_SSL_KEYFILE_PASSWORD)."),
+    ] = None,
+    upstream_sasl_oauthbearer_token_endpoint_url: Annotated[
+        str | None, typer.Option(help="OAUTHBEARER: the token endpoint (client-credentials grant), https://….")
+    ] = None,
+    upstream_sasl_oauthbearer_client_id: Annotated[
+        str | None, typer.Option(help="OAUTHBEARER: the proxy's OAuth client id.")
+    ] = None,
+    upstream_sasl_oauthbearer_client_secret_file: Annotated[
+        Path | None,
+        typer.Option(
+            help="OAUTHBEARER: file with the client secret (or KAFKAGUARD_UPSTREAM_SASL_OAUTHBEARER_CLIENT_SECRET)."
+        ),
+    ] = None,
+    upstream_sasl_oauthbearer_scope: Annotated[
+        str | None, typer.Option(help="OAUTHBEARER: the scope to ask for (optional).")
+    ] = None,
     data_dir: o.DataDir = None,
     listener: o.Listeners = None,
     advertised_host: o.AdvertisedHost = None,
@@ -94,6 +121,13 @@ def proxy(
             upstream_user=upstream_user,
             upstream_password_file=upstream_password_file,
             upstream_ssl_cafile=upstream_ssl_cafile,
+            upstream_ssl_certfile=upstream_ssl_certfile,
+            upstream_ssl_keyfile=upstream_ssl_keyfile,
+            upstream_ssl_keyfile_password_file=upstream_ssl_keyfile_password_file,
+            upstream_sasl_oauthbearer_token_endpoint_url=upstream_sasl_oauthbearer_token_endpoint_url,
+            upstream_sasl_oauthbearer_client_id=upstream_sasl_oauthbearer_client_id,
+            upstream_sasl_oauthbearer_client_secret_file=upstream_sasl_oauthbearer_client_secret_file,
+            upstream_sasl_oauthbearer_scope=upstream_sasl_oauthbearer_scope,
             data_dir=data_dir,
             listeners=listener or None,
             advertised_host=advertised_host,

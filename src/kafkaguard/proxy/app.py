@@ -28,6 +28,7 @@ from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
+from kafkaguard.proxy.oauth import AccessTokenSource
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.versions import negotiate
@@ -150,30 +151,59 @@ class ProxyServer(ListeningServer):
 def upstream_security(settings: Settings) -> UpstreamSecurity:
     """The proxy's way into the upstream, from the settings.
 
-    :raises InvalidConfigError: SASL without a user or password, an unreadable password file or CA bundle.
+    :raises InvalidConfigError: SCRAM without a user or password, an unreadable password or secret file, CA bundle,
+        client certificate or key.
     """
     protocol = UpstreamProtocol(settings.upstream_security_protocol)
+    oauthbearer = settings.upstream_sasl_mechanism == "OAUTHBEARER"
     password = settings.upstream_password.get_secret_value() if settings.upstream_password else ""
     if settings.upstream_password_file is not None:
         try:
             password = settings.upstream_password_file.read_text("utf-8").rstrip("\n")
         except OSError as e:
             raise InvalidConfigError(f"cannot read upstream_password_file: {e.strerror}") from None
-    if protocol.uses_sasl and (not settings.upstream_user or not password):
+    if protocol.uses_sasl and not oauthbearer and (not settings.upstream_user or not password):
         raise InvalidConfigError(
             f"upstream_security_protocol {protocol.value} needs upstream_user and a password "
             "(KAFKAGUARD_UPSTREAM_PASSWORD or upstream_password_file)"
         )
-    tls = None
-    if protocol.uses_tls:
-        try:
-            tls = ssl.create_default_context(cafile=settings.upstream_ssl_cafile)
-        except (OSError, ssl.SSLError) as e:
-            raise InvalidConfigError(f"cannot load upstream_ssl_cafile: {e}") from None
+    tls = upstream_tls(settings) if protocol.uses_tls else None
+    tokens = None
+    if protocol.uses_sasl and oauthbearer:
+        tokens = AccessTokenSource(
+            settings.upstream_sasl_oauthbearer_token_endpoint_url or "",
+            settings.upstream_sasl_oauthbearer_client_id or "",
+            settings.upstream_sasl_oauthbearer_secret or "",
+            scope=settings.upstream_sasl_oauthbearer_scope,
+        )
     return UpstreamSecurity(
         protocol=protocol,
-        mechanism=ScramMechanism.from_name(settings.upstream_sasl_mechanism),
+        mechanism=ScramMechanism.SCRAM_SHA_512
+        if oauthbearer
+        else ScramMechanism.from_name(settings.upstream_sasl_mechanism),
         username=settings.upstream_user or "",
         password=password,
         tls=tls,
+        tokens=tokens,
     )
+
+
+def upstream_tls(settings: Settings) -> ssl.SSLContext:
+    """The TLS context towards the upstream: its CAs, and the proxy's client certificate when it has one.
+
+    :raises InvalidConfigError: the CA bundle, certificate or key cannot be loaded (a wrong key password included).
+    """
+    try:
+        tls = ssl.create_default_context(cafile=settings.upstream_ssl_cafile)
+    except (OSError, ssl.SSLError) as e:
+        raise InvalidConfigError(f"cannot load upstream_ssl_cafile: {e}") from None
+    if settings.upstream_ssl_certfile is not None:
+        try:
+            tls.load_cert_chain(settings.upstream_ssl_certfile, settings.upstream_ssl_keyfile,
+                                password=settings.upstream_ssl_key_password)  # fmt: skip
+        except (OSError, ssl.SSLError) as e:
+            raise InvalidConfigError(
+                f"cannot load upstream_ssl_certfile {settings.upstream_ssl_certfile} with upstream_ssl_keyfile "
+                f"{settings.upstream_ssl_keyfile}: {e}"
+            ) from None
+    return tls

@@ -41,6 +41,12 @@ from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import request_schema
 from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy.links import Link, open_link
+from kafkaguard.proxy.oauthbearer import (
+    OAUTHBEARER,
+    OAUTHBEARER_ERROR_ACKNOWLEDGEMENT,
+    oauthbearer_error_status,
+    oauthbearer_initial_response,
+)
 from kafkaguard.proxy.wire import (
     UpstreamProtocolError,
     correlation_id_of,
@@ -82,9 +88,21 @@ class UpstreamUnavailable(KafkaguardError):
     time; the message says which, never a secret."""
 
 
+class TokenSource(Protocol):
+    """Where OAUTHBEARER logins get their token (``proxy.oauth.AccessTokenSource``)."""
+
+    async def token(self) -> str:
+        """The token a new connection logs in with.
+
+        :raises UpstreamUnavailable: there is none to be had.
+        """
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class UpstreamSecurity:
-    """The proxy's way in: protocol, TLS context, and for SASL the mechanism and service credential."""
+    """The proxy's way in: protocol, TLS context (with the proxy's client certificate, if it has one), and for SASL
+    the mechanism and service credential: SCRAM's user and password, or with ``tokens`` OAUTHBEARER."""
 
     protocol: UpstreamProtocol
     mechanism: ScramMechanism = ScramMechanism.SCRAM_SHA_512
@@ -92,6 +110,11 @@ class UpstreamSecurity:
     password: str = field(default="", repr=False)
     tls: ssl.SSLContext | None = None
     cache: SaltedPasswordCache = field(default_factory=SaltedPasswordCache, repr=False)
+    tokens: TokenSource | None = None
+
+    @property
+    def mechanism_name(self) -> str:
+        return OAUTHBEARER if self.tokens is not None else self.mechanism.mechanism_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +234,9 @@ class UpstreamConnection:
         except (ScramError, UpstreamProtocolError) as e:
             self.close()
             raise UpstreamUnavailable(f"upstream {address} refused the proxy's login: {e}") from e
+        except UpstreamUnavailable:  # no OAuth token to be had, or OAUTHBEARER refused (the message says which)
+            self.close()
+            raise
 
     async def _link(self) -> Link:
         """The open link, dialled first if needed.
@@ -331,9 +357,10 @@ class UpstreamConnection:
             state.link.close()
 
     async def _login(self, link: Link) -> None:
-        """SaslHandshake v1, then SCRAM in SaslAuthenticate v2 frames (KIP-152), as Kafka's Java client logs in."""
+        """SaslHandshake v1, then SCRAM or OAUTHBEARER in SaslAuthenticate v2 frames (KIP-152), as Kafka's Java
+        client logs in."""
         security = self._security
-        mechanism_name = security.mechanism.mechanism_name
+        mechanism_name = security.mechanism_name
         handshake = await self._login_call(
             link,
             ApiKey.SASL_HANDSHAKE,
@@ -342,6 +369,9 @@ class UpstreamConnection:
         )
         if int(handshake.error_code) != 0:
             raise ScramError(f"the upstream does not offer {mechanism_name} (it offers {list(handshake.mechanisms)})")
+        if security.tokens is not None:
+            await self._login_oauthbearer(link, security.tokens)
+            return
         session = ScramClientSession(
             security.mechanism, security.username, security.password, salted_password_cache=security.cache
         )
@@ -351,9 +381,30 @@ class UpstreamConnection:
         server_final = await self._authenticate(link, client_final)
         session.verify_server_final(server_final)
 
-    async def _authenticate(self, link: Link, token: bytes) -> bytes:
+    async def _login_oauthbearer(self, link: Link, tokens: TokenSource) -> None:
+        """One OAUTHBEARER message with the current token. A server that refuses it answers an error challenge
+        (success, with a JSON document) and, once the client acknowledges it, fails the exchange with its message.
+
+        :raises UpstreamUnavailable: no token, or the upstream refused it (with its status and message).
+        """
+        answer = await self._sasl_authenticate(link, oauthbearer_initial_response(await tokens.token()))
+        if int(answer.error_code) == 0 and not answer.auth_bytes:
+            return
+        status = ""
+        if int(answer.error_code) == 0:  # the error challenge
+            status = f" ({oauthbearer_error_status(bytes(answer.auth_bytes))})"
+            answer = await self._sasl_authenticate(link, OAUTHBEARER_ERROR_ACKNOWLEDGEMENT)
+        raise UpstreamUnavailable(
+            f"upstream {self.address} refused the proxy's OAUTHBEARER token{status}: "
+            f"{answer.error_message or f'error code {answer.error_code}'}"
+        )
+
+    async def _sasl_authenticate(self, link: Link, auth_bytes: bytes) -> Any:
         schema = request_schema(ApiKey.SASL_AUTHENTICATE, 2)
-        answer = await self._login_call(link, ApiKey.SASL_AUTHENTICATE, 2, build_request(schema, auth_bytes=token))
+        return await self._login_call(link, ApiKey.SASL_AUTHENTICATE, 2, build_request(schema, auth_bytes=auth_bytes))
+
+    async def _authenticate(self, link: Link, token: bytes) -> bytes:
+        answer = await self._sasl_authenticate(link, token)
         if int(answer.error_code) != 0:
             raise ScramError(f"upstream login failed: {answer.error_message or answer.error_code}")
         return bytes(answer.auth_bytes)
