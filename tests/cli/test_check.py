@@ -179,3 +179,20 @@ def _write(tmp_path: Path) -> Path:
     path = tmp_path / "acls.yaml"
     path.write_text(ACLS, "utf-8")
     return path
+
+
+def test_a_login_group_decides_and_the_explanation_says_it_came_with_the_login(runner, tmp_path: Path) -> None:
+    path = tmp_path / "groups.yaml"
+    path.write_text(
+        "principals:\n  Group:payments:\n    consumer:\n      topics: [ledger]\n      groups: [g]\n", "utf-8"
+    )
+    common = ["--principal", "User:bob", "--operation", "READ", "--topic", "ledger", "--acls", str(path)]
+    without = check(runner, *common)
+    assert without.exit_code == 1, without.output
+    with_group = check(runner, *common, "--login-group", "payments")
+    assert with_group.exit_code == 0, with_group.output
+    assert "through group Group:payments, which User:bob belongs to (by its login's token)" in with_group.stdout
+    online = check(runner, "--principal", "User:bob", "--operation", "READ", "--topic", "ledger",
+                   "--console-url", "http://127.0.0.1:1", "--login-group", "payments")  # fmt: skip
+    assert online.exit_code == 2
+    assert "--login-group is for deciding offline" in online.output

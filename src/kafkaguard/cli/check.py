@@ -51,6 +51,15 @@ def check(
     principal: Annotated[str, typer.Option("--principal", help="Who asks, e.g. User:alice.")],
     operation: Annotated[str, typer.Option("--operation", help="READ, WRITE, DESCRIBE... (or Read, Write...).")],
     host: Annotated[str, typer.Option("--host", help="The client's IP address as Kafka sees it.")] = "127.0.0.1",
+    login_group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--login-group",
+            help="A group the caller's login brings (an OAUTHBEARER token's groups claim), e.g. payments; "
+            "repeatable. Offline only.",
+            rich_help_panel=_OFFLINE,
+        ),
+    ] = None,
     topic: Topic = None,
     group: Group = None,
     cluster: Cluster = False,
@@ -108,8 +117,12 @@ def check(
         fail(str(e), 2)
     if (acls is None) == (console_url is None):
         fail("give either --acls FILE (decide offline) or --console-url URL (ask a running console)", 2)
+    groups = tuple(g if g.startswith("Group:") else f"Group:{g}" for g in login_group or ())
     if acls is not None:
-        answer = _offline(acls, principal, host, op, resource_type, name, super_users, allow_everyone_if_no_acl_found)
+        context = RequestContext(principal, host, groups)
+        answer = _offline(acls, context, op, resource_type, name, super_users, allow_everyone_if_no_acl_found)
+    elif groups:
+        fail("--login-group is for deciding offline (--acls): the console decides for stored memberships only", 2)
     else:
         if user is not None and password is None:
             password = typer.prompt("Console password", hide_input=True)
@@ -154,8 +167,7 @@ def resource_of(
 
 def _offline(
     path: Path,
-    principal: str,
-    host: str,
+    context: RequestContext,
     operation: AclOperation,
     resource_type: ResourceType,
     name: str,
@@ -167,7 +179,7 @@ def _offline(
         stored = [StoredAcl(AclId(f"{path.name}#{i + 1}"), b) for i, b in enumerate(bindings)]
         authorizer = StandardAuthorizer(super_users, allow_everyone, acls=stored)
         action = Action(operation, ResourcePattern(resource_type, name, PatternType.LITERAL))
-        decision = authorizer.explain(RequestContext(principal, host), action)
+        decision = authorizer.explain(context, action)
     except AclFileError as e:
         fail(f"{len(e.problems)} problem(s) in the ACL file:\n{e}", 2)
     except (InvalidConfigError, KafkaguardError) as e:
