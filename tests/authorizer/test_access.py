@@ -82,8 +82,11 @@ def test_who_can_expands_groups_keeps_user_star_and_decides_each_row():
     answer = who_can(authorizer.snapshot, TOPIC, "orders-eu")
     assert answer.super_users == ("User:admin",)
     rows = {(h.principal, h.host): h for h in answer.holders}
-    assert set(rows) == {("User:alice", "*"), ("User:carol", "*"), ("User:*", "*")}
+    assert set(rows) == {("User:alice", "*"), ("User:carol", "*"), ("User:*", "*"), ("Group:ops", "*")}
     assert rows[("User:carol", "*")].via == ("Group:ops",)
+    # the group's own row: any login whose token brings Group:ops (no ACLs or stored groups of its own)
+    assert rows[("Group:ops", "*")].via == ("Group:ops",)
+    assert Op.WRITE in rows[("Group:ops", "*")].decided.allowed
     assert Op.WRITE in rows[("User:carol", "*")].decided.allowed
     assert Op.WRITE in rows[("User:alice", "*")].decided.denied
     assert rows[("User:*", "*")].decided.allowed == (Op.DESCRIBE,)

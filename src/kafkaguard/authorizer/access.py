@@ -108,9 +108,11 @@ class PrincipalAccess:
 
 @dataclass(frozen=True, slots=True)
 class Holder:
-    """One principal and host that relevant ACLs name for a resource. ``principal`` is a concrete principal, or
-    ``User:*`` for any principal without ACLs of its own; ``via`` the ACL principals that reach it (itself,
-    ``User:*``, its groups); ``decided`` the decisions at ``host``; ``acls`` the ACLs that name it."""
+    """One principal and host that relevant ACLs name for a resource. ``principal`` is a concrete principal,
+    ``User:*`` for any principal without ACLs of its own, or a ``Group:`` principal for any login that brings the
+    group with it (an OAUTHBEARER token's groups claim; its stored members have rows of their own); ``via`` the ACL
+    principals that reach it (itself, ``User:*``, its groups); ``decided`` the decisions at ``host``; ``acls`` the
+    ACLs that name it."""
 
     principal: str
     host: str
@@ -162,7 +164,10 @@ def who_can(snapshot: AuthorizerSnapshot, resource_type: ResourceType, name: str
     rows: dict[tuple[str, str], list[StoredAcl]] = {}
     for acl in relevant:
         entry = acl.binding.entry
-        reached = members_of.get(entry.principal, []) if is_group(entry.principal) else [entry.principal]
+        # a group reaches its stored members, and any login whose token brings it (the group's own row)
+        reached = (
+            [*members_of.get(entry.principal, []), entry.principal] if is_group(entry.principal) else [entry.principal]
+        )
         for principal in reached:
             rows.setdefault((principal, entry.host), []).append(acl)
     holders = []
@@ -171,7 +176,10 @@ def who_can(snapshot: AuthorizerSnapshot, resource_type: ResourceType, name: str
         # The decision weighs every relevant ACL that reaches this principal at this address (its groups' too),
         # not only the ACLs of this row.
         via = sorted({acl.binding.entry.principal for acl in acls})
-        context = RequestContext(principal, address)
+        if is_group(principal):  # a login of no ACLs and no stored group of its own, that brings this group
+            context = RequestContext(f"User:<a login with {principal}>", address, (principal,))
+        else:
+            context = RequestContext(principal, address)
         decided = _decide(snapshot, context, resource_type, name, groups_ok=principal != WILDCARD_PRINCIPAL)
         holders.append(Holder(principal, host, tuple(via), decided, tuple(acls)))
     return ResourceHolders(resource, tuple(sorted(snapshot.super_users)), tuple(holders))

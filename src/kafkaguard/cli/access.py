@@ -196,5 +196,7 @@ def _print_holders(answer: ResourceHolders) -> None:
         typer.echo("  no ACL applies to this resource")
     for h in answer.holders:
         who = "any principal (User:*)" if h.principal == "User:*" else h.principal
+        if h.principal.startswith("Group:"):
+            who = f"any login whose token brings {h.principal}"
         via = "" if list(h.via) == [h.principal] else f" via {', '.join(h.via)}"
         typer.echo(f"  {who} from {h.host}{via}: allowed {_ops(h.decided.allowed)}; denied {_ops(h.decided.denied)}")
