@@ -14,7 +14,7 @@ from kafkaguard.bootstrap import Services
 from kafkaguard.errors import InvalidConfigError, KafkaguardError, OAuthBearerError
 from kafkaguard.identity.jwks import JwksSource
 from kafkaguard.identity.oauth import TokenExpectations
-from kafkaguard.identity.ssl_mapping import NoMatchingRule, SslPrincipalMapper
+from kafkaguard.identity.ssl_mapping import PrincipalMappingError, SslPrincipalMapper
 from kafkaguard.identity.x500 import rfc2253_name
 from kafkaguard.model import ANONYMOUS_PRINCIPAL
 from kafkaguard.passwords.checker import PasswordChecker
@@ -23,8 +23,8 @@ from kafkaguard.protocol.mechanisms import Mechanisms, TokenCheck
 
 
 class CertificateNotMapped(KafkaguardError):
-    """No ``ssl.principal.mapping.rules`` rule applies to a client certificate's subject: as in Kafka, the client
-    gets no principal and its connection is closed."""
+    """No ``ssl.principal.mapping.rules`` rule maps a client certificate's subject (none applies, or the one that
+    applies cannot expand its replacement): as in Kafka, the client gets no principal and its connection closes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class Identity:
         name = rfc2253_name(certificate_der)
         try:
             return f"User:{self.ssl_mapper.name_of(name)}"
-        except NoMatchingRule as e:
+        except PrincipalMappingError as e:  # no rule applies, or the rule's replacement cannot be expanded
             raise CertificateNotMapped(str(e)) from None
 
     @classmethod
