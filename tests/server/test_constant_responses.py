@@ -47,3 +47,39 @@ def test_other_versions_offered_get_their_own_answer():
     # an equal mapping that is another object is answered from its own entry, never from a stale id
     again = dict(negotiated)
     assert api_versions_response(3, versions=again) == theirs
+
+
+@pytest.mark.parametrize("correlation_id", [0, 1, 99, 2**31 - 1, -1, -(2**31)])
+@pytest.mark.parametrize(("api_key", "version"), [(ApiKey.SASL_HANDSHAKE, 1), (ApiKey.SASL_AUTHENTICATE, 2),
+                                                  (ApiKey.METADATA, 8), (ApiKey.METADATA, 12),
+                                                  (ApiKey.API_VERSIONS, 3)])  # fmt: skip
+def test_the_hand_written_response_header_is_kios(api_key: ApiKey, version: int, correlation_id: int) -> None:
+    from kio.schema.response_header.v0.header import ResponseHeader as V0
+    from kio.schema.response_header.v1.header import ResponseHeader as V1
+    from kio.static.primitive import i32
+
+    from kafkaguard.protocol.codec import response_schema, write_response_header
+
+    ours, kios = io.BytesIO(), io.BytesIO()
+    write_response_header(ours, api_key, version, correlation_id)
+    flexible = api_key is not ApiKey.API_VERSIONS and response_schema(api_key, version).__flexible__
+    header = V1 if flexible else V0
+    writer_for(header)(kios, header(correlation_id=i32(correlation_id)))
+    assert ours.getvalue() == kios.getvalue()
+    assert len(ours.getvalue()) == (5 if flexible else 4)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("mechanisms", [("SCRAM-SHA-256",), ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN")])
+def test_the_remembered_handshake_answer_is_kios_encoding(version: int, mechanisms: tuple[str, ...]) -> None:
+    from kafkaguard.protocol.builders import sasl_handshake_response
+    from kafkaguard.protocol.codec import response_schema
+    from kafkaguard.protocol.sasl import accepted_handshake
+
+    cls = response_schema(ApiKey.SASL_HANDSHAKE, version)
+    fresh = sasl_handshake_response(cls, error_code=ErrorCode.none, mechanisms=mechanisms)
+    remembered = accepted_handshake(version, mechanisms)
+    assert remembered is accepted_handshake(version, mechanisms)  # made once
+    assert encode_response(ApiKey.SASL_HANDSHAKE, version, 7, remembered) == encode_response(
+        ApiKey.SASL_HANDSHAKE, version, 7, fresh
+    )

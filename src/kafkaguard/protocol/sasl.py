@@ -27,6 +27,7 @@ client claimed and the reason sent to the client (never a password, a proof or a
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import ScramStateError
 from kafkaguard.protocol.builders import sasl_authenticate_response, sasl_handshake_response
-from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.codec import constant_response, response_schema
 from kafkaguard.protocol.mechanisms import Challenge, Failed, Login, Mechanisms, MechanismServer
 from kafkaguard.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 
@@ -177,7 +178,7 @@ class SaslState:
         self._server = self._mechanisms.server(name, client=self._client, reauthentication=renewing is not None)
         self.stage = SaslStage.AUTHENTICATING
         self.raw_tokens = api_version == 0
-        return SaslOutcome(sasl_handshake_response(cls, error_code=ErrorCode.none, mechanisms=mechanisms))
+        return SaslOutcome(accepted_handshake(api_version, mechanisms))
 
     async def token(self, token: bytes) -> tuple[bytes | None, str | None]:
         """Feed one client token: (server token, None) or (None, error message safe to send)."""
@@ -245,6 +246,14 @@ def _lifetime_ms(reauth_ms: int, expires_at_ms: int | None) -> int:
         return reauth_ms
     left = max(0, expires_at_ms - int(time.time() * 1000))
     return left if reauth_ms <= 0 else min(reauth_ms, left)
+
+
+@functools.lru_cache(maxsize=64)
+def accepted_handshake(api_version: int, mechanisms: tuple[str, ...]) -> SaslHandshakeResponse:
+    """The SaslHandshake answer that accepts a mechanism: the same for every login on a listener, so made and encoded
+    once (``codec.constant_response``)."""
+    cls: type[SaslHandshakeResponse] = response_schema(ApiKey.SASL_HANDSHAKE, api_version)
+    return constant_response(sasl_handshake_response(cls, error_code=ErrorCode.none, mechanisms=mechanisms))
 
 
 def _refuse_renewal(previous: str | None, api_version: int, mechanism: str) -> tuple[ErrorCode, str] | None:

@@ -19,7 +19,7 @@ class ScramMechanism(Enum):
 
     @property
     def mechanism_name(self) -> str:
-        return self.name.replace("_", "-")
+        return _NAMES[self]
 
     @property
     def hash_name(self) -> str:
@@ -61,3 +61,7 @@ class ScramMechanism(Enum):
 
     def __str__(self) -> str:
         return self.mechanism_name
+
+
+#: The SASL names, made once: several are asked for per login.
+_NAMES = {mechanism: mechanism.name.replace("_", "-") for mechanism in ScramMechanism}
