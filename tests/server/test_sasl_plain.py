@@ -192,3 +192,20 @@ def test_confluent_kafka_reports_the_refusal(plain_server: ServerHandle) -> None
         admin.list_topics(timeout=2.0)
     admin.poll(1.0)
     assert any("Invalid username or password" in error.str() for error in errors), errors
+
+
+def test_a_burst_of_first_logins_of_one_client_all_succeed(plain_server: ServerHandle) -> None:
+    """40 connections of one user at once, nothing cached yet: one derivation answers them all, and no login is
+    refused for the pool or the budget (they are for wrong passwords, not for a client's burst)."""
+    import concurrent.futures
+
+    user = new_user(plain_server)
+    token = f"\0{user}\0{PASSWORD}".encode()
+
+    def login() -> tuple[ErrorCode, str | None]:
+        with Wire(plain_server.sasl_ssl, tls=tls_context(plain_server)) as wire:
+            return plain_login(wire, token)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=40) as pool:
+        answers = list(pool.map(lambda _: login(), range(40)))
+    assert answers == [(ErrorCode.none, None)] * 40

@@ -26,6 +26,7 @@ wrong passwords cannot slow down users who are logged in.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 import time
@@ -91,6 +92,8 @@ class PasswordChecker:
         self._cache: OrderedDict[tuple[str, bytes], _Verified] = OrderedDict()
         #: Full PBKDF2 derivations done for existing users (tests and metrics read it).
         self.derivations = 0
+        #: The checks under way, by cache key: (credential or None, the error that ended it) when done.
+        self._checking: dict[tuple[str, bytes], asyncio.Future[tuple[ScramCredential | None, Exception | None]]] = {}
 
     def _find(self, user: str) -> ScramCredential | None:
         """``user``'s credential of the strongest mechanism it has one for within that mechanism's iteration bounds.
@@ -113,6 +116,30 @@ class PasswordChecker:
         """
         key = self._cache_key(user, password)
         self.refuse_early(user, password, client)
+        checking = self._checking.get(key)
+        if checking is not None:
+            # The same name and password are being checked already (a client opening several connections at once,
+            # its cache entry cold): wait for that answer instead of deriving again, or using up the budget.
+            credential, error = await asyncio.shield(checking)
+            if error is not None:
+                raise error
+            return credential
+        checking = self._checking[key] = asyncio.get_running_loop().create_future()
+        try:
+            credential = await self._verify(key, user, password, client)
+        except LoginThrottledError as e:
+            checking.set_result((None, e))
+            raise
+        except BaseException:
+            checking.set_result((None, LoginThrottledError("the check was interrupted; retry after 1 s", 1)))
+            raise
+        else:
+            checking.set_result((credential, None))
+        finally:
+            del self._checking[key]
+        return credential
+
+    async def _verify(self, key: tuple[str, bytes], user: str, password: str, client: str) -> ScramCredential | None:
         credential = self._find(user)  # the credential service's in-memory snapshot: no I/O, no thread hop
         now = self._clock()
         cached = self._cache.get(key)

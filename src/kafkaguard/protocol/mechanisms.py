@@ -187,8 +187,8 @@ class PlainServer:
             return Failed(_PLAIN_NO_PASSWORD)
         try:
             credential = await self._checker.verify(user, password, self._client)
-        except LoginThrottledError:
-            return Failed("Authentication failed: too many failed logins from this address; retry later")
+        except LoginThrottledError as e:  # no failed login left for this address, or too many checks under way
+            return Failed(f"Authentication failed: {e}")
         if credential is None:
             return Failed(_PLAIN_WRONG)
         if authorization_id and authorization_id != user:
