@@ -597,7 +597,9 @@ def render(o: Outcome) -> str:
             "medians over rounds. TLS negotiated: " + "; ".join(tls) + ".",
             "",
             "Login's own cost: 1/rate(login) − 1/rate(its baseline), in ms of the server's single core per login "
-            "(the servers are the bottleneck, so this is their time per connection). Server CPU: user + system of "
+            "(their time per connection only where the server, not the load generator, is the bottleneck: where the "
+            "generator's CPU in the second table is near 100%, a rate is a floor and the server-CPU column is the "
+            "fairer comparison). Server CPU: user + system of "
             "the server's process (`/proc/<pid>/stat`, 10 ms ticks) per login, including the baseline's work. "
             "Target (issue 26): kafkaguard ≥ Kafka's rate for every mechanism.",
             "",
