@@ -52,7 +52,6 @@ import os
 import shutil
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -86,16 +85,10 @@ from tests.identity.tokens import AUDIENCE, ISSUER, claims, jwks_document, sessi
 from tests.kafka.broker import (
     ADMIN,
     ADMIN_PASSWORD,
-    START_TIMEOUT,
     KafkaBroker,
     KafkaNotConfigured,
     OAuthBearerValidation,
     TlsIdentity,
-    format_storage,
-    has_started,
-    java,
-    new_cluster_id,
-    scram_format_args,
 )
 from tests.kafka.pki import CertificateAuthority
 
@@ -240,29 +233,12 @@ class LoginBroker(KafkaBroker):
             out.write("\n".join(extra) + "\n")
         return path
 
-    def start(self) -> None:
-        """``KafkaBroker.start`` with ``KAFKA_JVM_OPTIONS``, and the bench user's SCRAM-SHA-256/512 credentials
-        written at format time beside the admin's (kafka-storage's default: 4,096 iterations, as ours)."""
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        properties = self._write_config()
-        run = [java(), *KAFKA_JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-               "-cp", self.classpath]  # fmt: skip
-        format_storage(run, new_cluster_id(), properties, *scram_format_args({ADMIN: ADMIN_PASSWORD, USER: PASSWORD}))
-        log_path = self.workdir / "broker.log"
-        with log_path.open("wb") as log:  # the child keeps its own descriptor
-            self.process = subprocess.Popen(
-                [*run, "kafka.Kafka", str(properties)], stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if has_started(log_path):
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.2)  # polling the broker's log for readiness, bounded by the deadline
-        tail = log_path.read_text(errors="replace")[-3000:]
-        self.stop()
-        raise RuntimeError(f"the Kafka broker did not start within {START_TIMEOUT:g} s:\n{tail}")
+    def jvm_options(self) -> list[str]:
+        return KAFKA_JVM_OPTIONS
+
+    def scram_users(self) -> dict[str, str]:
+        """The admin and the bench user (kafka-storage's default: 4,096 iterations, as ours)."""
+        return {ADMIN: ADMIN_PASSWORD, USER: PASSWORD}
 
 
 def start_kafka(home: Path, tmp: Path, material: Material) -> LoginBroker:

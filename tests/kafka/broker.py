@@ -342,9 +342,9 @@ class KafkaBroker:
         """
         self.workdir.mkdir(parents=True, exist_ok=True)
         properties = self._write_config()
-        run = [java(), *JVM_OPTIONS, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}", "-cp",
-               self.classpath]  # fmt: skip
-        format_storage(run, new_cluster_id(), properties, *scram_format_args({ADMIN: ADMIN_PASSWORD}))
+        run = [java(), *self.jvm_options(), f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+               "-cp", self.classpath]  # fmt: skip
+        format_storage(run, new_cluster_id(), properties, *scram_format_args(self.scram_users()))
         log_path = self.workdir / "broker.log"
         with log_path.open("wb") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
@@ -360,6 +360,14 @@ class KafkaBroker:
         tail = log_path.read_text(errors="replace")[-3000:]
         self.stop()
         raise RuntimeError(f"the Kafka broker did not start within {START_TIMEOUT:g} s:\n{tail}")
+
+    def jvm_options(self) -> list[str]:
+        """The JVM's options (a subclass may run Kafka's own defaults instead of the fixture's small heap)."""
+        return JVM_OPTIONS
+
+    def scram_users(self) -> dict[str, str]:
+        """The SCRAM users (name: password) written at format time, as kafka-storage does."""
+        return {ADMIN: ADMIN_PASSWORD}
 
     def stop(self) -> None:
         stop_process(self.process)
