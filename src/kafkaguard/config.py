@@ -268,7 +268,15 @@ class Settings(BaseSettings):
         "changed).",
     )
     audit_log: Path | None = Field(None, description="JSON-lines audit log file (off when unset).")
-    audit_mode: Literal["denied", "all"] = Field("denied", description="Audit denials only, or every decision.")
+    audit_mode: Literal["usage", "denied", "all"] = Field(
+        "usage",
+        description="usage: allowed decisions counted per access and window, repeated denials collapsed (cheap "
+        "enough to keep on; what `kafkaguard audit usage` needs); denied: denials only; all: one record per "
+        "decision.",
+    )
+    audit_usage_window_seconds: float = Field(
+        60.0, gt=0, description="usage mode: the window per which decisions are counted and written."
+    )
     audit_max_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Rotate the audit log at this size.")
     sync_interval_seconds: float = Field(0.5, gt=0, description="How often to pick up other processes' changes.")
     admin_user: str | None = Field(None, description="On start, create this SCRAM user if it has no credential.")

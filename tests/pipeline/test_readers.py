@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.audit import AuditRecord, LineError, from_json_line, parse_kafka_log_line, to_dict, to_json_line
+from kafkaguard.audit import (
+    NOT_A_RECORD,
+    AuditRecord,
+    LineError,
+    from_json_line,
+    parse_kafka_log_line,
+    to_dict,
+    to_json_line,
+)
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 from kafkaguard.pipeline.errors import PipelineError
 from kafkaguard.pipeline.readers import parse_json_lines, parse_kafka_log, read_records
@@ -74,13 +82,14 @@ def kafka_log_lines() -> list[str]:
     return lines + GARBAGE
 
 
-def expected_rows(parsed: list[AuditRecord | LineError | None]) -> list[tuple[object, ...]]:
+def expected_rows(parsed: list[AuditRecord | LineError | object | None]) -> list[tuple[object, ...]]:
     rows: list[tuple[object, ...]] = []
     for result in parsed:
-        if result is None:
+        if result is None or result is NOT_A_RECORD:
             continue
+        assert isinstance(result, AuditRecord | LineError)
         if isinstance(result, LineError):
-            rows.append((None, None, None, None, None, None, None, None, result.reason, result.line))
+            rows.append((None, None, None, None, None, None, None, None, 1, None, None, result.reason, result.line))
         else:
             d = to_dict(result)
             rows.append(
@@ -93,6 +102,9 @@ def expected_rows(parsed: list[AuditRecord | LineError | None]) -> list[tuple[ob
                     d["resource_type"],
                     d["resource_name"],
                     d["decision"],
+                    result.count,
+                    result.last,
+                    result.enforced,
                     None,
                     None,
                 )
@@ -110,6 +122,9 @@ def actual_rows(df) -> list[tuple[object, ...]]:
         "resource_type",
         "resource_name",
         "decision",
+        "count",
+        "last_time",
+        "enforced",
         "error",
         "line",
     ]
@@ -145,7 +160,7 @@ def json_lines() -> list[str]:
     base = to_dict(records()[0])
     bad = [
         "{",
-        json.dumps({**base, "version": 2}),
+        json.dumps({**base, "version": 3}),
         json.dumps({**base, "principal": None}),
         json.dumps({**base, "time": "soon"}),
         json.dumps({**base, "operation": "ANY"}),
@@ -153,8 +168,44 @@ def json_lines() -> list[str]:
         json.dumps({**base, "pattern_type": "PREFIXED"}),
         json.dumps({**base, "decision": "MAYBE"}),
         json.dumps({k: v for k, v in base.items() if k != "host"}),
+        *[json.dumps({**base, **change}) for change in BAD_V2],
+        envelope("io.kafkaguard.authorization.v2", None),
+        envelope("io.kafkaguard.authorization.v2", {**base, "operation": "ANY"}),
+        envelope("io.kafkaguard.shadow.v1", {**base, "count": 0}),
     ]
-    return good + bad + ["", "   "]
+    v2 = [
+        json.dumps({**base, "version": 1}),
+        json.dumps({**base, "count": 12, "last_time": "2025-03-14T09:27:50.001Z"}),
+        json.dumps({**base, "count": None, "last_time": None, "enforced": None}),
+        json.dumps({**base, "count": 3, "enforced": False}),
+        json.dumps({**base, "enforced": True}),
+        envelope("io.kafkaguard.authorization.v2", {**base, "count": 5, "last_time": "2025-03-14T09:27:00Z"}),
+        envelope("io.kafkaguard.shadow.v1", {**base, "shadow_decision": "ALLOWED", "shadow_rule": "DefaultAllow"}),
+        envelope("io.kafkaguard.management.v1", {"action": "acl.created"}),
+        envelope("io.kafkaguard.authentication.v1", {"result": "FAILURE"}),
+    ]
+    return good + v2 + bad + ["", "   "]
+
+
+BAD_V2 = [
+    {"count": 0},
+    {"count": -3},
+    {"count": 2.5},
+    {"count": "2"},
+    {"count": True},
+    {"count": 2**63},
+    {"last_time": "later"},
+    {"last_time": "2025-03-14T09:26:53.103Z"},
+    {"enforced": "false"},
+    {"enforced": 0},
+]
+
+
+def envelope(type_: str, data: object) -> str:
+    return json.dumps(
+        {"specversion": "1.0", "id": "1", "source": "kafkaguard://n", "type": type_, "time": "2025-03-14T09:26:53Z",
+         "subject": "TOPIC:x", "data": data}
+    )  # fmt: skip
 
 
 def test_json_lines_in_the_jvm_equal_the_python_parser(spark) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kafkaguard.audit.kafka_log import KAFKA_LOG_PATTERN, parse_kafka_log_line, pascal_to_upper
 from kafkaguard.audit.record import (
+    NOT_A_RECORD,
     SCHEMA_VERSION,
     AuditRecord,
     LineError,
@@ -19,6 +20,7 @@ from kafkaguard.audit.record import (
 
 __all__ = [
     "KAFKA_LOG_PATTERN",
+    "NOT_A_RECORD",
     "SCHEMA_VERSION",
     "AuditRecord",
     "LineError",

@@ -15,6 +15,18 @@ One JSON object per line (JSON lines)::
   claim — as ``Group:NAME``; a ``Group:`` ACL in ``rule`` that is not among them came from a stored membership.
   Readers that do not know the field ignore it.
 
+Version 2 adds three fields, all optional on read (so version 1 files read unchanged):
+
+* ``count`` (integer >= 1, absent = 1): how many requests the record stands for. A usage-mode proxy
+  (``audit_mode: usage``, ``kafkaguard.audit.usage``) writes one record per (principal, host, operation, resource,
+  deciding rule) and window; ``time`` is then the first of them and ``last_time`` (absent = ``time``) the last;
+* ``enforced`` (boolean, absent = true): false only on a permissive proxy's would-be denial (DENIED, forwarded).
+
+A line may also be a CloudEvents 1.0 envelope (``specversion`` present): the record is its ``data`` when its type
+is ``io.kafkaguard.authorization.v2`` or ``io.kafkaguard.shadow.v1`` (read as its authorization record); an
+envelope of another category (management, authentication) is not a record and not a bad line: ``from_json_line``
+returns ``NOT_A_RECORD`` for it, and readers skip it.
+
 Readers accept every version up to ``SCHEMA_VERSION`` and refuse newer ones with a reason. Parsing never raises
 on bad input: it returns a ``LineError`` naming what is wrong, so callers can count and report every bad line.
 The Spark pipeline validates with the same rules and the same reasons (``validation_reason``).
@@ -31,7 +43,7 @@ from typing import Any, Protocol
 from kafkaguard.model import AclOperation, Action, AuthorizationResult, PatternType, RequestContext, ResourceType
 
 #: The version this code writes; it reads every version up to it.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: The record's fields, in the order they are written.
 FIELDS = (
@@ -46,6 +58,9 @@ FIELDS = (
     "resource_name",
     "decision",
     "rule",
+    "count",
+    "last_time",
+    "enforced",
 )
 #: String fields that must be present and non-null.
 REQUIRED_STRINGS = ("principal", "host", "operation", "resource_type", "pattern_type", "resource_name", "decision")
@@ -55,6 +70,17 @@ OPERATION_NAMES = tuple(op.name for op in AclOperation if op not in (AclOperatio
 #: Names accepted in ``resource_type``.
 RESOURCE_TYPE_NAMES = tuple(t.name for t in ResourceType if t not in (ResourceType.ANY, ResourceType.UNKNOWN))
 DECISION_NAMES = ("ALLOWED", "DENIED")
+
+#: The largest ``count`` (the pipeline sums counts as 64-bit integers).
+MAX_COUNT = 2**63 - 1
+#: The validation reasons of the version 2 fields (the Spark readers use the same texts).
+BAD_COUNT = "count is not an integer >= 1"
+BAD_LAST_TIME = "last_time is not a valid time at or after time"
+BAD_ENFORCED = "enforced is not a boolean"
+BAD_ENVELOPE = "envelope without a data object"
+
+#: CloudEvents types whose ``data`` is an authorization record (section 1 of the audit event schema).
+AUTHORIZATION_TYPES = ("io.kafkaguard.authorization.v2", "io.kafkaguard.shadow.v1")
 
 _MATCHING_ACL_ID = re.compile(r", id=([^,()]*)\)$")
 
@@ -74,11 +100,35 @@ class AuditRecord:
     version: int = SCHEMA_VERSION
     #: The groups the caller's login brought (a token's), beside the stored memberships.
     login_groups: tuple[str, ...] = ()
+    #: How many requests this record stands for (a usage window's, or identical denials collapsed).
+    count: int = 1
+    #: The last of them (None: ``time``, the only one); ``time`` is the first.
+    last_time: datetime | None = None
+    #: False only on a permissive proxy's would-be denial (decision DENIED, request forwarded anyway).
+    enforced: bool = True
+
+    @property
+    def last(self) -> datetime:
+        """When the last request this record stands for was made."""
+        return self.time if self.last_time is None else self.last_time
 
     @property
     def acl_id(self) -> str | None:
         """The id of the deciding ACL, when the rule names one."""
         return rule_acl_id(self.rule)
+
+
+class _NotARecord:
+    """The type of ``NOT_A_RECORD``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_A_RECORD"
+
+
+#: What ``from_json_line`` returns for an envelope of another category: neither a record nor a bad line.
+NOT_A_RECORD = _NotARecord()
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +200,13 @@ def to_dict(record: AuditRecord) -> dict[str, Any]:
     }
     if record.login_groups:
         written["login_groups"] = list(record.login_groups)
+    if record.count != 1 or record.last_time is not None or not record.enforced:
+        written["version"] = max(record.version, 2)
+        written["count"] = record.count
+        if record.last_time is not None:
+            written["last_time"] = format_time(record.last_time)
+        if not record.enforced:
+            written["enforced"] = False
     return written
 
 
@@ -193,18 +250,48 @@ def validation_reason(fields: dict[str, Any]) -> str | None:
         return "pattern_type is not LITERAL"
     if fields["decision"] not in DECISION_NAMES:
         return "unknown decision"
+    count = fields.get("count")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_COUNT):
+        return BAD_COUNT
+    last_time = fields.get("last_time")
+    if last_time is not None:
+        last = parse_time(last_time) if isinstance(last_time, str) else None
+        first = parse_time(fields["time"])
+        if last is None or first is None or last < first:
+            return BAD_LAST_TIME
+    if fields.get("enforced") is not None and not isinstance(fields["enforced"], bool):
+        return BAD_ENFORCED
     return None
 
 
-def from_json_line(line: str) -> AuditRecord | LineError:
-    """Parse one JSON line; never raises."""
+def unwrap_envelope(fields: dict[str, Any]) -> dict[str, Any] | _NotARecord | str:
+    """The record fields of a decoded line: the line itself (a flat record), an envelope's ``data`` (an
+    authorization or shadow event), ``NOT_A_RECORD`` (an envelope of another category), or a reason (an envelope
+    without data). Kept minimal and local; ``kafkaguard.audit.cloudevents.unwrap`` is the envelope's owner."""
+    if fields.get("specversion") is None:
+        return fields
+    if fields.get("type") not in AUTHORIZATION_TYPES:
+        return NOT_A_RECORD
+    data = fields.get("data")
+    if not isinstance(data, dict):
+        return BAD_ENVELOPE
+    return data
+
+
+def from_json_line(line: str) -> AuditRecord | LineError | _NotARecord:
+    """Parse one JSON line (a record, or an envelope holding one); never raises."""
     text = line.rstrip("\r\n")
     try:
-        fields = json.loads(text)
+        decoded = json.loads(text)
     except ValueError:
         return LineError("not valid JSON", text)
-    if not isinstance(fields, dict):
+    if not isinstance(decoded, dict):
         return LineError("not a JSON object", text)
+    fields = unwrap_envelope(decoded)
+    if isinstance(fields, str):
+        return LineError(fields, text)
+    if isinstance(fields, _NotARecord):
+        return fields
     reason = validation_reason(fields)
     if reason is not None:
         return LineError(reason, text)
@@ -223,4 +310,7 @@ def from_json_line(line: str) -> AuditRecord | LineError:
         resource_name=fields["resource_name"],
         decision=AuthorizationResult(fields["decision"]),
         rule=fields.get("rule"),
+        count=fields.get("count") or 1,
+        last_time=parse_time(fields["last_time"]) if fields.get("last_time") is not None else None,
+        enforced=fields.get("enforced") is not False,
     )

@@ -40,7 +40,17 @@ AllowEveryone = Annotated[
 ]
 AdvertisedHost = Annotated[str | None, typer.Option(help="Host name clients should connect to.")]
 AuditLog = Annotated[Path | None, typer.Option(help="Write authorization decisions to this JSON-lines file.")]
-AuditMode = Annotated[str | None, typer.Option(help="'denied' (default) or 'all'.")]
+AuditMode = Annotated[
+    str | None,
+    typer.Option(
+        help="'usage' (default: allowed decisions counted per access and window, repeated denials collapsed), "
+        "'denied' or 'all'."
+    ),
+]
+AuditUsageWindow = Annotated[
+    float | None,
+    typer.Option(help="With --audit-mode usage: seconds per window in which decisions are counted (default 60)."),
+]
 SslCertfile = Annotated[Path | None, typer.Option(help="PEM certificate chain for SSL and SASL_SSL listeners.")]
 SslKeyfile = Annotated[Path | None, typer.Option(help="PEM private key for SSL and SASL_SSL listeners.")]
 HttpListener = Annotated[str | None, typer.Option(help="host:port for the REST console (off by default).")]

@@ -165,6 +165,7 @@ def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
         F.sum("requests").alias("requests"),
         F.min("first_seen").alias("first_seen"),
         F.max("last_seen").alias("last_seen"),
+        F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col("requests")).otherwise(0)).alias("allowed"),
     )
     if "logged_decision" not in keys:
         per_tuple = per_tuple.withColumn("logged_decision", F.lit(None).cast("string"))
@@ -182,7 +183,9 @@ def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
         *columns, F.lit(True).alias("per_tuple")
     )
     if not hourly:
-        return tuples
+        return per_tuple.withColumn("bucket", F.lit(None).cast("timestamp")).select(
+            *columns, "allowed", F.lit(True).alias("per_tuple")
+        )
     return tuples.unionByName(
         per_hour.select(
             *[F.lit(None).cast("string").alias(c) for c in ACCESS_KEY],

@@ -8,6 +8,11 @@ The buffer is bounded: if the disk cannot keep up, the oldest unwritten entries 
 records) are dropped and counted, and the count is written into the log as a line of its own, so a gap is never
 silent.
 
+In ``usage`` mode (the default) every decision is queued as in ``all`` mode, and the writer thread folds them
+(``kafkaguard.audit.usage``): allowed decisions into one record per access and window, repeated denials into one
+record with a count. A window's records are written once it has ended (checked at every background flush) and
+at ``stop``. The event loop's part stays one append per request; the folding is the writer thread's.
+
 The log says who asked for what, from where, and the answer: its files are readable by their owner only. It is
 created with mode 0600 (rotated files keep it), and on start the log and its numbered backups are set to 0600 if
 they are wider (``store.files``).
@@ -28,6 +33,7 @@ from glob import escape as glob_escape
 from pathlib import Path
 
 from kafkaguard.audit.record import AuditRecord, to_json_line
+from kafkaguard.audit.usage import DEFAULT_MAX_KEYS, UsageAggregator
 from kafkaguard.store.files import open_private_append, tighten
 
 log = logging.getLogger(__name__)
@@ -43,14 +49,18 @@ class AuditLog:
         backups: int = 5,
         flush_interval: float = 0.2,
         max_buffered: int = 100_000,
+        usage_window_seconds: float = 60.0,
+        usage_max_keys: int = DEFAULT_MAX_KEYS,
     ) -> None:
         self.path = path
-        self.log_allowed = mode == "all"
+        self.log_allowed = mode in ("all", "usage")
+        #: Folds decisions per window in ``usage`` mode (used by the writer thread only); None otherwise.
+        self.usage = UsageAggregator(usage_window_seconds, usage_max_keys) if mode == "usage" else None
         self._max_bytes = max_bytes
         self._backups = backups
         self._flush_interval = flush_interval
-        #: JSON lines, or functions that make one (called in the writer thread).
-        self._buffer: deque[str | Callable[[], str]] = deque()
+        #: JSON lines, or functions that make records (called in the writer thread).
+        self._buffer: deque[str | Callable[[], Sequence[AuditRecord]]] = deque()
         self._max_buffered = max_buffered
         self._dropped = 0
         self._task: asyncio.Task[None] | None = None
@@ -70,7 +80,7 @@ class AuditLog:
         if len(self._buffer) >= self._max_buffered:
             self._buffer.popleft()
             self._dropped += 1
-        self._buffer.append(partial(_json_lines, make))
+        self._buffer.append(make)
 
     def start(self) -> None:
         """Create the log's directory, set the log and its backups to 0600 where they are wider, and start the
@@ -84,18 +94,21 @@ class AuditLog:
         self._task = asyncio.create_task(self._run(), name="audit-log")
 
     async def stop(self) -> None:
-        """Write everything still buffered, then stop."""
+        """Write everything still buffered (in usage mode, the open window's records too), then stop."""
         self._stopping.set()
         if self._task is not None:
             await self._task
             self._task = None
+        await self.flush(end_window=True)
 
-    async def flush(self) -> None:
-        """Write everything recorded so far; returns when it is in the file."""
+    async def flush(self, *, end_window: bool = False) -> None:
+        """Write everything recorded so far; returns when it is in the file. In usage mode, decisions are held
+        until their window ends (or ``end_window``: now)."""
         async with self._flushing:
             lines = self._take()
-            if lines:
-                await asyncio.to_thread(self._write, lines)
+            # len() of the writer thread's dict: a racy read is harmless (worst case one flush later).
+            if lines or (self.usage is not None and (end_window or len(self.usage))):
+                await asyncio.to_thread(self._write, self._lines(lines, end_window))
 
     async def _run(self) -> None:
         while not self._stopping.is_set():
@@ -106,7 +119,7 @@ class AuditLog:
             except OSError as e:
                 log.error("audit log %s cannot be written: %s", self.path, e)
 
-    def _take(self) -> list[str | Callable[[], str]]:
+    def _take(self) -> list[str | Callable[[], Sequence[AuditRecord]]]:
         lines = list(self._buffer)
         self._buffer.clear()
         if self._dropped:
@@ -116,9 +129,33 @@ class AuditLog:
             self._dropped = 0
         return lines
 
-    def _write(self, lines: list[str | Callable[[], str]]) -> None:
-        made = (line if isinstance(line, str) else line() for line in lines)
-        data = "".join(line + "\n" for line in made if line).encode("utf-8")
+    def _lines(
+        self, entries: list[str | Callable[[], Sequence[AuditRecord]]], end_window: bool
+    ) -> Callable[[], list[str]]:
+        """A function (run in the writer thread) making the JSON lines of ``entries``: each record as it is, or, in
+        usage mode, folded, with the records of every window that has ended (all, with ``end_window``)."""
+
+        def make() -> list[str]:
+            usage = self.usage
+            lines: list[str] = []
+            for entry in entries:
+                if isinstance(entry, str):
+                    lines.append(entry)
+                elif usage is None:
+                    lines.extend(to_json_line(record) for record in entry())
+                else:
+                    lines.extend(to_json_line(record) for record in usage.add(entry()))
+            if usage is not None:
+                ended = usage.drain() if end_window else usage.expire(datetime.now(UTC))
+                lines.extend(to_json_line(record) for record in ended)
+            return lines
+
+        return make
+
+    def _write(self, lines: Callable[[], list[str]]) -> None:
+        data = "".join(line + "\n" for line in lines()).encode("utf-8")
+        if not data:
+            return
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
@@ -143,8 +180,3 @@ class AuditLog:
             if older.exists():
                 older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
         self.path.replace(self.path.with_name(f"{self.path.name}.1"))
-
-
-def _json_lines(make: Callable[[], Sequence[AuditRecord]]) -> str:
-    """The JSON lines of ``make``'s records, without the last newline ("" when it makes none)."""
-    return "\n".join(to_json_line(record) for record in make())

@@ -81,7 +81,12 @@ class ListeningServer(ABC):
         self.services = services
         settings = services.settings
         self.audit = (
-            AuditLog(settings.audit_log, mode=settings.audit_mode, max_bytes=settings.audit_max_bytes)
+            AuditLog(
+                settings.audit_log,
+                mode=settings.audit_mode,
+                max_bytes=settings.audit_max_bytes,
+                usage_window_seconds=settings.audit_usage_window_seconds,
+            )
             if settings.audit_log is not None
             else None
         )

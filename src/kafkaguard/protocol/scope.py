@@ -72,7 +72,8 @@ class RequestScope:
 
     def _audit(self, audit: AuditLog, outcome: RequestAuthorization) -> None:
         # Made in the audit writer's thread: going through, explaining and serializing the thousands of decisions of
-        # one large request is not the event loop's work. The rule comes from the snapshot the result came from.
+        # one large request is not the event loop's work (nor, in usage mode, folding them per window: the writer
+        # thread's ``UsageAggregator``). The rule comes from the snapshot the result came from.
         now = datetime.now(UTC)
         audit.record_later(partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed))
 

@@ -160,6 +160,8 @@ class Reduced:
     #: the first and last valid logged request (None: no valid record)
     first: datetime | None = None
     last: datetime | None = None
+    #: the requests logged ALLOWED
+    allowed: int = 0
 
 
 def read_and_reduce(
@@ -198,7 +200,23 @@ def read_and_reduce(
     first = min((row["first_seen"] for row in hours), default=None)
     last = max((row["last_seen"] for row in hours), default=None)
     good = transforms.good_rows(aggregated, keys)
-    return Reduced(aggregated, good, over_time, bad, total, bad_count, first, last)
+    allowed = sum(requests for _, decision, requests in over_time if decision == "ALLOWED")
+    return Reduced(aggregated, good, over_time, bad, total, bad_count, first, last, allowed)
+
+
+def require_allowed(job: str, allowed: int, records: int) -> None:
+    """Refuse a job that reads usage from the allowed decisions when the log holds none: every ACL would be
+    reported unused and nothing recommended, silently (a log written with ``audit_mode: denied``).
+
+    :raises PipelineError: no request was logged ALLOWED.
+    """
+    if allowed == 0:
+        raise PipelineError(
+            f"the log holds no allowed decisions ({records:,} records, all denials or none), so {job} cannot tell "
+            "which access is used: every ACL would look unused. Record allowed decisions with audit_mode: usage "
+            "(the default, cheap enough to keep on) or all (on serve/proxy: --audit-mode usage), then run "
+            f"kafkaguard audit {job} on a log written since"
+        )
 
 
 def sample_bad_lines(

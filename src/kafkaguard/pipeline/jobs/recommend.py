@@ -22,7 +22,14 @@ from kafkaguard.model import (
     ResourceType,
 )
 from kafkaguard.model.acl_json import acls_to_document
-from kafkaguard.pipeline.jobs.common import JobResult, JobRun, add_input_sections, read_and_reduce, write_text_file
+from kafkaguard.pipeline.jobs.common import (
+    JobResult,
+    JobRun,
+    add_input_sections,
+    read_and_reduce,
+    require_allowed,
+    write_text_file,
+)
 from kafkaguard.pipeline.recommend import NameUniverse, Observed, recommend
 from kafkaguard.pipeline.report import Report, table
 
@@ -132,6 +139,7 @@ def run(
     job = run_ or JobRun("recommend", out)
     with job:
         reduced = read_and_reduce(spark, job, logs, fmt)
+        require_allowed("recommend", reduced.allowed, reduced.records)
         with job.step("recommending per principal"):
             universe: dict[str, list[str]] = {}
             for name_row in reduced.good.select("resource_type", "resource_name").distinct().collect():

@@ -30,6 +30,7 @@ from kafkaguard.pipeline.jobs.common import (
     JobResult,
     JobRun,
     add_bad_lines_section,
+    require_allowed,
     rows_of,
     sample_bad_lines,
 )
@@ -82,6 +83,7 @@ def run(
         change = AclChange.between(current, proposed)
         with job.step("reading the log and finding the accesses the change can flip"):
             scan = _scan(spark, job, logs, fmt, change)
+        require_allowed("simulate", scan.allowed, scan.records)
         with job.step("deciding them under both ACL sets"):
             candidates = spark.read.parquet(job.path(STAGING))
             if scan.candidates <= DRIVER_DECISIONS:
@@ -149,6 +151,8 @@ class _Scan:
     last_seen: datetime | None
     #: unparseable lines per reason
     bad: dict[str, int]
+    #: requests logged ALLOWED
+    allowed: int = 0
 
 
 def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, change: AclChange) -> _Scan:
@@ -170,6 +174,7 @@ def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, chang
         seen,
         F.count_if(good).alias("accesses"),
         F.coalesce(F.sum(F.when(good, F.col("requests"))), F.lit(0)).alias("records"),
+        F.coalesce(F.sum(F.when(good, F.col("allowed"))), F.lit(0)).alias("allowed"),
         F.min("first_seen").alias("first_seen"),
         F.max("last_seen").alias("last_seen"),
         F.collect_list(F.when(~good, F.struct("error", "requests"))).alias("bad"),
@@ -196,6 +201,7 @@ def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, chang
         found.get("first_seen"),
         found.get("last_seen"),
         bad,
+        int(found.get("allowed") or 0),
     )
 
 

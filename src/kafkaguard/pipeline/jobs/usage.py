@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaguard.model.acl_json import binding_to_dict
 from kafkaguard.pipeline.acls import AclSet
-from kafkaguard.pipeline.jobs.common import JobResult, JobRun, Reduced, add_input_sections, read_and_reduce
+from kafkaguard.pipeline.jobs.common import (
+    JobResult,
+    JobRun,
+    Reduced,
+    add_input_sections,
+    read_and_reduce,
+    require_allowed,
+)
 from kafkaguard.pipeline.jobs.usage_state import LogFile, StateDir, list_log_files, plan
 from kafkaguard.pipeline.report import Cell, Report, bar_chart, table
 
@@ -99,7 +106,10 @@ def run(
             to_read = list(logs)
         bindings = acl_table(spark, acls).persist()
         # Per access only (no logged decision): the rows go to the authorizer as they are, with no regrouping.
+        # Logged decisions, for the refusal only (the hourly rows keep them; the per-access rows do not).
         reduced: Reduced | None = read_and_reduce(spark, job, to_read, fmt, keys=()) if to_read else None
+        if reduced is not None and previous is None:
+            require_allowed("usage", reduced.allowed, reduced.records)
         with job.step("deciding distinct accesses"):
             if reduced is not None:
                 access = reduced.good
