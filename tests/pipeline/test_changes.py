@@ -22,6 +22,7 @@ from kafkaguard.audit import AuditRecord, to_json_line
 from kafkaguard.model import AuthorizationResult
 from kafkaguard.pipeline.acls import AclSet, acl_set_from_text
 from kafkaguard.pipeline.changes import AclChange
+from kafkaguard.pipeline.errors import PipelineError
 from kafkaguard.pipeline.jobs import simulate
 from kafkaguard.pipeline.jobs.common import JobRun
 from tests.audit.test_record import T
@@ -209,7 +210,8 @@ def test_simulate_flips_exactly_what_the_core_flips(
 
 @pytest.mark.spark
 def test_simulate_on_an_empty_log_and_no_change(spark, tmp_path: Path) -> None:
-    """Adaptive execution skips an empty plan's rest; the counts are still right (zeros), never an error."""
+    """Adaptive execution skips an empty plan's rest; the counts are still right (zeros), never a Spark error. A log
+    without allowed decisions (an empty one here) is refused with a clear message (``require_allowed``)."""
     acls = acl_set_from_text(json.dumps({"acls": []}), "c", "current")
     record = AuditRecord(
         time=T,
@@ -219,13 +221,17 @@ def test_simulate_on_an_empty_log_and_no_change(spark, tmp_path: Path) -> None:
         operation=AclOperation.READ,
         resource_type=ResourceType.TOPIC,
         resource_name="t",
-        decision=AuthorizationResult.DENIED,
+        decision=AuthorizationResult.ALLOWED,
         rule=None,
     )
     for lines, expected in (("", 0), (to_json_line(record) + "\n", 1)):
         log = tmp_path / f"log-{expected}.jsonl"
         log.write_text(lines)
         out = tmp_path / f"out-{expected}"
+        if not expected:
+            with pytest.raises(PipelineError, match="the log holds no allowed decisions"):
+                simulate.run(spark, [str(log)], acls, acls, str(out), run_=JobRun("simulate", str(out)))
+            continue
         result = simulate.run(spark, [str(log)], acls, acls, str(out), run_=JobRun("simulate", str(out)))
         assert (result.summary["records"], result.summary["distinct_accesses"]) == (expected, expected)
         assert (result.summary["decided_accesses"], result.summary["newly_denied"]) == (0, 0)

@@ -39,12 +39,14 @@ def _rows(df) -> list[tuple[tuple[str, str], ...]]:
 
 @pytest.mark.parametrize("keys", [("logged_decision",), ()])
 def test_folding_equals_parsing_every_line(spark, keys: tuple[str, ...]) -> None:
-    """(``hourly=False``, simulate's form, gives the per-tuple rows alone.)"""
+    """(``hourly=False``, simulate's form, gives the per-tuple rows alone, with the requests logged ALLOWED.)"""
     text = spark.createDataFrame([(line,) for line in (kafka_log_lines() + KAFKA_EXTRA) * 3], "value string")
     every_line = transforms.aggregate_raw(readers.parse_kafka_log(text), keys=keys)
     folded = folding.fold(text, keys=keys)
     tuples_only = folding.fold(text, keys=keys, hourly=False)
-    assert _rows(tuples_only) == _rows(every_line.where("per_tuple"))
+    assert _rows(tuples_only.drop("allowed")) == _rows(every_line.where("per_tuple"))
+    assert _rows(tuples_only) == _rows(transforms.aggregate_raw(readers.parse_kafka_log(text), keys=keys, hourly=False))
+    assert tuples_only.where("allowed > 0").count() > 0
     assert _rows(folded.where("per_tuple")) == _rows(every_line.where("per_tuple"))
     assert _rows(transforms.over_time(folded)) == _rows(transforms.over_time(every_line))
     # Each hour's first and last request too (the window a job reports).

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -134,3 +135,58 @@ def test_wider_existing_files_are_tightened_on_start(tmp_path: Path, caplog):
     assert mode(tmp_path / "unrelated.txt") == 0o644
     tightened = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO and "0o600" in r.getMessage()]
     assert len(tightened) == 3
+
+
+def allowed(name: str, second: int) -> AuditRecord:
+    return AuditRecord(
+        time=datetime(2025, 3, 14, 9, 26, second, tzinfo=UTC),
+        principal="User:alice",
+        host="10.0.0.1",
+        api="Fetch",
+        operation=AclOperation.READ,
+        resource_type=ResourceType.TOPIC,
+        resource_name=name,
+        decision=AuthorizationResult.ALLOWED,
+        rule="MatchingAcl(acl=(x), id=a1)",
+    )
+
+
+def test_usage_mode_writes_one_record_per_access_and_window(tmp_path: Path):
+    path = tmp_path / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, mode="usage", flush_interval=10, usage_window_seconds=60)
+        assert log.log_allowed  # the scope queues allowed decisions too
+        log.start()
+        log.record_later(lambda: [allowed("t", 1), allowed("t", 2), record("t"), record("t")])
+        log.record_later(lambda: [allowed("t", 30), allowed("u", 31)])
+        # The records' window (09:26) ended long ago: the writer thread folds them and writes them at the next flush.
+        await log.flush()
+        written = [from_json_line(line) for line in path.read_text().splitlines()]
+        assert [(r.resource_name, r.decision.value, r.count) for r in written if isinstance(r, AuditRecord)] == [
+            ("t", "ALLOWED", 3),
+            ("t", "DENIED", 2),
+            ("u", "ALLOWED", 1),
+        ]
+        await log.stop()
+
+    asyncio.run(scenario())
+
+
+def test_usage_mode_holds_the_open_window_until_it_ends_or_stop(tmp_path: Path):
+    path = tmp_path / "audit.log"
+
+    async def scenario() -> None:
+        log = AuditLog(path, mode="usage", flush_interval=10, usage_window_seconds=3600)
+        log.start()
+        now = datetime.now(UTC)
+        for _ in range(5):
+            log.record(replace(allowed("t", 0), time=now))
+        await log.flush()
+        assert not path.exists() or path.read_text() == ""  # the window is still open
+        await log.stop()  # shutdown writes it
+        (line,) = path.read_text().splitlines()
+        parsed = from_json_line(line)
+        assert isinstance(parsed, AuditRecord) and parsed.count == 5
+
+    asyncio.run(scenario())

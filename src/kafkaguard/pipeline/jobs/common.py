@@ -212,10 +212,10 @@ def require_allowed(job: str, allowed: int, records: int) -> None:
     """
     if allowed == 0:
         raise PipelineError(
-            f"the log holds no allowed decisions ({records:,} records, all denials or none), so {job} cannot tell "
-            "which access is used: every ACL would look unused. Record allowed decisions with audit_mode: usage "
-            "(the default, cheap enough to keep on) or all (on serve/proxy: --audit-mode usage), then run "
-            f"kafkaguard audit {job} on a log written since"
+            f"the log holds no allowed decisions ({records:,} records, none ALLOWED), so kafkaguard audit {job} "
+            "would see no use of any ACL (every ACL unused, nothing to recommend, no allowed access to break); "
+            "the server or proxy must record them: set audit_mode to usage (the default, cheap enough to keep on) "
+            "or all (--audit-mode usage), then run it on a log written since"
         )
 
 
