@@ -187,7 +187,7 @@ def json_lines() -> list[str]:
     return good + v2 + bad + ["", "   "]
 
 
-BAD_V2 = [
+BAD_V2: list[dict[str, object]] = [
     {"count": 0},
     {"count": -3},
     {"count": 2.5},

@@ -55,7 +55,9 @@ def run(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def table(spark, path: Path, key: tuple[str, ...], columns: tuple[str, ...]) -> dict[tuple[object, ...], tuple]:
+def table(
+    spark, path: Path, key: tuple[str, ...], columns: tuple[str, ...]
+) -> dict[tuple[object, ...], tuple[object, ...]]:
     return {tuple(r[k] for k in key): tuple(r[c] for c in columns) for r in spark.read.parquet(str(path)).collect()}
 
 

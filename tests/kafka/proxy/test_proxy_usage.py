@@ -12,7 +12,6 @@ then reads each log.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -147,4 +146,3 @@ def test_usage_mode_gives_the_hits_per_acl_of_all_mode(
     assert mine[(principal, "READ", "TOPIC", topic)][2] == "USED"
     assert mine[(principal, "READ", "GROUP", group)][2] == "USED"
     assert [v[2] for k, v in mine.items() if k[3].startswith("never-used")] == ["UNUSED"]
-    print(json.dumps({" ".join(k): v for k, v in mine.items()}))
