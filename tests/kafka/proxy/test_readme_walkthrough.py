@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
@@ -66,6 +67,11 @@ def test_the_readme_walkthrough_runs_as_written(kafka: KafkaBroker, tmp_path: Pa
                                 cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180)  # fmt: skip
         assert python.returncode == 0, python.stderr
         assert python.stdout.strip() == "b'order 1'"
+        kafkaguard = str(tmp_path / ".venv" / "bin" / "kafkaguard")
+        export = subprocess.run([kafkaguard, "export", "--bootstrap-server", "127.0.0.1:19092", "--command-config",
+                                 "admin.properties", "--format", "json", "-o", "acls.json"],
+                                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert export.returncode == 0, export.stderr
     finally:
         proxy.terminate()
         _, errors = proxy.communicate(timeout=30)
@@ -73,3 +79,17 @@ def test_the_readme_walkthrough_runs_as_written(kafka: KafkaBroker, tmp_path: Pa
     # what the walk-through wrote went where the README says: alice in the proxy's store, the ACLs too
     assert (tmp_path / "data" / "kafkaguard.db").is_file()
     assert (tmp_path / "admin.properties").is_file()
+    # The shipped config's audit mode (usage) recorded the session's allowed traffic: `audit usage` on its log finds
+    # alice's ACLs used (with `audit_mode: denied` it reported every ACL UNUSED, issue 27).
+    usage = subprocess.run([str(tmp_path / ".venv" / "bin" / "kafkaguard"), "audit", "usage", "--log", "data/audit.log",
+                            "--acls", "acls.json", "--out", "usage", "--master", "local[1]"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert usage.returncode == 0, usage.stderr + usage.stdout
+    status = {
+        (row["operation"], row["resource_type"], row["resource_name"]): (row["status"], row["decisive_requests"])
+        for row in pq.read_table(str(tmp_path / "usage" / "acl_usage")).to_pylist()
+        if row["principal"] == "User:alice"
+    }
+    for used in (("WRITE", "TOPIC", "first-orders"), ("READ", "TOPIC", "first-orders"), ("READ", "GROUP", "billing")):
+        assert status[used][0] == "USED" and status[used][1] >= 1, (used, status)
+    assert status[("CREATE", "TOPIC", "first-orders")][0] == "UNUSED"  # the admin created the topic
