@@ -96,3 +96,15 @@ def test_the_flags_of_serve_and_proxy_reach_the_settings(command: str, tmp_path:
     )  # fmt: skip
     assert result.exit_code == 2
     assert "max_connections_per_listener names SASL_SSL://0.0.0.0:9093, which is not a listener" in result.output
+
+
+def test_usage_is_the_default_audit_mode_and_its_window_must_be_positive(tmp_path: Path):
+    settings = load_settings(None)
+    assert (settings.audit_mode, settings.audit_usage_window_seconds) == ("usage", 60.0)
+    shipped = load_settings(Path(__file__).resolve().parents[1] / "config" / "kafkaguard.yaml")
+    assert (shipped.audit_mode, shipped.audit_usage_window_seconds) == ("usage", 60.0)
+    assert load_settings(None, audit_mode="all", audit_usage_window_seconds="0.5").audit_usage_window_seconds == 0.5
+    with pytest.raises(InvalidConfigError, match="audit_usage_window_seconds: Input should be greater than 0"):
+        load_settings(None, audit_usage_window_seconds=0)
+    with pytest.raises(InvalidConfigError, match="audit_mode: Input should be 'usage', 'denied' or 'all'"):
+        load_settings(None, audit_mode="some")
