@@ -11,6 +11,9 @@ same flags::
     kafkaguard audit recommend --log PATH... --out DIR [--principal P] [...]
 
 plus ``--master URL`` or ``--remote sc://…``, ``--super-users`` and ``--allow-everyone-if-no-acl-found``.
+
+A usage-mode record counts as its ``count`` of requests. ``simulate``, ``usage`` and ``recommend`` refuse (exit code
+2) a log that holds no allowed decision: one written with ``audit_mode: denied`` would make every ACL look unused.
 """
 
 from __future__ import annotations
