@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kafkaguard.audit.cloudevents import unwrap
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import SecurityProtocol, load_settings
 from kafkaguard.protocol.listening import ListeningServer
@@ -130,13 +131,18 @@ class ServerHandle:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     def audit_records(self) -> list[dict[str, Any]]:
-        """Every audit line written so far (the buffer is flushed first)."""
+        """The authorization record of every audit line written so far (the buffer is flushed first)."""
+        return [data for category, data in self.audit_events() if category == "authorization"]
+
+    def audit_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """(category, data) of every envelope in the audit file so far (the buffer is flushed first)."""
         audit = self.server.audit
         assert audit is not None
         self.run(audit.flush())
         if not self.audit_path.exists():
             return []
-        return [json.loads(line) for line in self.audit_path.read_text("utf-8").splitlines() if line.strip()]
+        lines = [json.loads(line) for line in self.audit_path.read_text("utf-8").splitlines() if line.strip()]
+        return [found for found in map(unwrap, lines) if found is not None]
 
     def add_user(self, name: str, password: str, iterations: int = 4096) -> None:
         """A SCRAM user for both mechanisms, written straight into the store."""

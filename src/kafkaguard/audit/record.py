@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kafkaguard.audit.cloudevents import AUTHORIZATION, SHADOW, unwrap
 from kafkaguard.model import AclOperation, Action, AuthorizationResult, PatternType, RequestContext, ResourceType
 
 #: The version this code writes; it reads every version up to it.
@@ -205,6 +206,11 @@ def from_json_line(line: str) -> AuditRecord | LineError:
         return LineError("not valid JSON", text)
     if not isinstance(fields, dict):
         return LineError("not a JSON object", text)
+    unwrapped = unwrap(fields)  # a CloudEvents envelope (audit.cloudevents): its data is the record
+    if unwrapped is not None:
+        category, fields = unwrapped
+        if category not in (AUTHORIZATION, SHADOW):
+            return LineError(f"a {category} event, not an authorization record", text)
     reason = validation_reason(fields)
     if reason is not None:
         return LineError(reason, text)

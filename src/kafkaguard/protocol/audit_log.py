@@ -1,16 +1,19 @@
-"""The server's audit log: JSON lines of ``kafkaguard.audit`` records, written off the event loop.
+"""The server's audit trail: CloudEvents envelopes (``audit.cloudevents``) of authorization decisions, management
+changes and logins, made and written off the event loop, to every sink (``protocol.audit_sinks``: the JSON lines
+file, the embedded default; a Kafka topic, ``protocol.kafka_sink``).
 
 Records are appended to an in-memory buffer (cheap, never blocks) and a background task writes the buffer in a
-worker thread every ``flush_interval`` seconds, rotating the file by size (``audit.log`` → ``audit.log.1`` …). A
-record may be queued unmade (``record_later``: a function that makes it): one request refusing 10,000 topics queued
-20,000 decisions whose explanation and JSON took 0.4 s of the event loop; made in the writer thread, none of it.
-The buffer is bounded: if the disk cannot keep up, the oldest unwritten entries (a record, or one request's
-records) are dropped and counted, and the count is written into the log as a line of its own, so a gap is never
-silent.
+worker thread every ``flush_interval`` seconds. A record may be queued unmade (``record_later``: a function that
+makes it): one request refusing 10,000 topics queued 20,000 decisions whose explanation and JSON took 0.4 s of the
+event loop; made in the writer thread, none of it. The envelope and its JSON line are made there too, once for all
+sinks. The buffer is bounded: if the sinks cannot keep up, the oldest unwritten entries (a record, or one request's
+records) are dropped and counted, and the count is written into the file as a line of its own (and logged), so a
+gap is never silent.
 
-The log says who asked for what, from where, and the answer: its files are readable by their owner only. It is
-created with mode 0600 (rotated files keep it), and on start the log and its numbered backups are set to 0600 if
-they are wider (``store.files``).
+Management and authentication events come through ``record_event(category, subject, data)`` (any thread). Failed
+logins are collapsed per window (``audit.login_failures``): a flood of identical failures is one event with a count.
+
+The log says who asked for what, from where, and the answer: its files are readable by their owner only.
 """
 
 from __future__ import annotations
@@ -19,45 +22,77 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from glob import escape as glob_escape
 from pathlib import Path
+from typing import Any
 
-from kafkaguard.audit.record import AuditRecord, to_json_line
-from kafkaguard.store.files import open_private_append, tighten
+from kafkaguard.audit.cloudevents import AUTHENTICATION, AUTHORIZATION, CATEGORIES, envelope, source_of, to_json
+from kafkaguard.audit.login_failures import FailureWindows
+from kafkaguard.audit.record import AuditRecord, to_dict
+from kafkaguard.audit.trail_statistics import DROPPED, AuditTrailStatistics
+from kafkaguard.protocol.audit_sinks import FileSink, Outgoing, Sink
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event for the sinks, before its envelope: category, subject, data and when it happened."""
+
+    category: str
+    subject: str
+    data: dict[str, Any]
+    time: datetime | str
+
+
+#: What the buffer holds: a note line for the file (a gap), or a function that makes events (in the writer thread).
+_Entry = str | Callable[[], Sequence[Event]]
 
 
 class AuditLog:
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         *,
         mode: str = "denied",
         max_bytes: int = 100 * 1024 * 1024,
         backups: int = 5,
         flush_interval: float = 0.2,
         max_buffered: int = 100_000,
+        sinks: Sequence[Sink] = (),
+        source: str | None = None,
+        statistics: AuditTrailStatistics | None = None,
+        login_failure_window_seconds: float = 60.0,
     ) -> None:
+        """``path``: the JSON lines file (None: no file sink, only ``sinks``); ``source``: the envelopes' source
+        (default ``kafkaguard://<hostname>``)."""
         self.path = path
         self.log_allowed = mode == "all"
-        self._max_bytes = max_bytes
-        self._backups = backups
+        self.statistics = statistics if statistics is not None else AuditTrailStatistics()
+        file_sink: list[Sink] = (
+            [FileSink(path, max_bytes=max_bytes, backups=backups, statistics=self.statistics)]
+            if path is not None
+            else []
+        )
+        #: Every sink, the file first.
+        self.sinks: tuple[Sink, ...] = (*file_sink, *sinks)
+        self.source = source if source is not None else source_of()
         self._flush_interval = flush_interval
-        #: JSON lines, or functions that make one (called in the writer thread).
-        self._buffer: deque[str | Callable[[], str]] = deque()
+        #: Note lines, or functions that make events (called in the writer thread).
+        self._buffer: deque[_Entry] = deque()
         self._max_buffered = max_buffered
         self._dropped = 0
+        self._failures = FailureWindows(login_failure_window_seconds)
         self._task: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         # One flush at a time, so that flush() returns only once everything recorded before it is written, even
         # when the background flush had already taken those lines and was still writing them.
         self._flushing = asyncio.Lock()
+        self._started: list[Sink] = []
 
     def record(self, record: AuditRecord) -> None:
         """Queue one record; never blocks."""
@@ -67,32 +102,63 @@ class AuditLog:
         """Queue the records ``make`` returns, made when they are written, off the event loop (``make`` must only
         read immutable state, such as one authorizer snapshot's decisions); never blocks. The buffer's bound counts
         each call once, however many records it makes."""
+        self._queue(partial(_authorization_events, make))
+
+    def record_event(self, category: str, subject: str, data: dict[str, Any]) -> None:
+        """Queue one management or authentication event (``data`` as issue 27's spec says: never a password, a
+        token, a salt or a key); never blocks, callable from any thread. A failed login (authentication, result
+        FAILURE) is collapsed with identical ones in its window and written when the window ends.
+
+        :raises ValueError: ``category`` is not one of ``audit.cloudevents.CATEGORIES``.
+        """
+        if category not in CATEGORIES:
+            raise ValueError(f"unknown audit event category {category!r}; known: {', '.join(CATEGORIES)}")
+        now = datetime.now(UTC)
+        if category == AUTHENTICATION and data.get("result") == "FAILURE":
+            at_once = self._failures.add(subject, data, now)
+            if at_once is None:
+                return
+            data, now = at_once.data, at_once.time
+        self._queue(partial(tuple, (Event(category, subject, dict(data), now),)))
+
+    def _queue(self, entry: _Entry) -> None:
         if len(self._buffer) >= self._max_buffered:
             self._buffer.popleft()
             self._dropped += 1
-        self._buffer.append(partial(_json_lines, make))
+        self._buffer.append(entry)
 
     def start(self) -> None:
-        """Create the log's directory, set the log and its backups to 0600 where they are wider, and start the
-        background flush. Runs once at server start, before the first record is written.
+        """Start every sink (the file's directory is created, the log and its backups set to 0600 where they are
+        wider; the Kafka sink opens its spool and starts its sender) and the background flush. Runs once at server
+        start, before the first record is written.
 
-        :raises OSError: the directory cannot be created.
+        :raises OSError: the file's directory cannot be created.
+        :raises InvalidConfigError: a sink cannot start (the spool directory cannot be written).
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        for existing in (self.path, *self._backup_files()):
-            tighten(existing)
+        try:
+            for sink in self.sinks:
+                sink.start()
+                self._started.append(sink)
+        except BaseException:
+            self._close_sinks()
+            raise
         self._task = asyncio.create_task(self._run(), name="audit-log")
 
     async def stop(self) -> None:
-        """Write everything still buffered, then stop."""
+        """Write everything still buffered (and the failed logins of open windows), then close the sinks."""
         self._stopping.set()
         if self._task is not None:
             await self._task
             self._task = None
+        self._queue_failures(None)
+        await self.flush()
+        await asyncio.to_thread(self._close_sinks)
 
     async def flush(self) -> None:
-        """Write everything recorded so far; returns when it is in the file."""
+        """Write everything recorded so far (failed logins: those whose window ended); returns when the sinks have
+        it (the file: written; the Kafka sink: in its spool)."""
         async with self._flushing:
+            self._queue_failures(datetime.now(UTC))
             lines = self._take()
             if lines:
                 await asyncio.to_thread(self._write, lines)
@@ -106,45 +172,61 @@ class AuditLog:
             except OSError as e:
                 log.error("audit log %s cannot be written: %s", self.path, e)
 
-    def _take(self) -> list[str | Callable[[], str]]:
+    def _queue_failures(self, now: datetime | None) -> None:
+        for done in self._failures.take(now):
+            self._queue(partial(tuple, (Event(AUTHENTICATION, done.subject, done.data, done.time),)))
+
+    def _take(self) -> list[_Entry]:
         lines = list(self._buffer)
         self._buffer.clear()
         if self._dropped:
             gap = {"time": datetime.now(UTC).isoformat(), "dropped_records": self._dropped}
             lines.insert(0, json.dumps(gap))
             log.warning("audit log fell behind: %d record(s) dropped", self._dropped)
+            for sink in self.sinks:
+                self.statistics.count(sink.name, DROPPED, self._dropped)
             self._dropped = 0
         return lines
 
-    def _write(self, lines: list[str | Callable[[], str]]) -> None:
-        made = (line if isinstance(line, str) else line() for line in lines)
-        data = "".join(line + "\n" for line in made if line).encode("utf-8")
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
-            size = 0
-        if size and size + len(data) > self._max_bytes:
-            self._rotate()
-        with os.fdopen(open_private_append(self.path), "ab") as out:
-            out.write(data)
+    def _write(self, entries: list[_Entry]) -> None:
+        """In the writer thread: make the events, their envelopes and JSON lines, and hand them to every sink (a
+        sink that fails is logged; the others still get the batch)."""
+        outgoing: list[Outgoing] = []
+        for entry in entries:
+            if isinstance(entry, str):
+                outgoing.append(Outgoing(None, "", {}, entry))
+                continue
+            for event in entry():
+                made = envelope(event.category, event.subject, event.data, source=self.source, time=event.time)
+                outgoing.append(Outgoing(event.category, event.subject, event.data, to_json(made)))
+        if not outgoing:
+            return
+        failed: OSError | None = None
+        for sink in self.sinks:
+            try:
+                sink.write(outgoing if sink.name == "file" else [o for o in outgoing if o.category is not None])
+            except OSError as e:
+                if sink.name == "file":
+                    failed = e  # reported by the caller, as before
+                else:
+                    log.error("audit sink %s cannot take %d record(s): %s", sink.name, len(outgoing), e)
+        if failed is not None:
+            raise failed
 
-    def _backup_files(self) -> list[Path]:
-        """``audit.log.1``, ``audit.log.2`` …: every rotated file of this log, also those beyond ``backups``."""
-        prefix = self.path.name + "."
-        return [
-            path
-            for path in self.path.parent.glob(glob_escape(prefix) + "*")
-            if path.name[len(prefix) :].isdigit() and path.is_file()
-        ]
-
-    def _rotate(self) -> None:
-        for index in range(self._backups - 1, 0, -1):
-            older = self.path.with_name(f"{self.path.name}.{index}")
-            if older.exists():
-                older.replace(self.path.with_name(f"{self.path.name}.{index + 1}"))
-        self.path.replace(self.path.with_name(f"{self.path.name}.1"))
+    def _close_sinks(self) -> None:
+        while self._started:
+            sink = self._started.pop()
+            try:
+                sink.close()
+            except OSError as e:
+                log.error("audit sink %s did not close cleanly: %s", sink.name, e)
 
 
-def _json_lines(make: Callable[[], Sequence[AuditRecord]]) -> str:
-    """The JSON lines of ``make``'s records, without the last newline ("" when it makes none)."""
-    return "\n".join(to_json_line(record) for record in make())
+def authorization_subject(record: AuditRecord) -> str:
+    """``RESOURCE_TYPE:name``: what an authorization record is about."""
+    return f"{record.resource_type.name}:{record.resource_name}"
+
+
+def _authorization_events(make: Callable[[], Sequence[AuditRecord]]) -> list[Event]:
+    """The events of ``make``'s records (made in the writer thread)."""
+    return [Event(AUTHORIZATION, authorization_subject(r), to_dict(r), r.time) for r in make()]
