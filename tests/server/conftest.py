@@ -136,13 +136,17 @@ class ServerHandle:
 
     def audit_events(self) -> list[tuple[str, dict[str, Any]]]:
         """(category, data) of every envelope in the audit file so far (the buffer is flushed first)."""
+        return [found for found in map(unwrap, self.audit_envelopes()) if found is not None]
+
+    def audit_envelopes(self, *, end_windows: bool = False) -> list[dict[str, Any]]:
+        """Every line of the audit file so far, decoded (the buffer is flushed first; with ``end_windows`` the
+        failed logins of open windows too)."""
         audit = self.server.audit
         assert audit is not None
-        self.run(audit.flush())
+        self.run(audit.flush(end_windows=end_windows))
         if not self.audit_path.exists():
             return []
-        lines = [json.loads(line) for line in self.audit_path.read_text("utf-8").splitlines() if line.strip()]
-        return [found for found in map(unwrap, lines) if found is not None]
+        return [json.loads(line) for line in self.audit_path.read_text("utf-8").splitlines() if line.strip()]
 
     def add_user(self, name: str, password: str, iterations: int = 4096) -> None:
         """A SCRAM user for both mechanisms, written straight into the store."""

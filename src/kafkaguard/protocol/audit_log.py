@@ -150,15 +150,14 @@ class AuditLog:
         if self._task is not None:
             await self._task
             self._task = None
-        self._queue_failures(None)
-        await self.flush()
+        await self.flush(end_windows=True)
         await asyncio.to_thread(self._close_sinks)
 
-    async def flush(self) -> None:
-        """Write everything recorded so far (failed logins: those whose window ended); returns when the sinks have
-        it (the file: written; the Kafka sink: in its spool)."""
+    async def flush(self, *, end_windows: bool = False) -> None:
+        """Write everything recorded so far (failed logins: those whose window ended; with ``end_windows``, every
+        open window too); returns when the sinks have it (the file: written; the Kafka sink: in its spool)."""
         async with self._flushing:
-            self._queue_failures(datetime.now(UTC))
+            self._queue_failures(None if end_windows else datetime.now(UTC))
             lines = self._take()
             if lines:
                 await asyncio.to_thread(self._write, lines)
