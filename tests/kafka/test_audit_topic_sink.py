@@ -19,7 +19,6 @@ from typing import Any
 
 import jsonschema_rs
 import pytest
-import yaml
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
@@ -178,7 +177,7 @@ def test_a_killed_server_and_a_restarted_broker_lose_nothing_that_reached_the_sp
     port = free_port()
     spool_dir = tmp_path / "spool"
     config = tmp_path / "kafkaguard.yaml"
-    config.write_text(yaml.safe_dump({
+    config.write_text(json.dumps({  # JSON is YAML
         "data_dir": str(tmp_path / "data"), "listeners": [f"SASL_PLAINTEXT://127.0.0.1:{port}"],
         "super_users": f"User:{ADMIN}", "admin_user": ADMIN, "audit_mode": "all",
         "audit_log": str(tmp_path / "audit.log"),

@@ -5,6 +5,7 @@ event with a count; the trail's counts reach the console's metrics."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from kafkaguard.audit.cloudevents import DATASCHEMA
+from kafkaguard.audit.logins import LoginResult
+from kafkaguard.config import SecurityProtocol
 from kafkaguard.console.metrics import ConsoleMetrics
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, metadata
@@ -105,3 +108,25 @@ def test_the_trail_counts_reach_the_console_metrics(audited: ServerHandle):
     metrics = ConsoleMetrics(lambda: 0, audit_trail=audited.services.audit_trail).render().decode()
     line = next(line for line in metrics.splitlines() if line.startswith("kafkaguard_audit_records_total{"))
     assert 'sink="file"' in line and 'outcome="sent"' in line and float(line.split()[-1]) >= 1
+
+
+def test_a_client_retrying_a_wrong_password_writes_one_event_with_a_count(audited: ServerHandle):
+    """librdkafka reconnects after a failed login, again and again: one event for the window, not one per try."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": audited.bootstrap(SecurityProtocol.SASL_PLAINTEXT),
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                         "sasl.username": "retrier", "sasl.password": WRONG_PASSWORD,
+                         "reconnect.backoff.ms": 50, "reconnect.backoff.max.ms": 200, "log_level": 0,
+                         "error_cb": lambda _error: None})  # fmt: skip
+    logins = audited.services.logins
+    deadline = time.monotonic() + 30
+    while logins.total(LoginResult.FAILED, mechanism="SCRAM-SHA-512") < 4 and time.monotonic() < deadline:
+        producer.poll(0.1)
+    del producer  # closes its connections
+
+    events = [e for e in audited.audit_envelopes(end_windows=True) if e["subject"] == "User:retrier"]
+    failed = logins.total(LoginResult.FAILED, mechanism="SCRAM-SHA-512")  # counted and queued in one step
+    assert failed >= 4
+    assert len(events) == 1
+    assert events[0]["data"]["result"] == "FAILURE" and events[0]["data"]["count"] == failed
