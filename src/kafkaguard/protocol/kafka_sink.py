@@ -187,13 +187,15 @@ class KafkaSink:
             return False
         results: dict[Position, str | None] = {}
         pending = [(position, item) for position, item in batch if position not in self._delivered]
+        produced = 0
         for position, item in pending:
             if not self._produce(position, item, results):
-                break
+                break  # the rest waits for the next round
+            produced += 1
         deadline = time.monotonic() + self.delivery_timeout_seconds + 5.0
-        while len(results) < len(pending) and time.monotonic() < deadline:
+        while len(results) < produced and time.monotonic() < deadline:
             self._producer.poll(0.1)
-            if self._stopping.is_set() and len(results) < len(pending):
+            if self._stopping.is_set() and len(results) < produced:
                 self._producer.flush(min(_CLOSE_SECONDS, max(deadline - time.monotonic(), 0.0)))
                 break
         return self._settle(batch, results)
@@ -211,7 +213,6 @@ class KafkaSink:
             except Exception as e:  # noqa: BLE001 - an unknown topic name, a record too large …: not retriable here
                 results[position] = f"{type(e).__name__}: {e}"
                 return True
-        results[position] = "the producer's local queue stayed full"
         return False
 
     def _settle(self, batch: list[tuple[Position, SpoolItem]], results: dict[Position, str | None]) -> bool:
@@ -224,7 +225,7 @@ class KafkaSink:
                 if failure is None:
                     commit = position
                 continue
-            error = results.get(position, "no acknowledgement")
+            error = results.get(position, "not produced: the producer's local queue stayed full")
             if error is None:
                 sent += 1
                 if failure is None:
