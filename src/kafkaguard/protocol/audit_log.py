@@ -122,9 +122,11 @@ class AuditLog:
         self._queue(partial(tuple, (Event(category, subject, dict(data), now),)))
 
     def _queue(self, entry: _Entry) -> None:
+        # deque's append and popleft are atomic: record_event may come from another thread than the loop's
         if len(self._buffer) >= self._max_buffered:
-            self._buffer.popleft()
-            self._dropped += 1
+            with contextlib.suppress(IndexError):  # emptied by a flush meanwhile
+                self._buffer.popleft()
+                self._dropped += 1
         self._buffer.append(entry)
 
     def start(self) -> None:
