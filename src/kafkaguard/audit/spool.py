@@ -168,8 +168,11 @@ class Spool:
             self._committed = self._read_committed()
             if self._segments:
                 self._cut_torn_tail(self._segments[-1])
-                if self._committed.segment < self._segments[0]:
-                    self._committed = Position(self._segments[0], 0)
+                if not self._segments[0] <= self._committed.segment <= self._segments[-1]:
+                    self._committed = Position(self._segments[0], 0)  # a commit of other files: resend, never lose
+                size = self._sizes.get(self._committed.segment)
+                if size is not None and self._committed.offset > size:  # a segment cut shorter than the commit
+                    self._committed = Position(self._committed.segment, size)
             else:
                 self._segments = [max(self._committed.segment, 1)]
                 self._sizes[self._segments[0]] = 0
