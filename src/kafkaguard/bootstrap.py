@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
+from kafkaguard.audit.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
@@ -59,6 +60,8 @@ class Services:
     logins: LoginStatistics = field(default_factory=LoginStatistics)
     #: Connections refused or closed before login (limits, login deadline), counted and logged rate-limited.
     refusals: ConnectionRefusals = field(default_factory=ConnectionRefusals)
+    #: The audit trail's sinks: records sent, spooled, dropped, and the spool's bytes (the console's /metrics).
+    audit_trail: AuditTrailStatistics = field(default_factory=AuditTrailStatistics)
 
     def close(self) -> None:
         self.store.close()

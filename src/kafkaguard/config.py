@@ -26,6 +26,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from kafkaguard.audit.routing import parse_routes, topic_name_error
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.identity.ssl_mapping import SslPrincipalMapper
@@ -278,6 +279,62 @@ class Settings(BaseSettings):
         60.0, gt=0, description="usage mode: the window per which decisions are counted and written."
     )
     audit_max_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Rotate the audit log at this size.")
+    audit_node_name: str | None = Field(
+        None,
+        description="This node's name in the audit trail's events (source kafkaguard://NAME); default: the host name.",
+    )
+    audit_login_failure_window_seconds: float = Field(
+        60.0,
+        ge=0,
+        description="Identical failed logins (same name, mechanism, address, listener, error) within this many seconds "
+        "of the first are one authentication event with a count, written when the window ends (0: one event each).",
+    )
+    audit_kafka_bootstrap_servers: str | None = Field(
+        None,
+        description="Send the audit trail to Kafka: the cluster's bootstrap servers, host:port[,host:port...], or "
+        "'upstream' for the proxy's upstream cluster with the upstream_* security settings (off when unset).",
+    )
+    audit_kafka_topic: str = Field(
+        "kafkaguard-audit-log-events", description="The audit topic: where events go that no route names."
+    )
+    audit_kafka_routes: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Routing rules, a YAML list, first match wins: each matches on category (authorization, "
+        "management, authentication, shadow), result (allowed/denied, success/failure), principal (exact, or a "
+        "prefix ending in *) and resource (a prefix of the event's subject, e.g. 'TOPIC:pii-'), and names a topic or "
+        "'drop'.",
+    )
+    audit_kafka_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        "PLAINTEXT", description="How the audit sink reaches its cluster (Kafka's security.protocol)."
+    )
+    audit_kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        "SCRAM-SHA-512", description="The audit sink's SASL mechanism."
+    )
+    audit_kafka_user: str | None = Field(None, description="The audit sink's SASL user.")
+    audit_kafka_password: SecretStr | None = Field(
+        None, description="The audit sink's SASL password (KAFKAGUARD_AUDIT_KAFKA_PASSWORD; never logged)."
+    )
+    audit_kafka_password_file: Path | None = Field(None, description="A file holding the audit sink's password.")
+    audit_kafka_ssl_cafile: Path | None = Field(None, description="PEM CA bundle to verify the audit cluster's TLS.")
+    audit_kafka_ssl_certfile: Path | None = Field(None, description="PEM client certificate for the audit cluster.")
+    audit_kafka_ssl_keyfile: Path | None = Field(None, description="PEM private key of audit_kafka_ssl_certfile.")
+    audit_kafka_delivery_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="How long the audit sink waits for the cluster to acknowledge a record before it counts the "
+        "cluster unreachable and retries from the spool (librdkafka's message.timeout.ms).",
+    )
+    audit_spool_dir: Path | None = Field(
+        None, description="The audit sink's on-disk spool (default: data_dir/audit-spool)."
+    )
+    audit_spool_max_bytes: int = Field(
+        1024 * 1024 * 1024,
+        ge=64 * 1024,
+        description="The spool's bound on disk: records beyond it are dropped, counted and logged.",
+    )
+    audit_spool_fsync_seconds: float = Field(
+        1.0, ge=0, description="fsync the spool at most this often (a power loss loses at most this much)."
+    )
     sync_interval_seconds: float = Field(0.5, gt=0, description="How often to pick up other processes' changes.")
     admin_user: str | None = Field(None, description="On start, create this SCRAM user if it has no credential.")
     admin_password: SecretStr | None = Field(None, description="Password for admin_user (never logged).")
@@ -403,6 +460,74 @@ class Settings(BaseSettings):
         if missing:
             raise InvalidConfigError(f"upstream_sasl_mechanism OAUTHBEARER needs {', '.join(missing)}")
         return self
+
+    @field_validator("audit_kafka_routes")
+    @classmethod
+    def _check_audit_routes(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        try:
+            parse_routes(value)
+        except ValueError as e:
+            raise InvalidConfigError(f"audit_kafka_routes: {e}") from None
+        return value
+
+    @field_validator("audit_kafka_topic")
+    @classmethod
+    def _check_audit_topic(cls, value: str) -> str:
+        problem = topic_name_error(value)
+        if problem is not None:
+            raise InvalidConfigError(f"audit_kafka_topic: {problem}")
+        return value
+
+    @model_validator(mode="after")
+    def _check_audit_kafka(self) -> Settings:
+        """The audit sink's settings that only mean something together (each message says what to add)."""
+        servers = self.audit_kafka_bootstrap_servers
+        if servers is None:
+            return self
+        if servers == "upstream":
+            if self.upstream is None:
+                raise InvalidConfigError(
+                    "audit_kafka_bootstrap_servers 'upstream' needs upstream (the proxy's cluster); or name the "
+                    "audit cluster's host:port"
+                )
+            if self.upstream_sasl_mechanism == "OAUTHBEARER":
+                raise InvalidConfigError(
+                    "audit_kafka_bootstrap_servers 'upstream' cannot log in with OAUTHBEARER: name the cluster's "
+                    "host:port and give the audit sink a SCRAM or PLAIN user (audit_kafka_user)"
+                )
+            return self
+        try:
+            parse_host_ports(servers)
+        except InvalidConfigError as e:
+            raise InvalidConfigError(f"audit_kafka_bootstrap_servers: {e}") from None
+        protocol = SecurityProtocol(self.audit_kafka_security_protocol)
+        if protocol.uses_sasl and self.audit_kafka_user is None:
+            raise InvalidConfigError(
+                f"audit_kafka_security_protocol {protocol.value} needs audit_kafka_user and a password "
+                "(KAFKAGUARD_AUDIT_KAFKA_PASSWORD or audit_kafka_password_file)"
+            )
+        if protocol.uses_sasl and self.audit_kafka_password is None and self.audit_kafka_password_file is None:
+            raise InvalidConfigError(
+                "audit_kafka_user needs a password: KAFKAGUARD_AUDIT_KAFKA_PASSWORD or audit_kafka_password_file"
+            )
+        if self.audit_kafka_password is not None and self.audit_kafka_password_file is not None:
+            raise InvalidConfigError("give the audit sink's password once: audit_kafka_password or its file")
+        if (self.audit_kafka_ssl_certfile is None) != (self.audit_kafka_ssl_keyfile is None):
+            raise InvalidConfigError("audit_kafka_ssl_certfile and audit_kafka_ssl_keyfile go together: give both")
+        return self
+
+    @property
+    def audit_spool_path(self) -> Path:
+        """The audit sink's spool directory."""
+        return self.audit_spool_dir if self.audit_spool_dir is not None else self.data_dir / "audit-spool"
+
+    @property
+    def audit_kafka_password_value(self) -> str | None:
+        """The audit sink's password, from ``audit_kafka_password`` or its file.
+
+        :raises InvalidConfigError: the file cannot be read.
+        """
+        return self._read_secret(self.audit_kafka_password, self.audit_kafka_password_file, "audit_kafka_password_file")
 
     @property
     def upstream_ssl_key_password(self) -> str | None:

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from kafkaguard.audit.cloudevents import unwrap
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import SecurityProtocol, load_settings
 from kafkaguard.protocol.listening import ListeningServer
@@ -130,10 +131,19 @@ class ServerHandle:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
     def audit_records(self) -> list[dict[str, Any]]:
-        """Every audit line written so far (the buffer is flushed first)."""
+        """The authorization record of every audit line written so far (the buffer is flushed first)."""
+        return [data for category, data in self.audit_events() if category == "authorization"]
+
+    def audit_events(self) -> list[tuple[str, dict[str, Any]]]:
+        """(category, data) of every envelope in the audit file so far (the buffer is flushed first)."""
+        return [found for found in map(unwrap, self.audit_envelopes()) if found is not None]
+
+    def audit_envelopes(self, *, end_windows: bool = False) -> list[dict[str, Any]]:
+        """Every line of the audit file so far, decoded (the buffer is flushed first; with ``end_windows`` the
+        failed logins of open windows too)."""
         audit = self.server.audit
         assert audit is not None
-        self.run(audit.flush())
+        self.run(audit.flush(end_windows=end_windows))
         if not self.audit_path.exists():
             return []
         return [json.loads(line) for line in self.audit_path.read_text("utf-8").splitlines() if line.strip()]

@@ -23,8 +23,8 @@ Version 2 adds three fields, all optional on read (so version 1 files read uncha
 * ``enforced`` (boolean, absent = true): false only on a permissive proxy's would-be denial (DENIED, forwarded).
 
 A line may also be a CloudEvents 1.0 envelope (``specversion`` present): the record is its ``data`` when its type
-is ``io.kafkaguard.authorization.v2`` or ``io.kafkaguard.shadow.v1`` (read as its authorization record); an
-envelope of another category (management, authentication) is not a record and not a bad line: ``from_json_line``
+is ``io.kafkaguard.authorization.v2``; an envelope of another category (management, authentication, shadow: a
+shadow event repeats a decision already recorded) is not a record and not a bad line: ``from_json_line``
 returns ``NOT_A_RECORD`` for it, and readers skip it.
 
 Readers accept every version up to ``SCHEMA_VERSION`` and refuse newer ones with a reason. Parsing never raises
@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kafkaguard.audit.cloudevents import AUTHORIZATION, CATEGORY_TYPES
 from kafkaguard.model import AclOperation, Action, AuthorizationResult, PatternType, RequestContext, ResourceType
 
 #: The version this code writes; it reads every version up to it.
@@ -80,7 +81,10 @@ BAD_ENFORCED = "enforced is not a boolean"
 BAD_ENVELOPE = "envelope without a data object"
 
 #: CloudEvents types whose ``data`` is an authorization record (section 1 of the audit event schema).
-AUTHORIZATION_TYPES = ("io.kafkaguard.authorization.v2", "io.kafkaguard.shadow.v1")
+#: A shadow event (``io.kafkaguard.shadow.v1``) is not one: it repeats a decision the trail already holds (as a record
+#: of its own, or counted in a usage window) with the candidate ACL set's answer beside it, so reading it as a
+#: record would count that request twice. ``audit shadow-report`` reads those.
+AUTHORIZATION_TYPES = (CATEGORY_TYPES[AUTHORIZATION],)
 
 _MATCHING_ACL_ID = re.compile(r", id=([^,()]*)\)$")
 
@@ -266,8 +270,8 @@ def validation_reason(fields: dict[str, Any]) -> str | None:
 
 def unwrap_envelope(fields: dict[str, Any]) -> dict[str, Any] | _NotARecord | str:
     """The record fields of a decoded line: the line itself (a flat record), an envelope's ``data`` (an
-    authorization or shadow event), ``NOT_A_RECORD`` (an envelope of another category), or a reason (an envelope
-    without data). Kept minimal and local; ``kafkaguard.audit.cloudevents.unwrap`` is the envelope's owner."""
+    authorization event), ``NOT_A_RECORD`` (an envelope of another category), or a reason (an envelope
+    without data). (``kafkaguard.audit.cloudevents`` owns the envelope; this reads only its type and data.)"""
     if fields.get("specversion") is None:
         return fields
     if fields.get("type") not in AUTHORIZATION_TYPES:

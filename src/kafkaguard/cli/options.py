@@ -51,6 +51,16 @@ AuditUsageWindow = Annotated[
     float | None,
     typer.Option(help="With --audit-mode usage: seconds per window in which decisions are counted (default 60)."),
 ]
+AuditKafkaBootstrapServers = Annotated[
+    str | None,
+    typer.Option(
+        help="Also send the audit trail to Kafka: host:port[,host:port...] of any cluster, or 'upstream' (the "
+        "proxy's). Security, routes and the spool: audit_kafka_* and audit_spool_* in the config file."
+    ),
+]
+AuditKafkaTopic = Annotated[
+    str | None, typer.Option(help="The audit topic (default kafkaguard-audit-log-events): where unrouted events go.")
+]
 SslCertfile = Annotated[Path | None, typer.Option(help="PEM certificate chain for SSL and SASL_SSL listeners.")]
 SslKeyfile = Annotated[Path | None, typer.Option(help="PEM private key for SSL and SASL_SSL listeners.")]
 HttpListener = Annotated[str | None, typer.Option(help="host:port for the REST console (off by default).")]

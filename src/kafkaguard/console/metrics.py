@@ -8,6 +8,9 @@
 * ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time);
 * ``kafkaguard_logins_total{listener,mechanism,result}``: the process's logins (``Services.logins``: Kafka
   listeners, and the console when it records there), read at scrape time; present only when ``logins`` is given;
+* ``kafkaguard_audit_records_total{sink,outcome}``: the audit trail's records per sink (file, kafka) and outcome
+  (sent, spooled, dropped, routed_drop), and ``kafkaguard_audit_spool_bytes``: the Kafka sink's spool on disk
+  (``Services.audit_trail``, read at scrape time; present only when ``audit_trail`` is given);
 * ``kafkaguard_connections_refused_total{listener,reason}``: Kafka connections refused or closed before login
   (``Services.refusals``: connection limits, the login deadline, oversized pre-login frames), read at scrape time;
   present only when ``refusals`` is given.
@@ -18,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
+from kafkaguard.audit.trail_statistics import AuditTrailStatistics
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -35,8 +39,11 @@ class ConsoleMetrics:
         acl_count: Callable[[], int],
         logins: LoginStatistics | None = None,
         refusals: ConnectionRefusals | None = None,
+        audit_trail: AuditTrailStatistics | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
+        if audit_trail is not None:
+            self.registry.register(AuditTrailCollector(audit_trail))
         if logins is not None:
             self.registry.register(LoginCollector(logins))
         if refusals is not None:
@@ -106,3 +113,28 @@ class RefusalCollector(Collector):
         for key, count in self._refusals.counts().items():
             family.add_metric([key.listener, key.reason], count)
         yield family
+
+
+class AuditTrailCollector(Collector):
+    """``kafkaguard_audit_records_total{sink,outcome}`` and ``kafkaguard_audit_spool_bytes`` from an
+    ``AuditTrailStatistics``, read at each scrape."""
+
+    def __init__(self, statistics: AuditTrailStatistics) -> None:
+        self._statistics = statistics
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_audit_records",
+            "Audit trail records by sink (file, kafka) and outcome: sent (written or acknowledged), spooled (waited in "
+            "the spool for the cluster), dropped (lost, and logged: spool full or writer behind), routed_drop (a "
+            "routing rule's drop).",
+            labels=["sink", "outcome"],
+        )
+        for (sink, outcome), count in self._statistics.counts().items():
+            family.add_metric([sink, outcome], count)
+        yield family
+        size = self._statistics.spool_bytes
+        if size is not None:
+            yield GaugeMetricFamily(
+                "kafkaguard_audit_spool_bytes", "The audit Kafka sink's spool on disk, in bytes.", value=size
+            )

@@ -3,8 +3,8 @@
 Both formats give one DataFrame with the columns of ``RECORD_COLUMNS``; a line that is not a valid record keeps
 only ``error`` (the reason, the same reasons as ``kafkaguard.audit``) and ``line`` (its text), so jobs count
 and report it instead of dropping it. Blank lines are not records and are skipped, and so are CloudEvents
-envelopes of other categories than authorization (management, authentication events); an authorization (or
-shadow) envelope is read as the record in its ``data``.
+envelopes of other categories than authorization (management, authentication and shadow events: a shadow event
+repeats a decision already recorded); an authorization envelope is read as the record in its ``data``.
 
 ``count`` is how many requests a row stands for (a usage-mode record's count; 1 otherwise, and for bad lines:
 one line) and ``last_time`` the last of them (``time`` when absent): jobs sum ``count``, never count rows.

@@ -37,6 +37,7 @@ from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
 from kafkaguard.protocol.identity import CertificateNotMapped, Identity
+from kafkaguard.protocol.login_events import record_login_event
 from kafkaguard.protocol.mechanisms import Login
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.prelogin import pre_login_limit
@@ -167,10 +168,14 @@ class Connection:
         except CertificateNotMapped as e:
             self.unidentified = str(e)
             record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", e, succeeded=False)
+            record_login_event(self.context.audit, succeeded=False, mechanism="SSL", listener=str(self.listener),
+                               host=self.host, error=str(e))  # fmt: skip
             return
         if certificate is not None:
             record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal,
                               succeeded=True)  # fmt: skip
+            record_login_event(self.context.audit, succeeded=True, mechanism="SSL", listener=str(self.listener),
+                               host=self.host, principal=self.peer_principal)  # fmt: skip
 
     @property
     def authenticated(self) -> bool:
@@ -429,6 +434,13 @@ class Connection:
         """Count a finished SASL login in ``Services.logins`` and log it (a failure at INFO, as Kafka does); a
         re-authentication is logged, not counted."""
         record_login(self.services.logins, str(self.listener), self.host, sasl, succeeded=ok)
+        if ok and sasl.reauthenticating:
+            return  # a renewed session is no new login
+        record_login_event(self.context.audit, succeeded=ok, mechanism=sasl.mechanism or "none",
+                           listener=str(self.listener), host=self.host,
+                           principal=f"User:{sasl.user}" if ok and sasl.user is not None else None,
+                           attempted_name=sasl.claimed_user,
+                           error=None if ok else sasl.failure or "authentication failed")  # fmt: skip
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.

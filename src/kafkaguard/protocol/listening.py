@@ -43,11 +43,12 @@ from kafkaguard.following import follow_store
 from kafkaguard.model import java_host
 from kafkaguard.protocol.accept import Doorway, open_streams
 from kafkaguard.protocol.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
-from kafkaguard.protocol.audit_log import AuditLog
+from kafkaguard.protocol.audit_trail import audit_trail
 from kafkaguard.protocol.collector import Collector
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.descriptors import reserve_descriptors
 from kafkaguard.protocol.identity import Identity
+from kafkaguard.protocol.login_events import record_login_event
 from kafkaguard.protocol.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
 from kafkaguard.protocol.sessions import SessionRegistry
@@ -80,16 +81,8 @@ class ListeningServer(ABC):
     def __init__(self, services: Services) -> None:
         self.services = services
         settings = services.settings
-        self.audit = (
-            AuditLog(
-                settings.audit_log,
-                mode=settings.audit_mode,
-                max_bytes=settings.audit_max_bytes,
-                usage_window_seconds=settings.audit_usage_window_seconds,
-            )
-            if settings.audit_log is not None
-            else None
-        )
+        #: The audit trail (the file, the Kafka topic sink), None when neither is configured.
+        self.audit = audit_trail(settings, services.audit_trail)
         #: Logins per listener and mechanism, shared with a console in the same process (``Services.logins``).
         self.logins = services.logins
         self.cluster_id = services.topics.cluster_id()  # from memory: this may run on the event loop
@@ -126,10 +119,15 @@ class ListeningServer(ABC):
         await self.identity.start()  # before the first connection: the identity provider's keys
         # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
         reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
+        if self.audit is not None:
+            try:
+                self.audit.start()  # before any listener: a spool that cannot be written refuses the start
+            except BaseException:
+                self.audit = None
+                await self.stop()
+                raise
         for listener in self.services.settings.parsed_listeners:
             await self.bind(listener)
-        if self.audit is not None:
-            self.audit.start()
         # The loaded ACL set and every open connection are long-lived: kept out of the cyclic GC's reach so that
         # collections do not walk them (measured: pauses of up to 58 ms at 10k ACLs, ~170 ms at 8,000 connections).
         self.collector.start()
@@ -302,6 +300,8 @@ class ListeningServer(ABC):
             except ssl.SSLError as e:
                 # Kafka counts a failed TLS handshake (no, unknown or revoked client certificate) as a failed login.
                 self.services.logins.record(str(listener), "SSL", succeeded=False)
+                record_login_event(self.audit, succeeded=False, mechanism="SSL", listener=str(listener),
+                                   host=admission.address, error=f"SSL handshake failed: {e.reason or e}")  # fmt: skip
                 log.info("Failed authentication with /%s (listener %s, SSL handshake failed): %s", admission.address,
                          listener, e.reason or e)  # fmt: skip
                 return

@@ -1,0 +1,101 @@
+"""The Kafka sink's bookkeeping, with a scripted producer (the real cluster's side is in
+tests/kafka/test_audit_topic_sink.py): the longest acknowledged prefix is committed, what was acknowledged after a
+failure is not sent again, routing drops never reach the spool, and a full spool's drops are counted and logged."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from kafkaguard.audit.routing import Router, parse_routes
+from kafkaguard.audit.spool import Spool
+from kafkaguard.audit.trail_statistics import DROPPED, ROUTED_DROP, SENT, SPOOLED
+from kafkaguard.protocol.audit_sinks import Outgoing
+from kafkaguard.protocol.kafka_sink import KafkaSink
+
+
+class ScriptedProducer:
+    """Acknowledges every record at its next poll, but fails those whose value is in ``fail_once`` the first time."""
+
+    def __init__(self, fail_once: set[bytes]) -> None:
+        self.fail_once = fail_once
+        self.sent: list[bytes] = []
+        self._waiting: list[tuple[bytes, Any]] = []
+
+    def produce(self, topic: str, *, value: bytes, key: bytes, on_delivery: Any) -> None:
+        self._waiting.append((value, on_delivery))
+
+    def poll(self, _timeout: float = 0) -> int:
+        waiting, self._waiting = self._waiting, []
+        for value, callback in waiting:
+            if value in self.fail_once:
+                self.fail_once.discard(value)
+                callback("_MSG_TIMED_OUT", None)
+            else:
+                self.sent.append(value)
+                callback(None, None)
+        return len(waiting)
+
+    def flush(self, _timeout: float = 0) -> int:
+        self.poll()
+        return 0
+
+
+def event(n: int, subject: str = "TOPIC:t") -> Outgoing:
+    return Outgoing("authorization", subject, {"principal": "User:a", "decision": "ALLOWED"}, f"e{n:03d}")
+
+
+def sink_with(tmp_path: Path, producer: ScriptedProducer, routes: list[dict[str, str]] | None = None,
+              max_bytes: int = 1024 * 1024) -> KafkaSink:  # fmt: skip
+    return KafkaSink({"bootstrap.servers": "unused:9092"}, Router(parse_routes(routes or []), "audit"),
+                     Spool(tmp_path, max_bytes=max_bytes), delivery_timeout_seconds=1.0, retry_backoff_seconds=0.01,
+                     producer_factory=lambda _config: producer)  # fmt: skip
+
+
+def wait_for(condition: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)  # polling the sender thread, bounded
+
+
+def test_a_failure_in_the_middle_resends_only_what_was_not_acknowledged(tmp_path: Path):
+    producer = ScriptedProducer(fail_once={b"e003"})
+    sink = sink_with(tmp_path, producer)
+    sink.start()
+    try:
+        sink.write([event(n) for n in range(8)])
+        wait_for(lambda: sink.statistics.get("kafka", SENT) == 8)
+    finally:
+        sink.close()
+    assert sorted(producer.sent) == [f"e{n:03d}".encode() for n in range(8)]  # each exactly once
+    assert producer.sent[-1] == b"e003"  # the failed one, sent again after its neighbours were acknowledged
+    assert sink.statistics.get("kafka", SPOOLED) == 1
+    assert sink.spool.pending_bytes == 0
+
+
+def test_routed_drops_are_counted_and_never_spooled(tmp_path: Path):
+    producer = ScriptedProducer(set())
+    sink = sink_with(tmp_path, producer, routes=[{"resource": "TOPIC:noise", "topic": "drop"}])
+    sink.start()
+    try:
+        sink.write([event(1), event(2, "TOPIC:noise-1"), event(3)])
+        wait_for(lambda: sink.statistics.get("kafka", SENT) == 2)
+    finally:
+        sink.close()
+    assert producer.sent == [b"e001", b"e003"]
+    assert sink.statistics.get("kafka", ROUTED_DROP) == 1
+
+
+def test_a_full_spool_counts_and_logs_its_drops(tmp_path: Path, caplog):
+    producer = ScriptedProducer(set())
+    sink = sink_with(tmp_path, producer, max_bytes=1024)
+    sink.spool.open()  # no sender: nothing leaves the spool
+    with caplog.at_level(logging.WARNING, logger="kafkaguard.protocol.kafka_sink"):
+        sink.write([event(n) for n in range(200)])
+    dropped = sink.statistics.get("kafka", DROPPED)
+    assert 0 < dropped < 200 and dropped == sink.spool.dropped
+    assert any(f"{dropped} record(s) dropped" in r.getMessage() for r in caplog.records)
+    sink.spool.close()
