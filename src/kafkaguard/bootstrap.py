@@ -20,7 +20,9 @@ from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
+from kafkaguard.model import INTERNAL_ACTOR
 from kafkaguard.service.credentials import CredentialService
+from kafkaguard.service.events import EventRelay
 from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
 from kafkaguard.service.topics import TopicService
@@ -59,6 +61,10 @@ class Services:
     logins: LoginStatistics = field(default_factory=LoginStatistics)
     #: Connections refused or closed before login (limits, login deadline), counted and logged rate-limited.
     refusals: ConnectionRefusals = field(default_factory=ConnectionRefusals)
+    #: Where the services' management events go besides the store: callable as (category, subject, data); a no-op
+    #: until an audit trail connects to it (``events.connect(trail.record_event)``). Services built by hand (tests)
+    #: get their own relay, not connected to this one.
+    events: EventRelay = field(default_factory=EventRelay)
 
     def close(self) -> None:
         self.store.close()
@@ -84,12 +90,13 @@ def build_services(settings: Settings) -> Services:
     log.info("store: %s", url if url is not None else settings.database_path)
     authorizer = StandardAuthorizer(settings.super_users, settings.allow_everyone_if_no_acl_found, ready=False)
     # Memberships before the ACLs: AclService completes the initial load, after which every decision counts.
-    groups = GroupService(store, authorizer)
-    acls = AclService(store, authorizer)
-    credentials = CredentialService(store)
-    topics = TopicService(store, default_partitions=settings.default_partitions)
-    quotas = QuotaService(store)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups)
+    events = EventRelay()
+    groups = GroupService(store, authorizer, events=events)
+    acls = AclService(store, authorizer, events=events)
+    credentials = CredentialService(store, events=events)
+    topics = TopicService(store, default_partitions=settings.default_partitions, events=events)
+    quotas = QuotaService(store, events=events)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, events=events)
     _bootstrap_admin(services)
     return services
 
@@ -146,7 +153,7 @@ def _bootstrap_admin(services: Services) -> None:
             continue
         if services.credentials.lookup(settings.admin_user, mechanism) is None:
             result = services.credentials.upsert_password(
-                settings.admin_user, mechanism, settings.admin_password.get_secret_value()
+                settings.admin_user, mechanism, settings.admin_password.get_secret_value(), actor=INTERNAL_ACTOR
             )
             if not result.succeeded:
                 raise InvalidConfigError(f"admin user {settings.admin_user!r}: {result.error}")

@@ -184,7 +184,7 @@ def acls(
         fail(f"Unknown resource-pattern-type: {resource_pattern_type}", _USAGE)
     _check_args(add, remove, list_, principal or [], args, operation is not None)
     try:
-        admin = connect(bootstrap_server, command_config, timeout)
+        admin = connect(bootstrap_server, command_config, timeout, client_id="kafkaguard-acls")
         if add:
             _add(admin, args, pattern_type, output)
         elif remove:

@@ -33,7 +33,16 @@ CommandConfig = Annotated[
 Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds to wait for each answer.")]
 
 
-def connect(bootstrap_server: str, command_config: Path | None, timeout: float = DEFAULT_TIMEOUT) -> KafkaAdmin:
-    """:raises CliError: unreadable properties or a configuration librdkafka refuses."""
+def connect(
+    bootstrap_server: str, command_config: Path | None, timeout: float = DEFAULT_TIMEOUT, *, client_id: str | None = None
+) -> KafkaAdmin:
+    """``client_id``: the client id the command announces unless ``--command-config`` sets ``client.id``; a
+    management event made through Kafka carries it in its request id (``kafkaguard-apply/17``), which tells the
+    history which command made the change.
+
+    :raises CliError: unreadable properties or a configuration librdkafka refuses."""
     properties = load_properties(command_config) if command_config is not None else {}
-    return KafkaAdmin(client_config(bootstrap_server, properties), timeout)
+    config = client_config(bootstrap_server, properties)
+    if client_id is not None:
+        config.setdefault("client.id", client_id)
+    return KafkaAdmin(config, timeout)

@@ -17,6 +17,7 @@ from kafkaguard.bootstrap import open_postgres_store
 from kafkaguard.config import Settings, load_settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.store import SqliteStore, Store, StoreUrl, is_store_url
+from kafkaguard.cli.actor import cli_actor
 from kafkaguard.store.migration import MigrationTarget, migrate_store
 from kafkaguard.store.sqlite import DATABASE_NAME
 
@@ -50,7 +51,7 @@ def migrate(
         cluster_id = source_store.cluster_id()
         target_store = _open_target(target_url, cluster_id)
         opened.append(target_store)
-        counts = migrate_store(source_store, target_store)
+        counts = migrate_store(source_store, target_store, actor=cli_actor("migrate"))
         target_cluster_id = target_store.cluster_id()
     except KafkaguardError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
