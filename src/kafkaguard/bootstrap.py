@@ -18,9 +18,9 @@ from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.model import INTERNAL_ACTOR
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
-from kafkaguard.model import INTERNAL_ACTOR
 from kafkaguard.service.credentials import CredentialService
 from kafkaguard.service.events import EventRelay
 from kafkaguard.service.groups import GroupService

@@ -24,6 +24,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from tests.actors import ACTOR
 from tests.console.conftest import ADMIN, ADMIN_PASSWORD, ConsoleHandle, start_console
 
 CHROMIUM = "/usr/bin/chromium"
@@ -74,7 +75,8 @@ def _shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
         [
             AclBinding(ResourcePattern(ResourceType.TOPIC, name, pattern), AccessControlEntry(p, h, op, perm))
             for name, pattern, p, h, op, perm in acls
-        ]
+        ],
+        actor=ACTOR,
     )
     handle.add_user("alice", "alice-pw")
     try:
@@ -207,9 +209,12 @@ def test_who_can_page_groups_holders_and_a_principals_reach(shown: ConsoleHandle
                 ResourcePattern(ResourceType.TOPIC, "payments", PatternType.LITERAL),
                 AccessControlEntry("User:carol", "10.0.0.0/8", AclOperation.WRITE, AclPermissionType.DENY),
             ),
-        ]
+        ],
+        actor=ACTOR,
     )
-    shown.services.topics.create_topics([NewTopic(name="payments", num_partitions=1, replication_factor=1)])
+    shown.services.topics.create_topics(
+        [NewTopic(name="payments", num_partitions=1, replication_factor=1)], actor=ACTOR
+    )
     with playwright_sync.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:

@@ -27,6 +27,7 @@ from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.scram import ScramMechanism, parse_server_first
 from kafkaguard.service import ScramUpsertion
 from kafkaguard.store import DATABASE_NAME, SqliteStore
+from tests.actors import ACTOR
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, encode_request
 
@@ -74,7 +75,7 @@ def test_an_unknown_user_is_answered_with_the_shape_of_the_stored_users(own_serv
         )
         for n in range(3)
     ]
-    assert all(r.succeeded for r in own_server.services.credentials.alter(upsertions=upsertions))
+    assert all(r.succeeded for r in own_server.services.credentials.alter(upsertions=upsertions, actor=ACTOR))
     shapes = {}
     for user in ("svc-0", "ghost", "nobody-at-all"):
         with Wire(own_server.sasl) as wire:

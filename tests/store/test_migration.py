@@ -17,6 +17,7 @@ from kafkaguard.store.migration import count, migrate_store
 from kafkaguard.store.ports import MembershipChange, quota_entity
 from kafkaguard.store.postgres import PostgresStore
 from kafkaguard.store.sqlite import DATABASE_NAME
+from tests.actors import ACTOR
 from tests.postgres import PASSWORD
 from tests.store.helpers import acl
 
@@ -56,7 +57,7 @@ def _fill(store: SqliteStore) -> None:
 def test_everything_is_copied_with_its_ids(tmp_path: Path, postgres_url: str) -> None:
     with SqliteStore(tmp_path / DATABASE_NAME) as source, PostgresStore(postgres_url, password=PASSWORD) as target:
         _fill(source)
-        counts = migrate_store(source, target)
+        counts = migrate_store(source, target, actor=ACTOR)
         assert (counts.acls, counts.credentials, counts.topics, counts.quotas, counts.memberships) == (50, 2, 1, 2, 3)
         assert target.load_memberships().groups == source.load_memberships().groups
         assert {(a.id, a.binding) for a in target.load_acls().acls} == {
@@ -67,7 +68,7 @@ def test_everything_is_copied_with_its_ids(tmp_path: Path, postgres_url: str) ->
             "alice", ScramMechanism.SCRAM_SHA_512
         )
         with pytest.raises(StoreError, match="already holds 50 ACLs"):
-            migrate_store(source, target)
+            migrate_store(source, target, actor=ACTOR)
         assert count(target) == counts
 
 

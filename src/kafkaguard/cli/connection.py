@@ -34,7 +34,11 @@ Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds to wai
 
 
 def connect(
-    bootstrap_server: str, command_config: Path | None, timeout: float = DEFAULT_TIMEOUT, *, client_id: str | None = None
+    bootstrap_server: str,
+    command_config: Path | None,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    client_id: str | None = None,
 ) -> KafkaAdmin:
     """``client_id``: the client id the command announces unless ``--command-config`` sets ``client.id``; a
     management event made through Kafka carries it in its request id (``kafkaguard-apply/17``), which tells the

@@ -14,10 +14,10 @@ from typing import Annotated
 import typer
 
 from kafkaguard.bootstrap import open_postgres_store
+from kafkaguard.cli.actor import cli_actor
 from kafkaguard.config import Settings, load_settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.store import SqliteStore, Store, StoreUrl, is_store_url
-from kafkaguard.cli.actor import cli_actor
 from kafkaguard.store.migration import MigrationTarget, migrate_store
 from kafkaguard.store.sqlite import DATABASE_NAME
 

@@ -82,6 +82,7 @@ def _id_refused(actor: Actor, topic_id: uuid.UUID, error: ItemError) -> Manageme
     """A refused deletion by id: the event names the id (no name is known)."""
     return topic_event("topic.deleted", actor, str(topic_id), None, error)
 
+
 #: Kafka ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft log, which CreateTopics may never create.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 #: Kafka 3.9's ``Topic.INTERNAL_TOPICS`` (flagged internal in Metadata; never authorized in AddPartitionsToTxn).
@@ -373,9 +374,7 @@ class TopicService:
         store_refused(self._store, events)
         self._events.publish(events)
 
-    def _create_topics(
-        self, topics: Sequence[NewTopic], actor: Actor, validate_only: bool
-    ) -> list[TopicCreateResult]:
+    def _create_topics(self, topics: Sequence[NewTopic], actor: Actor, validate_only: bool) -> list[TopicCreateResult]:
         counts = Counter(topic.name for topic in topics)
         firsts = list({topic.name: topic for topic in topics}.values())  # first-mention order
         errors: dict[str, ItemError] = {}
@@ -554,9 +553,7 @@ class TopicService:
                 results.append(TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)))
             else:
                 results.append(TopicDeleteResult(record.name, topic_id))
-        self._refused(
-            [_id_refused(actor, r.topic_id, r.error) for r in results if r.error is not None]
-        )
+        self._refused([_id_refused(actor, r.topic_id, r.error) for r in results if r.error is not None])
         return results
 
     def _delete(self, delete: _Deleter[_K], keys: Sequence[_K], actor: Actor) -> list[TopicRecord | None]:
@@ -631,4 +628,3 @@ def _created(record: TopicRecord) -> TopicCreateResult:
         replication_factor=record.replication_factor,
         configs=record.configs,
     )
-

@@ -19,7 +19,9 @@ def _error(error: ItemError | None) -> dict[str, str | None]:
     return {"result": error.code.name, "error_message": error.text}
 
 
-def acl_event(action: str, actor: Actor, acl: StoredAcl | AclBinding, error: ItemError | None = None) -> ManagementEvent:
+def acl_event(
+    action: str, actor: Actor, acl: StoredAcl | AclBinding, error: ItemError | None = None
+) -> ManagementEvent:
     binding, acl_id = (acl.binding, str(acl.id)) if isinstance(acl, StoredAcl) else (acl, None)
     pattern = binding.pattern
     return ManagementEvent(

@@ -44,15 +44,13 @@ from kafkaguard.store.ports import (
 )
 from kafkaguard.store.uuids import new_cluster_id
 
-
 _R = TypeVar("_R")
 
 
 class MemoryHistory:
     """A management history in a list, numbered like the SQL stores' (``seq`` from 1 up); never trimmed."""
 
-    def __init__(self, *, history: MemoryHistory | None = None) -> None:
-        self._history = history if history is not None else MemoryHistory()
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._events: list[ManagementEvent] = []
 
@@ -340,9 +338,7 @@ class MemoryQuotaStore(_KeepsHistory):
             records = (QuotaRecord(entity, values) for entity, values in self._quotas.items() if values)
             return QuotaSnapshot(tuple(sorted(records, key=quota_record_order)), self._version)
 
-    def alter_quotas(
-        self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None
-    ) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         with self._lock:
             base = self._version
             for change in changes:

@@ -56,7 +56,6 @@ from kafkaguard.model import (
 from kafkaguard.model.group import groups_by_member
 from kafkaguard.scram import ScramCredential, ScramMechanism
 
-
 _R_contra = TypeVar("_R_contra", contravariant=True)
 
 
@@ -423,9 +422,7 @@ class QuotaStore(HistoryStore, Protocol):
         """Every entity with quotas, sorted by entity, and the quota version they are at."""
         ...
 
-    def alter_quotas(
-        self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None
-    ) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         """Apply the changes in order, in one transaction."""
         ...
 

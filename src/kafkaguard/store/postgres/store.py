@@ -68,9 +68,7 @@ class PostgresStore(SqlStore):
             raise StoreError("the server secret could not be stored")
         return bytes(row[0])
 
-    def import_stored_acls(
-        self, acls: Sequence[StoredAcl], *, history: History[AclDelta] | None = None
-    ) -> AclDelta:
+    def import_stored_acls(self, acls: Sequence[StoredAcl], *, history: History[AclDelta] | None = None) -> AclDelta:
         """Add ``acls`` keeping their ids (``kafkaguard store migrate``); one transaction, with ``history``'s
         events."""
         return self._acls.import_stored_acls(acls, history=history)

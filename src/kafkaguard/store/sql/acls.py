@@ -30,7 +30,7 @@ from kafkaguard.model import (
 )
 from kafkaguard.model.resource import WILDCARD_RESOURCE
 from kafkaguard.store.changes import AclChange, net_delta
-from kafkaguard.store.ports import History, AclCreation, AclDeletion, AclDelta, AclSnapshot
+from kafkaguard.store.ports import AclCreation, AclDeletion, AclDelta, AclSnapshot, History
 from kafkaguard.store.sql.acl_rows import AclRowReader, acl_row, binding_fields
 from kafkaguard.store.sql.dialect import Dialect
 from kafkaguard.store.sql.history import written

@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from kafkaguard.scram import ScramCredential, ScramMechanism
-from kafkaguard.store.ports import History, CredentialInfo, CredentialSnapshot, CredentialWrite, UserAlteration
+from kafkaguard.store.ports import CredentialInfo, CredentialSnapshot, CredentialWrite, History, UserAlteration
 from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database
 

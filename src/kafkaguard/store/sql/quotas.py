@@ -12,7 +12,15 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kafkaguard.store.ports import History, QuotaChange, QuotaEntity, QuotaRecord, QuotaSnapshot, QuotaWrite, quota_record_order
+from kafkaguard.store.ports import (
+    History,
+    QuotaChange,
+    QuotaEntity,
+    QuotaRecord,
+    QuotaSnapshot,
+    QuotaWrite,
+    quota_record_order,
+)
 from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database
 
@@ -32,9 +40,7 @@ class QuotaTables:
             rows = tx.all("SELECT entity, key, value FROM client_quotas")
         return QuotaSnapshot(_quota_records(rows), version)
 
-    def alter_quotas(
-        self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None
-    ) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         with self._db.write() as tx:
             base = tx.lock_counter("quota_version")
             for change in changes:

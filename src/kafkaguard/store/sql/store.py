@@ -179,9 +179,7 @@ class SqlStore:
     def load_quotas(self) -> QuotaSnapshot:
         return self._quotas.load_quotas()
 
-    def alter_quotas(
-        self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None
-    ) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         return self._quotas.alter_quotas(changes, history=history)
 
     # ---------------------------------------------------------------------------------- principal groups
