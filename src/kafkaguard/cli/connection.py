@@ -18,6 +18,16 @@ BootstrapServer = Annotated[
         show_envvar=True,
     ),
 ]
+#: ``--bootstrap-server`` of a command group whose subcommands may not need it (``acls`` and ``acls history``).
+OptionalBootstrapServer = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        help="host1:port1,host2:port2,... of the Kafka cluster (kafkaguard or Apache Kafka).",
+        envvar="KAFKAGUARD_BOOTSTRAP_SERVER",
+        show_envvar=True,
+    ),
+]
 CommandConfig = Annotated[
     Path | None,
     typer.Option(

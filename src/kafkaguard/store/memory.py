@@ -3,7 +3,8 @@
 Nothing here survives the process, so nothing here may stand in for the SQLite store in tests of durability.
 
 Each store keeps a management history (``MemoryHistory``); stores built with the same one share it, as the tables of
-one SQL database share theirs.
+one SQL database share theirs. What it cannot share is a rollback: a ``history`` function that raises leaves the
+change made (the services' are pure functions of the outcome and do not raise).
 """
 
 from __future__ import annotations
