@@ -64,9 +64,10 @@ def through_kafka(both: ConsoleHandle, _props: Path, _tmp: Path, topic: str) -> 
 
 
 def through_rest(both: ConsoleHandle, _props: Path, _tmp: Path, topic: str) -> None:
+    binding = {"resource_type": "TOPIC", "resource_name": topic, "pattern_type": "LITERAL", "principal": "User:bob",
+               "host": "*", "operation": "READ", "permission_type": "ALLOW"}  # fmt: skip
     with both.client() as rest:
-        answer = rest.post("/api/acls", json={"resource_type": "TOPIC", "resource_name": topic,
-                                               "principal": "User:bob", "operation": "READ", "permission_type": "ALLOW", "pattern_type": "LITERAL", "host": "*"})  # fmt: skip
+        answer = rest.post("/api/acls", json=binding)
         assert answer.status_code == 200, answer.text
         assert answer.json()["created"] == 1
 
