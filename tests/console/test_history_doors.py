@@ -14,10 +14,13 @@ import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka.admin import AclBinding as KafkaAclBinding
-from confluent_kafka.admin import AclOperation, AclPermissionType, AdminClient, ResourcePatternType, ResourceType
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBinding as KafkaAclBinding
+from confluent_kafka.admin._acl import AclOperation, AclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from typer.testing import CliRunner
 
 from kafkaguard.cli.main import app
@@ -48,11 +51,12 @@ def admin_properties(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def kafka_admin(both: ConsoleHandle) -> AdminClient:
-    return AdminClient({
+    conf: dict[str, Any] = {
         "bootstrap.servers": both.kafka_bootstrap, "security.protocol": "SASL_PLAINTEXT",
         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": ADMIN, "sasl.password": ADMIN_PASSWORD,
         "client.id": "doors-test", "logger": logging.getLogger("rdkafka"), "socket.timeout.ms": 5000,
-    })  # fmt: skip
+    }  # fmt: skip
+    return AdminClient(conf)
 
 
 def through_kafka(both: ConsoleHandle, _props: Path, _tmp: Path, topic: str) -> None:
