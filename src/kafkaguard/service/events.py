@@ -70,9 +70,19 @@ class EventRelay:
 
 
 def describe(event: ManagementEvent) -> str:
-    """One log line: what changed, the result, who and from where."""
+    """One log line: what changed (an ACL as its binding), the result, who and from where, e.g. ``acl.created ALLOW
+    User:bob READ from * on TOPIC:LITERAL:pii-orders by User:alice from 10.0.0.7 via kafka:SASL_SSL (adm/12)``."""
     outcome = "" if event.succeeded else f" REFUSED {event.result}: {event.error_message}"
-    return f"{event.action} {event.subject}{outcome} by {event.actor.describe()}"
+    acl = event.details.get("acl")
+    if isinstance(acl, Mapping):
+        what = f"{acl['permission_type']} {acl['principal']} {acl['operation']} from {acl['host']} on {event.subject}"
+    elif "iterations" in event.details:
+        what = f"{event.subject} {event.details.get('mechanism')} ({event.details['iterations']} iterations)"
+    elif "member" in event.details:
+        what = f"{event.details['member']} in {event.subject}"
+    else:
+        what = event.subject
+    return f"{event.action} {what}{outcome} by {event.actor.describe()}"
 
 
 def store_refused(store: HistoryStore, events: Sequence[ManagementEvent]) -> None:
