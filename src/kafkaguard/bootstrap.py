@@ -101,6 +101,23 @@ def build_services(settings: Settings) -> Services:
     return services
 
 
+def open_store(settings: Settings) -> Store:
+    """The configured store alone, without loading anything from it (for a command that only reads it, such as
+    ``acls history``): the PostgreSQL store ``store`` names, else the data directory's SQLite file.
+
+    :raises InvalidConfigError: no store there (an SQLite data directory without a database), or no psycopg.
+    :raises StoreError: it cannot be opened.
+    """
+    url = settings.store_url
+    if url is not None:
+        return open_postgres_store(url)
+    if not settings.database_path.exists():
+        raise InvalidConfigError(
+            f"no store at {settings.database_path}: give the server's --data-dir, or --config naming its store"
+        )
+    return SqliteStore(settings.database_path)
+
+
 def open_postgres_store(url: StoreUrl) -> PostgresStore:
     """The PostgreSQL store at ``url`` (which carries the password, never shown).
 

@@ -19,8 +19,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kafkaguard.cli.groups import store_services
+from kafkaguard.bootstrap import open_store
 from kafkaguard.cli.output import fail
+from kafkaguard.config import load_settings
+from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import HistoryQuery, ManagementEvent
 from kafkaguard.model.management import event_time
 
@@ -81,8 +83,16 @@ def history(
         )
     except ValueError as e:
         fail(str(e), 2)
-    with store_services(config, data_dir, quiet=True) as services:
-        events = services.store.read_history(query)
+    try:
+        store = open_store(load_settings(config, data_dir=data_dir))
+    except KafkaguardError as e:
+        fail(str(e), 2)
+    try:
+        events = store.read_history(query)
+    except KafkaguardError as e:
+        fail(str(e), 2)
+    finally:
+        store.close()
     if output is HistoryOutput.JSON:
         for event in events:
             typer.echo(json.dumps({"seq": event.seq, "time": event_time(event.time), "subject": event.subject,
@@ -96,7 +106,10 @@ def history(
 
 
 def history_table(events: list[ManagementEvent]) -> Table:
-    table = Table("time (UTC)", "action", "actor", "from", "via", "what", "result")
+    table = Table()
+    # Folded, never cut with an ellipsis: an action, a principal or an address shown in part would mislead.
+    for header in ("time (UTC)", "action", "actor", "from", "via", "what", "result"):
+        table.add_column(header, overflow="fold")
     for event in events:
         actor = event.actor
         via = actor.interface + (f" ({actor.request_id})" if actor.request_id else "")
