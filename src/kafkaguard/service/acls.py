@@ -124,7 +124,7 @@ class AclService:
         events: list[ManagementEvent] = []
 
         def history(creation: AclCreation) -> list[ManagementEvent]:
-            events.extend(acl_event("acl.created", actor, acl) for acl in dict.fromkeys(creation.acls))
+            events[:] = [acl_event("acl.created", actor, acl) for acl in dict.fromkeys(creation.acls)]
             return events
 
         refused = [acl_event("acl.created", actor, b, e) for b, e in zip(plan.bindings, plan.errors, strict=True) if e]
@@ -163,7 +163,7 @@ class AclService:
 
         def history(deletion: AclDeletion) -> list[ManagementEvent]:
             removed = dict.fromkeys(acl for group in deletion.matched for acl in group)
-            events.extend(acl_event("acl.deleted", actor, acl) for acl in removed)
+            events[:] = [acl_event("acl.deleted", actor, acl) for acl in removed]
             return events
 
         for acl_filter, error in zip(plan.filters, plan.errors, strict=True):
@@ -252,7 +252,7 @@ class AclService:
         events: list[ManagementEvent] = []
 
         def history(delta: AclDelta) -> list[ManagementEvent]:
-            events.extend(acl_event("acl.deleted", actor, acl) for acl in delta.removed_acls)
+            events[:] = [acl_event("acl.deleted", actor, acl) for acl in delta.removed_acls]
             events.extend(acl_event("acl.created", actor, acl) for acl in delta.added)
             return events
 

@@ -281,6 +281,7 @@ class CredentialService:
             events: list[ManagementEvent] = []
 
             def history(write: CredentialWrite) -> list[ManagementEvent]:
+                events.clear()  # the events of this outcome only, however often the store asks
                 for alteration in alterations:
                     if alteration.user in write.missing:
                         continue

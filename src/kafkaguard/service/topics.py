@@ -414,9 +414,9 @@ class TopicService:
             events: list[ManagementEvent] = []
 
             def history(creations: list[TopicCreation]) -> list[ManagementEvent]:
-                events.extend(
+                events[:] = [
                     topic_event("topic.created", actor, c.record.name, c.record) for c in creations if c.created
-                )
+                ]
                 return events
 
             with self._lock:
@@ -562,7 +562,7 @@ class TopicService:
         events: list[ManagementEvent] = []
 
         def history(removed: list[TopicRecord | None]) -> list[ManagementEvent]:
-            events.extend(topic_event("topic.deleted", actor, r.name, r) for r in removed if r is not None)
+            events[:] = [topic_event("topic.deleted", actor, r.name, r) for r in removed if r is not None]
             return events
 
         with self._lock:
