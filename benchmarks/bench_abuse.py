@@ -103,6 +103,7 @@ from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
 from kafkaguard.protocol.header import uvarint_bytes
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured
 from tests.wire import decode_response, encode_request, frame, scram_exchange
 
@@ -720,10 +721,10 @@ def prepare_data_dir(data_dir: Path) -> None:
     try:
         for user, password in ((USER, PASSWORD), (ATTACKER, ATTACKER_PASSWORD)):
             for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
-                result = services.credentials.upsert_password(user, mechanism, password, ITERATIONS)
+                result = services.credentials.upsert_password(user, mechanism, password, ITERATIONS, actor=ACTOR)
                 assert result.succeeded, result
         entry = AccessControlEntry(f"User:{USER}", "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)
-        outcomes = services.acls.create_acls([AclBinding(CLUSTER, entry)])
+        outcomes = services.acls.create_acls([AclBinding(CLUSTER, entry)], actor=ACTOR)
         assert all(o.error is None for o in outcomes), outcomes
     finally:
         services.close()

@@ -66,6 +66,7 @@ from benchmarks.bench_server import (
 )
 from benchmarks.report import write_section
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 
 KAFKAGUARD = str(Path(sys.executable).parent / "kafkaguard")
 FLOOD_CLIENTS = 32
@@ -156,7 +157,7 @@ def prepare(data_dir: Path) -> None:
     services = prepare_data_dir(data_dir)
     try:
         result = services.credentials.upsert_password(
-            VICTIM, ScramMechanism.SCRAM_SHA_512, "the-real-password", VICTIM_ITERATIONS
+            VICTIM, ScramMechanism.SCRAM_SHA_512, "the-real-password", VICTIM_ITERATIONS, actor=ACTOR
         )
         assert result.succeeded, result
     finally:

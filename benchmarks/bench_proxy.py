@@ -92,6 +92,7 @@ from kafkaguard import (
 from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured, free_port, kafka_home
 
 HOST = "127.0.0.1"
@@ -307,7 +308,7 @@ def prepare_proxy_data_dir(data_dir: Path) -> None:
     services = build_services(load_settings(None, data_dir=data_dir, super_users=f"User:{ADMIN}"))
     try:
         for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
-            result = services.credentials.upsert_password(USER, mechanism, PASSWORD, ITERATIONS)
+            result = services.credentials.upsert_password(USER, mechanism, PASSWORD, ITERATIONS, actor=ACTOR)
             assert result.succeeded, result
         outcomes = services.acls.create_acls(
             [
@@ -316,7 +317,8 @@ def prepare_proxy_data_dir(data_dir: Path) -> None:
                     AccessControlEntry(f"User:{USER}", "*", operation, AclPermissionType.ALLOW),
                 )
                 for kind, name, operation in _bench_acls()
-            ]
+            ],
+            actor=ACTOR,
         )
         assert all(o.error is None for o in outcomes), outcomes
     finally:

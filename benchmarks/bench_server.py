@@ -79,6 +79,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import load_settings
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.wire import decode_response, encode_request, frame, scram_exchange, scramp_exchange
 
 HOST = "127.0.0.1"
@@ -512,9 +513,9 @@ def prepare_data_dir(data_dir: Path) -> Services:
     settings = load_settings(None, data_dir=data_dir, super_users=f"User:{ADMIN}")
     services = build_services(settings)
     for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
-        result = services.credentials.upsert_password(USER, mechanism, PASSWORD, ITERATIONS)
+        result = services.credentials.upsert_password(USER, mechanism, PASSWORD, ITERATIONS, actor=ACTOR)
         assert result.succeeded, result
-    outcomes = services.acls.create_acls([*cluster_acls(), *CORE])
+    outcomes = services.acls.create_acls([*cluster_acls(), *CORE], actor=ACTOR)
     assert all(o.error is None for o in outcomes)
     return services
 
@@ -744,8 +745,8 @@ def inprocess_create_delete(services: Services, seconds: float) -> Result:
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
         t0 = time.perf_counter()
-        services.acls.create_acls([binding])
-        removed = services.acls.delete_acls([binding.to_filter()])
+        services.acls.create_acls([binding], actor=ACTOR)
+        removed = services.acls.delete_acls([binding.to_filter()], actor=ACTOR)
         latencies.append(time.perf_counter() - t0)
         assert len(removed[0].removed_acls) == 1
     elapsed = time.perf_counter() - start
@@ -953,7 +954,7 @@ async def run(plan: Plan, server: ServerProcess, baseline: Services, tmp: Path) 
     print(f"populating {plan.big_acls:,} ACLs …")
     big = [acl.binding for acl in realistic(plan.big_acls, queries=1).acls]
     populate_s = await populate(conns[0], big)
-    baseline.acls.create_acls(big)
+    baseline.acls.create_acls(big, actor=ACTOR)
     quiet.append(wait_for_quiet(plan.quiet_wait))
     expected = len(baseline.acls.describe_acls(AclBindingFilter.ANY))
     small.append(

@@ -48,6 +48,7 @@ from kafkaguard.model.acl_json import acls_from_document
 from kafkaguard.service import AclService
 from kafkaguard.store import SqliteStore, Store, is_store_url
 from kafkaguard.store.postgres import PostgresStore
+from tests.actors import ACTOR
 from tests.postgres import PASSWORD, PostgresServer
 
 ACL_COUNT = 100_000
@@ -165,7 +166,7 @@ def propagation(spec: str, samples: int) -> list[float]:
             name = f"propagate-{i}"
             time.sleep(rng.uniform(0.0, 0.02))  # writes land at random points of the follower's wait
             started = time.monotonic()
-            service.create_acls([one(name)])
+            service.create_acls([one(name)], actor=ACTOR)
             line = follower.stdout.readline().split()
             while line[0] != name:  # a line for an earlier ACL cannot come after this one's, but be safe
                 line = follower.stdout.readline().split()
@@ -179,7 +180,7 @@ def propagation(spec: str, samples: int) -> list[float]:
 
 def create_samples(service: AclService, count: int) -> list[float]:
     names = (f"p99-{i}" for i in range(1_000_000))
-    return [timed(lambda: service.create_acls([one(next(names))])) for _ in range(count)]
+    return [timed(lambda: service.create_acls([one(next(names))], actor=ACTOR)) for _ in range(count)]
 
 
 def postgres_rows(
@@ -315,8 +316,8 @@ def main() -> None:
 
         def create_and_delete() -> tuple[float, float]:
             name = f"bench-{next(counter)}"
-            created = timed(lambda: service.create_acls([one(name)]))
-            deleted = timed(lambda: service.delete_acls([exact_filter(name)]))
+            created = timed(lambda: service.create_acls([one(name)], actor=ACTOR))
+            deleted = timed(lambda: service.delete_acls([exact_filter(name)], actor=ACTOR))
             return created, deleted
 
         samples = [create_and_delete() for _ in range(30)]
@@ -348,7 +349,7 @@ def main() -> None:
         other = AclService(other_store, StandardAuthorizer())
         catch_up = []
         for i in range(20):
-            service.create_acls([one(f"poll-{i}")])
+            service.create_acls([one(f"poll-{i}")], actor=ACTOR)
             catch_up.append(timed(other.poll))
         reload = timed(lambda: AclService(other_store, StandardAuthorizer()))  # a new service loads in full
         rows.append(("poll, nothing changed", fmt(idle), f"raw `PRAGMA data_version`: {fmt(pragma)}", ""))

@@ -19,9 +19,11 @@ from kafkaguard.audit.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.model import INTERNAL_ACTOR
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
 from kafkaguard.service.credentials import CredentialService
+from kafkaguard.service.events import EventRelay
 from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
 from kafkaguard.service.topics import TopicService
@@ -62,6 +64,10 @@ class Services:
     refusals: ConnectionRefusals = field(default_factory=ConnectionRefusals)
     #: The audit trail's sinks: records sent, spooled, dropped, and the spool's bytes (the console's /metrics).
     audit_trail: AuditTrailStatistics = field(default_factory=AuditTrailStatistics)
+    #: Where the services' management events go besides the store: callable as (category, subject, data); a no-op
+    #: until an audit trail connects to it (``events.connect(trail.record_event)``). Services built by hand (tests)
+    #: get their own relay, not connected to this one.
+    events: EventRelay = field(default_factory=EventRelay)
 
     def close(self) -> None:
         self.store.close()
@@ -87,14 +93,32 @@ def build_services(settings: Settings) -> Services:
     log.info("store: %s", url if url is not None else settings.database_path)
     authorizer = StandardAuthorizer(settings.super_users, settings.allow_everyone_if_no_acl_found, ready=False)
     # Memberships before the ACLs: AclService completes the initial load, after which every decision counts.
-    groups = GroupService(store, authorizer)
-    acls = AclService(store, authorizer)
-    credentials = CredentialService(store)
-    topics = TopicService(store, default_partitions=settings.default_partitions)
-    quotas = QuotaService(store)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups)
+    events = EventRelay()
+    groups = GroupService(store, authorizer, events=events)
+    acls = AclService(store, authorizer, events=events)
+    credentials = CredentialService(store, events=events)
+    topics = TopicService(store, default_partitions=settings.default_partitions, events=events)
+    quotas = QuotaService(store, events=events)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, events=events)
     _bootstrap_admin(services)
     return services
+
+
+def open_store(settings: Settings) -> Store:
+    """The configured store alone, without loading anything from it (for a command that only reads it, such as
+    ``acls history``): the PostgreSQL store ``store`` names, else the data directory's SQLite file.
+
+    :raises InvalidConfigError: no store there (an SQLite data directory without a database), or no psycopg.
+    :raises StoreError: it cannot be opened.
+    """
+    url = settings.store_url
+    if url is not None:
+        return open_postgres_store(url)
+    if not settings.database_path.exists():
+        raise InvalidConfigError(
+            f"no store at {settings.database_path}: give the server's --data-dir, or --config naming its store"
+        )
+    return SqliteStore(settings.database_path)
 
 
 def open_postgres_store(url: StoreUrl) -> PostgresStore:
@@ -149,7 +173,7 @@ def _bootstrap_admin(services: Services) -> None:
             continue
         if services.credentials.lookup(settings.admin_user, mechanism) is None:
             result = services.credentials.upsert_password(
-                settings.admin_user, mechanism, settings.admin_password.get_secret_value()
+                settings.admin_user, mechanism, settings.admin_password.get_secret_value(), actor=INTERNAL_ACTOR
             )
             if not result.succeeded:
                 raise InvalidConfigError(f"admin user {settings.admin_user!r}: {result.error}")

@@ -28,6 +28,7 @@ from kafkaguard.authorizer.index import AclIndex
 from kafkaguard.authorizer.mutation import assign_ids, match_filters, plan_creation, plan_deletion
 from kafkaguard.service import AclService
 from kafkaguard.store import MemoryAclStore
+from tests.actors import ACTOR
 from tests.strategies import binding_filters, bindings, stored
 
 READ, ALLOW = AclOperation.READ, AclPermissionType.ALLOW
@@ -117,6 +118,6 @@ def test_the_standalone_authorizer_and_the_service_answer_alike(valid, invalid, 
     random.shuffle(requested)
     standalone = StandardAuthorizer(id_factory=counter())
     service = AclService(MemoryAclStore(id_factory=counter()), StandardAuthorizer(ready=False))
-    assert comparable(standalone.add_acls(requested)) == comparable(service.create_acls(requested))
-    assert comparable(standalone.remove_acls(filters)) == comparable(service.delete_acls(filters))
+    assert comparable(standalone.add_acls(requested)) == comparable(service.create_acls(requested, actor=ACTOR))
+    assert comparable(standalone.remove_acls(filters)) == comparable(service.delete_acls(filters, actor=ACTOR))
     assert sorted(standalone.stored_acls(), key=repr) == sorted(service.describe_acls(), key=repr)

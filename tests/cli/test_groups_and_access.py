@@ -14,6 +14,7 @@ from kafkaguard.bootstrap import build_services
 from kafkaguard.cli.main import app
 from kafkaguard.config import load_settings
 from kafkaguard.service import NewTopic
+from tests.actors import ACTOR
 
 Op, ALLOW, DENY = AclOperation, AclPermissionType.ALLOW, AclPermissionType.DENY
 
@@ -32,11 +33,13 @@ def prepare(data_dir: Path) -> None:
                 acl("User:alice", Op.WRITE, "orders-eu", perm=DENY),
                 acl("User:*", Op.DESCRIBE, "*"),
                 acl("User:bob", Op.READ, "orders-eu", host="10.0.0.0/8"),
-            ]
+            ],
+            actor=ACTOR,
         )
         assert all(r.error is None for r in results)
         created = services.topics.create_topics(
-            [NewTopic(name=name, num_partitions=1, replication_factor=1) for name in ("orders-eu", "orders-us", "x")]
+            [NewTopic(name=name, num_partitions=1, replication_factor=1) for name in ("orders-eu", "orders-us", "x")],
+            actor=ACTOR,
         )
         assert all(r.error is None for r in created)
     finally:

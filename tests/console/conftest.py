@@ -38,6 +38,7 @@ from kafkaguard.model import (
     ResourceType,
 )
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 
 ADMIN, ADMIN_PASSWORD = "admin", "admin-secret"
 READER, READER_PASSWORD = "reader", "reader-secret"
@@ -81,7 +82,7 @@ class ConsoleHandle:
         self, name: str, password: str, mechanisms: tuple[ScramMechanism, ...] = tuple(ScramMechanism)
     ) -> None:
         for mechanism in mechanisms:
-            result = self.services.credentials.upsert_password(name, mechanism, password, 4096)
+            result = self.services.credentials.upsert_password(name, mechanism, password, 4096, actor=ACTOR)
             assert result.succeeded, result
 
     def stop(self) -> None:
@@ -157,7 +158,7 @@ def start_console(data_dir: Path, *, with_kafka: bool = False, **overrides: Any)
     handle.add_user(ADMIN, ADMIN_PASSWORD)
     handle.add_user(READER, READER_PASSWORD, (ScramMechanism.SCRAM_SHA_256,))
     handle.add_user(NOBODY, NOBODY_PASSWORD)
-    services.acls.create_acls([cluster_acl(f"User:{READER}", AclOperation.DESCRIBE)])
+    services.acls.create_acls([cluster_acl(f"User:{READER}", AclOperation.DESCRIBE)], actor=ACTOR)
     return handle
 
 

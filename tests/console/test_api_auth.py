@@ -14,6 +14,7 @@ import pytest
 from kafkaguard.model import AclOperation
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.credentials import ScramDeletion
+from tests.actors import ACTOR
 from tests.console.conftest import ADMIN, NOBODY, READER, READER_PASSWORD, ConsoleHandle, cluster_acl
 
 READS = [("GET", "/api/acls", None), ("GET", "/api/users", None)]
@@ -116,7 +117,7 @@ def test_describe_on_the_cluster_reads_but_does_not_change(console: ConsoleHandl
 
 def test_alter_on_the_cluster_changes_and_implies_describe(console: ConsoleHandle) -> None:
     console.add_user("operator", "operator-pw", (ScramMechanism.SCRAM_SHA_512,))
-    console.services.acls.create_acls([cluster_acl("User:operator", AclOperation.ALTER)])
+    console.services.acls.create_acls([cluster_acl("User:operator", AclOperation.ALTER)], actor=ACTOR)
     with console.client("operator", "operator-pw") as operator:
         assert operator.get("/api/acls").status_code == 200  # ALLOW ALTER implies DESCRIBE (SEMANTICS.md §3)
         response = operator.put("/api/users/made-by-operator", json={"password": "pw"})
@@ -139,7 +140,7 @@ def test_a_deny_acl_on_the_cluster_wins_and_only_the_audit_log_names_it(
     deny = AclBinding(
         allow.pattern, AccessControlEntry("User:denied", "127.0.0.1", AclOperation.DESCRIBE, AclPermissionType.DENY)
     )
-    [_, created] = console.services.acls.create_acls([allow, deny])
+    [_, created] = console.services.acls.create_acls([allow, deny], actor=ACTOR)
     caplog.set_level(logging.INFO, "kafkaguard.audit")
     with console.client("denied", "denied-pw") as client:
         response = client.get("/api/acls")
@@ -154,7 +155,7 @@ def test_a_deny_acl_on_the_cluster_wins_and_only_the_audit_log_names_it(
 
 def test_logins_are_cached_but_a_password_change_takes_effect_at_once(console: ConsoleHandle) -> None:
     console.add_user("cached", "first-pw", (ScramMechanism.SCRAM_SHA_256,))
-    console.services.acls.create_acls([cluster_acl("User:cached", AclOperation.DESCRIBE)])
+    console.services.acls.create_acls([cluster_acl("User:cached", AclOperation.DESCRIBE)], actor=ACTOR)
     authenticator = console.console.app.state.console.authenticator
     before = authenticator.derivations
     with console.client("cached", "first-pw") as client:
@@ -166,7 +167,9 @@ def test_logins_are_cached_but_a_password_change_takes_effect_at_once(console: C
         assert client.get("/api/acls").status_code == 401
     with console.client("cached", "second-pw") as client:
         assert client.get("/api/acls").status_code == 200
-    console.services.credentials.alter(deletions=[ScramDeletion(user="cached", mechanism=ScramMechanism.SCRAM_SHA_256)])
+    console.services.credentials.alter(
+        deletions=[ScramDeletion(user="cached", mechanism=ScramMechanism.SCRAM_SHA_256)], actor=ACTOR
+    )
     with console.client("cached", "second-pw") as client:
         assert client.get("/api/acls").status_code == 401
 
@@ -174,7 +177,7 @@ def test_logins_are_cached_but_a_password_change_takes_effect_at_once(console: C
 def test_scram_sha_512_is_checked_when_the_user_has_it(console: ConsoleHandle) -> None:
     console.add_user("two-passwords", "pw-256", (ScramMechanism.SCRAM_SHA_256,))
     console.add_user("two-passwords", "pw-512", (ScramMechanism.SCRAM_SHA_512,))
-    console.services.acls.create_acls([cluster_acl("User:two-passwords", AclOperation.DESCRIBE)])
+    console.services.acls.create_acls([cluster_acl("User:two-passwords", AclOperation.DESCRIBE)], actor=ACTOR)
     with console.client("two-passwords", "pw-512") as client:
         assert client.get("/api/acls").status_code == 200
     with console.client("two-passwords", "pw-256") as client:
@@ -183,7 +186,7 @@ def test_scram_sha_512_is_checked_when_the_user_has_it(console: ConsoleHandle) -
 
 def test_a_non_ascii_password_works(console: ConsoleHandle) -> None:
     console.add_user("unicode", "pässwörd-€")
-    console.services.acls.create_acls([cluster_acl("User:unicode", AclOperation.DESCRIBE)])
+    console.services.acls.create_acls([cluster_acl("User:unicode", AclOperation.DESCRIBE)], actor=ACTOR)
     with console.client("unicode", "pässwörd-€") as client:
         assert client.get("/api/users").status_code == 200
 

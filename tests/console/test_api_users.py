@@ -11,6 +11,7 @@ import pytest
 
 from kafkaguard.model import AclOperation
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.console.conftest import ConsoleHandle, cluster_acl
 
 
@@ -36,7 +37,7 @@ def test_set_a_password_then_log_in_with_it(console: ConsoleHandle, admin: httpx
     # The credential is the store's: the same one a Kafka client's SCRAM login checks.
     stored = console.services.credentials.lookup(name, ScramMechanism.SCRAM_SHA_512)
     assert stored is not None and stored.iterations == 8192
-    console.services.acls.create_acls([cluster_acl(f"User:{name}", AclOperation.DESCRIBE)])
+    console.services.acls.create_acls([cluster_acl(f"User:{name}", AclOperation.DESCRIBE)], actor=ACTOR)
     with console.client(name, "carol-pw") as carol:
         assert carol.get("/api/users").status_code == 200
     with console.client(name, "not-carols") as carol:

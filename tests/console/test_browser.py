@@ -24,6 +24,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from tests.actors import ACTOR
 from tests.console.conftest import ADMIN, ADMIN_PASSWORD, ConsoleHandle, start_console
 
 CHROMIUM = "/usr/bin/chromium"
@@ -74,7 +75,8 @@ def _shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
         [
             AclBinding(ResourcePattern(ResourceType.TOPIC, name, pattern), AccessControlEntry(p, h, op, perm))
             for name, pattern, p, h, op, perm in acls
-        ]
+        ],
+        actor=ACTOR,
     )
     handle.add_user("alice", "alice-pw")
     try:
@@ -207,9 +209,12 @@ def test_who_can_page_groups_holders_and_a_principals_reach(shown: ConsoleHandle
                 ResourcePattern(ResourceType.TOPIC, "payments", PatternType.LITERAL),
                 AccessControlEntry("User:carol", "10.0.0.0/8", AclOperation.WRITE, AclPermissionType.DENY),
             ),
-        ]
+        ],
+        actor=ACTOR,
     )
-    shown.services.topics.create_topics([NewTopic(name="payments", num_partitions=1, replication_factor=1)])
+    shown.services.topics.create_topics(
+        [NewTopic(name="payments", num_partitions=1, replication_factor=1)], actor=ACTOR
+    )
     with playwright_sync.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         try:
@@ -266,6 +271,65 @@ def test_who_can_page_groups_holders_and_a_principals_reach(shown: ConsoleHandle
             page.locator("#group-table tr[data-group=ops] button[title='remove from the group']").last.click()
             expect(page.locator("#group-message")).to_have_text("Removed User:dave from Group:ops.")
             assert dict(shown.services.groups.groups()) == {"ops": ("User:carol",)}
+            assert problems == []
+        finally:
+            browser.close()
+
+
+def test_history_view_answers_who_gave_bob_access_and_when(shown: ConsoleHandle) -> None:
+    """The History tab: an ACL added through the page and one refused binding appear as events with the actor, where
+    from and the door; the filters narrow to one principal and one resource."""
+    with playwright_sync.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(10_000)
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(message.text) if _violation(message.text) else None)
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            expect = playwright_sync.expect
+            page.goto(shown.url)
+            page.fill("#login-user", ADMIN)
+            page.fill("#login-password", ADMIN_PASSWORD)
+            page.click("#login-form button[type=submit]")
+            expect(page.locator("#whoami-name")).to_have_text("User:admin")
+
+            # Through the page: a CLUSTER binding not on kafka-cluster is refused (by the service, as Kafka
+            # does); then bob gets READ on pii-orders.
+            add = page.locator("#add-form")
+            add.locator("[name=principal]").fill("User:bob")
+            add.locator("[name=resource_type]").select_option("CLUSTER")
+            add.locator("[name=resource_name]").fill("pii-orders")
+            add.locator("[name=operation]").select_option("ALTER")
+            add.locator("button[type=submit]").click()
+            expect(page.locator("#add-message")).to_contain_text("Refused")
+            add.locator("[name=resource_type]").select_option("TOPIC")
+            add.locator("[name=operation]").select_option("READ")
+            add.locator("button[type=submit]").click()
+            expect(page.locator("#add-message")).to_contain_text("Added: ALLOW READ on TOPIC:LITERAL:pii-orders")
+
+            page.click("#tabs button[data-tab=history]")
+            history = page.locator("#history-form")
+            history.locator("[name=principal]").fill("User:bob")
+            history.locator("[name=resource]").fill("pii-orders")
+            history.locator("[name=resource_type]").select_option("TOPIC")
+            history.locator("button[type=submit]").click()
+            expect(page.locator("#history-count")).to_have_text("1")
+            row = page.locator('#history-table tbody tr[data-action="acl.created"]')
+            expect(row).to_contain_text("User:admin")
+            expect(row).to_contain_text("127.0.0.1")
+            expect(row).to_contain_text("rest")
+            expect(row).to_contain_text("ALLOW User:bob READ from * on TOPIC:LITERAL:pii-orders")
+            expect(row).to_contain_text("SUCCESS")
+
+            # The refused attempt is in the history too, with Kafka's error.
+            history.locator("[name=resource_type]").select_option("CLUSTER")
+            history.locator("button[type=submit]").click()
+            expect(page.locator("#history-table tbody tr")).to_have_count(1)
+            expect(page.locator("#history-table tbody tr")).to_contain_text("INVALID_REQUEST")
+            history.locator("button[type=reset]").click()
+            expect(page.locator("#history-count")).not_to_have_text("1")
+            page.screenshot(path=DOCS / "console-history.png", full_page=True)
             assert problems == []
         finally:
             browser.close()

@@ -25,6 +25,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from tests.actors import ACTOR
 
 pytestmark = pytest.mark.integration
 KAFKAGUARD = str(Path(sys.executable).parent / "kafkaguard")
@@ -79,7 +80,7 @@ def test_kafkaguard_console_alone_follows_the_store(tmp_path: Path) -> None:
                 ResourcePattern(ResourceType.TOPIC, "from-elsewhere", PatternType.LITERAL),
                 AccessControlEntry("User:eve", "*", AclOperation.READ, AclPermissionType.ALLOW),
             )
-            services.acls.create_acls([binding])
+            services.acls.create_acls([binding], actor=ACTOR)
         finally:
             services.close()
         deadline = time.monotonic() + 5

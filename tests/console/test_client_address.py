@@ -19,6 +19,7 @@ from kafkaguard.config import load_settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model import AccessControlEntry, AclBinding, AclOperation, AclPermissionType
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.console.conftest import ConsoleHandle, cluster_acl, start_console
 
 #: The host the ACLs below are restricted to: a proxied client's address.
@@ -45,7 +46,7 @@ def only_from(console: ConsoleHandle, user: str, host: str) -> None:
     allow = cluster_acl(f"User:{user}", AclOperation.DESCRIBE)
     restricted = AclBinding(allow.pattern, AccessControlEntry(allow.entry.principal, host, AclOperation.DESCRIBE,
                                                               AclPermissionType.ALLOW))  # fmt: skip
-    console.services.acls.create_acls([restricted])
+    console.services.acls.create_acls([restricted], actor=ACTOR)
 
 
 def denied_from(console: ConsoleHandle, user: str, host: str) -> None:
@@ -54,7 +55,7 @@ def denied_from(console: ConsoleHandle, user: str, host: str) -> None:
     allow = cluster_acl(f"User:{user}", AclOperation.DESCRIBE)
     deny = AclBinding(allow.pattern, AccessControlEntry(allow.entry.principal, host, AclOperation.DESCRIBE,
                                                         AclPermissionType.DENY))  # fmt: skip
-    console.services.acls.create_acls([allow, deny])
+    console.services.acls.create_acls([allow, deny], actor=ACTOR)
 
 
 def get_as(console: ConsoleHandle, user: str, forwarded_for: str | None) -> httpx.Response:

@@ -18,6 +18,7 @@ from kafkaguard.console import ConsoleServer, HttpListener, create_app
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service import CredentialService
 from kafkaguard.store import SqliteStore
+from tests.actors import ACTOR
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +39,7 @@ def alone(tmp_path: Path) -> Iterator[tuple[Services, str]]:
     )
     services = build_services(settings)
     for mechanism in ScramMechanism:
-        assert services.credentials.upsert_password("admin", mechanism, "old-password").succeeded
+        assert services.credentials.upsert_password("admin", mechanism, "old-password", actor=ACTOR).succeeded
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
@@ -68,7 +69,7 @@ def test_a_password_changed_by_another_process_takes_effect_within_the_sync_inte
     with SqliteStore(services.settings.database_path) as other_process_store:
         other = CredentialService(other_process_store)
         for mechanism in ScramMechanism:
-            assert other.upsert_password("admin", mechanism, "new-password").succeeded
+            assert other.upsert_password("admin", mechanism, "new-password", actor=ACTOR).succeeded
     changed = time.monotonic()
     while status(url, "new-password") != 200 or status(url, "old-password") != 401:
         assert time.monotonic() - changed < SYNC_INTERVAL + 2.0, "the console still uses the old credentials"

@@ -27,6 +27,7 @@ from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.credential import stored_key_of
 from kafkaguard.store import UserAlteration
+from tests.actors import ACTOR
 from tests.console.conftest import ADMIN, TIMEOUT, ConsoleHandle, start_console
 
 #: The fixed time under test: far above the heaviest derivation the console does (~6 ms), so no check is late.
@@ -88,7 +89,9 @@ def fixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
         console_login_failure_burst=100_000,
         console_login_max_pending=2 * CLIENTS,
     )
-    heavy = handle.services.credentials.upsert_password(HEAVY, ScramMechanism.SCRAM_SHA_512, HEAVY_PASSWORD, 16384)
+    heavy = handle.services.credentials.upsert_password(
+        HEAVY, ScramMechanism.SCRAM_SHA_512, HEAVY_PASSWORD, 16384, actor=ACTOR
+    )
     assert heavy.succeeded, heavy
     store_beyond_bounds(handle, BEYOND, BEYOND_PASSWORD, BEYOND_ITERATIONS)
     try:

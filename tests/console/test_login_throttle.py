@@ -21,6 +21,7 @@ import pytest
 from kafkaguard.model import AclOperation
 from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.console.conftest import ADMIN, ADMIN_PASSWORD, TIMEOUT, ConsoleHandle, cluster_acl, start_console
 
 WRONG = "not-the-password"
@@ -128,7 +129,7 @@ def test_a_full_pool_answers_429_at_once_for_known_and_unknown_users(one_at_a_ti
 
 def test_a_cached_login_passes_while_the_pool_is_full(one_at_a_time: ConsoleHandle) -> None:
     one_at_a_time.add_user("regular", "regular-pw", (ScramMechanism.SCRAM_SHA_512,))
-    one_at_a_time.services.acls.create_acls([cluster_acl("User:regular", AclOperation.DESCRIBE)])
+    one_at_a_time.services.acls.create_acls([cluster_acl("User:regular", AclOperation.DESCRIBE)], actor=ACTOR)
     assert get(one_at_a_time, "regular", "regular-pw").status_code == 200  # derived once, now cached
     derivations = authenticator(one_at_a_time).derivations
     with Occupied(one_at_a_time, 2):

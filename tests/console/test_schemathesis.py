@@ -33,6 +33,7 @@ OPERATIONS = [
     ("DELETE", "/api/groups/{name}"),
     ("GET", "/api/access/principal"),
     ("GET", "/api/access/resource"),
+    ("GET", "/api/history"),
     ("GET", "/healthz"),
     ("GET", "/metrics"),
 ]

@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from typer.testing import CliRunner, Result
 
 from kafkaguard.cli.main import app
+from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.java_tools import comparable_acl_output, run_tool, unique
 
@@ -294,10 +295,11 @@ def test_can_expands_patterns_to_the_topics_of_a_real_cluster(
             [
                 AclBinding(Pattern(Type.TOPIC, prefix, PatternType.PREFIXED), write),
                 AclBinding(Pattern(Type.TOPIC, prefix + "us", PatternType.LITERAL), deny),
-            ]
+            ],
+            actor=ACTOR,
         )
         assert all(r.error is None for r in results)
-        services.groups.add_members("ledger", ["User:alice"])
+        services.groups.add_members("ledger", ["User:alice"], actor=ACTOR)
     finally:
         services.close()
     result = CliRunner().invoke(

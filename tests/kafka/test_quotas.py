@@ -30,6 +30,7 @@ from kio.schema.describe_client_quotas.v1 import request as describe_v1
 from kio.static.primitive import f64, i8
 
 from kafkaguard.config import SecurityProtocol
+from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.server.conftest import ServerHandle, sasl_server
 from tests.wire import Wire
@@ -60,7 +61,7 @@ def outsider(kafka: KafkaBroker, guard: ServerHandle) -> str:
     )
     for future in admin.alter_user_scram_credentials([upsertion]).values():
         future.result(timeout=30)
-    result = guard.services.credentials.upsert_password(OUTSIDER, 1, OUTSIDER_PASSWORD, 4096)
+    result = guard.services.credentials.upsert_password(OUTSIDER, 1, OUTSIDER_PASSWORD, 4096, actor=ACTOR)
     assert result.succeeded, result
     return OUTSIDER
 

@@ -51,6 +51,7 @@ from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.upstream import CLIENT_ID, Address, Upstream, UpstreamUnavailable
 from kafkaguard.proxy.versions import CAPS
 from kafkaguard.proxy.wire import correlation_id_of, decode_response, encode_request, request_correlation_id
+from tests.actors import ACTOR
 from tests.proxy.fake_kafka import zero
 
 #: What the upstream decodes: every API the proxy forwards, from v0 to the proxy's cap (a forwarded request may be of
@@ -217,7 +218,7 @@ def allow(
     bindings = [
         AclBinding(resource, AccessControlEntry(principal, "*", op, AclPermissionType.ALLOW)) for op in operations
     ]
-    assert all(result.succeeded for result in services.acls.create_acls(bindings))
+    assert all(result.succeeded for result in services.acls.create_acls(bindings, actor=ACTOR))
 
 
 @dataclass

@@ -28,6 +28,7 @@ from kafkaguard.model import (
 )
 from kafkaguard.proxy import broker_settings
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire, metadata
@@ -62,7 +63,7 @@ def creator(proxy: ServerHandle) -> str:
     pattern = ResourcePattern(ResourceType.TOPIC, "feed-", PatternType.PREFIXED)
     bindings = [AclBinding(pattern, AccessControlEntry("User:creator", "*", op, AclPermissionType.ALLOW))
                 for op in (AclOperation.DESCRIBE, AclOperation.CREATE)]  # fmt: skip
-    assert all(result.succeeded for result in proxy.services.acls.create_acls(bindings))
+    assert all(result.succeeded for result in proxy.services.acls.create_acls(bindings, actor=ACTOR))
     return "creator"
 
 

@@ -44,6 +44,7 @@ from kafkaguard.protocol.codec import DecodedRequest, request_schema
 from kafkaguard.protocol.lengths import unwrap
 from kafkaguard.proxy.dispatch import HANDLERS
 from kafkaguard.proxy.versions import CAPS
+from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, zero_value
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire
@@ -110,7 +111,7 @@ def grant(proxy: ServerHandle, user: str, resource_type: ResourceType, *operatio
     bindings = [
         AclBinding(pattern, AccessControlEntry(f"User:{user}", "*", op, AclPermissionType.ALLOW)) for op in operations
     ]
-    assert all(result.succeeded for result in proxy.services.acls.create_acls(bindings))
+    assert all(result.succeeded for result in proxy.services.acls.create_acls(bindings, actor=ACTOR))
 
 
 # ------------------------------------------------------------------------------------------- the requests sent

@@ -23,6 +23,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire, encode_request, metadata
@@ -40,7 +41,7 @@ def proxied(tmp_path: Path) -> Iterator[tuple[FakeKafka, ServerHandle]]:
             pattern = ResourcePattern(ResourceType.TOPIC, "feed-", PatternType.PREFIXED)
             binding = AclBinding(pattern, AccessControlEntry("User:reader", "*", AclOperation.DESCRIBE,
                                                              AclPermissionType.ALLOW))  # fmt: skip
-            assert all(result.succeeded for result in proxy.services.acls.create_acls([binding]))
+            assert all(result.succeeded for result in proxy.services.acls.create_acls([binding], actor=ACTOR))
             yield broker, proxy
         finally:
             proxy.stop()

@@ -16,6 +16,7 @@ from kafkaguard.proxy.handlers.fetch import _MeteringWriter, _upstream_throttle
 from kafkaguard.proxy.quotas import FETCH, PRODUCE, QuotaMeter, QuotaWindow, Rate, user_of
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store import MemoryQuotaStore, QuotaEntity
+from tests.actors import ACTOR
 
 Pairs = Sequence[tuple[str, str | None]]
 
@@ -23,12 +24,14 @@ Pairs = Sequence[tuple[str, str | None]]
 def quotas(*entries: tuple[Pairs, str, float]) -> QuotaService:
     service = QuotaService(MemoryQuotaStore())
     alterations = [QuotaAlteration(entity=tuple(e), ops=(QuotaOp(key=k, value=v),)) for e, k, v in entries]
-    assert all(result.succeeded for result in service.alter(alterations))
+    assert all(result.succeeded for result in service.alter(alterations, actor=ACTOR))
     return service
 
 
 def remove(service: QuotaService, entity: Pairs, key: str) -> None:
-    assert service.alter([QuotaAlteration(entity=tuple(entity), ops=(QuotaOp(key=key, remove=True),))])[0].succeeded
+    assert service.alter([QuotaAlteration(entity=tuple(entity), ops=(QuotaOp(key=key, remove=True),))], actor=ACTOR)[
+        0
+    ].succeeded
 
 
 class Clock:

@@ -33,6 +33,7 @@ from kafkaguard.config import SecurityProtocol, load_settings
 from kafkaguard.protocol.listening import ListeningServer
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.server.app import KafkaServer
+from tests.actors import ACTOR
 
 T = TypeVar("T")
 
@@ -151,7 +152,7 @@ class ServerHandle:
     def add_user(self, name: str, password: str, iterations: int = 4096) -> None:
         """A SCRAM user for both mechanisms, written straight into the store."""
         for mechanism in ScramMechanism:
-            result = self.services.credentials.upsert_password(name, mechanism, password, iterations)
+            result = self.services.credentials.upsert_password(name, mechanism, password, iterations, actor=ACTOR)
             assert result.succeeded, result
 
     def stop(self) -> None:

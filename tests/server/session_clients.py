@@ -88,6 +88,7 @@ def alter_credentials(
 
 _OTHER_PROCESS = """
 import sys
+from kafkaguard.model import INTERNAL_ACTOR
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service import CredentialService, ScramDeletion
 from kafkaguard.store import SqliteStore
@@ -96,9 +97,11 @@ with SqliteStore(database) as store:
     credentials = CredentialService(store)
     if action == "delete":
         results = credentials.alter(deletions=[ScramDeletion(user=user, mechanism=m) for m in ScramMechanism
-                                               if credentials.lookup(user, m) is not None])
+                                               if credentials.lookup(user, m) is not None],
+                                    actor=INTERNAL_ACTOR)
     else:
-        results = [credentials.upsert_password(user, m, sys.argv[4], 4096) for m in ScramMechanism]
+        results = [credentials.upsert_password(user, m, sys.argv[4], 4096, actor=INTERNAL_ACTOR)
+                   for m in ScramMechanism]
     sys.exit(0 if all(r.succeeded for r in results) else 1)
 """
 

@@ -7,6 +7,7 @@ from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.protocol.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store.memory import MemoryQuotaStore
+from tests.actors import ACTOR
 
 SASL = "SASL_PLAINTEXT://0.0.0.0:9092"
 SSL = "SASL_SSL://0.0.0.0:9093"
@@ -140,7 +141,8 @@ def test_stored_ip_quotas_set_the_rate_and_the_setting_applies_without_them():
         [
             QuotaAlteration(entity=(("ip", "10.0.0.7"),), ops=(QuotaOp(key=rate, value=2.0),)),
             QuotaAlteration(entity=(("ip", None),), ops=(QuotaOp(key=rate, value=5.0),)),
-        ]
+        ],
+        actor=ACTOR,
     )
     assert all(result.succeeded for result in results)
     assert burst("10.0.0.7") == 2  # the address's own quota
@@ -148,7 +150,7 @@ def test_stored_ip_quotas_set_the_rate_and_the_setting_applies_without_them():
     refused = gate.admit(SASL, "10.0.0.7")
     assert isinstance(refused, Refusal)
     assert "the ip quota connection_creation_rate=2 stored for 10.0.0.7" in refused.detail
-    quotas.alter([QuotaAlteration(entity=(("ip", None),), ops=(QuotaOp(key=rate, remove=True),))])
+    quotas.alter([QuotaAlteration(entity=(("ip", None),), ops=(QuotaOp(key=rate, remove=True),))], actor=ACTOR)
     clock.now += 60
     assert burst("10.0.0.10") == 50  # removed: the setting again
 

@@ -21,7 +21,7 @@ from kafkaguard.audit.logins import LoginResult
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.console.metrics import ConsoleMetrics
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
-from tests.wire import Wire, metadata
+from tests.wire import Wire, create_acl, metadata
 
 pytestmark = pytest.mark.integration
 
@@ -60,17 +60,12 @@ def test_every_event_is_an_envelope_valid_against_the_published_schema(audited: 
     with Wire(audited.sasl) as wire:
         wire.login(ADMIN, ADMIN_PASSWORD)
         metadata(wire, ["audited-topic"])
+        # A real change through the Kafka door: its management event reaches the trail (Services.events).
+        assert create_acl(wire, resource_type=2, name="pii-orders", pattern_type=3, principal="User:bob",
+                          operation=3) == 0  # fmt: skip
     for _ in range(5):
         failed_login(audited, "mallory")
     failed_login(audited, "eve")
-    audit = audited.server.audit
-    assert audit is not None
-    audit.record_event("management", "TOPIC:LITERAL:pii-orders", {
-        "version": 1, "action": "acl.created", "result": "SUCCESS", "error_message": None,
-        "actor": {"principal": "User:admin", "address": "10.0.0.1", "interface": "rest", "request_id": "r-1"},
-        "acl": {"principal": "User:bob", "host": "*", "operation": "READ", "permission": "ALLOW",
-                "resource_type": "TOPIC", "pattern_type": "LITERAL", "name": "pii-orders", "id": "a1"},
-    })  # fmt: skip
 
     envelopes = audited.audit_envelopes(end_windows=True)
     check = validator()
@@ -84,6 +79,10 @@ def test_every_event_is_an_envelope_valid_against_the_published_schema(audited: 
     assert {"io.kafkaguard.authorization.v2", "io.kafkaguard.authentication.v1",
             "io.kafkaguard.management.v1"} <= set(by_type)  # fmt: skip
     assert any(e["subject"] == "TOPIC:audited-topic" for e in by_type["io.kafkaguard.authorization.v2"])
+    [granted] = [e for e in by_type["io.kafkaguard.management.v1"] if e["data"]["action"] == "acl.created"]
+    assert granted["data"]["acl"]["principal"] == "User:bob" and granted["data"]["acl"]["resource_name"] == "pii-orders"
+    assert granted["data"]["actor"]["principal"] == f"User:{ADMIN}"
+    assert granted["data"]["actor"]["interface"].startswith("kafka:") and granted["data"]["result"] == "SUCCESS"
 
     logins = [e for e in by_type["io.kafkaguard.authentication.v1"]]
     [success] = [e for e in logins if e["data"]["result"] == "SUCCESS"]

@@ -29,6 +29,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp
+from tests.actors import ACTOR
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, TlsFiles, start_server
 from tests.server.test_cli_serve import free_port, wait_until_listening
 from tests.wire import Wire, encode_request, frame
@@ -369,7 +370,7 @@ def test_a_stored_ip_quota_sets_an_addresses_creation_rate(tmp_path: Path, tls_f
     try:
         entity = (("ip", "127.0.0.12"),)
         op = QuotaOp(key="connection_creation_rate", value=2.0)
-        assert server.services.quotas.alter([QuotaAlteration(entity=entity, ops=(op,))])[0].succeeded
+        assert server.services.quotas.alter([QuotaAlteration(entity=entity, ops=(op,))], actor=ACTOR)[0].succeeded
 
         def answered(source: str, count: int) -> int:
             done = 0

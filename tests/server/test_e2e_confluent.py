@@ -30,6 +30,7 @@ from confluent_kafka.admin._scram import (
 from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.config import SecurityProtocol
+from tests.actors import ACTOR
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import AUTO_CREATE, Wire, create_acl, metadata
 
@@ -382,7 +383,7 @@ def test_group_and_cidr_acls_through_the_server_with_confluent_kafka(server: Ser
     with pytest.raises(KafkaException) as before:
         member.create_acls([new_acl], request_timeout=TIMEOUT)[new_acl].result(TIMEOUT)
     assert kafka_error(before).code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
-    server.services.groups.add_members(group, [f"User:{user}"])
+    server.services.groups.add_members(group, [f"User:{user}"], actor=ACTOR)
     assert member.create_acls([new_acl])[new_acl].result(TIMEOUT) is None
     allowed = [r for r in server.audit_records() if r["principal"] == f"User:{user}" and r["api"] == "CreateAcls"]
     assert any(r["decision"] == "ALLOWED" and f"principal=Group:{group}" in r["rule"] for r in allowed)

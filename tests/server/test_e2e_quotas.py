@@ -15,6 +15,7 @@ from kio.static.primitive import f64, i8
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store import QuotaRecord, SqliteStore
+from tests.actors import ACTOR
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire
 
@@ -77,7 +78,12 @@ def test_another_processs_change_is_described_after_the_sync_poll(server: Server
     with SqliteStore(server.services.settings.database_path) as store:
         other = QuotaService(store)
         (result,) = other.alter(
-            [QuotaAlteration(entity=(("user", "from-elsewhere"),), ops=(QuotaOp(key="request_percentage", value=5.0),))]
+            [
+                QuotaAlteration(
+                    entity=(("user", "from-elsewhere"),), ops=(QuotaOp(key="request_percentage", value=5.0),)
+                )
+            ],
+            actor=ACTOR,
         )
         assert result.succeeded
     with Wire(server.address(SecurityProtocol.SASL_PLAINTEXT)) as wire:

@@ -27,6 +27,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from kafkaguard.audit.logins import LoginResult
 from kafkaguard.scram import ScramMechanism
+from tests.actors import ACTOR
 from tests.server.conftest import ServerHandle, sasl_server
 from tests.server.session_clients import answers, login_lifetime, reauthenticate, seconds_until_closed
 from tests.wire import Wire
@@ -213,7 +214,9 @@ def test_a_password_changed_between_client_first_and_client_final_fails_the_logi
         client = scramp.ScramClient(["SCRAM-SHA-256"], user, PASSWORD)
         first = wire.request(SaslAuthenticateRequestV1(auth_bytes=client.get_client_first().encode()))
         client.set_server_first(bytes(first.auth_bytes).decode())
-        assert served.services.credentials.upsert_password(user, ScramMechanism.SCRAM_SHA_256, "other", 4096).succeeded
+        assert served.services.credentials.upsert_password(
+            user, ScramMechanism.SCRAM_SHA_256, "other", 4096, actor=ACTOR
+        ).succeeded
         final = wire.request(SaslAuthenticateRequestV1(auth_bytes=client.get_client_final().encode()))
         assert final.error_code.value == 58
         assert wire.recv_frame() is None

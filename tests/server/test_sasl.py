@@ -27,6 +27,7 @@ from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.scram import ScramMechanism, parse_server_first
 from kafkaguard.service import ScramUpsertion
 from kafkaguard.store import DATABASE_NAME, SqliteStore
+from tests.actors import ACTOR
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, encode_request
 
@@ -74,7 +75,7 @@ def test_an_unknown_user_is_answered_with_the_shape_of_the_stored_users(own_serv
         )
         for n in range(3)
     ]
-    assert all(r.succeeded for r in own_server.services.credentials.alter(upsertions=upsertions))
+    assert all(r.succeeded for r in own_server.services.credentials.alter(upsertions=upsertions, actor=ACTOR))
     shapes = {}
     for user in ("svc-0", "ghost", "nobody-at-all"):
         with Wire(own_server.sasl) as wire:
@@ -111,7 +112,9 @@ def test_a_login_succeeds_at_once_while_a_credential_write_waits_for_the_databas
     credentials, store = own_server.services.credentials, own_server.services.store
     assert isinstance(store, SqliteStore)
     # ... so this write (a console PUT, an AlterUserScramCredentials) waits for it, holding the store's lock.
-    writer = threading.Thread(target=credentials.upsert_password, args=("bob", SHA256, "bob-secret"))
+    writer = threading.Thread(
+        target=credentials.upsert_password, args=("bob", SHA256, "bob-secret"), kwargs={"actor": ACTOR}
+    )
     try:
         writer.start()
         deadline = time.monotonic() + 5
@@ -142,11 +145,14 @@ def test_a_user_added_by_another_process_can_log_in_within_the_sync_interval(own
     assert not login("carol", "carol-secret")
     script = (
         "import sys\n"
+        "from kafkaguard.model import INTERNAL_ACTOR\n"
         "from kafkaguard.scram import ScramMechanism\n"
         "from kafkaguard.service import CredentialService\n"
         "from kafkaguard.store import SqliteStore\n"
         "with SqliteStore(sys.argv[1]) as store:\n"
-        "    result = CredentialService(store).upsert_password('carol', ScramMechanism.SCRAM_SHA_256, sys.argv[2])\n"
+        "    result = CredentialService(store).upsert_password(\n"
+        "        'carol', ScramMechanism.SCRAM_SHA_256, sys.argv[2], actor=INTERNAL_ACTOR\n"
+        "    )\n"
         "    sys.exit(0 if result.succeeded else 1)\n"
     )
     database = str(own_server.data_dir / DATABASE_NAME)

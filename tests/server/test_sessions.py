@@ -31,6 +31,7 @@ from confluent_kafka.admin import ScramMechanism as ConfluentMechanism  # type: 
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service import CredentialService
 from kafkaguard.store import MemoryCredentialStore
+from tests.actors import ACTOR
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
 from tests.server.session_clients import (
     SLACK_SECONDS,
@@ -68,7 +69,7 @@ def unique(prefix: str) -> str:
 def new_user(handle: ServerHandle, prefix: str, *mechanisms: ScramMechanism) -> str:
     name = unique(prefix)
     for mechanism in mechanisms or tuple(ScramMechanism):
-        assert handle.services.credentials.upsert_password(name, mechanism, PASSWORD, 4096).succeeded
+        assert handle.services.credentials.upsert_password(name, mechanism, PASSWORD, 4096, actor=ACTOR).succeeded
     return name
 
 
@@ -278,7 +279,7 @@ def test_a_change_checks_only_the_sessions_of_the_users_it_changed() -> None:
 
     credentials = CredentialService(MemoryCredentialStore())
     for n in range(1001):
-        assert credentials.upsert_password(f"user-{n}", SHA256, PASSWORD, 4096).succeeded
+        assert credentials.upsert_password(f"user-{n}", SHA256, PASSWORD, 4096, actor=ACTOR).succeeded
     registry = SessionRegistry(credentials)
     closed: list[str] = []
     sessions: list[Session] = []
@@ -301,9 +302,9 @@ def test_a_change_checks_only_the_sessions_of_the_users_it_changed() -> None:
         return original(user, mechanism, credential)
 
     credentials.is_current = counting  # type: ignore[method-assign]
-    assert credentials.upsert_password("user-7", SHA512, PASSWORD, 4096).succeeded  # a mechanism added
+    assert credentials.upsert_password("user-7", SHA512, PASSWORD, 4096, actor=ACTOR).succeeded  # a mechanism added
     assert registry.check({"user-7"}) == 0 and compared == ["user-7"] and closed == []
-    assert credentials.upsert_password("user-7", SHA256, "new", 4096).succeeded  # her password changed
+    assert credentials.upsert_password("user-7", SHA256, "new", 4096, actor=ACTOR).succeeded  # her password changed
     assert registry.check({"user-7", "nobody-logged-in"}) == 1 and closed == ["user-7"]
     assert compared == ["user-7", "user-7"]
     assert sessions[7].ended == "its SCRAM-SHA-256 credential was changed"
@@ -316,7 +317,7 @@ def test_a_change_that_reaches_many_sessions_is_checked_in_slices_that_let_the_l
     from kafkaguard.protocol.sessions import CHECK_SLICE, Session, SessionRegistry
 
     credentials = CredentialService(MemoryCredentialStore())
-    assert credentials.upsert_password("bulk", SHA256, PASSWORD, 4096).succeeded
+    assert credentials.upsert_password("bulk", SHA256, PASSWORD, 4096, actor=ACTOR).succeeded
     credential = credentials.lookup("bulk", SHA256)
     assert credential is not None
     registry = SessionRegistry(credentials)
@@ -324,7 +325,7 @@ def test_a_change_that_reaches_many_sessions_is_checked_in_slices_that_let_the_l
                         lifetime_ms=None, now=0.0, close=lambda: None) for _ in range(2000)]  # fmt: skip
     for session in sessions:
         registry.add(session)
-    assert credentials.upsert_password("bulk", SHA256, "rotated", 4096).succeeded
+    assert credentials.upsert_password("bulk", SHA256, "rotated", 4096, actor=ACTOR).succeeded
 
     async def run() -> tuple[int, int]:
         ticks = 0

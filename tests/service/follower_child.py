@@ -21,6 +21,7 @@ from kafkaguard import (
 )
 from kafkaguard.service import AclService
 from kafkaguard.store import SqliteStore
+from tests.actors import ACTOR
 from tests.store.helpers import acl
 
 ALICE = RequestContext("User:alice", "10.0.0.1")
@@ -28,7 +29,7 @@ ALICE = RequestContext("User:alice", "10.0.0.1")
 
 def main(path: str) -> None:
     service = AclService(SqliteStore(path), StandardAuthorizer())
-    service.create_acls([acl("from-child")])
+    service.create_acls([acl("from-child")], actor=ACTOR)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     last: tuple[str, str] | None = None

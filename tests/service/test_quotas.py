@@ -29,6 +29,7 @@ from kafkaguard.service.quotas import (
     matches,
 )
 from kafkaguard.store import MemoryQuotaStore, QuotaRecord, SqliteStore
+from tests.actors import ACTOR
 from tests.service.guarded import GuardedStore
 from tests.service.outcomes import code_of, message_of
 
@@ -119,7 +120,7 @@ def test_quota_values_are_checked_as_kafka_checks_them(
 def test_bad_entities_fail_alone_with_kafkas_message(entity: list[tuple[str, str | None]], message: str) -> None:
     quotas = service()
     good = alteration([("user", "alice")], ("producer_byte_rate", 5.0))
-    results = quotas.alter([alteration(entity, ("producer_byte_rate", 5.0)), good])
+    results = quotas.alter([alteration(entity, ("producer_byte_rate", 5.0)), good], actor=ACTOR)
     assert {(code_of(r), message_of(r)) for r in results} == {(INVALID, message), (KafkaErrorCode.NONE, None)}
     assert quotas.quotas() == (QuotaRecord((("user", "alice"),), {"producer_byte_rate": 5.0}),)
 
@@ -128,7 +129,8 @@ def test_ip_entities_accept_addresses_resolvable_names_and_the_default() -> None
     quotas = service(frozenset({"db.example"}))
     results = quotas.alter(
         [alteration([("ip", host)], ("connection_creation_rate", 10.0)) for host in ("10.0.0.1", "::1", "db.example")]
-        + [alteration([("ip", None)], ("connection_creation_rate", 20.0))]
+        + [alteration([("ip", None)], ("connection_creation_rate", 20.0))],
+        actor=ACTOR,
     )
     assert all(r.succeeded for r in results)
     assert len(quotas.quotas()) == 4
@@ -136,7 +138,7 @@ def test_ip_entities_accept_addresses_resolvable_names_and_the_default() -> None
 
 def test_an_invalid_key_fails_the_entity_and_nothing_of_it_is_stored() -> None:
     quotas = service()
-    (result,) = quotas.alter([alteration([("user", "a")], ("producer_byte_rate", 5.0), ("nope", 1.0))])
+    (result,) = quotas.alter([alteration([("user", "a")], ("producer_byte_rate", 5.0), ("nope", 1.0))], actor=ACTOR)
     assert (code_of(result), message_of(result)) == (INVALID, "Invalid configuration key nope")
     assert quotas.quotas() == ()
 
@@ -144,10 +146,14 @@ def test_an_invalid_key_fails_the_entity_and_nothing_of_it_is_stored() -> None:
 def test_duplicates_answer_ignoring_duplicate_entity_and_the_first_valid_entry_still_applies() -> None:
     quotas = service()
     alice = [("user", "alice")]
-    (dup_key,) = quotas.alter([alteration(alice, ("producer_byte_rate", 5.0), ("producer_byte_rate", 6.0))])
+    (dup_key,) = quotas.alter(
+        [alteration(alice, ("producer_byte_rate", 5.0), ("producer_byte_rate", 6.0))], actor=ACTOR
+    )
     assert message_of(dup_key) == "Ignoring duplicate entity ClientQuotaEntity(entries={user=alice})"
     assert quotas.quotas() == ()
-    (dup_entity,) = quotas.alter([alteration(alice, ("producer_byte_rate", 5.0)), alteration(alice, ("x", 1.0))])
+    (dup_entity,) = quotas.alter(
+        [alteration(alice, ("producer_byte_rate", 5.0)), alteration(alice, ("x", 1.0))], actor=ACTOR
+    )
     assert code_of(dup_entity) is INVALID
     assert quotas.quotas() == (QuotaRecord((("user", "alice"),), {"producer_byte_rate": 5.0}),)
 
@@ -156,13 +162,13 @@ def test_validate_only_writes_nothing_and_removal_is_never_validated(tmp_path: P
     store = SqliteStore(tmp_path / "kafkaguard.db")
     quotas = QuotaService(store)
     alice = [("user", "alice")]
-    assert quotas.alter([alteration(alice, ("producer_byte_rate", 5.0))], validate_only=True)[0].succeeded
+    assert quotas.alter([alteration(alice, ("producer_byte_rate", 5.0))], validate_only=True, actor=ACTOR)[0].succeeded
     assert quotas.quotas() == () and store.quota_version() == 0
-    quotas.alter([alteration(alice, ("producer_byte_rate", 5.0), ("request_percentage", 10.0))])
+    quotas.alter([alteration(alice, ("producer_byte_rate", 5.0), ("request_percentage", 10.0))], actor=ACTOR)
     version = store.quota_version()
-    quotas.alter([alteration(alice, ("producer_byte_rate", 5.0))])  # the same value: no write
+    quotas.alter([alteration(alice, ("producer_byte_rate", 5.0))], actor=ACTOR)  # the same value: no write
     assert store.quota_version() == version
-    (removed,) = quotas.alter([alteration(alice, ("producer_byte_rate", None), ("not_a_quota", None))])
+    (removed,) = quotas.alter([alteration(alice, ("producer_byte_rate", None), ("not_a_quota", None))], actor=ACTOR)
     assert removed.succeeded
     assert quotas.quotas() == (QuotaRecord((("user", "alice"),), {"request_percentage": 10.0}),)
     store.close()
@@ -172,9 +178,9 @@ def test_nan_is_stored_and_setting_it_again_changes_nothing() -> None:
     store = MemoryQuotaStore()
     quotas = QuotaService(store)
     alice = [("user", "alice")]
-    quotas.alter([alteration(alice, ("request_percentage", math.nan))])
+    quotas.alter([alteration(alice, ("request_percentage", math.nan))], actor=ACTOR)
     version = store.quota_version()
-    quotas.alter([alteration(alice, ("request_percentage", math.nan))])
+    quotas.alter([alteration(alice, ("request_percentage", math.nan))], actor=ACTOR)
     assert store.quota_version() == version
     assert math.isnan(quotas.quotas()[0].values["request_percentage"])
 
@@ -198,7 +204,8 @@ def populated() -> QuotaService:
         [
             alteration(e, ("connection_creation_rate" if e[0][0] == "ip" else "producer_byte_rate", float(i + 1)))
             for i, e in enumerate(ENTITIES)
-        ]
+        ],
+        actor=ACTOR,
     )
     assert all(r.succeeded for r in results)
     return quotas
@@ -270,7 +277,7 @@ def test_describe_reads_only_the_snapshot_and_poll_follows_another_process(tmp_p
         guarded = GuardedStore(mine)
         quotas = QuotaService(guarded)
         other = QuotaService(theirs)
-        other.alter([alteration([("user", "bob")], ("consumer_byte_rate", 7.0))])
+        other.alter([alteration([("user", "bob")], ("consumer_byte_rate", 7.0))], actor=ACTOR)
         guarded.closed = True
         assert quotas.describe([]).entries == ()
         assert guarded.refused == []

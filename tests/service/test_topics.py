@@ -20,6 +20,7 @@ from kafkaguard.model import KafkaErrorCode
 from kafkaguard.service import NewTopic, TopicCreateResult, TopicService
 from kafkaguard.service.topics import MANUAL_ASSIGNMENT_UNSUPPORTED, TOPIC_CONFIG_NAMES, topic_name_error
 from kafkaguard.store import ZERO_UUID, MemoryTopicStore, SqliteStore, StoreError, TopicRecord, TopicStore
+from tests.actors import ACTOR
 from tests.service.children import Lines
 from tests.service.guarded import GuardedStore
 from tests.service.outcomes import code_of, message_of
@@ -64,7 +65,9 @@ def service(store: TopicStore) -> TopicService:
 
 
 def test_a_topic_is_created_with_its_settings_and_configs(service: TopicService, store: TopicStore) -> None:
-    [result] = service.create_topics([new("orders", 6, 1, **{"retention.ms": "60000", "cleanup.policy": "compact"})])
+    [result] = service.create_topics(
+        [new("orders", 6, 1, **{"retention.ms": "60000", "cleanup.policy": "compact"})], actor=ACTOR
+    )
     assert result.succeeded
     assert (code_of(result), message_of(result)) == (NONE, None)
     assert result.topic_id == uuid.UUID(int=0xABC001)
@@ -78,7 +81,7 @@ def test_a_topic_is_created_with_its_settings_and_configs(service: TopicService,
 
 def test_minus_one_takes_the_services_defaults(store: TopicStore) -> None:
     service = TopicService(store, default_partitions=3, default_replication_factor=2, broker_count=2)
-    [result] = service.create_topics([new("t")])
+    [result] = service.create_topics([new("t")], actor=ACTOR)
     assert (code_of(result), result.num_partitions, result.replication_factor) == (NONE, 3, 2)
     assert result.topic_id != ZERO_UUID
 
@@ -96,7 +99,9 @@ def test_minus_one_takes_the_services_defaults(store: TopicStore) -> None:
     ],
 )
 def test_invalid_names_get_kafkas_topic_validate_message(service: TopicService, name: str, reason: str) -> None:
-    assert outcome(service.create_topics([new(name)])) == [(name, INVALID_TOPIC, f"Topic name is invalid: {reason}")]
+    assert outcome(service.create_topics([new(name)], actor=ACTOR)) == [
+        (name, INVALID_TOPIC, f"Topic name is invalid: {reason}")
+    ]
     assert service.describe() == []
 
 
@@ -106,7 +111,7 @@ def test_valid_names() -> None:
 
 
 def test_a_name_twice_in_one_request_gets_one_result_and_is_not_created(service: TopicService) -> None:
-    results = service.create_topics([new("a"), new("dup", 2), new("b"), new("dup", 3)])
+    results = service.create_topics([new("a"), new("dup", 2), new("b"), new("dup", 3)], actor=ACTOR)
     assert outcome(results) == [
         ("a", NONE, None),
         ("dup", INVALID_REQUEST, "Duplicate topic name."),
@@ -116,14 +121,14 @@ def test_a_name_twice_in_one_request_gets_one_result_and_is_not_created(service:
 
 
 def test_the_cluster_metadata_topic_is_never_created(service: TopicService) -> None:
-    assert outcome(service.create_topics([new("__cluster_metadata")])) == [
+    assert outcome(service.create_topics([new("__cluster_metadata")], actor=ACTOR)) == [
         ("__cluster_metadata", INVALID_REQUEST, "Creation of internal topic __cluster_metadata is prohibited.")
     ]
 
 
 def test_an_existing_topic(service: TopicService) -> None:
-    first = service.create_topics([new("orders", 2)])[0]
-    results = service.create_topics([new("orders", 5), new("other")])
+    first = service.create_topics([new("orders", 2)], actor=ACTOR)[0]
+    results = service.create_topics([new("orders", 5), new("other")], actor=ACTOR)
     assert outcome(results) == [("orders", EXISTS, "Topic 'orders' already exists."), ("other", NONE, None)]
     assert (results[0].topic_id, results[0].num_partitions, results[0].replication_factor) == (ZERO_UUID, -1, -1)
     assert service.describe(["orders"])[0].record is not None
@@ -131,8 +136,8 @@ def test_an_existing_topic(service: TopicService) -> None:
 
 
 def test_colliding_names(service: TopicService) -> None:
-    service.create_topics([new("metrics.cpu")])
-    results = service.create_topics([new("metrics_cpu"), new("a.b"), new("a_b")])
+    service.create_topics([new("metrics.cpu")], actor=ACTOR)
+    results = service.create_topics([new("metrics_cpu"), new("a.b"), new("a_b")], actor=ACTOR)
     assert outcome(results) == [
         ("metrics_cpu", INVALID_TOPIC, "Topic 'metrics_cpu' collides with existing topic: metrics.cpu"),
         ("a.b", NONE, None),
@@ -149,7 +154,8 @@ def test_configs_null_values_then_unknown_names(service: TopicService) -> None:
             new("unknown", **{"retention.ms": "1", "no.such.config": "x", "also.unknown": "y"}),
             new("broker-name", **{"log.retention.ms": "1"}),
             new("fine", **dict.fromkeys(TOPIC_CONFIG_NAMES, "1")),
-        ]
+        ],
+        actor=ACTOR,
     )
     assert outcome(results) == [
         ("nulls", CONFIG, "Null value not supported for topic configs: retention.ms,segment.ms"),
@@ -163,7 +169,7 @@ def test_configs_null_values_then_unknown_names(service: TopicService) -> None:
 
 
 def test_config_errors_come_before_partition_errors(service: TopicService) -> None:
-    assert code_of(service.create_topics([new("t", 0, 0, bogus="1")])[0]) is CONFIG
+    assert code_of(service.create_topics([new("t", 0, 0, bogus="1")], actor=ACTOR)[0]) is CONFIG
 
 
 def test_manual_assignments_are_refused(service: TopicService) -> None:
@@ -173,7 +179,8 @@ def test_manual_assignments_are_refused(service: TopicService) -> None:
             NewTopic(name="rf", replication_factor=1, assignments=assignment),
             NewTopic(name="np", num_partitions=1, assignments=assignment),
             NewTopic(name="ours", assignments=assignment),
-        ]
+        ],
+        actor=ACTOR,
     )
     assert outcome(results) == [
         (
@@ -189,7 +196,9 @@ def test_manual_assignments_are_refused(service: TopicService) -> None:
 
 
 def test_partition_counts(service: TopicService) -> None:
-    results = service.create_topics([new("zero", 0), new("minus-two", -2), new("one", 1), new("many", 10_000)])
+    results = service.create_topics(
+        [new("zero", 0), new("minus-two", -2), new("one", 1), new("many", 10_000)], actor=ACTOR
+    )
     message = "Number of partitions was set to an invalid non-positive value."
     assert outcome(results) == [
         ("zero", PARTITIONS, message),
@@ -201,7 +210,9 @@ def test_partition_counts(service: TopicService) -> None:
 
 def test_replication_factors(store: TopicStore) -> None:
     service = TopicService(store, broker_count=1)
-    results = service.create_topics([new("zero", 1, 0), new("minus-two", 1, -5), new("three", 1, 3), new("one", 1, 1)])
+    results = service.create_topics(
+        [new("zero", 1, 0), new("minus-two", 1, -5), new("three", 1, 3), new("one", 1, 1)], actor=ACTOR
+    )
     message = "Replication factor must be larger than 0, or -1 to use the default value."
     assert outcome(results) == [
         ("zero", REPLICATION, message),
@@ -213,12 +224,12 @@ def test_replication_factors(store: TopicStore) -> None:
 
 
 def test_replication_factor_is_checked_before_partitions(service: TopicService) -> None:
-    assert code_of(service.create_topics([new("t", 0, 0)])[0]) is REPLICATION
+    assert code_of(service.create_topics([new("t", 0, 0)], actor=ACTOR)[0]) is REPLICATION
 
 
 def test_a_default_above_the_broker_count_fails_like_an_explicit_one(store: TopicStore) -> None:
     service = TopicService(store, default_replication_factor=3, broker_count=2)
-    [result] = service.create_topics([new("t")])
+    [result] = service.create_topics([new("t")], actor=ACTOR)
     assert code_of(result) is REPLICATION
     assert "replication factor of 3 cannot be reached because only 2 broker(s)" in str(message_of(result))
 
@@ -241,9 +252,9 @@ def test_bad_settings_are_refused(store: TopicStore) -> None:
 
 
 def test_results_follow_the_request_order_with_mixed_outcomes(service: TopicService) -> None:
-    service.create_topics([new("exists")])
+    service.create_topics([new("exists")], actor=ACTOR)
     names = ["z", "exists", "bad name", "a", "y"]
-    results = service.create_topics([new(name) for name in names])
+    results = service.create_topics([new(name) for name in names], actor=ACTOR)
     assert [r.name for r in results] == names
     assert [code_of(r) for r in results] == [NONE, EXISTS, INVALID_TOPIC, NONE, NONE]
 
@@ -252,7 +263,7 @@ def test_results_follow_the_request_order_with_mixed_outcomes(service: TopicServ
 
 
 def test_validate_only_checks_everything_and_changes_nothing(service: TopicService, store: TopicStore) -> None:
-    service.create_topics([new("exists"), new("a.b")])
+    service.create_topics([new("exists"), new("a.b")], actor=ACTOR)
     before = store.list_topics()
     results = service.create_topics(
         [
@@ -264,6 +275,7 @@ def test_validate_only_checks_everything_and_changes_nothing(service: TopicServi
             new("c", bogus="1"),
         ],
         validate_only=True,
+        actor=ACTOR,
     )
     assert [code_of(r) for r in results] == [NONE, EXISTS, INVALID_TOPIC, INVALID_TOPIC, PARTITIONS, CONFIG]
     assert (results[0].num_partitions, results[0].replication_factor, dict(results[0].configs)) == (
@@ -273,7 +285,7 @@ def test_validate_only_checks_everything_and_changes_nothing(service: TopicServi
     )
     assert results[0].topic_id != ZERO_UUID  # a fresh id, as Kafka's validate-only answer has
     assert store.list_topics() == before
-    assert service.create_topics([new("new")])[0].succeeded
+    assert service.create_topics([new("new")], actor=ACTOR)[0].succeeded
 
 
 # ------------------------------------------------------------------------------------------ auto-creation
@@ -281,24 +293,24 @@ def test_validate_only_checks_everything_and_changes_nothing(service: TopicServi
 
 def test_auto_create_uses_the_defaults(store: TopicStore) -> None:
     service = TopicService(store, default_partitions=4, id_factory=ids())
-    result = service.auto_create("events")
+    result = service.auto_create("events", actor=ACTOR)
     assert (code_of(result), result.num_partitions, result.replication_factor) == (NONE, 4, 1)
     assert dict(result.configs) == {}
     assert [d.name for d in service.describe()] == ["events"]
 
 
 def test_auto_create_of_an_existing_topic_answers_with_the_stored_one(service: TopicService) -> None:
-    created = service.create_topics([new("events", 7)])[0]
-    again = service.auto_create("events")
+    created = service.create_topics([new("events", 7)], actor=ACTOR)[0]
+    again = service.auto_create("events", actor=ACTOR)
     assert again.succeeded
     assert (again.topic_id, again.num_partitions) == (created.topic_id, 7)
 
 
 def test_auto_create_refuses_what_create_refuses(service: TopicService) -> None:
-    assert code_of(service.auto_create("bad name")) is INVALID_TOPIC
-    assert code_of(service.auto_create("__cluster_metadata")) is INVALID_REQUEST
-    service.auto_create("a.b")
-    assert outcome([service.auto_create("a_b")]) == [
+    assert code_of(service.auto_create("bad name", actor=ACTOR)) is INVALID_TOPIC
+    assert code_of(service.auto_create("__cluster_metadata", actor=ACTOR)) is INVALID_REQUEST
+    service.auto_create("a.b", actor=ACTOR)
+    assert outcome([service.auto_create("a_b", actor=ACTOR)]) == [
         ("a_b", INVALID_TOPIC, "Topic 'a_b' collides with existing topic: a.b")
     ]
 
@@ -307,8 +319,8 @@ def test_auto_create_refuses_what_create_refuses(service: TopicService) -> None:
 
 
 def test_delete_by_name(service: TopicService) -> None:
-    created = {r.name: r.topic_id for r in service.create_topics([new("a"), new("b"), new("c")])}
-    results = service.delete_topics(["b", "missing", "c", "c", "a"])
+    created = {r.name: r.topic_id for r in service.create_topics([new("a"), new("b"), new("c")], actor=ACTOR)}
+    results = service.delete_topics(["b", "missing", "c", "c", "a"], actor=ACTOR)
     assert [(r.name, r.topic_id, code_of(r), message_of(r)) for r in results] == [
         ("b", created["b"], NONE, None),
         (
@@ -324,9 +336,9 @@ def test_delete_by_name(service: TopicService) -> None:
 
 
 def test_delete_by_id(service: TopicService) -> None:
-    created = {r.name: r.topic_id for r in service.create_topics([new("a"), new("b"), new("c")])}
+    created = {r.name: r.topic_id for r in service.create_topics([new("a"), new("b"), new("c")], actor=ACTOR)}
     unknown = uuid.UUID(int=42)
-    results = service.delete_topics_by_id([created["a"], unknown, created["b"], created["b"], ZERO_UUID])
+    results = service.delete_topics_by_id([created["a"], unknown, created["b"], created["b"], ZERO_UUID], actor=ACTOR)
     assert [(r.name, r.topic_id, code_of(r), message_of(r)) for r in results] == [
         ("a", created["a"], NONE, None),
         (None, unknown, KafkaErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."),
@@ -337,9 +349,9 @@ def test_delete_by_id(service: TopicService) -> None:
 
 
 def test_a_deleted_topic_can_be_created_again(service: TopicService) -> None:
-    first = service.create_topics([new("t")])[0]
-    assert service.delete_topics(["t"])[0].succeeded
-    second = service.create_topics([new("t", 3)])[0]
+    first = service.create_topics([new("t")], actor=ACTOR)[0]
+    assert service.delete_topics(["t"], actor=ACTOR)[0].succeeded
+    second = service.create_topics([new("t", 3)], actor=ACTOR)[0]
     assert second.succeeded
     assert second.topic_id != first.topic_id
     assert code_of(service.describe_by_id([first.topic_id])[0]) is KafkaErrorCode.UNKNOWN_TOPIC_ID
@@ -349,7 +361,9 @@ def test_a_deleted_topic_can_be_created_again(service: TopicService) -> None:
 
 
 def test_describe(service: TopicService) -> None:
-    created = {r.name: r for r in service.create_topics([new("b", 2), new("a", 1, 1, **{"retention.ms": "9"})])}
+    created = {
+        r.name: r for r in service.create_topics([new("b", 2), new("a", 1, 1, **{"retention.ms": "9"})], actor=ACTOR)
+    }
     everything = service.describe()
     assert [(d.name, code_of(d), d.topic_id) for d in everything] == [
         ("a", NONE, created["a"].topic_id),
@@ -367,7 +381,7 @@ def test_describe(service: TopicService) -> None:
 
 
 def test_describe_by_id(service: TopicService) -> None:
-    [a] = service.create_topics([new("a")])
+    [a] = service.create_topics([new("a")], actor=ACTOR)
     unknown = uuid.UUID(int=7)
     results = service.describe_by_id([unknown, a.topic_id, unknown])
     assert [(d.name, d.topic_id, code_of(d)) for d in results] == [
@@ -380,7 +394,7 @@ def test_describe_and_the_cluster_id_read_no_store(store: TopicStore) -> None:
     guarded = GuardedStore(store)
     service = TopicService(cast(TopicStore, guarded), id_factory=ids())
     cluster_id = service.cluster_id()
-    [a] = service.create_topics([new("a")])
+    [a] = service.create_topics([new("a")], actor=ACTOR)
     guarded.closed = True
     assert service.cluster_id() == cluster_id
     assert [(d.name, d.topic_id) for d in service.describe()] == [("a", a.topic_id)]
@@ -390,10 +404,10 @@ def test_describe_and_the_cluster_id_read_no_store(store: TopicStore) -> None:
 
 
 def test_the_catalog_is_a_snapshot_that_a_read_holds_unchanged(service: TopicService) -> None:
-    service.create_topics([new("a")])
+    service.create_topics([new("a")], actor=ACTOR)
     before = service.catalog
-    service.create_topics([new("b")])
-    service.delete_topics(["a"])
+    service.create_topics([new("b")], actor=ACTOR)
+    service.delete_topics(["a"], actor=ACTOR)
     assert list(before.by_name) == ["a"]
     assert list(service.catalog.by_name) == ["b"]
     assert service.catalog.version == service.version == before.version + 2
@@ -404,18 +418,18 @@ def test_another_connection_is_followed_by_poll_and_own_writes_at_once(tmp_path:
     with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
         first, second = TopicService(first_store), TopicService(second_store)
         assert first.cluster_id() == second.cluster_id()
-        first.create_topics([new("a")])
+        first.create_topics([new("a")], actor=ACTOR)
         assert [d.name for d in first.describe()] == ["a"]  # its own write, at once
         assert second.describe() == []  # the other's, not until it polls
         assert second.poll() is True
         assert [d.name for d in second.describe()] == ["a"]
         assert second.poll() is False
-        second.delete_topics(["a"])
+        second.delete_topics(["a"], actor=ACTOR)
         assert first.poll() is True
         assert first.describe() == []
         # A write after another connection's write, with no poll in between, catches up with it as well.
-        second.create_topics([new("b")])
-        first.create_topics([new("c")])
+        second.create_topics([new("b")], actor=ACTOR)
+        first.create_topics([new("c")], actor=ACTOR)
         assert [d.name for d in first.describe()] == ["b", "c"]
         assert first.version == second_store.topic_version() == 4
 
@@ -424,9 +438,9 @@ def test_a_stale_catalog_still_answers_auto_create_with_the_stored_topic(tmp_pat
     path = tmp_path / "kafkaguard.db"
     with SqliteStore(path) as first_store, SqliteStore(path) as second_store:
         first, second = TopicService(first_store), TopicService(second_store)
-        [created] = second.create_topics([new("events", 3)])
+        [created] = second.create_topics([new("events", 3)], actor=ACTOR)
         assert code_of(first.describe(["events"])[0]) is KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        again = first.auto_create("events")
+        again = first.auto_create("events", actor=ACTOR)
         assert (code_of(again), again.topic_id, again.num_partitions) == (NONE, created.topic_id, 3)
 
 
@@ -442,7 +456,7 @@ def test_a_committed_write_shows_even_when_the_version_cannot_be_read_after_it()
     store = VersionFails()
     service = TopicService(store, id_factory=ids())
     store.failing = True
-    [created] = service.create_topics([new("a")])
+    [created] = service.create_topics([new("a")], actor=ACTOR)
     assert created.succeeded  # the store committed it: the request must not fail
     assert [d.name for d in service.describe()] == ["a"]
     assert service.version == -1  # unknown, so the next poll reloads
@@ -470,9 +484,9 @@ def test_two_processes_see_each_others_topics_within_one_second(tmp_path: Path) 
                 assert time.monotonic() < deadline, "this process did not see the other's topic within 1 s"
                 service.poll()
                 time.sleep(0.01)
-            service.create_topics([new("orders")])
+            service.create_topics([new("orders")], actor=ACTOR)
             assert lines.wait_for("topics from-child,orders", timeout=1.0) < 1.0
-            service.delete_topics(["from-child"])
+            service.delete_topics(["from-child"], actor=ACTOR)
             assert lines.wait_for("topics orders", timeout=1.0) < 1.0
         finally:
             child.kill()
@@ -489,7 +503,7 @@ def test_the_catalog_and_the_cluster_id_survive_a_restart(tmp_path: Path) -> Non
     with SqliteStore(path) as store:
         service = TopicService(store)
         cluster_id = service.cluster_id()
-        created = service.create_topics([new("orders", 3, **{"retention.ms": "1"})])[0]
+        created = service.create_topics([new("orders", 3, **{"retention.ms": "1"})], actor=ACTOR)[0]
     with SqliteStore(path) as store:
         service = TopicService(store)
         assert service.cluster_id() == cluster_id
@@ -501,7 +515,7 @@ def test_the_catalog_and_the_cluster_id_survive_a_restart(tmp_path: Path) -> Non
             replication_factor=1,
             configs={"retention.ms": "1"},
         )
-        assert code_of(service.create_topics([new("orders")])[0]) is EXISTS
+        assert code_of(service.create_topics([new("orders")], actor=ACTOR)[0]) is EXISTS
     with SqliteStore(tmp_path / "other.db") as store:
         assert TopicService(store).cluster_id() != cluster_id
 
@@ -538,7 +552,7 @@ def test_two_processes_creating_the_same_topics_one_wins_each(tmp_path: Path) ->
 
 
 def test_partition_count_is_limited_per_topic(service: TopicService) -> None:
-    results = service.create_topics([new("huge", 10_001, 1), new("largest", 10_000, 1)])
+    results = service.create_topics([new("huge", 10_001, 1), new("largest", 10_000, 1)], actor=ACTOR)
     assert code_of(results[0]) is PARTITIONS
     assert message_of(results[0]) == "Number of partitions 10001 exceeds the limit of 10000 partitions per topic."
     assert code_of(results[1]) is NONE and results[1].num_partitions == 10_000

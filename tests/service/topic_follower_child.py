@@ -12,11 +12,12 @@ import time
 
 from kafkaguard.service import NewTopic, TopicService
 from kafkaguard.store import SqliteStore
+from tests.actors import ACTOR
 
 
 def main(path: str) -> None:
     service = TopicService(SqliteStore(path))
-    service.create_topics([NewTopic(name="from-child")])
+    service.create_topics([NewTopic(name="from-child")], actor=ACTOR)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
     last: str | None = None

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kafkaguard.service import NewTopic, TopicService
 from kafkaguard.store import SqliteStore
+from tests.actors import ACTOR
 from tests.service.outcomes import code_of
 
 
@@ -26,7 +27,8 @@ def main(path: str, go_file: str, count: int) -> None:
         service = TopicService(store)
         cluster_id = service.cluster_id()
         codes = {
-            f"race-{i}": int(code_of(service.create_topics([NewTopic(name=f"race-{i}")])[0])) for i in range(count)
+            f"race-{i}": int(code_of(service.create_topics([NewTopic(name=f"race-{i}")], actor=ACTOR)[0]))
+            for i in range(count)
         }
         sys.stdout.write(json.dumps({"cluster_id": cluster_id, "codes": codes}) + "\n")
         sys.stdout.flush()

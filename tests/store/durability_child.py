@@ -17,6 +17,7 @@ import sys
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service import CredentialService, ScramUpsertion
 from kafkaguard.store import SqliteStore, Store, is_store_url
+from tests.actors import ACTOR
 from tests.store.helpers import acl, acl_filter
 
 
@@ -55,7 +56,7 @@ def main(path: str, start: int) -> None:
             salt=b"durability-salt!",
             salted_password=b"p" * 32,
         )
-        result = credentials.alter(upsertions=[upsertion])[0]
+        result = credentials.alter(upsertions=[upsertion], actor=ACTOR)[0]
         if not result.succeeded:
             raise SystemExit(f"unexpected {result}")
         out.write(f"C {user} {iterations}\n")

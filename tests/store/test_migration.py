@@ -11,12 +11,15 @@ import pytest
 from typer.testing import CliRunner
 
 from kafkaguard.cli.main import app
+from kafkaguard.model import Actor, HistoryQuery
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.store import QuotaChange, SqliteStore, StoreError, TopicRecord, UserAlteration
+from kafkaguard.store.events import acl_event
 from kafkaguard.store.migration import count, migrate_store
 from kafkaguard.store.ports import MembershipChange, quota_entity
 from kafkaguard.store.postgres import PostgresStore
 from kafkaguard.store.sqlite import DATABASE_NAME
+from tests.actors import ACTOR
 from tests.postgres import PASSWORD
 from tests.store.helpers import acl
 
@@ -56,7 +59,7 @@ def _fill(store: SqliteStore) -> None:
 def test_everything_is_copied_with_its_ids(tmp_path: Path, postgres_url: str) -> None:
     with SqliteStore(tmp_path / DATABASE_NAME) as source, PostgresStore(postgres_url, password=PASSWORD) as target:
         _fill(source)
-        counts = migrate_store(source, target)
+        counts = migrate_store(source, target, actor=ACTOR)
         assert (counts.acls, counts.credentials, counts.topics, counts.quotas, counts.memberships) == (50, 2, 1, 2, 3)
         assert target.load_memberships().groups == source.load_memberships().groups
         assert {(a.id, a.binding) for a in target.load_acls().acls} == {
@@ -67,7 +70,7 @@ def test_everything_is_copied_with_its_ids(tmp_path: Path, postgres_url: str) ->
             "alice", ScramMechanism.SCRAM_SHA_512
         )
         with pytest.raises(StoreError, match="already holds 50 ACLs"):
-            migrate_store(source, target)
+            migrate_store(source, target, actor=ACTOR)
         assert count(target) == counts
 
 
@@ -100,3 +103,25 @@ def test_the_command_refuses_a_password_in_a_url_and_a_missing_source(tmp_path: 
     result = CliRunner().invoke(app, ["store", "migrate", "--from", str(tmp_path / "nothing"), "--to", postgres_url])
     assert result.exit_code == 2
     assert "no kafkaguard database" in result.output
+
+
+def test_the_history_comes_along_and_the_migration_is_in_it(tmp_path: Path, postgres_url: str) -> None:
+    earlier = Actor(principal="User:carol", address="10.0.0.9", interface="rest", request_id="r-1")
+    with SqliteStore(tmp_path / DATABASE_NAME) as source, PostgresStore(postgres_url, password=PASSWORD) as target:
+        _fill(source)
+        source.create_acls(
+            [acl("pii-orders", "User:bob")],
+            history=lambda creation: [acl_event("acl.created", earlier, a) for a in creation.acls],
+        )
+        [before] = source.read_history(HistoryQuery())
+        migrate_store(source, target, actor=ACTOR)
+        events = target.read_history(HistoryQuery(limit=1000))
+    oldest = events[-1]
+    assert (oldest.actor, oldest.time, oldest.data()) == (earlier, before.time, before.data())
+    migrated = events[:-1]
+    assert {e.actor for e in migrated} == {ACTOR}
+    by_action = {action: sum(e.action == action for e in migrated) for action in {e.action for e in migrated}}
+    assert by_action == {"acl.created": 51, "scram.upserted": 2, "topic.created": 1, "quota.altered": 2,
+                         "group.member_added": 3}  # fmt: skip
+    [nan] = [e for e in migrated if e.action == "quota.altered" and e.details["entity"] == {"user": None}]
+    assert nan.details["quota"] == {"request_percentage": "nan"}  # JSON has no NaN: its text

@@ -184,7 +184,8 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
         return every(ItemError(KafkaErrorCode.UNKNOWN_SERVER_ERROR))
     # Each binding is validated by the service (``model.validate_new_binding``: Kafka's order and messages, the same
     # as the console's and the CLI's), an invalid one failing alone.
-    outcomes = await asyncio.to_thread(scope.services.acls.create_acls, valid) if valid else []
+    actor = scope.actor()
+    outcomes = await asyncio.to_thread(scope.services.acls.create_acls, valid, actor=actor) if valid else []
     results = tuple(acl_creation_result(cls, **error_fields(o.error, on_success=SUCCESS_MESSAGE)) for o in outcomes)
     return create_acls_response(cls, throttle_time=NO_THROTTLE, results=results)
 
@@ -197,7 +198,8 @@ async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> Delete
         return delete_acls_response(cls, throttle_time=NO_THROTTLE, filter_results=results)
     parsed = [filter_from_wire(wire) for wire in request.filters]
     valid = [acl_filter for acl_filter in parsed if not isinstance(acl_filter, str)]
-    outcomes = iter(await asyncio.to_thread(scope.services.acls.delete_acls, valid) if valid else [])
+    actor = scope.actor()
+    outcomes = iter(await asyncio.to_thread(scope.services.acls.delete_acls, valid, actor=actor) if valid else [])
     results_out = []
     for acl_filter in parsed:
         outcome = AclDeleteResult(error=_invalid(acl_filter)) if isinstance(acl_filter, str) else next(outcomes)

@@ -90,7 +90,9 @@ async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasReq
         )
         for entry in request.entries
     ]
-    results = await asyncio.to_thread(scope.services.quotas.alter, alterations, validate_only=request.validate_only)
+    results = await asyncio.to_thread(
+        scope.services.quotas.alter, alterations, actor=scope.actor(), validate_only=request.validate_only
+    )
     entries = tuple(
         alter_client_quotas_entry_data(
             cls,

@@ -100,7 +100,7 @@ async def alter_user_scram_credentials(
         )
         for u in request.upsertions
     ]
-    outcomes = await asyncio.to_thread(scope.services.credentials.alter, deletions, upsertions)
+    outcomes = await asyncio.to_thread(scope.services.credentials.alter, deletions, upsertions, actor=scope.actor())
     results = tuple(
         alter_user_scram_credentials_result(
             cls,

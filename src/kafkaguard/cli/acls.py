@@ -19,7 +19,8 @@ import typer
 
 from kafkaguard.cli.aclfile import supported_operations
 from kafkaguard.cli.client import DEFAULT_TIMEOUT, CliError, Failure, KafkaAdmin
-from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect
+from kafkaguard.cli.connection import CommandConfig, OptionalBootstrapServer, Timeout, connect
+from kafkaguard.cli.history import history
 from kafkaguard.cli.output import adding_acls_text, binding_text, current_acls_text, entry_text, fail, warn
 from kafkaguard.cli.output import pattern_filter_text as filter_text
 from kafkaguard.errors import InvalidNameError
@@ -57,8 +58,14 @@ _CONNECTION = "Connection"
 _USAGE = 2
 
 
+app = typer.Typer(help="ACLs (kafka-acls.sh), and their history.")
+app.command("history")(history)
+
+
+@app.callback(invoke_without_command=True)
 def acls(
-    bootstrap_server: BootstrapServer,
+    ctx: typer.Context,
+    bootstrap_server: OptionalBootstrapServer = None,
     command_config: CommandConfig = None,
     add: Annotated[bool, typer.Option("--add", help="Add ACLs.", rich_help_panel=_ACTIONS)] = False,
     remove: Annotated[bool, typer.Option("--remove", help="Remove ACLs.", rich_help_panel=_ACTIONS)] = False,
@@ -157,6 +164,10 @@ def acls(
 
       kafkaguard acls --bootstrap-server localhost:9092 --command-config admin.properties --list --topic orders
     """
+    if ctx.invoked_subcommand is not None:
+        return
+    if bootstrap_server is None:
+        fail("Missing option '--bootstrap-server' (or ask for: kafkaguard acls history)", _USAGE)
     args = _Args(
         topic=topic or [],
         group=group or [],
@@ -184,7 +195,7 @@ def acls(
         fail(f"Unknown resource-pattern-type: {resource_pattern_type}", _USAGE)
     _check_args(add, remove, list_, principal or [], args, operation is not None)
     try:
-        admin = connect(bootstrap_server, command_config, timeout)
+        admin = connect(bootstrap_server, command_config, timeout, client_id="kafkaguard-acls")
         if add:
             _add(admin, args, pattern_type, output)
         elif remove:

@@ -41,7 +41,7 @@ def apply(
     desired = load_desired(file)
     console = Console(soft_wrap=True, highlight=False)
     try:
-        admin = connect(bootstrap_server, command_config, timeout)
+        admin = connect(bootstrap_server, command_config, timeout, client_id="kafkaguard-apply")
         plan = compute_plan(read_cluster(admin), desired)
         render(plan, prune, console)
         steps = plan.steps(prune)

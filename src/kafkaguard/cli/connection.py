@@ -18,6 +18,16 @@ BootstrapServer = Annotated[
         show_envvar=True,
     ),
 ]
+#: ``--bootstrap-server`` of a command group whose subcommands may not need it (``acls`` and ``acls history``).
+OptionalBootstrapServer = Annotated[
+    str | None,
+    typer.Option(
+        "--bootstrap-server",
+        help="host1:port1,host2:port2,... of the Kafka cluster (kafkaguard or Apache Kafka).",
+        envvar="KAFKAGUARD_BOOTSTRAP_SERVER",
+        show_envvar=True,
+    ),
+]
 CommandConfig = Annotated[
     Path | None,
     typer.Option(
@@ -33,7 +43,20 @@ CommandConfig = Annotated[
 Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds to wait for each answer.")]
 
 
-def connect(bootstrap_server: str, command_config: Path | None, timeout: float = DEFAULT_TIMEOUT) -> KafkaAdmin:
-    """:raises CliError: unreadable properties or a configuration librdkafka refuses."""
+def connect(
+    bootstrap_server: str,
+    command_config: Path | None,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    client_id: str | None = None,
+) -> KafkaAdmin:
+    """``client_id``: the client id the command announces unless ``--command-config`` sets ``client.id``; a
+    management event made through Kafka carries it in its request id (``kafkaguard-apply/17``), which tells the
+    history which command made the change.
+
+    :raises CliError: unreadable properties or a configuration librdkafka refuses."""
     properties = load_properties(command_config) if command_config is not None else {}
-    return KafkaAdmin(client_config(bootstrap_server, properties), timeout)
+    config = client_config(bootstrap_server, properties)
+    if client_id is not None:
+        config.setdefault("client.id", client_id)
+    return KafkaAdmin(config, timeout)

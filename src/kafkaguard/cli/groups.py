@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from kafkaguard.bootstrap import Services, build_services
+from kafkaguard.cli.actor import cli_actor
 from kafkaguard.cli.output import fail
 from kafkaguard.config import SERVED_SETTINGS_FILE, Settings, load_settings, with_served_settings
 from kafkaguard.errors import KafkaguardError
@@ -70,7 +71,7 @@ def add(group: Group, members: Members, data_dir: DataDir = None, config: Config
     """Add principals to a group (creating it)."""
 
     def act(services: Services) -> str:
-        services.groups.add_members(group, members)
+        services.groups.add_members(group, members, actor=cli_actor())
         return f"added {', '.join(members)} to {_principal(group)}"
 
     _change(config, data_dir, act)
@@ -81,7 +82,7 @@ def remove(group: Group, members: Members, data_dir: DataDir = None, config: Con
     """Remove principals from a group (principals not in it are ignored)."""
 
     def act(services: Services) -> str:
-        services.groups.remove_members(group, members)
+        services.groups.remove_members(group, members, actor=cli_actor())
         return f"removed {', '.join(members)} from {_principal(group)}"
 
     _change(config, data_dir, act)
@@ -92,7 +93,7 @@ def delete(group: Group, data_dir: DataDir = None, config: ConfigFile = None) ->
     """Remove every member of a group (its ACLs stay, and apply to no one until it has members again)."""
 
     def act(services: Services) -> str:
-        removed = services.groups.delete_group(group)
+        removed = services.groups.delete_group(group, actor=cli_actor())
         return f"{_principal(group)} had {len(removed)} member(s); it has none now"
 
     _change(config, data_dir, act)

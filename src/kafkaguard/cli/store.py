@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from kafkaguard.bootstrap import open_postgres_store
+from kafkaguard.cli.actor import cli_actor
 from kafkaguard.config import Settings, load_settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.store import SqliteStore, Store, StoreUrl, is_store_url
@@ -50,7 +51,7 @@ def migrate(
         cluster_id = source_store.cluster_id()
         target_store = _open_target(target_url, cluster_id)
         opened.append(target_store)
-        counts = migrate_store(source_store, target_store)
+        counts = migrate_store(source_store, target_store, actor=cli_actor("migrate"))
         target_cluster_id = target_store.cluster_id()
     except KafkaguardError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)

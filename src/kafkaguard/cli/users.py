@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from kafkaguard.bootstrap import build_services
+from kafkaguard.cli.actor import cli_actor
 from kafkaguard.config import load_settings
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.scram import DEFAULT_ITERATIONS, ScramMechanism
@@ -39,9 +40,10 @@ def add(
     except KafkaguardError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=2) from None
+    actor = cli_actor()
     try:
         for chosen in mechanisms:
-            error = services.credentials.upsert_password(name, chosen, password, iterations).error
+            error = services.credentials.upsert_password(name, chosen, password, iterations, actor=actor).error
             if error is not None:
                 typer.secho(f"error: {error.summary}", fg=typer.colors.RED, err=True)
                 raise typer.Exit(code=1)

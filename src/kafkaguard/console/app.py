@@ -35,7 +35,7 @@ from kafkaguard.console.failure_timing import RequestArrival
 from kafkaguard.console.gate import LoginGate
 from kafkaguard.console.item_errors import ItemRefusedError
 from kafkaguard.console.metrics import ConsoleMetrics
-from kafkaguard.console.routers import access, acls, authorize, groups, health, users
+from kafkaguard.console.routers import access, acls, authorize, groups, health, history, users
 from kafkaguard.console.security import SameOriginWrites, SecurityHeaders
 from kafkaguard.errors import (
     AuthorizerNotReadyError,
@@ -105,7 +105,15 @@ def create_app(
         redoc_url=None,
     )
     app.state.console = state
-    for router in (acls.router, users.router, authorize.router, groups.router, access.router, health.router):
+    for router in (
+        acls.router,
+        users.router,
+        authorize.router,
+        groups.router,
+        access.router,
+        history.router,
+        health.router,
+    ):
         app.include_router(router)
     app.add_exception_handler(KafkaguardError, _domain_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import uuid
 from dataclasses import dataclass
 
-from kafkaguard.model import RequestContext
+from kafkaguard.model import Actor, RequestContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +52,8 @@ class Caller:
     @property
     def context(self) -> RequestContext:
         return RequestContext(self.principal, self.host)
+
+    def actor(self) -> Actor:
+        """This user as the actor of a management change made through the console's REST API; the request id is
+        a fresh UUID (the console reads no client-chosen header for it, which a client could forge)."""
+        return Actor(principal=self.principal, address=self.host, interface="rest", request_id=uuid.uuid4().hex)

@@ -12,6 +12,7 @@ Strings must be valid Unicode text (no lone surrogates): JSON can carry ``"\\ud8
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, SecretStr
@@ -27,7 +28,9 @@ from kafkaguard.model import (
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
+    HistoryQuery,
     KafkaEnum,
+    ManagementEvent,
     PatternType,
     ResourcePattern,
     ResourcePatternFilter,
@@ -422,3 +425,82 @@ class ResourceHoldersOut(BaseModel):
     resource_name: str
     super_users: list[str]
     holders: list[HolderOut]
+
+
+# ------------------------------------------------------------------------------------- management history
+
+
+class HistoryFilterIn(BaseModel):
+    """Which management events to list (``GET /api/history``), newest first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    principal: Text | None = Field(
+        None, description="The principal concerned (the ACL's, the SCRAM user, the member) or the actor."
+    )
+    resource_type: Text | None = Field(None, description="TOPIC, GROUP, CLUSTER ... (ACLs and topics).")
+    resource: Text | None = Field(None, description="The resource name (an ACL's or a topic's).")
+    action: Text | None = Field(None, description="An action or its prefix: acl., acl.created, scram. ...")
+    since: datetime | None = Field(None, description="Only events at or after this time (ISO 8601; UTC if no offset).")
+    limit: int = Field(100, ge=1, le=1000, description="At most this many events (the newest).")
+
+    def to_query(self) -> HistoryQuery:
+        since = self.since
+        if since is not None and since.tzinfo is None:
+            since = since.replace(tzinfo=UTC)
+        return HistoryQuery(
+            principal=self.principal,
+            resource_type=self.resource_type.upper() if self.resource_type else None,
+            resource_name=self.resource,
+            action=self.action,
+            since=since,
+            limit=self.limit,
+        )
+
+
+class ActorOut(BaseModel):
+    principal: str
+    address: str | None = Field(description="The client's address (the machine's name for a CLI run).")
+    interface: str = Field(description="kafka:<listener>, rest, cli, migrate (the door the change came through).")
+    request_id: str | None = Field(description="The request's id in that interface (Kafka: client id/correlation id).")
+
+
+class HistoryEventOut(BaseModel):
+    """One management event: an item of one change (never a secret: SCRAM events carry mechanism and iterations)."""
+
+    seq: int
+    time: datetime
+    action: str = Field(examples=["acl.created"])
+    actor: ActorOut
+    subject: str = Field(examples=["TOPIC:LITERAL:pii-orders"])
+    principal: str | None
+    resource_type: str | None
+    resource_name: str | None
+    result: str = Field(description="SUCCESS, or Kafka's error name for a refused item.")
+    error_message: str | None
+    data: dict[str, Any] = Field(description="The event's data as the audit trail carries it (schema version 1).")
+
+    @classmethod
+    def of(cls, event: ManagementEvent) -> HistoryEventOut:
+        actor = event.actor
+        return cls(
+            seq=event.seq or 0,
+            time=event.time,
+            action=event.action,
+            actor=ActorOut(
+                principal=actor.principal, address=actor.address, interface=actor.interface,
+                request_id=actor.request_id,
+            ),
+            subject=event.subject,
+            principal=event.principal,
+            resource_type=event.resource_type,
+            resource_name=event.resource_name,
+            result=event.result,
+            error_message=event.error_message,
+            data=event.data(),
+        )  # fmt: skip
+
+
+class HistoryOut(BaseModel):
+    events: list[HistoryEventOut]
+    count: int

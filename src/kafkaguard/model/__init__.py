@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from kafkaguard.model.action import Action, AuthorizationResult, RequestContext
+from kafkaguard.model.actor import INTERNAL_ACTOR, Actor
 from kafkaguard.model.binding import AclBinding, AclBindingFilter, AclId, StoredAcl, validate_new_binding
 from kafkaguard.model.entry import WILDCARD_HOST, AccessControlEntry, AccessControlEntryFilter
 from kafkaguard.model.enums import AclOperation, AclPermissionType, KafkaEnum, PatternType, ResourceType
 from kafkaguard.model.host import CidrBlock, cidr_error, host_matches, is_cidr, java_host, parse_address, parse_cidr
 from kafkaguard.model.item_error import ItemError, KafkaErrorCode
+from kafkaguard.model.management import HistoryQuery, ManagementEvent
 from kafkaguard.model.principal import (
     ANONYMOUS_PRINCIPAL,
     GROUP_TYPE,
@@ -25,6 +27,10 @@ from kafkaguard.model.resource import (
 )
 
 __all__ = [
+    "INTERNAL_ACTOR",
+    "Actor",
+    "HistoryQuery",
+    "ManagementEvent",
     "ANONYMOUS_PRINCIPAL",
     "CLUSTER_NAME",
     "WILDCARD_HOST",

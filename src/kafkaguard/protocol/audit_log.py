@@ -28,7 +28,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -122,7 +122,7 @@ class AuditLog:
         each call once, however many records it makes."""
         self._queue(_Decisions(make))
 
-    def record_event(self, category: str, subject: str, data: dict[str, Any]) -> None:
+    def record_event(self, category: str, subject: str, data: Mapping[str, Any]) -> None:
         """Queue one management or authentication event (``data`` as issue 27's spec says: never a password, a
         token, a salt or a key); never blocks, callable from any thread. A failed login (authentication, result
         FAILURE) is collapsed with identical ones in its window and written when the window ends.

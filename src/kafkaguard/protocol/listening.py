@@ -83,6 +83,9 @@ class ListeningServer(ABC):
         settings = services.settings
         #: The audit trail (the file, the Kafka topic sink), None when neither is configured.
         self.audit = audit_trail(settings, services.audit_trail)
+        if self.audit is not None:
+            # Management events made through any door of this process (Kafka wire, the console) go to the trail too.
+            services.events.connect(self.audit.record_event)
         #: Logins per listener and mechanism, shared with a console in the same process (``Services.logins``).
         self.logins = services.logins
         self.cluster_id = services.topics.cluster_id()  # from memory: this may run on the event loop

@@ -18,7 +18,7 @@ from kafkaguard.authorizer import AuthorizerSnapshot
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
-from kafkaguard.model import AuthorizationResult, RequestContext, ResourceType
+from kafkaguard.model import Actor, AuthorizationResult, RequestContext, ResourceType
 from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest
 from kafkaguard.protocol.identity import Identity
@@ -61,6 +61,20 @@ class RequestScope:
     client_id: str | None
     snapshot: AuthorizerSnapshot
     audit: AuditLog | None = None
+    #: The interface of the listener the request came in on (``kafka:SASL_PLAINTEXT``) and the request's
+    #: correlation id: with the client id and the caller, a management change's ``Actor``.
+    interface: str = "kafka"
+    correlation: int | None = None
+
+    def actor(self) -> Actor:
+        """Who asks for a management change through this request (``model.actor``)."""
+        request_id = f"{self.client_id or ''}/{self.correlation}" if self.correlation is not None else None
+        return Actor(
+            principal=self.context.principal,
+            address=self.context.host,
+            interface=self.interface,
+            request_id=request_id,
+        )
 
     def authorize(
         self, requirement: Requirement, resources: Mapping[ResourceType, Sequence[str]] | None = None
@@ -82,7 +96,12 @@ def scope_of(context: ListenerContext, caller: RequestContext, request: DecodedR
     """``request``'s scope, with the authorizer's snapshot as it is now (made field by field: once per request)."""
     services, header = context.services, request.header
     return RequestScope(services, context.broker, caller, request.api_key, header.api_version, header.client_id,
-                        services.authorizer.snapshot, context.audit)  # fmt: skip
+                        services.authorizer.snapshot, context.audit, _interface(context),
+                        header.correlation_id)  # fmt: skip
+
+
+def _interface(context: ListenerContext) -> str:
+    return f"kafka:{context.listener.protocol.name}"
 
 
 class ScopeFields(TypedDict):
@@ -97,6 +116,8 @@ class ScopeFields(TypedDict):
     client_id: str | None
     snapshot: AuthorizerSnapshot
     audit: AuditLog | None
+    interface: str
+    correlation: int | None
 
 
 def scope_fields(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> ScopeFields:
@@ -111,6 +132,8 @@ def scope_fields(context: ListenerContext, caller: RequestContext, request: Deco
         "client_id": request.header.client_id,
         "snapshot": services.authorizer.snapshot,
         "audit": context.audit,
+        "interface": _interface(context),
+        "correlation": request.header.correlation_id,
     }
     return fields
 

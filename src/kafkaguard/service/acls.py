@@ -25,12 +25,17 @@ from dataclasses import dataclass
 
 from kafkaguard.authorizer import AclCreateResult, AclDeleteResult, StandardAuthorizer
 from kafkaguard.authorizer.mutation import plan_creation, plan_deletion
-from kafkaguard.model import AclBinding, AclBindingFilter, StoredAcl
+from kafkaguard.model import AclBinding, AclBindingFilter, Actor, ManagementEvent, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, AclJsonProblem, acls_from_document, acls_to_document
+from kafkaguard.service.events import MANAGEMENT, EventRelay, acl_event, store_refused
 from kafkaguard.service.outage import unavailable
-from kafkaguard.store import AclDelta, AclStore, StoreUnavailableError
+from kafkaguard.store import AclCreation, AclDeletion, AclDelta, AclStore, StoreUnavailableError
 
 log = logging.getLogger(__name__)
+
+#: An import changing more ACLs than this logs its count, not one line per ACL (its events still go to the store and
+#: the audit trail, each).
+_LOGGED_IMPORT_EVENTS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +81,14 @@ class AclService:
     """ACL changes for one authorizer, backed by one store. Thread-safe: writes and syncs hold the service's lock;
     reads take the authorizer's snapshot without it."""
 
-    def __init__(self, store: AclStore, authorizer: StandardAuthorizer) -> None:
+    def __init__(self, store: AclStore, authorizer: StandardAuthorizer, *, events: EventRelay | None = None) -> None:
         """Load every stored ACL into ``authorizer`` (replacing what it held) and mark its initial load complete.
+        ``events``: where this process's management events go besides the store (``service.events``).
 
         :raises StoreError: the store cannot be read.
         """
         self._store = store
+        self._events = events if events is not None else EventRelay()
         self._authorizer = authorizer
         self._lock = threading.RLock()
         self._version = -1
@@ -99,7 +106,7 @@ class AclService:
 
     # ---------------------------------------------------------------------------------------------- changes
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> list[AclCreateResult]:
+    def create_acls(self, bindings: Sequence[AclBinding], *, actor: Actor) -> list[AclCreateResult]:
         """One result per binding, in order (SEMANTICS.md §8). An invalid binding fails alone (Kafka
         INVALID_REQUEST with the reason); an identical ACL is stored once and creating it again succeeds.
         The valid bindings are stored in one transaction. Validation and results are ``authorizer.mutation``'s,
@@ -107,40 +114,70 @@ class AclService:
 
         The store unreachable: every valid binding fails with REQUEST_TIMED_OUT (``service.outage``).
 
+        Events: one ``acl.created`` per distinct binding stored (with its id; one already stored counts too: the
+        request for it succeeded), written with the ACLs; one per refused binding, with its error.
+
         :raises StoreError: nothing was stored (the whole request fails).
         """
         plan = plan_creation(bindings)
         stored: tuple[StoredAcl, ...] = ()
+        events: list[ManagementEvent] = []
+
+        def history(creation: AclCreation) -> list[ManagementEvent]:
+            events[:] = [acl_event("acl.created", actor, acl) for acl in dict.fromkeys(creation.acls)]
+            return events
+
+        refused = [acl_event("acl.created", actor, b, e) for b, e in zip(plan.bindings, plan.errors, strict=True) if e]
         if plan.valid:
             try:
                 with self._lock:
-                    creation = self._store.create_acls(plan.valid)
+                    creation = self._store.create_acls(plan.valid, history=history)
                     self._apply(creation.delta)
             except StoreUnavailableError as e:
+                refused += [acl_event("acl.created", actor, b, unavailable(e)) for b in plan.valid]
+                self._refused(refused)
                 return plan.failed(unavailable(e))
             stored = creation.acls
-            log.info("created ACLs: %d requested, %d new", len(bindings), len(creation.delta.added))
+        self._events.publish(events)
+        self._refused(refused)
         return plan.results(stored)
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[AclDeleteResult]:
+    def _refused(self, events: list[ManagementEvent]) -> None:
+        store_refused(self._store, events)
+        self._events.publish(events)
+
+    def delete_acls(self, filters: Sequence[AclBindingFilter], *, actor: Actor) -> list[AclDeleteResult]:
         """One result per filter, in order (SEMANTICS.md §9): each lists every ACL it matched in the state before
         the request; an ACL matched by several filters is listed under each and removed once. All removals are
         one transaction. A filter with an UNKNOWN code gets Kafka's "Unknown patternFilter." /
         "Unknown entryFilter." error and matches nothing.
 
+        Events: one ``acl.deleted`` per ACL removed (the removed binding and its id), written with the removal. A
+        refused filter is not an ACL, so it is logged but has no event.
+
         :raises StoreError: nothing was removed.
         """
         plan = plan_deletion(filters)
         matched: tuple[tuple[StoredAcl, ...], ...] = ()
+        events: list[ManagementEvent] = []
+
+        def history(deletion: AclDeletion) -> list[ManagementEvent]:
+            removed = dict.fromkeys(acl for group in deletion.matched for acl in group)
+            events[:] = [acl_event("acl.deleted", actor, acl) for acl in removed]
+            return events
+
+        for acl_filter, error in zip(plan.filters, plan.errors, strict=True):
+            if error is not None:
+                log.info("refused ACL deletion filter %s by %s: %s", acl_filter, actor.describe(), error)
         if plan.valid:
             try:
                 with self._lock:
-                    deletion = self._store.delete_acls(plan.valid)
+                    deletion = self._store.delete_acls(plan.valid, history=history)
                     self._apply(deletion.delta)
             except StoreUnavailableError as e:
                 return plan.failed(unavailable(e))
             matched = deletion.matched
-            log.info("deleted ACLs: %d filter(s), %d removed", len(filters), len(deletion.delta.removed))
+        self._events.publish(events)
         return plan.results(matched)
 
     def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[StoredAcl]:
@@ -204,7 +241,7 @@ class AclService:
     def export_json(self, *, with_ids: bool = False) -> str:
         return json.dumps(self.export_document(with_ids=with_ids), indent=2) + "\n"
 
-    def import_document(self, document: object, *, replace: bool = False) -> ImportResult:
+    def import_document(self, document: object, *, actor: Actor, replace: bool = False) -> ImportResult:
         """Store every binding of the document in one transaction; with ``replace``, also remove every stored ACL
         the document does not contain (a restore). Nothing changes unless every entry is valid.
 
@@ -212,14 +249,29 @@ class AclService:
         :raises StoreError: nothing was changed.
         """
         bindings = acls_from_document(document)
+        events: list[ManagementEvent] = []
+
+        def history(delta: AclDelta) -> list[ManagementEvent]:
+            events[:] = [acl_event("acl.deleted", actor, acl) for acl in delta.removed_acls]
+            events.extend(acl_event("acl.created", actor, acl) for acl in delta.added)
+            return events
+
         with self._lock:
-            delta = self._store.import_acls(bindings, replace=replace)
+            delta = self._store.import_acls(bindings, replace=replace, history=history)
             self._apply(delta)
         distinct = len(set(bindings))
-        log.info("imported %d ACLs: %d added, %d removed", distinct, len(delta.added), len(delta.removed))
+        log.info(
+            "imported %d ACLs by %s: %d added, %d removed",
+            distinct, actor.describe(), len(delta.added), len(delta.removed),
+        )  # fmt: skip
+        if len(events) <= _LOGGED_IMPORT_EVENTS:
+            self._events.publish(events)
+        else:  # the audit trail gets each; the log says how many
+            for event in events:
+                self._events(MANAGEMENT, event.subject, event.data())
         return ImportResult(len(delta.added), len(delta.removed), distinct - len(delta.added))
 
-    def import_json(self, text: str | bytes, *, replace: bool = False) -> ImportResult:
+    def import_json(self, text: str | bytes, *, actor: Actor, replace: bool = False) -> ImportResult:
         """As ``import_document``, from JSON text.
 
         :raises AclJsonError: the text is not JSON, or bad entries (all listed).
@@ -228,4 +280,4 @@ class AclService:
             document: object = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise AclJsonError([AclJsonProblem(-1, f"not valid JSON: {e}")]) from e
-        return self.import_document(document, replace=replace)
+        return self.import_document(document, actor=actor, replace=replace)

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kafkaguard.errors import UnacceptableCredentialError, UnsupportedMechanismError
-from kafkaguard.model import ItemError, KafkaErrorCode
+from kafkaguard.model import Actor, ItemError, KafkaErrorCode, ManagementEvent
 from kafkaguard.scram import (
     DEFAULT_ITERATIONS,
     DEFAULT_SALT_BYTES,
@@ -51,6 +51,7 @@ from kafkaguard.scram import (
     decoy_profile_of,
     salted_password,
 )
+from kafkaguard.service.events import EventRelay, scram_event, store_refused
 from kafkaguard.service.outage import unavailable
 from kafkaguard.store import CredentialInfo, CredentialStore, CredentialWrite, StoreUnavailableError, UserAlteration
 
@@ -121,6 +122,12 @@ def _mechanism(code: int | ScramMechanism) -> ScramMechanism | None:
         return None
 
 
+def _mechanism_name(code: int | ScramMechanism) -> str:
+    """The mechanism's name for an event, or its unknown wire code."""
+    mechanism = _mechanism(code)
+    return mechanism.mechanism_name if mechanism is not None else f"UNKNOWN({_code(code)})"
+
+
 def _code(mechanism: int | ScramMechanism) -> int:
     return mechanism.code if isinstance(mechanism, ScramMechanism) else int(mechanism)
 
@@ -171,12 +178,20 @@ class CredentialService:
     """SCRAM credentials backed by one store. Thread-safe; ``lookup``, ``lookup_for`` and ``decoy_profile`` read
     only the in-memory snapshot (see the module docstring) and never block."""
 
-    def __init__(self, store: CredentialStore, *, salt_factory: Callable[[], bytes] | None = None) -> None:
-        """Load every stored credential into the snapshot.
+    def __init__(
+        self,
+        store: CredentialStore,
+        *,
+        salt_factory: Callable[[], bytes] | None = None,
+        events: EventRelay | None = None,
+    ) -> None:
+        """Load every stored credential into the snapshot. ``events``: where management events go besides the
+        store (``service.events``).
 
         :raises StoreError: the store cannot be read.
         """
         self._store = store
+        self._events = events if events is not None else EventRelay()
         self._salt_factory = salt_factory or (lambda: secrets.token_bytes(SALT_BYTES))
         #: Held by writers and by ``sync`` only, never by readers: it orders snapshot replacements.
         self._lock = threading.RLock()
@@ -191,12 +206,38 @@ class CredentialService:
         return self._snapshot.version
 
     def alter(
-        self, deletions: Sequence[ScramDeletion] = (), upsertions: Sequence[ScramUpsertion] = ()
+        self,
+        deletions: Sequence[ScramDeletion] = (),
+        upsertions: Sequence[ScramUpsertion] = (),
+        *,
+        actor: Actor,
     ) -> list[UserAlterationResult]:
         """AlterUserScramCredentials (see the module docstring): one result per distinct user.
 
+        Events: one ``scram.deleted``/``scram.upserted`` per credential deleted or set (user, mechanism and
+        iterations: never a salt, key or password), written with the change; one per item of a refused user, with
+        that user's error.
+
         :raises StoreError: nothing was changed (the whole request fails).
         """
+        results = self._alter(deletions, upsertions, actor)
+        errors = {result.user: result.error for result in results if result.error is not None}
+        refused = [
+            scram_event("scram.deleted", actor, d.user, _mechanism_name(d.mechanism), None, errors[d.user])
+            for d in deletions
+            if d.user in errors
+        ] + [
+            scram_event("scram.upserted", actor, u.user, _mechanism_name(u.mechanism), u.iterations, errors[u.user])
+            for u in upsertions
+            if u.user in errors
+        ]
+        store_refused(self._store, refused)
+        self._events.publish(refused)
+        return results
+
+    def _alter(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion], actor: Actor
+    ) -> list[UserAlterationResult]:
         request = _Request()
         for deletion in deletions:
             user, code = deletion.user, _code(deletion.mechanism)
@@ -237,9 +278,26 @@ class CredentialService:
         ]
         if alterations:
             # The store re-checks deletions inside its transaction (another process may have deleted meanwhile).
+            events: list[ManagementEvent] = []
+
+            def history(write: CredentialWrite) -> list[ManagementEvent]:
+                events.clear()  # the events of this outcome only, however often the store asks
+                for alteration in alterations:
+                    if alteration.user in write.missing:
+                        continue
+                    events.extend(
+                        scram_event("scram.deleted", actor, alteration.user, m.mechanism_name, None)
+                        for m in alteration.deletions
+                    )
+                    events.extend(
+                        scram_event("scram.upserted", actor, alteration.user, c.mechanism.mechanism_name, c.iterations)
+                        for c in alteration.upsertions
+                    )
+                return events
+
             try:
                 with self._lock:
-                    write = self._store.alter_credentials(alterations)
+                    write = self._store.alter_credentials(alterations, history=history)
                     changed = self._apply(write, alterations)
             except StoreUnavailableError as e:
                 for alteration in alterations:
@@ -248,7 +306,7 @@ class CredentialService:
             self._notify(changed)
             for user in write.missing:
                 request.fail(user, ItemError(KafkaErrorCode.RESOURCE_NOT_FOUND, DELETE_MISSING))
-            log.info("altered SCRAM credentials of %d user(s)", len(alterations) - len(write.missing))
+            self._events.publish(events)
         return [UserAlterationResult(user, request.errors.get(user)) for user in request.users]
 
     def _check_deletion(self, user: str, mechanism_code: int | ScramMechanism) -> ItemError | None:
@@ -262,7 +320,13 @@ class CredentialService:
         return None
 
     def upsert_password(
-        self, user: str, mechanism: int | ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS
+        self,
+        user: str,
+        mechanism: int | ScramMechanism,
+        password: str,
+        iterations: int = DEFAULT_ITERATIONS,
+        *,
+        actor: Actor,
     ) -> UserAlterationResult:
         """Set a credential from a password with a fresh random salt (for the CLI and the console); the password
         is used for the derivation only and never stored. ``iterations`` defaults to ``scram.DEFAULT_ITERATIONS``.
@@ -274,9 +338,11 @@ class CredentialService:
             error = ItemError(KafkaErrorCode.UNACCEPTABLE_CREDENTIAL, "Password must not be empty")
         resolved = _mechanism(mechanism)
         if error is not None or resolved is None:
-            return UserAlterationResult(
-                user, error or ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
-            )
+            error = error or ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
+            refused = [scram_event("scram.upserted", actor, user, _mechanism_name(mechanism), iterations, error)]
+            store_refused(self._store, refused)
+            self._events.publish(refused)
+            return UserAlterationResult(user, error)
         salt = self._salt_factory()
         upsertion = ScramUpsertion(
             user=user,
@@ -285,7 +351,7 @@ class CredentialService:
             salt=salt,
             salted_password=salted_password(resolved, password, salt, iterations),
         )
-        return self.alter(upsertions=[upsertion])[0]
+        return self.alter(upsertions=[upsertion], actor=actor)[0]
 
     def describe(self, users: Sequence[str] | None = None) -> list[UserDescription]:
         """DescribeUserScramCredentials (SEMANTICS.md §11.4): every user with a credential for None or an empty

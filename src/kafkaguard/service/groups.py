@@ -20,7 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.errors import InvalidGroupError
+from kafkaguard.model import Actor
 from kafkaguard.model.group import group_name, member_error
+from kafkaguard.service.events import EventRelay, member_event
 from kafkaguard.store.ports import GroupStore, MembershipChange, MembershipSnapshot
 
 log = logging.getLogger(__name__)
@@ -30,12 +32,13 @@ class GroupService:
     """Principal groups for one authorizer, backed by one store. Thread-safe: writes and syncs hold the service's
     lock; reads use the last loaded snapshot without it."""
 
-    def __init__(self, store: GroupStore, authorizer: StandardAuthorizer) -> None:
+    def __init__(self, store: GroupStore, authorizer: StandardAuthorizer, *, events: EventRelay | None = None) -> None:
         """Load every stored membership into ``authorizer``.
 
         :raises StoreError: the store cannot be read.
         """
         self._store = store
+        self._events = events if events is not None else EventRelay()
         self._authorizer = authorizer
         self._lock = threading.Lock()
         self._snapshot = MembershipSnapshot({}, -1)
@@ -52,23 +55,23 @@ class GroupService:
 
     # ---------------------------------------------------------------------------------------------- changes
 
-    def add_members(self, group: str, principals: Iterable[str]) -> None:
+    def add_members(self, group: str, principals: Iterable[str], *, actor: Actor) -> None:
         """Make each principal a member of ``group`` (one transaction; members already in it stay).
 
         :raises InvalidGroupError: the group name or a principal is refused (nothing is stored).
         :raises StoreError: the store cannot be written (nothing is stored).
         """
-        self._alter(group, principals, member=True)
+        self._alter(group, principals, member=True, actor=actor)
 
-    def remove_members(self, group: str, principals: Iterable[str]) -> None:
+    def remove_members(self, group: str, principals: Iterable[str], *, actor: Actor) -> None:
         """Remove each principal from ``group`` (one transaction; principals not in it are ignored).
 
         :raises InvalidGroupError: the group name is refused.
         :raises StoreError: the store cannot be written (nothing is removed).
         """
-        self._alter(group, principals, member=False)
+        self._alter(group, principals, member=False, actor=actor)
 
-    def delete_group(self, group: str) -> tuple[str, ...]:
+    def delete_group(self, group: str, *, actor: Actor) -> tuple[str, ...]:
         """Remove every member of ``group``; returns the members it had (none when there was no such group).
 
         :raises InvalidGroupError: the group name is refused.
@@ -78,10 +81,10 @@ class GroupService:
         with self._lock:
             self._sync_locked()
             members = self._snapshot.groups.get(name, ())
-            self._write([MembershipChange(name, member, member=False) for member in members])
+            self._write([MembershipChange(name, member, member=False) for member in members], actor)
         return members
 
-    def _alter(self, group: str, principals: Iterable[str], *, member: bool) -> None:
+    def _alter(self, group: str, principals: Iterable[str], *, member: bool, actor: Actor) -> None:
         name = group_name(group)
         wanted = list(dict.fromkeys(principals))
         if not wanted:
@@ -92,14 +95,20 @@ class GroupService:
                 if reason is not None:
                     raise InvalidGroupError(f"{principal!r} cannot join group {name}: {reason}")
         with self._lock:
-            self._write([MembershipChange(name, principal, member=member) for principal in wanted])
+            self._write([MembershipChange(name, principal, member=member) for principal in wanted], actor)
 
-    def _write(self, changes: Sequence[MembershipChange]) -> None:
-        """Store the changes, then reload (memberships are few; one load keeps this process exact even when
-        another wrote in between). Called with ``_lock`` held."""
+    def _write(self, changes: Sequence[MembershipChange], actor: Actor) -> None:
+        """Store the changes with one ``group.member_added``/``group.member_removed`` event each, then reload
+        (memberships are few; one load keeps this process exact even when another wrote in between). Called with
+        ``_lock`` held. A refused name raises before anything is stored and has no event: it names no group."""
+        events = [
+            member_event("group.member_added" if c.member else "group.member_removed", actor, c.group, c.principal)
+            for c in changes
+        ]
         if changes:
-            self._store.alter_memberships(changes)
+            self._store.alter_memberships(changes, history=lambda _write: events)
         self._sync_locked()
+        self._events.publish(events)
 
     # ------------------------------------------------------------------------------------------- following
 

@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
-from kafkaguard.model import ItemError, KafkaErrorCode
+from kafkaguard.model import Actor, ItemError, KafkaErrorCode
+from kafkaguard.service.events import EventRelay, quota_event, store_refused
 from kafkaguard.service.outage import unavailable
 from kafkaguard.store import QuotaChange, QuotaEntity, QuotaRecord, QuotaStore, StoreUnavailableError
 from kafkaguard.store.ports import quota_entity, quota_record_order
@@ -346,12 +347,15 @@ class QuotaService:
     """Client quotas backed by one store. Thread-safe; ``describe`` reads only the in-memory snapshot (see the
     module docstring) and never blocks."""
 
-    def __init__(self, store: QuotaStore, *, resolve: Callable[[str], bool] = resolves) -> None:
+    def __init__(
+        self, store: QuotaStore, *, resolve: Callable[[str], bool] = resolves, events: EventRelay | None = None
+    ) -> None:
         """Load every stored quota into the snapshot. ``resolve`` decides whether an ip entity's name is an address
         or a resolvable host (Kafka's ``InetAddress.getByName``); tests inject one.
 
         :raises StoreError: the store cannot be read.
         """
+        self._events = events if events is not None else EventRelay()
         self._store = store
         self._resolve = resolve
         #: Held by writers and by ``sync`` only, never by readers: it orders snapshot replacements.
@@ -365,13 +369,33 @@ class QuotaService:
         return self._snapshot.version
 
     def alter(
-        self, alterations: Sequence[QuotaAlteration], *, validate_only: bool = False
+        self, alterations: Sequence[QuotaAlteration], *, actor: Actor, validate_only: bool = False
     ) -> list[QuotaAlterationResult]:
         """AlterClientQuotas (see the module docstring): one result per distinct entity, in Kafka's order.
         Call it from a worker thread: it may resolve a host name and it writes to the store.
 
+        Events (not for ``validate_only``): one ``quota.altered`` per value set or removed, written with the change;
+        one per operation of a refused entity, with its error.
+
         :raises StoreError: nothing was changed (the whole request fails).
         """
+        results = self._alter(alterations, actor, validate_only)
+        if validate_only:
+            return results
+        errors = {frozenset(result.entity): result.error for result in results if result.error is not None}
+        refused = [
+            quota_event(actor, quota_entity(entity), op.key, None if op.remove else float(op.value), error)
+            for alteration in alterations
+            if (error := errors.get(frozenset(entity := java_entity(alteration.entity)))) is not None
+            for op in alteration.ops
+        ]
+        store_refused(self._store, refused)
+        self._events.publish(refused)
+        return results
+
+    def _alter(
+        self, alterations: Sequence[QuotaAlteration], actor: Actor, validate_only: bool
+    ) -> list[QuotaAlterationResult]:
         with self._lock:
             self.poll()  # validate against the latest stored state, as Kafka's controller does
             current = self._snapshot.quotas
@@ -397,15 +421,16 @@ class QuotaService:
                 results[key] = QuotaAlterationResult(entity, ItemError(_INVALID, error) if error else None)
                 changes.extend(entity_changes)
             if changes and not validate_only:
+                events = [quota_event(actor, c.entity, c.key, c.value) for c in changes]
                 try:
-                    write = self._store.alter_quotas(changes)
+                    write = self._store.alter_quotas(changes, history=lambda _write: events)
                 except StoreUnavailableError as e:
                     for key, result in results.items():
                         if result.succeeded:
                             results[key] = QuotaAlterationResult(result.entity, unavailable(e))
                     return [results[key] for key in java_order(results, _entity_hash)]
                 self._apply(write.base_version, write.version, changes)
-                log.info("altered %d client quota value(s)", len(changes))
+                self._events.publish(events)
         return [results[key] for key in java_order(results, _entity_hash)]
 
     def _check(

@@ -47,16 +47,41 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.model import ItemError, KafkaErrorCode
+from kafkaguard.model import Actor, ItemError, KafkaErrorCode, ManagementEvent
+from kafkaguard.service.events import EventRelay, store_refused, topic_event
 from kafkaguard.service.outage import unavailable
-from kafkaguard.store import ZERO_UUID, StoreError, StoreUnavailableError, TopicRecord, TopicStore, random_uuid
+from kafkaguard.store import (
+    ZERO_UUID,
+    History,
+    StoreError,
+    StoreUnavailableError,
+    TopicCreation,
+    TopicRecord,
+    TopicStore,
+    random_uuid,
+)
 
 log = logging.getLogger(__name__)
 
 _K = TypeVar("_K")
+_K_contra = TypeVar("_K_contra", contravariant=True)
+
+
+class _Deleter(Protocol[_K_contra]):
+    """A store's ``delete_topics`` or ``delete_topics_by_id``."""
+
+    def __call__(
+        self, keys: Sequence[_K_contra], /, *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]: ...
+
+
+def _id_refused(actor: Actor, topic_id: uuid.UUID, error: ItemError) -> ManagementEvent:
+    """A refused deletion by id: the event names the id (no name is known)."""
+    return topic_event("topic.deleted", actor, str(topic_id), None, error)
+
 
 #: Kafka ``Topic.CLUSTER_METADATA_TOPIC_NAME``: the KRaft log, which CreateTopics may never create.
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -241,6 +266,7 @@ class TopicService:
         default_replication_factor: int = 1,
         broker_count: int = 1,
         id_factory: Callable[[], uuid.UUID] = random_uuid,
+        events: EventRelay | None = None,
     ) -> None:
         """``default_partitions`` and ``default_replication_factor`` are Kafka's ``num.partitions`` and
         ``default.replication.factor``, used for -1 and by auto-creation; ``broker_count`` is how many brokers
@@ -256,6 +282,7 @@ class TopicService:
         ):
             if value < 1:
                 raise InvalidConfigError(f"{setting} must be at least 1, not {value}")
+        self._events = events if events is not None else EventRelay()
         self._store = store
         self._default_partitions = default_partitions
         self._default_replication_factor = default_replication_factor
@@ -326,13 +353,28 @@ class TopicService:
 
     # ---------------------------------------------------------------------------------------------- create
 
-    def create_topics(self, topics: Sequence[NewTopic], *, validate_only: bool = False) -> list[TopicCreateResult]:
+    def create_topics(
+        self, topics: Sequence[NewTopic], *, actor: Actor, validate_only: bool = False
+    ) -> list[TopicCreateResult]:
         """CreateTopics (see the module docstring): one result per distinct name, in order of first mention.
         With ``validate_only`` (v1+) every check runs and nothing is stored; a success then carries a fresh id
         that no topic has, as Kafka's does.
 
+        Events (not for ``validate_only``): one ``topic.created`` per topic stored, written with it; one per
+        refused name, with its error.
+
         :raises StoreError: nothing was created (the whole request fails).
         """
+        results = self._create_topics(topics, actor, validate_only)
+        if not validate_only:
+            self._refused([topic_event("topic.created", actor, r.name, None, r.error) for r in results if r.error])
+        return results
+
+    def _refused(self, events: list[ManagementEvent]) -> None:
+        store_refused(self._store, events)
+        self._events.publish(events)
+
+    def _create_topics(self, topics: Sequence[NewTopic], actor: Actor, validate_only: bool) -> list[TopicCreateResult]:
         counts = Counter(topic.name for topic in topics)
         firsts = list({topic.name: topic for topic in topics}.values())  # first-mention order
         errors: dict[str, ItemError] = {}
@@ -345,7 +387,7 @@ class TopicService:
                 errors[topic.name] = ItemError(KafkaErrorCode.INVALID_TOPIC_EXCEPTION, reason)
         candidates = [topic for topic in firsts if topic.name not in errors]
         try:
-            records = self._create(candidates, errors, validate_only=validate_only)
+            records = self._create(candidates, errors, actor, validate_only=validate_only)
         except StoreUnavailableError as e:
             errors.update((topic.name, unavailable(e)) for topic in candidates if topic.name not in errors)
             records = {}
@@ -355,7 +397,7 @@ class TopicService:
         ]
 
     def _create(
-        self, candidates: Sequence[NewTopic], errors: dict[str, ItemError], *, validate_only: bool
+        self, candidates: Sequence[NewTopic], errors: dict[str, ItemError], actor: Actor, *, validate_only: bool
     ) -> dict[str, TopicRecord]:
         """The checks that need the store, then the write: the records created (or that would be), by name; the
         refused ones go into ``errors``."""
@@ -369,18 +411,25 @@ class TopicService:
             else:
                 errors[topic.name] = checked
         if records and not validate_only:
+            events: list[ManagementEvent] = []
+
+            def history(creations: list[TopicCreation]) -> list[ManagementEvent]:
+                events[:] = [
+                    topic_event("topic.created", actor, c.record.name, c.record) for c in creations if c.created
+                ]
+                return events
+
             with self._lock:
-                creations = self._store.create_topics(list(records.values()))
+                creations = self._store.create_topics(list(records.values()), history=history)
                 self._apply(added=[creation.record for creation in creations if creation.created])
+            self._events.publish(events)
             for creation in creations:
                 if creation.conflict is not None:
                     errors[creation.record.name] = _conflict_error(creation.record.name, creation.conflict)
                     del records[creation.record.name]
-            if records:
-                log.info("created topics: %s", ", ".join(records))
         return records
 
-    def auto_create(self, name: str) -> TopicCreateResult:
+    def auto_create(self, name: str, *, actor: Actor) -> TopicCreateResult:
         """Create ``name`` with the defaults, for Metadata once the caller has checked AUTO_CREATE (KIP-755) and
         that auto-creation is on. A topic that exists (another request won the race, or another process created it
         since the last poll) is a success with its stored values, read from the store; an invalid name gets
@@ -388,7 +437,7 @@ class TopicService:
 
         :raises StoreError: nothing was created.
         """
-        result = self.create_topics([NewTopic(name=name)])[0]
+        result = self.create_topics([NewTopic(name=name)], actor=actor)[0]
         if result.error is not None and result.error.code is KafkaErrorCode.TOPIC_ALREADY_EXISTS:
             record = self._store.get_topics([name]).get(name)
             if record is not None:
@@ -439,7 +488,7 @@ class TopicService:
 
     # ---------------------------------------------------------------------------------------------- delete
 
-    def delete_topics(self, names: Sequence[str]) -> list[TopicDeleteResult]:
+    def delete_topics(self, names: Sequence[str], *, actor: Actor) -> list[TopicDeleteResult]:
         """DeleteTopics by name (``ControllerApis.deleteTopics``): one result per distinct name, in order of first
         mention. A name given twice → INVALID_REQUEST "Duplicate topic name." and is not deleted; a missing topic
         → UNKNOWN_TOPIC_OR_PARTITION. The rest are removed in one transaction; each result carries the id.
@@ -449,7 +498,9 @@ class TopicService:
         counts = Counter(names)
         unique = [name for name, count in counts.items() if count == 1]
         try:
-            removed = dict(zip(unique, self._delete(self._store.delete_topics, unique), strict=True)) if unique else {}
+            removed = (
+                dict(zip(unique, self._delete(self._store.delete_topics, unique, actor), strict=True)) if unique else {}
+            )
         except StoreUnavailableError as e:
             failed = unavailable(e)
             return [TopicDeleteResult(n, ZERO_UUID, failed if c == 1 else ItemError(KafkaErrorCode.INVALID_REQUEST,
@@ -465,10 +516,10 @@ class TopicService:
                 results.append(TopicDeleteResult(name, ZERO_UUID, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)))
             else:
                 results.append(TopicDeleteResult(name, record.topic_id))
-        _log_deleted(removed.values())
+        self._refused([topic_event("topic.deleted", actor, r.name or "", None, r.error) for r in results if r.error])
         return results
 
-    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicDeleteResult]:
+    def delete_topics_by_id(self, ids: Sequence[uuid.UUID], *, actor: Actor) -> list[TopicDeleteResult]:
         """DeleteTopics by id (v6+): as ``delete_topics``, with "Duplicate topic id.", UNKNOWN_TOPIC_ID for an id
         no topic has, and INVALID_REQUEST "Neither topic name nor id were specified." for the zero id.
 
@@ -479,7 +530,9 @@ class TopicService:
         outage: ItemError | None = None
         try:
             removed = (
-                dict(zip(unique, self._delete(self._store.delete_topics_by_id, unique), strict=True)) if unique else {}
+                dict(zip(unique, self._delete(self._store.delete_topics_by_id, unique, actor), strict=True))
+                if unique
+                else {}
             )
         except StoreUnavailableError as e:
             removed, outage = {}, unavailable(e)
@@ -500,16 +553,22 @@ class TopicService:
                 results.append(TopicDeleteResult(None, topic_id, ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)))
             else:
                 results.append(TopicDeleteResult(record.name, topic_id))
-        _log_deleted(removed.values())
+        self._refused([_id_refused(actor, r.topic_id, r.error) for r in results if r.error is not None])
         return results
 
-    def _delete(
-        self, delete: Callable[[Sequence[_K]], list[TopicRecord | None]], keys: Sequence[_K]
-    ) -> list[TopicRecord | None]:
-        """``delete(keys)`` (a store's delete by name or by id), then its removals into the catalog."""
+    def _delete(self, delete: _Deleter[_K], keys: Sequence[_K], actor: Actor) -> list[TopicRecord | None]:
+        """``delete(keys)`` (a store's delete by name or by id) with one ``topic.deleted`` event per topic removed,
+        then its removals into the catalog."""
+        events: list[ManagementEvent] = []
+
+        def history(removed: list[TopicRecord | None]) -> list[ManagementEvent]:
+            events[:] = [topic_event("topic.deleted", actor, r.name, r) for r in removed if r is not None]
+            return events
+
         with self._lock:
-            removed = delete(keys)
+            removed = delete(keys, history=history)
             self._apply(removed=[record for record in removed if record is not None])
+        self._events.publish(events)
         return removed
 
     # -------------------------------------------------------------------------------------------- describe
@@ -569,9 +628,3 @@ def _created(record: TopicRecord) -> TopicCreateResult:
         replication_factor=record.replication_factor,
         configs=record.configs,
     )
-
-
-def _log_deleted(records: Iterable[TopicRecord | None]) -> None:
-    names = [record.name for record in records if record is not None]
-    if names:
-        log.info("deleted topics: %s", ", ".join(names))

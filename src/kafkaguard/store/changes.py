@@ -29,11 +29,11 @@ def net_delta(base_version: int, version: int, changes: Iterable[AclChange]) -> 
     of an id added inside the window cancels that addition; any other removal is of an ACL that existed before.
     """
     added: dict[AclId, StoredAcl] = {}
-    removed: dict[AclId, None] = {}
+    removed: dict[AclId, StoredAcl] = {}
     for change in changes:
         acl_id = change.acl.id
         if change.added:
             added[acl_id] = change.acl
         elif added.pop(acl_id, None) is None:
-            removed[acl_id] = None
-    return AclDelta(base_version, version, tuple(added.values()), tuple(removed))
+            removed[acl_id] = change.acl
+    return AclDelta(base_version, version, tuple(added.values()), tuple(removed), tuple(removed.values()))

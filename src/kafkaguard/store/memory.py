@@ -1,15 +1,21 @@
 """In-memory twins of the durable store, with the same semantics (fast unit tests, throwaway dev servers).
 
 Nothing here survives the process, so nothing here may stand in for the SQLite store in tests of durability.
+
+Each store keeps a management history (``MemoryHistory``); stores built with the same one share it, as the tables of
+one SQL database share theirs. What it cannot share is a rollback: a ``history`` function that raises leaves the
+change made (the services' are pure functions of the outcome and do not raise).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TypeVar
 
-from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
+from kafkaguard.model import AclBinding, AclBindingFilter, AclId, HistoryQuery, ManagementEvent, StoredAcl
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT, AclChange, net_delta
 from kafkaguard.store.errors import StoreError
@@ -21,6 +27,7 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    History,
     MembershipChange,
     MembershipSnapshot,
     MembershipWrite,
@@ -38,17 +45,60 @@ from kafkaguard.store.ports import (
 )
 from kafkaguard.store.uuids import new_cluster_id
 
+_R = TypeVar("_R")
+
+
+class MemoryHistory:
+    """A management history in a list, numbered like the SQL stores' (``seq`` from 1 up); never trimmed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[ManagementEvent] = []
+
+    def written(self, outcome: _R, history: History[_R] | None) -> _R:
+        """``outcome`` of a write, after storing the events ``history`` makes of it (under the write's lock)."""
+        if history is not None:
+            self.append(history(outcome))
+        return outcome
+
+    def append(self, events: Sequence[ManagementEvent]) -> None:
+        with self._lock:
+            for event in events:
+                self._events.append(dataclasses.replace(event, seq=len(self._events) + 1))
+
+    def read(self, query: HistoryQuery) -> list[ManagementEvent]:
+        with self._lock:
+            found = [event for event in reversed(self._events) if query.matches(event)]
+        return found[: query.limit]
+
+
+class _KeepsHistory:
+    """``HistoryStore`` on a ``MemoryHistory``."""
+
+    _history: MemoryHistory
+
+    def record_events(self, events: Sequence[ManagementEvent]) -> None:
+        self._history.append(events)
+
+    def read_history(self, query: HistoryQuery) -> list[ManagementEvent]:
+        return self._history.read(query)
+
 
 def _new_id() -> AclId:
     return AclId(str(uuid.uuid4()))
 
 
-class MemoryAclStore:
+class MemoryAclStore(_KeepsHistory):
     """An ``AclStore`` held in dicts, with a bounded change log like the SQLite store's."""
 
     def __init__(
-        self, *, id_factory: Callable[[], AclId] = _new_id, change_log_limit: int = DEFAULT_CHANGE_LOG_LIMIT
+        self,
+        *,
+        id_factory: Callable[[], AclId] = _new_id,
+        change_log_limit: int = DEFAULT_CHANGE_LOG_LIMIT,
+        history: MemoryHistory | None = None,
     ) -> None:
+        self._history = history if history is not None else MemoryHistory()
         self._lock = threading.Lock()
         self._by_binding: dict[AclBinding, StoredAcl] = {}
         self._log: list[AclChange] = []
@@ -74,7 +124,9 @@ class MemoryAclStore:
         with self._lock:
             return [acl for acl in self._by_binding.values() if acl_filter.matches(acl.binding)]
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> AclCreation:
+    def create_acls(
+        self, bindings: Sequence[AclBinding], *, history: History[AclCreation] | None = None
+    ) -> AclCreation:
         with self._lock:
             base = self._version
             stored: list[StoredAcl] = []
@@ -84,9 +136,11 @@ class MemoryAclStore:
                     acl = self._by_binding[binding] = StoredAcl(self._id_factory(), binding)
                     self._log_change(True, acl)
                 stored.append(acl)
-            return AclCreation(tuple(stored), self._delta_since(base))
+            return self._history.written(AclCreation(tuple(stored), self._delta_since(base)), history)
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter], *, history: History[AclDeletion] | None = None
+    ) -> AclDeletion:
         with self._lock:
             base = self._version
             before = tuple(self._by_binding.values())
@@ -95,9 +149,11 @@ class MemoryAclStore:
                 for acl in group:
                     if self._by_binding.pop(acl.binding, None) is not None:
                         self._log_change(False, acl)
-            return AclDeletion(matched, self._delta_since(base))
+            return self._history.written(AclDeletion(matched, self._delta_since(base)), history)
 
-    def import_acls(self, bindings: Iterable[AclBinding], *, replace: bool) -> AclDelta:
+    def import_acls(
+        self, bindings: Iterable[AclBinding], *, replace: bool, history: History[AclDelta] | None = None
+    ) -> AclDelta:
         with self._lock:
             base = self._version
             wanted = dict.fromkeys(bindings)
@@ -108,7 +164,7 @@ class MemoryAclStore:
                 if binding not in self._by_binding:
                     acl = self._by_binding[binding] = StoredAcl(self._id_factory(), binding)
                     self._log_change(True, acl)
-            return self._delta_since(base)
+            return self._history.written(self._delta_since(base), history)
 
     def close(self) -> None:
         """Nothing to release."""
@@ -126,10 +182,11 @@ class MemoryAclStore:
         return delta
 
 
-class MemoryCredentialStore:
+class MemoryCredentialStore(_KeepsHistory):
     """A ``CredentialStore`` held in a dict, with a credential version like the SQLite store's."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, history: MemoryHistory | None = None) -> None:
+        self._history = history if history is not None else MemoryHistory()
         self._lock = threading.Lock()
         self._credentials: dict[tuple[str, ScramMechanism], ScramCredential] = {}
         self._version = 0
@@ -153,7 +210,9 @@ class MemoryCredentialStore:
                     found.setdefault(user, []).append(CredentialInfo(mechanism, credential.iterations))
             return {user: tuple(infos) for user, infos in found.items()}
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
+    def alter_credentials(
+        self, alterations: Sequence[UserAlteration], *, history: History[CredentialWrite] | None = None
+    ) -> CredentialWrite:
         with self._lock:
             missing: dict[str, ScramMechanism] = {}
             base = self._version
@@ -169,17 +228,18 @@ class MemoryCredentialStore:
                     self._credentials[(user, credential.mechanism)] = credential
                 # One step per credential written or deleted, as the SQLite store's triggers count.
                 self._version += len(alteration.deletions) + len(alteration.upsertions)
-            return CredentialWrite(missing, base, self._version)
+            return self._history.written(CredentialWrite(missing, base, self._version), history)
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-class MemoryTopicStore:
+class MemoryTopicStore(_KeepsHistory):
     """A ``TopicStore`` held in a dict keyed by ``collision_key`` (so a name and its colliding names share a slot),
     with a topic version like the SQLite store's. Its cluster id lives as long as the instance."""
 
-    def __init__(self, *, cluster_id: str | None = None) -> None:
+    def __init__(self, *, cluster_id: str | None = None, history: MemoryHistory | None = None) -> None:
+        self._history = history if history is not None else MemoryHistory()
         self._lock = threading.Lock()
         self._cluster_id = cluster_id if cluster_id is not None else new_cluster_id()
         self._by_key: dict[str, TopicRecord] = {}
@@ -213,7 +273,9 @@ class MemoryTopicStore:
             found = {name: self._by_key.get(collision_key(name)) for name in names}
             return {name: record for name, record in found.items() if record is not None}
 
-    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
+    def create_topics(
+        self, records: Sequence[TopicRecord], *, history: History[list[TopicCreation]] | None = None
+    ) -> list[TopicCreation]:
         with self._lock:
             # Check the ids first: like the SQLite store, a taken topic id fails the whole call.
             ids = {record.topic_id for record in self._by_key.values()}
@@ -229,9 +291,11 @@ class MemoryTopicStore:
                     self._by_key[key] = record
                     self._version += 1
                 outcomes.append(TopicCreation(record, conflict))
-            return outcomes
+            return self._history.written(outcomes, history)
 
-    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
+    def delete_topics(
+        self, names: Sequence[str], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
         with self._lock:
             removed: list[TopicRecord | None] = []
             for name in names:
@@ -239,9 +303,11 @@ class MemoryTopicStore:
                 record = self._by_key.get(key)
                 removed.append(self._by_key.pop(key) if record is not None and record.name == name else None)
             self._version += sum(record is not None for record in removed)
-            return removed
+            return self._history.written(removed, history)
 
-    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
+    def delete_topics_by_id(
+        self, ids: Sequence[uuid.UUID], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
         with self._lock:
             by_id = {record.topic_id: key for key, record in self._by_key.items()}
             removed: list[TopicRecord | None] = []
@@ -249,17 +315,18 @@ class MemoryTopicStore:
                 key = by_id.pop(topic_id, None)
                 removed.append(self._by_key.pop(key) if key is not None else None)
             self._version += sum(record is not None for record in removed)
-            return removed
+            return self._history.written(removed, history)
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-class MemoryQuotaStore:
+class MemoryQuotaStore(_KeepsHistory):
     """A ``QuotaStore`` held in a dict, with a quota version like the SQLite store's (one step per value set or
     removed, as its triggers count)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, history: MemoryHistory | None = None) -> None:
+        self._history = history if history is not None else MemoryHistory()
         self._lock = threading.Lock()
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
         self._version = 0
@@ -272,7 +339,7 @@ class MemoryQuotaStore:
             records = (QuotaRecord(entity, values) for entity, values in self._quotas.items() if values)
             return QuotaSnapshot(tuple(sorted(records, key=quota_record_order)), self._version)
 
-    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         with self._lock:
             base = self._version
             for change in changes:
@@ -285,17 +352,18 @@ class MemoryQuotaStore:
                 else:
                     values[change.key] = float(change.value)
                     self._version += 1
-            return QuotaWrite(base, self._version)
+            return self._history.written(QuotaWrite(base, self._version), history)
 
     def close(self) -> None:
         """Nothing to release."""
 
 
-class MemoryGroupStore:
+class MemoryGroupStore(_KeepsHistory):
     """A ``GroupStore`` held in a dict, with a membership version like the SQLite store's (one step per membership
     added or removed, as its triggers count)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, history: MemoryHistory | None = None) -> None:
+        self._history = history if history is not None else MemoryHistory()
         self._lock = threading.Lock()
         self._groups: dict[str, set[str]] = {}
         self._version = 0
@@ -307,7 +375,9 @@ class MemoryGroupStore:
         with self._lock:
             return MembershipSnapshot({group: tuple(members) for group, members in self._groups.items()}, self._version)
 
-    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+    def alter_memberships(
+        self, changes: Sequence[MembershipChange], *, history: History[MembershipWrite] | None = None
+    ) -> MembershipWrite:
         with self._lock:
             base = self._version
             for change in changes:
@@ -320,7 +390,7 @@ class MemoryGroupStore:
                     self._version += 1
                 if not members:
                     del self._groups[change.group]
-            return MembershipWrite(base, self._version)
+            return self._history.written(MembershipWrite(base, self._version), history)
 
     def close(self) -> None:
         """Nothing to release."""

@@ -13,16 +13,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafkaguard.model import StoredAcl
+from kafkaguard.model import Actor, HistoryQuery, StoredAcl
 from kafkaguard.scram import ScramCredential
 from kafkaguard.store.errors import StoreError
-from kafkaguard.store.ports import AclDelta, MembershipChange, QuotaChange, Store, UserAlteration
+from kafkaguard.store.events import acl_event, member_event, quota_event, scram_event, topic_event
+from kafkaguard.store.ports import AclDelta, History, MembershipChange, QuotaChange, Store, UserAlteration
+
+#: "Every event" as a history limit (the copy reads the whole history in one query).
+_ALL = 2**62
 
 
 class MigrationTarget(Store, Protocol):
     """A store that can take ACLs under the ids they already have (``PostgresStore``)."""
 
-    def import_stored_acls(self, acls: Sequence[StoredAcl]) -> AclDelta: ...
+    def import_stored_acls(
+        self, acls: Sequence[StoredAcl], *, history: History[AclDelta] | None = None
+    ) -> AclDelta: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,8 +63,12 @@ def count(store: Store) -> StoreCounts:
     )
 
 
-def migrate_store(source: Store, target: MigrationTarget) -> StoreCounts:
+def migrate_store(source: Store, target: MigrationTarget, *, actor: Actor) -> StoreCounts:
     """Copy ``source`` into the empty ``target`` and check that both now hold the same; returns the counts.
+
+    The management history comes along: the source's events first (oldest first, so the target numbers them in the
+    same order, under their own times and actors), then one event per item the migration writes, by ``actor``
+    (``User:<login>`` via ``migrate``), each in the transaction of its kind.
 
     :raises StoreError: the target is not empty, or after the copy the two stores differ (the message says how).
     """
@@ -68,22 +78,31 @@ def migrate_store(source: Store, target: MigrationTarget) -> StoreCounts:
             f"the target store already holds {before}: migrate into an empty database (create a new one, or drop "
             "and recreate this one); kafkaguard never merges into a store in use"
         )
+    target.record_events(list(reversed(source.read_history(HistoryQuery(limit=_ALL)))))
     acls = source.load_acls().acls
-    target.import_stored_acls(acls)
+    target.import_stored_acls(acls, history=lambda _: [acl_event("acl.created", actor, acl) for acl in acls])
     by_user: dict[str, list[ScramCredential]] = {}
     for user, credential in source.load_credentials().credentials:
         by_user.setdefault(user, []).append(credential)
-    target.alter_credentials([UserAlteration(user, upsertions=tuple(creds)) for user, creds in by_user.items()])
-    target.create_topics(source.load_topics().topics)
-    target.alter_quotas(
-        [QuotaChange(r.entity, key, value) for r in source.load_quotas().quotas for key, value in r.values.items()]
+    target.alter_credentials(
+        [UserAlteration(user, upsertions=tuple(creds)) for user, creds in by_user.items()],
+        history=lambda _: [
+            scram_event("scram.upserted", actor, user, c.mechanism.mechanism_name, c.iterations)
+            for user, creds in by_user.items()
+            for c in creds
+        ],
     )
+    topics = source.load_topics().topics
+    target.create_topics(topics, history=lambda _: [topic_event("topic.created", actor, t.name, t) for t in topics])
+    quotas = [QuotaChange(r.entity, k, v) for r in source.load_quotas().quotas for k, v in r.values.items()]
+    target.alter_quotas(quotas, history=lambda _: [quota_event(actor, q.entity, q.key, q.value) for q in quotas])
+    members = [
+        MembershipChange(group, principal, member=True)
+        for group, members in source.load_memberships().groups.items()
+        for principal in members
+    ]
     target.alter_memberships(
-        [
-            MembershipChange(group, principal, member=True)
-            for group, members in source.load_memberships().groups.items()
-            for principal in members
-        ]
+        members, history=lambda _: [member_event("group.member_added", actor, m.group, m.principal) for m in members]
     )
     _verify(source, target)
     return count(target)

@@ -22,6 +22,15 @@ quota values) are few and versioned like the credentials: every value set or rem
 Principal groups (kafkaguard's: ``Group:ops`` in an ACL stands for every member of ``ops``) are versioned the same
 way: every membership added or removed moves the *membership version*.
 
+Management history: every write method takes ``history``, a function of the write's own outcome that returns the
+management events describing it (the ACLs created with their ids, the ones removed ...); the store writes those
+events in the same transaction as the change, so the history never shows a change that did not happen nor misses one
+that did. ``record_events`` stores events of no change (refused items) in a transaction of their own, and
+``read_history`` reads them back, newest first. Unlike the ACL change log, the history is never trimmed by the store:
+management changes are made by people and tools, a few a day (a 100k-ACL import is one event per ACL, about 300 bytes
+each); an operator who must bound it deletes old rows by time (``DELETE FROM management_events WHERE time < ...``),
+which no reader depends on.
+
 ``ChangeFeed`` lets a process block until another process may have changed the store (PostgreSQL: a notification;
 SQLite: the polling interval), and says whether the store is reachable; ``Store`` is all four ports and the feed on
 one store, as the composition root opens it.
@@ -33,11 +42,41 @@ import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
-from kafkaguard.model import GROUP_TYPE, AclBinding, AclBindingFilter, AclId, StoredAcl
+from kafkaguard.model import (
+    GROUP_TYPE,
+    AclBinding,
+    AclBindingFilter,
+    AclId,
+    HistoryQuery,
+    ManagementEvent,
+    StoredAcl,
+)
 from kafkaguard.model.group import groups_by_member
 from kafkaguard.scram import ScramCredential, ScramMechanism
+
+_R_contra = TypeVar("_R_contra", contravariant=True)
+
+
+class History(Protocol[_R_contra]):
+    """The management events a write's outcome stands for (see the module docstring): called once, inside the
+    write's transaction, with what the write method is about to return; pure (no I/O, no store)."""
+
+    def __call__(self, outcome: _R_contra, /) -> Sequence[ManagementEvent]: ...
+
+
+@runtime_checkable
+class HistoryStore(Protocol):
+    """The management history of one store (every implementation keeps one beside its changes)."""
+
+    def record_events(self, events: Sequence[ManagementEvent]) -> None:
+        """Store events that describe no change (refused items), in one transaction of their own."""
+        ...
+
+    def read_history(self, query: HistoryQuery) -> list[ManagementEvent]:
+        """The stored events ``query`` selects, newest first, each with its ``seq``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +100,9 @@ class AclDelta:
     version: int
     added: tuple[StoredAcl, ...] = ()
     removed: tuple[AclId, ...] = ()
+    #: The ACLs ``removed`` names, as they were (for the management history; not part of equality: a delta built
+    #: from ids alone is the same delta).
+    removed_acls: tuple[StoredAcl, ...] = field(default=(), compare=False)
 
     @property
     def is_empty(self) -> bool:
@@ -85,7 +127,7 @@ class AclDeletion:
 
 
 @runtime_checkable
-class AclStore(Protocol):
+class AclStore(HistoryStore, Protocol):
     """Durable ACLs, each distinct binding stored once under a stable id."""
 
     def load_acls(self) -> AclSnapshot:
@@ -105,16 +147,22 @@ class AclStore(Protocol):
         """Every stored ACL the filter matches (SEMANTICS.md §6)."""
         ...
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> AclCreation:
+    def create_acls(
+        self, bindings: Sequence[AclBinding], *, history: History[AclCreation] | None = None
+    ) -> AclCreation:
         """Store the bindings (already validated) in one transaction; an existing or repeated binding is stored
         once and keeps its id (SEMANTICS.md §8.3)."""
         ...
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter], *, history: History[AclDeletion] | None = None
+    ) -> AclDeletion:
         """Remove every ACL any filter matches, in one transaction (SEMANTICS.md §9)."""
         ...
 
-    def import_acls(self, bindings: Iterable[AclBinding], *, replace: bool) -> AclDelta:
+    def import_acls(
+        self, bindings: Iterable[AclBinding], *, replace: bool, history: History[AclDelta] | None = None
+    ) -> AclDelta:
         """Add the bindings not yet stored; with ``replace``, also remove every stored ACL not among them.
         One transaction."""
         ...
@@ -160,7 +208,7 @@ class CredentialWrite:
 
 
 @runtime_checkable
-class CredentialStore(Protocol):
+class CredentialStore(HistoryStore, Protocol):
     """Durable SCRAM credentials, one per (user, mechanism): salt, StoredKey, ServerKey and iterations only."""
 
     def get_credential(self, user: str, mechanism: ScramMechanism) -> ScramCredential | None:
@@ -180,7 +228,9 @@ class CredentialStore(Protocol):
         without one are absent from the result."""
         ...
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
+    def alter_credentials(
+        self, alterations: Sequence[UserAlteration], *, history: History[CredentialWrite] | None = None
+    ) -> CredentialWrite:
         """Apply the alterations in one transaction, each user's all or none; the credential version moves forward
         if anything changed. A user whose deletions name a credential that is not stored is left unchanged and
         listed in ``missing``."""
@@ -242,7 +292,7 @@ class TopicCreation:
 
 
 @runtime_checkable
-class TopicStore(Protocol):
+class TopicStore(HistoryStore, Protocol):
     """The durable topic catalog and the cluster id: each name at most once, each topic id at most once, no two
     names with the same ``collision_key``."""
 
@@ -277,7 +327,9 @@ class TopicStore(Protocol):
         name, or one with the same ``collision_key``); the others are absent from the result."""
         ...
 
-    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
+    def create_topics(
+        self, records: Sequence[TopicRecord], *, history: History[list[TopicCreation]] | None = None
+    ) -> list[TopicCreation]:
         """Store the records (already validated) in one transaction, each unless a stored topic, or an earlier
         record of the same call, has its name or its ``collision_key``. One outcome per record, in order.
 
@@ -285,12 +337,16 @@ class TopicStore(Protocol):
         """
         ...
 
-    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
+    def delete_topics(
+        self, names: Sequence[str], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
         """Remove the named topics in one transaction: for each name, the removed record, or None if there was
         no such topic (or an earlier name of the call already removed it)."""
         ...
 
-    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
+    def delete_topics_by_id(
+        self, ids: Sequence[uuid.UUID], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
         """As ``delete_topics``, by topic id."""
         ...
 
@@ -354,7 +410,7 @@ class QuotaWrite:
 
 
 @runtime_checkable
-class QuotaStore(Protocol):
+class QuotaStore(HistoryStore, Protocol):
     """Durable client quotas (already validated): one value per (entity, key)."""
 
     def quota_version(self) -> int:
@@ -366,7 +422,7 @@ class QuotaStore(Protocol):
         """Every entity with quotas, sorted by entity, and the quota version they are at."""
         ...
 
-    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         """Apply the changes in order, in one transaction."""
         ...
 
@@ -420,7 +476,7 @@ class MembershipWrite:
 
 
 @runtime_checkable
-class GroupStore(Protocol):
+class GroupStore(HistoryStore, Protocol):
     """Durable principal groups (kafkaguard's, beyond Kafka): one row per (group, member principal), already
     validated. Versioned like the quotas: every membership added or removed moves the *membership version*."""
 
@@ -432,7 +488,9 @@ class GroupStore(Protocol):
         """Every group and its members, and the membership version they are at."""
         ...
 
-    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+    def alter_memberships(
+        self, changes: Sequence[MembershipChange], *, history: History[MembershipWrite] | None = None
+    ) -> MembershipWrite:
         """Apply the changes in order, in one transaction."""
         ...
 

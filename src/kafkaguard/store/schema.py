@@ -136,7 +136,32 @@ _V6 = (
         BEGIN UPDATE counters SET value = value + 1 WHERE name = 'membership_version'; END""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+#: Version 7: the management history (``store.sql.history``): one row per item of every management change, written
+#: in the change's transaction; never trimmed by kafkaguard (see ``store.ports``). ``occurred_at`` is fixed-width
+#: UTC text (``model.management.event_time``), so text order is time order; ``data`` the event's JSON data.
+_V7 = (
+    """CREATE TABLE management_events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        occurred_at TEXT NOT NULL,
+        action TEXT NOT NULL,
+        actor_principal TEXT NOT NULL,
+        actor_address TEXT,
+        actor_interface TEXT NOT NULL,
+        request_id TEXT,
+        principal TEXT,
+        resource_type TEXT,
+        resource_name TEXT,
+        subject TEXT NOT NULL,
+        result TEXT NOT NULL,
+        data TEXT NOT NULL CHECK (json_valid(data))
+    )""",
+    "CREATE INDEX management_events_principal ON management_events (principal, seq)",
+    "CREATE INDEX management_events_actor ON management_events (actor_principal, seq)",
+    "CREATE INDEX management_events_resource ON management_events (resource_name, seq)",
+    "CREATE INDEX management_events_time ON management_events (occurred_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 
 
 def migrate(connection: sqlite3.Connection, migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

@@ -27,6 +27,7 @@ from kafkaguard.model import (
 )
 from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.codec import request_schema
+from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, sasl, unique, user
 from tests.server.conftest import ServerHandle
@@ -40,7 +41,7 @@ def grant_prefix(proxy: ServerHandle, name: str, prefix: str, *operations: AclOp
     bindings = [
         AclBinding(pattern, AccessControlEntry(f"User:{name}", "*", op, AclPermissionType.ALLOW)) for op in operations
     ]
-    assert all(result.succeeded for result in proxy.services.acls.create_acls(bindings))
+    assert all(result.succeeded for result in proxy.services.acls.create_acls(bindings, actor=ACTOR))
 
 
 def metadata_at(version: int, names: list[str]) -> object:

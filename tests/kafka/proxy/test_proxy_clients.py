@@ -23,6 +23,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.server.conftest import ServerHandle
 
@@ -54,7 +55,7 @@ def create_topics(kafka: KafkaBroker, *names: str, partitions: int = 1) -> None:
 def grant(proxy: ServerHandle, principal: str, resource_type: ResourceType, name: str, *ops: AclOperation) -> None:
     pattern = ResourcePattern(resource_type, name, PatternType.LITERAL)
     bindings = [AclBinding(pattern, AccessControlEntry(principal, "*", op, AclPermissionType.ALLOW)) for op in ops]
-    assert all(r.succeeded for r in proxy.services.acls.create_acls(bindings))
+    assert all(r.succeeded for r in proxy.services.acls.create_acls(bindings, actor=ACTOR))
 
 
 def user(proxy: ServerHandle) -> str:

@@ -17,6 +17,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from tests.actors import ACTOR
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import (
     PASSWORD,
@@ -55,7 +56,8 @@ def test_group_and_cidr_acls_decide_real_produce_and_consume(proxy: ServerHandle
             acl(f"Group:{group}", ResourceType.GROUP, consumers, AclOperation.READ, host="127.0.0.0/8"),
             # ... and from 10.0.0.0/8, which the clients are not in: this DENY never applies to them.
             acl(f"Group:{group}", ResourceType.TOPIC, topic, AclOperation.READ, DENY, host="10.0.0.0/8"),
-        ]
+        ],
+        actor=ACTOR,
     )
     assert all(r.succeeded for r in created)
 
@@ -71,7 +73,7 @@ def test_group_and_cidr_acls_decide_real_produce_and_consume(proxy: ServerHandle
     outcomes: list[KafkaError | None] = []
     producer.produce(topic, b"before", on_delivery=lambda err, _msg: outcomes.append(err))
     assert producer.flush(30) == 0 and code(outcomes[-1]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
-    proxy.services.groups.add_members(group, [f"User:{alice}"])
+    proxy.services.groups.add_members(group, [f"User:{alice}"], actor=ACTOR)
     deadline = time.monotonic() + 20
     while not outcomes or outcomes[-1] is not None:
         assert time.monotonic() < deadline, f"still refused after joining the group: {outcomes[-1]}"
@@ -88,7 +90,7 @@ def test_group_and_cidr_acls_decide_real_produce_and_consume(proxy: ServerHandle
 
     # A DENY on the group from a block that holds the client wins over the group's ALLOW.
     deny = acl(f"Group:{group}", ResourceType.TOPIC, topic, AclOperation.WRITE, DENY, host="127.0.0.1/32")
-    assert all(r.succeeded for r in proxy.services.acls.create_acls([deny]))
+    assert all(r.succeeded for r in proxy.services.acls.create_acls([deny], actor=ACTOR))
     assert code(produce(proxy, alice, topic, 1)[0]) == KafkaError.TOPIC_AUTHORIZATION_FAILED
 
     # The audit names the user (principal) and the group (the deciding ACL in the rule).

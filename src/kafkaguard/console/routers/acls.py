@@ -56,13 +56,13 @@ def list_acls(
 def create_acls(
     body: Annotated[OneOrMany, Body()],
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS))],
 ) -> AclCreateOut:
     """CreateAcls (needs ALTER on the cluster): one result per binding, in order. A binding Kafka would refuse
     (CLUSTER not named kafka-cluster, empty name, principal not ``Type:Name``) fails alone with Kafka's
     message; creating an ACL that exists succeeds and stores nothing new."""
     items = body if isinstance(body, list) else [body]
-    results = state.services.acls.create_acls([item.to_binding() for item in items])
+    results = state.services.acls.create_acls([item.to_binding() for item in items], actor=caller.actor())
     out = [
         AclCreateResultOut(
             ok=result.succeeded,
@@ -83,7 +83,7 @@ def create_acls(
 )
 def delete_acls(
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
     acl_filter: Annotated[AclFilterIn | None, Body()] = None,
     delete_all: Annotated[
         bool, Query(alias="all", description="Needed to delete with an empty filter (every ACL).")
@@ -95,7 +95,7 @@ def delete_acls(
     chosen = (acl_filter or AclFilterIn()).to_filter()
     if chosen == AclBindingFilter.ANY and not delete_all:
         raise HTTPException(400, "The filter is empty and would delete every ACL; give ?all=true to do that.")
-    result = state.services.acls.delete_acls([chosen])[0]
+    result = state.services.acls.delete_acls([chosen], actor=caller.actor())[0]
     raise_for(result.error)  # unreachable: this schema admits no UNKNOWN codes; answered as any refused item
     deleted = sorted((AclOut.stored(acl) for acl in result.removed_acls), key=_order)
     return AclDeleteOut(deleted=deleted, count=len(deleted))

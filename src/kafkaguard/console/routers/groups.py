@@ -47,11 +47,11 @@ def add_members(
     name: GroupName,
     body: MembersIn,
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS))],
 ) -> GroupOut:
     """Add principals (creating the group). Refused with 422 and what to fix: a bad group name, ``User:*``, or a
     group as a member (groups do not nest)."""
-    state.services.groups.add_members(name, body.members)
+    state.services.groups.add_members(name, body.members, actor=caller.actor())
     return _group(state, name)
 
 
@@ -60,10 +60,10 @@ def remove_member(
     name: GroupName,
     principal: Annotated[Principal, Path()],
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
 ) -> GroupOut:
     """Remove one principal (a principal not in the group is no error); returns the group afterwards."""
-    state.services.groups.remove_members(name, [principal])
+    state.services.groups.remove_members(name, [principal], actor=caller.actor())
     return _group(state, name)
 
 
@@ -71,8 +71,8 @@ def remove_member(
 def delete_group(
     name: GroupName,
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
 ) -> GroupOut:
     """Remove every member; returns the members it had. The group's ACLs stay and apply to no one."""
-    removed = state.services.groups.delete_group(name)
+    removed = state.services.groups.delete_group(name, actor=caller.actor())
     return GroupOut(name=group_name(name), principal=f"Group:{group_name(name)}", members=list(removed))

@@ -64,13 +64,13 @@ def set_password(
     name: UserName,
     body: PasswordIn,
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
 ) -> UserOut:
     """AlterUserScramCredentials upsertion (needs ALTER on the cluster). The server draws a random salt and
     derives the keys; the password is not stored. Returns the user's credentials afterwards."""
     mechanism = ScramMechanism.from_name(body.mechanism)
     result = state.services.credentials.upsert_password(
-        name, mechanism, body.password.get_secret_value(), body.iterations
+        name, mechanism, body.password.get_secret_value(), body.iterations, actor=caller.actor()
     )
     raise_for(result.error)
     return _describe_one(state, name)
@@ -85,7 +85,7 @@ def set_password(
 def delete_user(
     name: UserName,
     state: Annotated[ConsoleState, Depends(console_state)],
-    _caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
     mechanism: Annotated[MechanismName | None, Query(description="Only this mechanism (default: all).")] = None,
 ) -> UserDeletedOut:
     """AlterUserScramCredentials deletions (needs ALTER on the cluster): the named mechanism, or every mechanism
@@ -96,7 +96,8 @@ def delete_user(
         description = state.services.credentials.describe([name])[0]
         chosen = [info.mechanism for info in description.credentials]
         raise_for(description.error)
-    result = state.services.credentials.alter(deletions=[ScramDeletion(user=name, mechanism=m) for m in chosen])[0]
+    deletions = [ScramDeletion(user=name, mechanism=m) for m in chosen]
+    result = state.services.credentials.alter(deletions=deletions, actor=caller.actor())[0]
     raise_for(result.error)
     return UserDeletedOut(name=name, deleted=[_mechanism_name(m) for m in chosen])
 

@@ -108,10 +108,11 @@ function logout() {
 
 function show(tab) {
   for (const button of document.querySelectorAll("#tabs button")) button.classList.toggle("active", button.dataset.tab === tab);
-  for (const name of ["acls", "users", "why", "access"]) document.getElementById(name + "-view").hidden = name !== tab;
+  for (const name of ["acls", "users", "why", "access", "history"]) document.getElementById(name + "-view").hidden = name !== tab;
   if (tab === "acls") loadAcls();
   if (tab === "users") loadUsers();
   if (tab === "access") loadGroups();
+  if (tab === "history") loadHistory();
 }
 
 // ------------------------------------------------------------------------------------------------- ACLs
@@ -362,6 +363,47 @@ async function removeMember(group, member) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------- history
+
+function historyItem(event) {
+  const d = event.data;
+  if (d.acl) {
+    const a = d.acl;
+    return el("span", {}, el("span", { class: "pill " + a.permission_type }, a.permission_type), " ",
+      el("code", {}, a.principal), ` ${a.operation} from ${a.host} on ${a.resource_type}:${a.pattern_type}:`,
+      el("code", {}, a.resource_name));
+  }
+  if (d.mechanism) return el("span", {}, el("code", {}, event.subject), ` ${d.mechanism}` + (d.iterations ? ` · ${d.iterations}` : ""));
+  if (d.member) return el("span", {}, el("code", {}, d.member), " in ", el("code", {}, event.subject));
+  if (d.quota) return el("span", {}, el("code", {}, event.subject), " " + JSON.stringify(d.quota));
+  return el("code", {}, event.subject);
+}
+
+async function loadHistory() {
+  const query = new URLSearchParams(formObject($("#history-form")));
+  if (query.get("resource_type") === "ANY") query.delete("resource_type");
+  try {
+    const data = await api("GET", "/api/history" + (query.toString() ? "?" + query : ""));
+    const body = $("#history-table tbody");
+    body.replaceChildren();
+    for (const e of data.events) {
+      const actor = e.actor;
+      const ok = e.result === "SUCCESS";
+      const result = el("span", { class: "pill " + (ok ? "ALLOW" : "DENY"), title: e.error_message || "" },
+        ok ? e.result : `${e.result}: ${e.error_message || ""}`);
+      body.append(el("tr", { "data-seq": e.seq, "data-action": e.action },
+        el("td", {}, e.time.replace("T", " ").slice(0, 19)), el("td", {}, e.action),
+        el("td", {}, el("code", {}, actor.principal)), el("td", {}, actor.address || "–"),
+        el("td", { title: actor.request_id || "" }, actor.interface), el("td", {}, historyItem(e)), el("td", {}, result)));
+    }
+    $("#history-count").textContent = data.count;
+    $("#history-empty").hidden = data.count !== 0;
+    say("history-message", "");
+  } catch (error) {
+    say("history-message", error.message, "error");
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   fillSelects();
   $("#login-form").addEventListener("submit", login);
@@ -375,4 +417,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#holders-form").addEventListener("submit", whoCan);
   $("#can-form").addEventListener("submit", whatCan);
   $("#group-form").addEventListener("submit", addMembers);
+  $("#history-form").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
+  $("#history-form").addEventListener("reset", () => setTimeout(loadHistory, 0));
 });

@@ -196,7 +196,7 @@ async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) ->
         if not outcome.allows(TOPIC, name):
             results[name] = ErrorCode.topic_authorization_failed
             continue
-        created = await asyncio.to_thread(scope.services.topics.auto_create, name)
+        created = await asyncio.to_thread(scope.services.topics.auto_create, name, actor=scope.actor())
         if created.succeeded:
             results[name] = TopicRecord(
                 name=name,
@@ -234,7 +234,7 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
         {
             r.name: r
             for r in await asyncio.to_thread(
-                scope.services.topics.create_topics, new_topics, validate_only=validate_only
+                scope.services.topics.create_topics, new_topics, actor=scope.actor(), validate_only=validate_only
             )
         }
         if new_topics
@@ -360,9 +360,9 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     )
     deleted = []
     if deletable_names:
-        deleted += await asyncio.to_thread(service.delete_topics, deletable_names)
+        deleted += await asyncio.to_thread(service.delete_topics, deletable_names, actor=scope.actor())
     if deletable_ids:
-        deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids)
+        deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids, actor=scope.actor())
     for result in deleted:
         results.append(
             deletable_topic_result(cls, name=result.name, topic_id=result.topic_id, **deletion_error(result.error))

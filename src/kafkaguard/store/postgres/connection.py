@@ -58,6 +58,8 @@ DIALECT = Dialect(
     uuid_value=lambda value: value if isinstance(value, uuid.UUID) else uuid.UUID(str(value)),
     json_param=lambda configs: Jsonb(dict(configs)),
     json_value=lambda value: {str(k): str(v) for k, v in dict(value).items()},
+    document_param=lambda document: Jsonb(dict(document)),
+    document_value=dict,
 )
 
 

@@ -123,7 +123,31 @@ _V2 = (
     "FOR EACH ROW EXECUTE FUNCTION kafkaguard_bump('membership_version')",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+#: Version 3: the management history, as SQLite's version 7 (``seq`` an identity column; ``data`` JSONB). Its writes
+#: lock no counter and move none: the history is read on demand, never followed.
+_V3 = (
+    """CREATE TABLE management_events (
+        seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        occurred_at TEXT NOT NULL,
+        action TEXT NOT NULL,
+        actor_principal TEXT NOT NULL,
+        actor_address TEXT,
+        actor_interface TEXT NOT NULL,
+        request_id TEXT,
+        principal TEXT,
+        resource_type TEXT,
+        resource_name TEXT,
+        subject TEXT NOT NULL,
+        result TEXT NOT NULL,
+        data JSONB NOT NULL
+    )""",
+    "CREATE INDEX management_events_principal ON management_events (principal, seq)",
+    "CREATE INDEX management_events_actor ON management_events (actor_principal, seq)",
+    "CREATE INDEX management_events_resource ON management_events (resource_name, seq)",
+    "CREATE INDEX management_events_time ON management_events (occurred_at)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 
 
 def migrate(conn: psycopg.Connection[tuple[object, ...]], migrations: tuple[tuple[str, ...], ...] = MIGRATIONS) -> int:

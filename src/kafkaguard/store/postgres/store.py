@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from kafkaguard.model import AclId, StoredAcl
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT
 from kafkaguard.store.errors import StoreError
-from kafkaguard.store.ports import AclDelta
+from kafkaguard.store.ports import AclDelta, History
 from kafkaguard.store.postgres.connection import Database
 from kafkaguard.store.postgres.listener import ChangeListener
 from kafkaguard.store.sql.store import SqlStore, new_acl_id
@@ -68,9 +68,10 @@ class PostgresStore(SqlStore):
             raise StoreError("the server secret could not be stored")
         return bytes(row[0])
 
-    def import_stored_acls(self, acls: Sequence[StoredAcl]) -> AclDelta:
-        """Add ``acls`` keeping their ids (``kafkaguard store migrate``); one transaction."""
-        return self._acls.import_stored_acls(acls)
+    def import_stored_acls(self, acls: Sequence[StoredAcl], *, history: History[AclDelta] | None = None) -> AclDelta:
+        """Add ``acls`` keeping their ids (``kafkaguard store migrate``); one transaction, with ``history``'s
+        events."""
+        return self._acls.import_stored_acls(acls, history=history)
 
     def wait_for_change(self, timeout: float) -> bool:
         """True at the next change notification from any node (or when the listener has just reconnected and may

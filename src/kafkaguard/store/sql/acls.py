@@ -30,9 +30,10 @@ from kafkaguard.model import (
 )
 from kafkaguard.model.resource import WILDCARD_RESOURCE
 from kafkaguard.store.changes import AclChange, net_delta
-from kafkaguard.store.ports import AclCreation, AclDeletion, AclDelta, AclSnapshot
+from kafkaguard.store.ports import AclCreation, AclDeletion, AclDelta, AclSnapshot, History
 from kafkaguard.store.sql.acl_rows import AclRowReader, acl_row, binding_fields
 from kafkaguard.store.sql.dialect import Dialect
+from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database, Transaction
 
 # Statements are constants; every value is a bound parameter (the only generated SQL is conditions and placeholders).
@@ -98,7 +99,9 @@ class AclTables:
 
     # ------------------------------------------------------------------------------------------ ACLs: write
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> AclCreation:
+    def create_acls(
+        self, bindings: Sequence[AclBinding], *, history: History[AclCreation] | None = None
+    ) -> AclCreation:
         with self._db.write() as tx:
             changes = _ChangeWriter(tx)
             stored: list[StoredAcl] = []
@@ -111,9 +114,11 @@ class AclTables:
                     known[binding] = acl
                 stored.append(acl)
             delta = self._finish(changes)
-        return AclCreation(tuple(stored), delta)
+            return written(tx, history, AclCreation(tuple(stored), delta))
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter], *, history: History[AclDeletion] | None = None
+    ) -> AclDeletion:
         with self._db.write() as tx:
             changes = _ChangeWriter(tx)
             reader = AclRowReader()
@@ -122,9 +127,11 @@ class AclTables:
             for acl in removed.values():
                 changes.remove(acl)
             delta = self._finish(changes)
-        return AclDeletion(matched, delta)
+            return written(tx, history, AclDeletion(matched, delta))
 
-    def import_acls(self, bindings: Iterable[AclBinding], *, replace: bool) -> AclDelta:
+    def import_acls(
+        self, bindings: Iterable[AclBinding], *, replace: bool, history: History[AclDelta] | None = None
+    ) -> AclDelta:
         wanted = dict.fromkeys(bindings)
         with self._db.write() as tx:
             changes = _ChangeWriter(tx)
@@ -140,15 +147,15 @@ class AclTables:
             for binding in wanted:
                 if binding not in stored:
                     changes.add(self._new(binding))
-            return self._finish(changes)
+            return written(tx, history, self._finish(changes))
 
-    def import_stored_acls(self, acls: Sequence[StoredAcl]) -> AclDelta:
+    def import_stored_acls(self, acls: Sequence[StoredAcl], *, history: History[AclDelta] | None = None) -> AclDelta:
         """Add ``acls`` under their own ids (``store migrate``), in one transaction, logged as any addition."""
         with self._db.write() as tx:
             changes = _ChangeWriter(tx)
             for acl in acls:
                 changes.add(acl)
-            return self._finish(changes)
+            return written(tx, history, self._finish(changes))
 
     def _new(self, binding: AclBinding) -> StoredAcl:
         return StoredAcl(self._id_factory(), binding)

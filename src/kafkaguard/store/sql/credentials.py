@@ -13,7 +13,8 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from kafkaguard.scram import ScramCredential, ScramMechanism
-from kafkaguard.store.ports import CredentialInfo, CredentialSnapshot, CredentialWrite, UserAlteration
+from kafkaguard.store.ports import CredentialInfo, CredentialSnapshot, CredentialWrite, History, UserAlteration
+from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database
 
 _MECHANISMS = {m.code: m for m in ScramMechanism}
@@ -63,7 +64,9 @@ class CredentialTables:
                 rows = tx.all_of(select, '"user"', sorted(set(users)), then=order)
         return _credential_infos(rows)
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
+    def alter_credentials(
+        self, alterations: Sequence[UserAlteration], *, history: History[CredentialWrite] | None = None
+    ) -> CredentialWrite:
         missing: dict[str, ScramMechanism] = {}
         with self._db.write() as tx:
             base = tx.lock_counter("credential_version")
@@ -90,7 +93,7 @@ class CredentialTables:
             # The schema's triggers have counted every row written or deleted.
             version = tx.counter("credential_version")
             self._db.remember_counter("credential_version", version)
-        return CredentialWrite(missing, base, version)
+            return written(tx, history, CredentialWrite(missing, base, version))
 
 
 def _credential_pairs(rows: Iterable[tuple[Any, ...]]) -> tuple[tuple[str, ScramCredential], ...]:

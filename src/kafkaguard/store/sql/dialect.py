@@ -50,6 +50,9 @@ class Dialect:
     #: A topic's configs (a JSON object of strings) as a parameter, and back from its column.
     json_param: Callable[[Mapping[str, str]], object]
     json_value: Callable[[Any], dict[str, str]]
+    #: A management event's data (a JSON object of any JSON values), as a parameter, and back from its column.
+    document_param: Callable[[Mapping[str, object]], object]
+    document_value: Callable[[Any], dict[str, Any]]
 
     def sql(self, statement: LiteralString) -> LiteralString:
         """``statement`` (``?`` placeholders) in the driver's style."""

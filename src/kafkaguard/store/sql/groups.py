@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kafkaguard.store.ports import MembershipChange, MembershipSnapshot, MembershipWrite
+from kafkaguard.store.ports import History, MembershipChange, MembershipSnapshot, MembershipWrite
+from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database
 
 
@@ -31,7 +32,9 @@ class GroupTables:
             groups.setdefault(str(group), []).append(str(principal))
         return MembershipSnapshot({group: tuple(members) for group, members in groups.items()}, version)
 
-    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
+    def alter_memberships(
+        self, changes: Sequence[MembershipChange], *, history: History[MembershipWrite] | None = None
+    ) -> MembershipWrite:
         with self._db.write() as tx:
             base = tx.lock_counter("membership_version")
             # In order. Adding a member twice or removing one that is not there writes no row, so the version
@@ -50,4 +53,4 @@ class GroupTables:
             # The schema's triggers have counted every row written or deleted.
             version = tx.counter("membership_version")
             self._db.remember_counter("membership_version", version)
-        return MembershipWrite(base, version)
+            return written(tx, history, MembershipWrite(base, version))

@@ -12,7 +12,16 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kafkaguard.store.ports import QuotaChange, QuotaEntity, QuotaRecord, QuotaSnapshot, QuotaWrite, quota_record_order
+from kafkaguard.store.ports import (
+    History,
+    QuotaChange,
+    QuotaEntity,
+    QuotaRecord,
+    QuotaSnapshot,
+    QuotaWrite,
+    quota_record_order,
+)
+from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database
 
 
@@ -31,7 +40,7 @@ class QuotaTables:
             rows = tx.all("SELECT entity, key, value FROM client_quotas")
         return QuotaSnapshot(_quota_records(rows), version)
 
-    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
         with self._db.write() as tx:
             base = tx.lock_counter("quota_version")
             for change in changes:
@@ -47,7 +56,7 @@ class QuotaTables:
             # The schema's triggers have counted every row written or deleted.
             version = tx.counter("quota_version")
             self._db.remember_counter("quota_version", version)
-        return QuotaWrite(base, version)
+            return written(tx, history, QuotaWrite(base, version))
 
 
 def _quota_records(rows: Iterable[tuple[Any, ...]]) -> tuple[QuotaRecord, ...]:

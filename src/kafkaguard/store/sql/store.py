@@ -12,7 +12,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from types import TracebackType
 from typing import Self
 
-from kafkaguard.model import AclBinding, AclBindingFilter, AclId, StoredAcl
+from kafkaguard.model import AclBinding, AclBindingFilter, AclId, HistoryQuery, ManagementEvent, StoredAcl
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.store.ports import (
     AclCreation,
@@ -22,6 +22,7 @@ from kafkaguard.store.ports import (
     CredentialInfo,
     CredentialSnapshot,
     CredentialWrite,
+    History,
     MembershipChange,
     MembershipSnapshot,
     MembershipWrite,
@@ -36,6 +37,7 @@ from kafkaguard.store.ports import (
 from kafkaguard.store.sql.acls import AclTables
 from kafkaguard.store.sql.credentials import CredentialTables
 from kafkaguard.store.sql.groups import GroupTables
+from kafkaguard.store.sql.history import HistoryTable
 from kafkaguard.store.sql.quotas import QuotaTables
 from kafkaguard.store.sql.topics import TopicTables
 from kafkaguard.store.sql.transaction import Database
@@ -70,6 +72,7 @@ class SqlStore:
         self._topics = TopicTables(db, cluster_id_factory=cluster_id_factory)
         self._quotas = QuotaTables(db)
         self._groups = GroupTables(db)
+        self._history = HistoryTable(db)
 
     def __enter__(self) -> Self:
         return self
@@ -96,14 +99,20 @@ class SqlStore:
     def find_acls(self, acl_filter: AclBindingFilter) -> list[StoredAcl]:
         return self._acls.find_acls(acl_filter)
 
-    def create_acls(self, bindings: Sequence[AclBinding]) -> AclCreation:
-        return self._acls.create_acls(bindings)
+    def create_acls(
+        self, bindings: Sequence[AclBinding], *, history: History[AclCreation] | None = None
+    ) -> AclCreation:
+        return self._acls.create_acls(bindings, history=history)
 
-    def delete_acls(self, filters: Sequence[AclBindingFilter]) -> AclDeletion:
-        return self._acls.delete_acls(filters)
+    def delete_acls(
+        self, filters: Sequence[AclBindingFilter], *, history: History[AclDeletion] | None = None
+    ) -> AclDeletion:
+        return self._acls.delete_acls(filters, history=history)
 
-    def import_acls(self, bindings: Iterable[AclBinding], *, replace: bool) -> AclDelta:
-        return self._acls.import_acls(bindings, replace=replace)
+    def import_acls(
+        self, bindings: Iterable[AclBinding], *, replace: bool, history: History[AclDelta] | None = None
+    ) -> AclDelta:
+        return self._acls.import_acls(bindings, replace=replace, history=history)
 
     # --------------------------------------------------------------------------------------- credentials
 
@@ -119,8 +128,10 @@ class SqlStore:
     def credential_infos(self, users: Collection[str] | None = None) -> dict[str, tuple[CredentialInfo, ...]]:
         return self._credentials.credential_infos(users)
 
-    def alter_credentials(self, alterations: Sequence[UserAlteration]) -> CredentialWrite:
-        return self._credentials.alter_credentials(alterations)
+    def alter_credentials(
+        self, alterations: Sequence[UserAlteration], *, history: History[CredentialWrite] | None = None
+    ) -> CredentialWrite:
+        return self._credentials.alter_credentials(alterations, history=history)
 
     # -------------------------------------------------------------------------------------------- topics
 
@@ -145,14 +156,20 @@ class SqlStore:
     def conflicting_topics(self, names: Collection[str]) -> dict[str, TopicRecord]:
         return self._topics.conflicting_topics(names)
 
-    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
-        return self._topics.create_topics(records)
+    def create_topics(
+        self, records: Sequence[TopicRecord], *, history: History[list[TopicCreation]] | None = None
+    ) -> list[TopicCreation]:
+        return self._topics.create_topics(records, history=history)
 
-    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
-        return self._topics.delete_topics(names)
+    def delete_topics(
+        self, names: Sequence[str], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
+        return self._topics.delete_topics(names, history=history)
 
-    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
-        return self._topics.delete_topics_by_id(ids)
+    def delete_topics_by_id(
+        self, ids: Sequence[uuid.UUID], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
+        return self._topics.delete_topics_by_id(ids, history=history)
 
     # ------------------------------------------------------------------------------------- client quotas
 
@@ -162,8 +179,8 @@ class SqlStore:
     def load_quotas(self) -> QuotaSnapshot:
         return self._quotas.load_quotas()
 
-    def alter_quotas(self, changes: Sequence[QuotaChange]) -> QuotaWrite:
-        return self._quotas.alter_quotas(changes)
+    def alter_quotas(self, changes: Sequence[QuotaChange], *, history: History[QuotaWrite] | None = None) -> QuotaWrite:
+        return self._quotas.alter_quotas(changes, history=history)
 
     # ---------------------------------------------------------------------------------- principal groups
 
@@ -173,5 +190,15 @@ class SqlStore:
     def load_memberships(self) -> MembershipSnapshot:
         return self._groups.load_memberships()
 
-    def alter_memberships(self, changes: Sequence[MembershipChange]) -> MembershipWrite:
-        return self._groups.alter_memberships(changes)
+    def alter_memberships(
+        self, changes: Sequence[MembershipChange], *, history: History[MembershipWrite] | None = None
+    ) -> MembershipWrite:
+        return self._groups.alter_memberships(changes, history=history)
+
+    # -------------------------------------------------------------------------------- management history
+
+    def record_events(self, events: Sequence[ManagementEvent]) -> None:
+        self._history.record_events(events)
+
+    def read_history(self, query: HistoryQuery) -> list[ManagementEvent]:
+        return self._history.read_history(query)

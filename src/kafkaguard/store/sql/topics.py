@@ -14,7 +14,8 @@ from collections.abc import Callable, Collection, Sequence
 from typing import LiteralString
 
 from kafkaguard.store.errors import StoreError
-from kafkaguard.store.ports import TopicCreation, TopicRecord, TopicSnapshot, collision_key
+from kafkaguard.store.ports import History, TopicCreation, TopicRecord, TopicSnapshot, collision_key
+from kafkaguard.store.sql.history import written
 from kafkaguard.store.sql.transaction import Database, Row
 
 _SELECT_TOPICS = "SELECT name, topic_id, num_partitions, replication_factor, configs FROM topics"
@@ -84,7 +85,9 @@ class TopicTables:
         by_key = {collision_key(record.name): record for record in records}
         return {name: by_key[key] for name, key in wanted.items() if key in by_key}
 
-    def create_topics(self, records: Sequence[TopicRecord]) -> list[TopicCreation]:
+    def create_topics(
+        self, records: Sequence[TopicRecord], *, history: History[list[TopicCreation]] | None = None
+    ) -> list[TopicCreation]:
         outcomes: list[TopicCreation] = []
         with self._db.write() as tx:
             tx.lock_counter("topic_version")
@@ -101,16 +104,21 @@ class TopicTables:
                 )  # fmt: skip
                 outcomes.append(TopicCreation(record))
             self._db.remember_counter("topic_version", tx.counter("topic_version"))
-        return outcomes
+            return written(tx, history, outcomes)
 
-    def delete_topics(self, names: Sequence[str]) -> list[TopicRecord | None]:
-        return self._delete(_SELECT_TOPICS + " WHERE name = ?", "DELETE FROM topics WHERE name = ?", names)
+    def delete_topics(
+        self, names: Sequence[str], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
+        return self._delete(_SELECT_TOPICS + " WHERE name = ?", "DELETE FROM topics WHERE name = ?", names, history)
 
-    def delete_topics_by_id(self, ids: Sequence[uuid.UUID]) -> list[TopicRecord | None]:
+    def delete_topics_by_id(
+        self, ids: Sequence[uuid.UUID], *, history: History[list[TopicRecord | None]] | None = None
+    ) -> list[TopicRecord | None]:
         return self._delete(
             _SELECT_TOPICS + " WHERE topic_id = ?",
             "DELETE FROM topics WHERE topic_id = ?",
             [self._dialect.uuid_param(i) for i in ids],
+            history,
         )
 
     def _select_where(self, column: LiteralString, keys: Sequence[object]) -> list[TopicRecord]:
@@ -119,7 +127,13 @@ class TopicTables:
             rows = tx.all_of(_SELECT_TOPICS, column, keys)
         return list(map(self._topic, rows))
 
-    def _delete(self, select: LiteralString, delete: LiteralString, keys: Sequence[object]) -> list[TopicRecord | None]:
+    def _delete(
+        self,
+        select: LiteralString,
+        delete: LiteralString,
+        keys: Sequence[object],
+        history: History[list[TopicRecord | None]] | None,
+    ) -> list[TopicRecord | None]:
         """Per key, the topic ``select`` finds, deleted by ``delete``, or None where there is none. Read, then delete
         (not ``DELETE … RETURNING``, which SQLite has only since 3.35)."""
         removed: list[TopicRecord | None] = []
@@ -131,7 +145,7 @@ class TopicTables:
                     tx.run(delete, (key,))
                 removed.append(None if row is None else self._topic(row))
             self._db.remember_counter("topic_version", tx.counter("topic_version"))
-        return removed
+            return written(tx, history, removed)
 
     def _topic(self, row: Row) -> TopicRecord:
         name, topic_id, num_partitions, replication_factor, configs = row

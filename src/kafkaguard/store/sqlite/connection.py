@@ -53,6 +53,8 @@ DIALECT = Dialect(
     uuid_value=lambda value: uuid.UUID(bytes=bytes(value)),
     json_param=lambda configs: json.dumps(dict(configs), sort_keys=True),
     json_value=json.loads,
+    document_param=lambda document: json.dumps(dict(document), sort_keys=True),
+    document_value=json.loads,
 )
 
 
