@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.authorizer import StandardAuthorizer
+from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.scram import ScramMechanism
@@ -59,6 +60,8 @@ class Services:
     logins: LoginStatistics = field(default_factory=LoginStatistics)
     #: Connections refused or closed before login (limits, login deadline), counted and logged rate-limited.
     refusals: ConnectionRefusals = field(default_factory=ConnectionRefusals)
+    #: Permissive enforcement and the shadow ACL set (``authorizer.rollout``), read by the console's health too.
+    rollout: Rollout = field(default_factory=Rollout)
 
     def close(self) -> None:
         self.store.close()
@@ -89,7 +92,8 @@ def build_services(settings: Settings) -> Services:
     credentials = CredentialService(store)
     topics = TopicService(store, default_partitions=settings.default_partitions)
     quotas = QuotaService(store)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups,
+                        rollout=Rollout(settings.enforcement))  # fmt: skip
     _bootstrap_admin(services)
     return services
 

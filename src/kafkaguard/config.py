@@ -269,6 +269,18 @@ class Settings(BaseSettings):
     )
     audit_log: Path | None = Field(None, description="JSON-lines audit log file (off when unset).")
     audit_mode: Literal["denied", "all"] = Field("denied", description="Audit denials only, or every decision.")
+    enforcement: Literal["enforcing", "permissive"] = Field(
+        "enforcing",
+        description="The proxy only. permissive: forward what the ACLs would deny and audit each such decision as "
+        'DENIED with "enforced": false (rolling out ACLs; needs audit_log). kafkaguard\'s own APIs (ACLs, SCRAM '
+        "users, quotas), logins and limits stay enforced.",
+    )
+    shadow_acls: Path | None = Field(
+        None,
+        description="A candidate ACL file (the format kafkaguard apply reads) decided beside the active ACLs on "
+        "every request; each decision it would flip is audited as a shadow event (needs audit_log). Reloaded when "
+        "the file changes.",
+    )
     audit_max_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Rotate the audit log at this size.")
     sync_interval_seconds: float = Field(0.5, gt=0, description="How often to pick up other processes' changes.")
     admin_user: str | None = Field(None, description="On start, create this SCRAM user if it has no credential.")
@@ -551,6 +563,20 @@ class Settings(BaseSettings):
                 "max_connections_per_ip 0 admits only the addresses of max_connections_per_ip_overrides, and there "
                 "are none: no client could connect"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_rollout(self) -> Settings:
+        """Permissive enforcement and shadow ACLs exist to write evidence: without an audit log they would only
+        weaken enforcement (permissive) or cost work for nothing (shadow)."""
+        if self.audit_log is None:
+            if self.enforcement == "permissive":
+                raise InvalidConfigError(
+                    "enforcement permissive needs audit_log: the would-be denials are written there (without it "
+                    "the proxy would only stop enforcing)"
+                )
+            if self.shadow_acls is not None:
+                raise InvalidConfigError("shadow_acls needs audit_log: the flipped decisions are written there")
         return self
 
     @field_validator("sasl_mechanisms")

@@ -14,6 +14,8 @@ One JSON object per line (JSON lines)::
 * ``login_groups`` (only when there are any): the groups the caller's login brought — an OAUTHBEARER token's groups
   claim — as ``Group:NAME``; a ``Group:`` ACL in ``rule`` that is not among them came from a stored membership.
   Readers that do not know the field ignore it.
+* ``enforced`` (only when false): a permissive proxy's would-be denial — decision DENIED, request forwarded anyway
+  (issue 27, record version 2's field; absent means true).
 
 Readers accept every version up to ``SCHEMA_VERSION`` and refuse newer ones with a reason. Parsing never raises
 on bad input: it returns a ``LineError`` naming what is wrong, so callers can count and report every bad line.
@@ -74,6 +76,8 @@ class AuditRecord:
     version: int = SCHEMA_VERSION
     #: The groups the caller's login brought (a token's), beside the stored memberships.
     login_groups: tuple[str, ...] = ()
+    #: False only for a permissive proxy's would-be denial (DENIED, forwarded anyway); written only when false.
+    enforced: bool = True
 
     @property
     def acl_id(self) -> str | None:
@@ -150,6 +154,8 @@ def to_dict(record: AuditRecord) -> dict[str, Any]:
     }
     if record.login_groups:
         written["login_groups"] = list(record.login_groups)
+    if not record.enforced:
+        written["enforced"] = False
     return written
 
 
@@ -223,4 +229,5 @@ def from_json_line(line: str) -> AuditRecord | LineError:
         resource_name=fields["resource_name"],
         decision=AuthorizationResult(fields["decision"]),
         rule=fields.get("rule"),
+        enforced=fields.get("enforced") is not False,
     )

@@ -67,7 +67,9 @@ def create_app(
     """The console over ``services``. With ``sync_store``, the lifespan polls the store for other processes'
     ACL changes every ``sync_interval_seconds`` (as the Kafka server does; not needed beside it)."""
     settings = services.settings
-    metrics = ConsoleMetrics(lambda: services.authorizer.acl_count, services.logins, services.refusals)
+    metrics = ConsoleMetrics(
+        lambda: services.authorizer.acl_count, services.logins, services.refusals, services.rollout
+    )
     pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
     budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)
     state = ConsoleState(

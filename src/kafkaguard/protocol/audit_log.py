@@ -21,11 +21,12 @@ import json
 import logging
 import os
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from glob import escape as glob_escape
 from pathlib import Path
+from typing import Any
 
 from kafkaguard.audit.record import AuditRecord, to_json_line
 from kafkaguard.store.files import open_private_append, tighten
@@ -63,9 +64,10 @@ class AuditLog:
         """Queue one record; never blocks."""
         self.record_later(partial(tuple, (record,)))
 
-    def record_later(self, make: Callable[[], Sequence[AuditRecord]]) -> None:
+    def record_later(self, make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]) -> None:
         """Queue the records ``make`` returns, made when they are written, off the event loop (``make`` must only
-        read immutable state, such as one authorizer snapshot's decisions); never blocks. The buffer's bound counts
+        read immutable state, such as one authorizer snapshot's decisions); never blocks. A mapping (an event
+        envelope, ``audit.shadow``) is written as it is. The buffer's bound counts
         each call once, however many records it makes."""
         if len(self._buffer) >= self._max_buffered:
             self._buffer.popleft()
@@ -145,6 +147,11 @@ class AuditLog:
         self.path.replace(self.path.with_name(f"{self.path.name}.1"))
 
 
-def _json_lines(make: Callable[[], Sequence[AuditRecord]]) -> str:
+def _json_lines(make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]) -> str:
     """The JSON lines of ``make``'s records, without the last newline ("" when it makes none)."""
-    return "\n".join(to_json_line(record) for record in make())
+    return "\n".join(
+        to_json_line(record)
+        if isinstance(record, AuditRecord)
+        else json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        for record in make()
+    )
