@@ -101,7 +101,7 @@ def test_a_bad_shadow_file_stops_the_start_naming_the_file_and_the_problem(servi
 def test_a_missing_shadow_file_stops_the_start(tmp_path: Path):
     built = _services(tmp_path, shadow_acls=tmp_path / "nowhere.yaml")
     try:
-        with pytest.raises(InvalidConfigError, match="nowhere.yaml"):
+        with pytest.raises(InvalidConfigError, match=r"nowhere\.yaml"):
             RolloutWatch(built, load_acl_file).start()
     finally:
         built.close()
