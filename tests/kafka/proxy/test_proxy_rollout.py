@@ -31,21 +31,13 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import KafkaError
-from confluent_kafka.admin import (
-    AclBinding as KafkaAclBinding,
-)
-from confluent_kafka.admin import (
-    AclOperation as KafkaAclOperation,
-)
-from confluent_kafka.admin import (
-    AclPermissionType as KafkaAclPermissionType,
-)
-from confluent_kafka.admin import (
-    ConfigResource,
-    NewTopic,
-    ResourcePatternType,
-)
-from confluent_kafka.admin import ResourceType as KafkaResourceType
+from confluent_kafka.admin._acl import AclBinding as KafkaAclBinding
+from confluent_kafka.admin._acl import AclOperation as KafkaAclOperation
+from confluent_kafka.admin._acl import AclPermissionType as KafkaAclPermissionType
+from confluent_kafka.admin._config import ConfigResource
+from confluent_kafka.admin._resource import ResourcePatternType
+from confluent_kafka.admin._resource import ResourceType as KafkaResourceType
+from confluent_kafka.cimpl import NewTopic
 from typer.testing import CliRunner
 
 from kafkaguard.authorizer.rollout import stored_from_file
@@ -113,7 +105,7 @@ def traffic(proxy: ServerHandle, kafka: KafkaBroker, name: str, n: Names) -> dic
     consumed = consume(proxy, name, n.allowed, n.group, 3)
     admin = proxied_admin(proxy, name)
     created = outcomes(admin.create_topics([NewTopic(n.created, 1, 1)], request_timeout=TIMEOUT))
-    described = outcomes(admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, n.allowed)]))
+    described = outcomes(admin.describe_configs([ConfigResource(KafkaResourceType.TOPIC, n.allowed)]))
     return {"produced": produced, "pending": pending, "consumed": consumed,
             "created": list(created.values()), "described": list(described.values())}  # fmt: skip
 
