@@ -98,3 +98,15 @@ def test_rollout_refuses_an_unknown_enforcement():
     else:
         raise AssertionError("accepted")
     assert Rollout("permissive").permissive and not Rollout().permissive
+
+
+def test_the_candidate_sees_the_group_memberships_of_the_active_decision():
+    group_acl = AclBinding(
+        ResourcePattern(TOPIC, "orders", PatternType.LITERAL),
+        AccessControlEntry("Group:readers", "*", AclOperation.READ, AclPermissionType.ALLOW),
+    )
+    candidate = shadow_set("c", [group_acl], super_users=(), allow_everyone_if_no_acl_found=False, memberships={})
+    active = StandardAuthorizer(memberships={"User:alice": ["Group:readers"]})  # alice joined after the file loaded
+    outcome = authorize_request(active, ALICE, REQUIREMENTS[ApiKey.FETCH], {TOPIC: ["orders"]})
+    ((_, decision),) = flips(outcome, candidate.snapshot)
+    assert decision.result is AuthorizationResult.ALLOWED and "Group:readers" in str(decision.rule)

@@ -53,8 +53,8 @@ def stored_from_file(bindings: Iterable[AclBinding]) -> tuple[StoredAcl, ...]:
 
 @dataclass(frozen=True, slots=True)
 class ShadowSet:
-    """A candidate ACL set, decided as the active authorizer decides (same super users, allow-everyone setting and
-    the group memberships as they were when it was loaded)."""
+    """A candidate ACL set, decided as the active authorizer decides (same super users and allow-everyone setting;
+    the group memberships are the active snapshot's of each request, see ``flips``)."""
 
     source: str
     snapshot: AuthorizerSnapshot
@@ -85,10 +85,14 @@ def permitted(outcome: RequestAuthorization) -> RequestAuthorization:
 
 def flips(outcome: RequestAuthorization, shadow: AuthorizerSnapshot) -> list[tuple[int, Decision]]:
     """The decisive actions of ``outcome`` whose decision the shadow snapshot makes differently: (position in
-    ``outcome.decisive``, the shadow's decision with its rule). Decided from ``outcome``'s own context."""
+    ``outcome.decisive``, the shadow's decision with its rule). Decided from ``outcome``'s own context and with the
+    principal groups of ``outcome``'s snapshot (a membership change in the store applies to both sets at once: the
+    candidate is an ACL file, the groups are the store's)."""
     actions = [action for action, _ in outcome.decisive]
     if not actions:
         return []
+    if shadow.memberships is not outcome.snapshot.memberships:  # the groups as the active decision saw them
+        shadow = dataclasses.replace(shadow, memberships=outcome.snapshot.memberships)
     results = authorize_in(shadow, outcome.context, actions)
     return [
         (position, explain_in(shadow, outcome.context, actions[position]))
