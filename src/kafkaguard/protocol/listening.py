@@ -91,6 +91,7 @@ class ListeningServer(ABC):
             )
         #: The shadow ACL file and the permissive reminders (``protocol.rollout``).
         self.rollout = RolloutWatch(services, shadow_loader)
+        self.rollout.load()  # a bad shadow file stops the start before anything runs
         self.audit = (
             AuditLog(settings.audit_log, mode=settings.audit_mode, max_bytes=settings.audit_max_bytes)
             if settings.audit_log is not None
@@ -127,7 +128,7 @@ class ListeningServer(ABC):
         :raises InvalidConfigError: a listener cannot be bound, TLS is configured wrongly, or the shadow ACL file
             is not a valid ACL file.
         """
-        self.rollout.start()  # first: a bad shadow file stops the start before anything runs
+        self.rollout.start()
         self.sessions.start()  # before the first connection: no login may miss a credential change
         # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
         record_served_settings(self.services.settings, self.SERVED_BY)

@@ -54,14 +54,23 @@ class RolloutWatch:
         self._poll_seconds = poll_seconds
         self._warn_seconds = warn_seconds
         self._seen: tuple[int, int] | None = None
+        self._loaded = False
         self._tasks: list[asyncio.Task[None]] = []
 
-    def start(self) -> None:
-        """Load the shadow file (a bad one raises ``InvalidConfigError``) and start following it; warn if
-        permissive."""
+    def load(self) -> None:
+        """Load the shadow file now, if one is set: a bad one raises ``InvalidConfigError`` (the server calls this
+        when it is made, before it binds a listener or the proxy reaches its upstream)."""
         if self.path is not None:
             self._seen = _signature(self.path)
             self._load()
+            self._loaded = True
+
+    def start(self) -> None:
+        """Load the shadow file if ``load`` did not (a bad one raises ``InvalidConfigError``) and start following
+        it; warn if permissive."""
+        if self.path is not None:
+            if not self._loaded:
+                self.load()
             self._tasks.append(asyncio.create_task(self._follow(), name="shadow-acls"))
         if self.services.rollout.permissive:
             log.warning(PERMISSIVE_WARNING)
