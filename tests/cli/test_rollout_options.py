@@ -20,7 +20,8 @@ def test_proxy_refuses_permissive_without_an_audit_log(tmp_path: Path):
 def test_proxy_starts_no_further_with_a_bad_shadow_file(tmp_path: Path):
     bad = tmp_path / "candidate.yaml"
     bad.write_text("principals: [")
+    audit = str(tmp_path / "audit.log")
     result = CliRunner().invoke(app, ["proxy", "--upstream", "127.0.0.1:1", "--data-dir", str(tmp_path / "d"),
-                                      "--audit-log", str(tmp_path / "audit.log"), "--shadow-acls", str(bad)])  # fmt: skip
+                                      "--audit-log", audit, "--shadow-acls", str(bad)])  # fmt: skip
     assert result.exit_code == 2
     assert "candidate.yaml" in result.output
