@@ -5,7 +5,10 @@ Run: ``.venv/bin/python -m benchmarks.bench_proxy [--quick] [--soak-seconds N] [
 real-Kafka tests, ``--kafka-tgz``, or else ``../shared/kafka/kafka_*.tgz`` next to the checkout.
 ``--direct-only`` measures the direct half alone (no proxy). ``--kafkaguard PATH`` runs another kafkaguard
 executable; ``--proxy-arg=--log-level --proxy-arg=WARNING`` passes more arguments to ``kafkaguard proxy``;
-``--audit-mode all`` runs it with an audit log.
+``--audit-mode all`` runs it with an audit log. Rolling out ACL changes (issue 27): ``--enforcement permissive`` runs
+the proxy permissive, ``--shadow-acls`` with a shadow ACL set of the same size as the active one (the bench's ACLs,
+the group renamed: the group's requests flip, Produce and Fetch do not); either implies an audit log (``denied``
+unless ``--audit-mode`` says otherwise). Compare such a run with a plain one of the same ``--audit-mode``.
 
 One run, one machine, one set of client settings (``benchmarks.kafka_load``: confluent-kafka/librdkafka, SCRAM-SHA-512
 over SASL_PLAINTEXT, as the non-super user ``bench``; producer linger.ms=5, batch.size=256 KiB, acks=all, no
@@ -451,9 +454,26 @@ def proxy_command(
         "--upstream-password-file", str(password_file),
         "--super-users", f"User:{ADMIN}",
     ]  # fmt: skip
-    if args.audit_mode:
-        command += ["--audit-log", str(data_dir.parent / "audit.log"), "--audit-mode", args.audit_mode]
+    audit_mode = args.audit_mode or ("denied" if args.enforcement == "permissive" or args.shadow_acls else None)
+    if audit_mode:
+        command += ["--audit-log", str(data_dir.parent / "audit.log"), "--audit-mode", audit_mode]
+    if args.enforcement == "permissive":
+        command += ["--enforcement", "permissive"]
+    if args.shadow_acls:
+        command += ["--shadow-acls", str(write_shadow_acls(data_dir.parent / "shadow-acls.yaml"))]
     return command + list(args.proxy_arg)
+
+
+def write_shadow_acls(path: Path) -> Path:
+    """A shadow ACL set of the active set's size (``_bench_acls``), in ``kafkaguard apply``'s format: the same ACLs
+    with the group renamed, so that only the group's requests (join, heartbeat, offsets) flip."""
+    lines = ["principals:", f'  "User:{USER}":', "    acls:"]
+    for kind, name, operation in _bench_acls():
+        key = "topic" if kind is ResourceType.TOPIC else "group"
+        lines += [f"      - {key}: {name if kind is ResourceType.TOPIC else name + '-candidate'}",
+                  f"        operations: [{operation.name}]"]  # fmt: skip
+    path.write_text("\n".join(lines) + "\n")
+    return path
 
 
 # ------------------------------------------------------------------------------------------------ the run
@@ -489,6 +509,8 @@ class Outcome:
     runs: list[Measured] = field(default_factory=list)
     soak: Soak | None = None
     audit_mode: str | None = None
+    #: The proxy's rollout variant: "", "permissive", "shadow" or "permissive+shadow".
+    rollout: str = ""
 
     def of(self, phase: str, side: str) -> list[Measured]:
         return [m for m in self.runs if m.phase == phase and m.side == side]
@@ -746,6 +768,8 @@ def render(o: Outcome) -> str:
                         f"{_ratio(proxy, direct)} | {_ratio(proxy, hop)} |")  # fmt: skip
     loads = [m.usage.other_load for m in o.runs if m.usage.other_load == m.usage.other_load]
     audit = f", audit log `--audit-mode {o.audit_mode}`" if o.audit_mode else ", no audit log"
+    if o.rollout:
+        audit += f", rollout variant `{o.rollout}`"
     lines = [
         "## Authorizing proxy (`benchmarks/bench_proxy.py`)",
         "",
@@ -866,6 +890,7 @@ def to_json(o: Outcome) -> dict[str, Any]:
         "message_bytes": SIZE,
         "direct_only": o.direct_only,
         "audit_mode": o.audit_mode,
+        "rollout": o.rollout,
         "summary": summarize(o),
         "runs": runs,
         "soak": soak,
@@ -905,6 +930,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--latency-seconds", type=float, help="measured seconds per latency run (default 20, quick 5)")
     parser.add_argument("--rounds", type=int, help="rounds of every phase, every side (default 5, --quick 1)")
     parser.add_argument("--audit-mode", choices=["denied", "all"], help="run the proxy with an audit log")
+    parser.add_argument("--enforcement", choices=["enforcing", "permissive"], default="enforcing",
+                        help="run the proxy permissive (implies an audit log)")  # fmt: skip
+    parser.add_argument("--shadow-acls", action="store_true",
+                        help="run the proxy with a shadow ACL set of the active set's size (implies an audit log)",
+                        )  # fmt: skip
     parser.add_argument("--proxy-arg", action="append", default=[], help="one more argument for kafkaguard proxy")
     parser.add_argument("--kafkaguard", type=Path, help="the kafkaguard executable (default: beside this Python)")
     parser.add_argument("--kafka-tgz", type=Path, help="Kafka tarball (default: KAFKA_TGZ/KAFKA_HOME, ../shared/kafka)")
@@ -923,7 +953,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan = Plan.make(args)
     if args.direct_only and plan.soak_s > 0:
         _say("--soak-seconds needs the proxy; no soak with --direct-only")
-    outcome = Outcome(plan, direct_only=bool(args.direct_only), audit_mode=args.audit_mode)
+    rollout = "+".join(part for part, on in (("permissive", args.enforcement == "permissive"),
+                                             ("shadow", args.shadow_acls)) if on)  # fmt: skip
+    audit_mode = args.audit_mode or ("denied" if rollout else None)
+    outcome = Outcome(plan, direct_only=bool(args.direct_only), audit_mode=audit_mode, rollout=rollout)
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-proxy-"))
     broker: KafkaBroker | None = None
     proxy: ProxyProcess | None = None
@@ -985,7 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json is not None:
         args.json.write_text(json.dumps(_clean_nan(to_json(outcome)), indent=2) + "\n")
         _say(f"JSON written to {args.json}")
-    if not (args.no_write or args.quick or args.direct_only):
+    if not (args.no_write or args.quick or args.direct_only or rollout):  # a variant does not replace the section
         write_section("proxy", markdown)
     return 0
 

@@ -17,6 +17,7 @@ from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.audit.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer import StandardAuthorizer
+from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model import INTERNAL_ACTOR
@@ -68,6 +69,8 @@ class Services:
     #: until an audit trail connects to it (``events.connect(trail.record_event)``). Services built by hand (tests)
     #: get their own relay, not connected to this one.
     events: EventRelay = field(default_factory=EventRelay)
+    #: Permissive enforcement and the shadow ACL set (``authorizer.rollout``), read by the console's health too.
+    rollout: Rollout = field(default_factory=Rollout)
 
     def close(self) -> None:
         self.store.close()
@@ -99,7 +102,8 @@ def build_services(settings: Settings) -> Services:
     credentials = CredentialService(store, events=events)
     topics = TopicService(store, default_partitions=settings.default_partitions, events=events)
     quotas = QuotaService(store, events=events)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, events=events)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, events=events,
+                        rollout=Rollout(settings.enforcement))  # fmt: skip
     _bootstrap_admin(services)
     return services
 

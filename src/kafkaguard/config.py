@@ -278,6 +278,18 @@ class Settings(BaseSettings):
     audit_usage_window_seconds: float = Field(
         60.0, gt=0, description="usage mode: the window per which decisions are counted and written."
     )
+    enforcement: Literal["enforcing", "permissive"] = Field(
+        "enforcing",
+        description="The proxy only. permissive: forward what the ACLs would deny and audit each such decision as "
+        'DENIED with "enforced": false (rolling out ACLs; needs an audit trail). kafkaguard\'s own APIs (ACLs, SCRAM '
+        "users, quotas), logins and limits stay enforced.",
+    )
+    shadow_acls: Path | None = Field(
+        None,
+        description="A candidate ACL file (the format kafkaguard apply reads) decided beside the active ACLs on "
+        "every request; each decision it would flip is audited as a shadow event (needs an audit trail). Reloaded when "
+        "the file changes.",
+    )
     audit_max_bytes: int = Field(100 * 1024 * 1024, ge=1024, description="Rotate the audit log at this size.")
     audit_node_name: str | None = Field(
         None,
@@ -684,6 +696,23 @@ class Settings(BaseSettings):
                 "max_connections_per_ip 0 admits only the addresses of max_connections_per_ip_overrides, and there "
                 "are none: no client could connect"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _check_rollout(self) -> Settings:
+        """Permissive enforcement and shadow ACLs exist to write evidence: without an audit log they would only
+        weaken enforcement (permissive) or cost work for nothing (shadow)."""
+        if self.audit_log is None and self.audit_kafka_bootstrap_servers is None:
+            if self.enforcement == "permissive":
+                raise InvalidConfigError(
+                    "enforcement permissive needs an audit trail (audit_log or audit_kafka_bootstrap_servers): the "
+                    "would-be denials are written there (without it the proxy would only stop enforcing)"
+                )
+            if self.shadow_acls is not None:
+                raise InvalidConfigError(
+                    "shadow_acls needs an audit trail (audit_log or audit_kafka_bootstrap_servers): the flipped "
+                    "decisions are written there"
+                )
         return self
 
     @field_validator("sasl_mechanisms")

@@ -64,6 +64,8 @@ def test_healthz_openapi_and_the_page_need_no_login(console: ConsoleHandle) -> N
             "status": "ok",
             "store": "ok",
             "acls": console.services.authorizer.acl_count,
+            "enforcement": "enforcing",
+            "shadow_acls": None,
         }
         spec = anonymous.get("/openapi.json").json()
         assert {"/api/acls", "/api/users", "/api/users/{name}", "/api/authorize", "/metrics", "/healthz"} <= set(

@@ -39,6 +39,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
 from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
 from kafkaguard.protocol.outbox import Outbox
@@ -255,12 +256,15 @@ def make_scope(
     principal: str,
     nodes: NodeDirectory | None = None,
     meter: QuotaMeter | None = None,
+    audit: AuditLog | None = None,
 ) -> ProxyScope:
     """A ``ProxyScope`` for ``payload`` (a client's request), as ``ProxyDispatcher.dispatch`` makes one."""
-    context = ListenerContext(services, LISTENER, BrokerInfo(0, PROXY_HOST, LISTENER.port, "proxy-cluster"))
+    broker = BrokerInfo(0, PROXY_HOST, LISTENER.port, "proxy-cluster")
+    context = ListenerContext(services, LISTENER, broker, audit)
     request = decode_request(payload, VERSIONS)
     return ProxyScope(
         **scope_fields(context, RequestContext(principal, CLIENT_HOST), request),
+        permissive=services.rollout.permissive,
         payload=payload,
         correlation_id=request.header.correlation_id,
         listener=LISTENER,
@@ -284,16 +288,19 @@ def handle(
     principal: str = "User:alice",
     nodes: NodeDirectory | None = None,
     meter: QuotaMeter | None = None,
+    audit: AuditLog | None = None,
 ) -> Handled:
     """``body`` (a kio request entity), sent by ``principal``, through its proxy handler; answered as
-    ``protocol.connection`` answers a reply. ``UpstreamUnavailable`` propagates, as it does to the connection."""
+    ``protocol.connection`` answers a reply. ``UpstreamUnavailable`` propagates, as it does to the connection.
+    With ``audit``, the request's records are written to it before this returns."""
     payload = client_request(body)
 
     async def go() -> Handled:
         writer = CollectingWriter()
         closed: list[bool] = []
         outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=lambda: closed.append(True), peer=CLIENT_HOST)
-        scope = make_scope(services, upstream, outbox, payload, principal=principal, nodes=nodes, meter=meter)
+        scope = make_scope(services, upstream, outbox, payload, principal=principal, nodes=nodes, meter=meter,
+                           audit=audit)  # fmt: skip
         reply = await HANDLERS[scope.api_key](scope, scope_body(payload))
         handled = Handled(payload, reply)
         answered = reply.reply if isinstance(reply, Throttled) else reply
@@ -305,6 +312,8 @@ def handle(
         await outbox.stop()
         handled.client = writer.frames()
         handled.closed = bool(closed)
+        if audit is not None:
+            await audit.flush()
         return handled
 
     return asyncio.run(go())

@@ -55,7 +55,9 @@ def test_an_outage_is_retriable_on_the_wire_503_over_rest_and_recovers(
             try:
                 assert create(admin, "during") == KafkaError.REQUEST_TIMED_OUT
                 assert anonymous.get("/healthz").json() == {"status": "degraded", "store": "unreachable",
-                                                            "acls": handle.services.authorizer.acl_count}  # fmt: skip
+                                                            "acls": handle.services.authorizer.acl_count,
+                                                            "enforcement": "enforcing",
+                                                            "shadow_acls": None}  # fmt: skip
                 refused = rest.put("/api/users/carol", json={"password": "carol-pw"})
                 assert refused.status_code == 503
                 assert "REQUEST_TIMED_OUT" in refused.json()["detail"]

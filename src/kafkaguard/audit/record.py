@@ -14,6 +14,8 @@ One JSON object per line (JSON lines)::
 * ``login_groups`` (only when there are any): the groups the caller's login brought — an OAUTHBEARER token's groups
   claim — as ``Group:NAME``; a ``Group:`` ACL in ``rule`` that is not among them came from a stored membership.
   Readers that do not know the field ignore it.
+* ``enforced`` (only when false): a permissive proxy's would-be denial — decision DENIED, request forwarded anyway
+  (issue 27, record version 2's field; absent means true).
 
 Version 2 adds three fields, all optional on read (so version 1 files read unchanged):
 

@@ -1,4 +1,5 @@
-"""``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark.
+"""``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark; and ``audit shadow-report``
+(local, ``cli.shadow_report``): the shadow ACL flips of live traffic.
 
 The jobs' flags are defined once, in ``kafkaguard.pipeline.jobs.entry`` (argparse, so a job runs where only
 ``kafkaguard[spark]`` is installed); each command here passes its arguments through unchanged, so
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import typer
 
+from kafkaguard.cli.shadow_report import shadow_report
 from kafkaguard.pipeline.jobs.entry import JOBS, main
 
 app = typer.Typer(
@@ -41,3 +43,5 @@ def _command(job: str) -> None:
 
 for _job in JOBS:
     _command(_job)
+
+app.command("shadow-report")(shadow_report)

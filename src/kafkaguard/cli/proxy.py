@@ -9,26 +9,29 @@ the OAuth client secret and the client key's password (``KAFKAGUARD_UPSTREAM_SAS
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from kafkaguard.cli import options as o
+from kafkaguard.cli.aclfile import load_acl_file
 from kafkaguard.config import Settings, load_settings
 
 
 async def _run(settings: Settings) -> None:
     from kafkaguard.proxy.app import ProxyServer  # the server extra, imported only to serve
 
+    server_type = functools.partial(ProxyServer, shadow_loader=load_acl_file)
     if settings.http_listener is not None:
         from kafkaguard.cli.console import serve_with_console
 
-        await serve_with_console(settings, ProxyServer)
+        await serve_with_console(settings, server_type)
         return
     from kafkaguard.protocol.listening import serve as run_server
 
-    await run_server(settings, ProxyServer)
+    await run_server(settings, server_type)
 
 
 def proxy(
@@ -81,6 +84,17 @@ def proxy(
     audit_usage_window_seconds: o.AuditUsageWindow = None,
     audit_kafka_bootstrap_servers: o.AuditKafkaBootstrapServers = None,
     audit_kafka_topic: o.AuditKafkaTopic = None,
+    enforcement: Annotated[
+        str | None,
+        typer.Option(
+            help="enforcing (default) or permissive: forward what the ACLs would deny, audited as would-be denials "
+            "(needs --audit-log; for rolling out ACLs, never left on)."
+        ),
+    ] = None,
+    shadow_acls: Annotated[
+        Path | None,
+        typer.Option(help="A candidate ACL file (apply's format) decided beside the active ACLs; flips are audited."),
+    ] = None,
     ssl_certfile: o.SslCertfile = None,
     ssl_keyfile: o.SslKeyfile = None,
     ssl_keyfile_password_file: o.SslKeyfilePasswordFile = None,
@@ -141,6 +155,8 @@ def proxy(
             audit_usage_window_seconds=audit_usage_window_seconds,
             audit_kafka_bootstrap_servers=audit_kafka_bootstrap_servers,
             audit_kafka_topic=audit_kafka_topic,
+            enforcement=enforcement,
+            shadow_acls=shadow_acls,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
             http_listener=http_listener,

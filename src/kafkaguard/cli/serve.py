@@ -6,25 +6,30 @@ environment, then the file); see ``kafkaguard.config``.
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from kafkaguard.cli import options as o
+from kafkaguard.cli.aclfile import load_acl_file
 from kafkaguard.config import Settings, load_settings
 
 
 async def _run(settings: Settings) -> None:
+    # the server extra is imported only to serve
+    from kafkaguard.server.app import KafkaServer
+
+    server_type = functools.partial(KafkaServer, shadow_loader=load_acl_file)
     if settings.http_listener is not None:  # the Kafka server and the console in one event loop
         from kafkaguard.cli.console import serve_with_console
 
-        await serve_with_console(settings)
+        await serve_with_console(settings, server_type)
         return
-    # the server extra is imported only to serve
     from kafkaguard.protocol.listening import serve as run_server
-    from kafkaguard.server.app import KafkaServer
 
-    await run_server(settings, KafkaServer)
+    await run_server(settings, server_type)
 
 
 def serve(
@@ -42,6 +47,10 @@ def serve(
     audit_usage_window_seconds: o.AuditUsageWindow = None,
     audit_kafka_bootstrap_servers: o.AuditKafkaBootstrapServers = None,
     audit_kafka_topic: o.AuditKafkaTopic = None,
+    shadow_acls: Annotated[
+        Path | None,
+        typer.Option(help="A candidate ACL file (apply's format) decided beside the active ACLs; flips are audited."),
+    ] = None,
     ssl_certfile: o.SslCertfile = None,
     ssl_keyfile: o.SslKeyfile = None,
     ssl_keyfile_password_file: o.SslKeyfilePasswordFile = None,
@@ -89,6 +98,7 @@ def serve(
             audit_usage_window_seconds=audit_usage_window_seconds,
             audit_kafka_bootstrap_servers=audit_kafka_bootstrap_servers,
             audit_kafka_topic=audit_kafka_topic,
+            shadow_acls=shadow_acls,
             ssl_certfile=ssl_certfile,
             ssl_keyfile=ssl_keyfile,
             http_listener=http_listener,

@@ -68,7 +68,11 @@ def create_app(
     ACL changes every ``sync_interval_seconds`` (as the Kafka server does; not needed beside it)."""
     settings = services.settings
     metrics = ConsoleMetrics(
-        lambda: services.authorizer.acl_count, services.logins, services.refusals, services.audit_trail
+        lambda: services.authorizer.acl_count,
+        services.logins,
+        services.refusals,
+        services.audit_trail,
+        services.rollout,
     )
     pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
     budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)

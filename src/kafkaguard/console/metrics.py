@@ -6,6 +6,8 @@
   because their check took longer (``kafkaguard.console.failure_timing``): above zero, raise the setting;
 * ``kafkaguard_console_request_duration_seconds{method,route}``: request latency by route template;
 * ``kafkaguard_acls``: ACLs the authorizer holds now (read at scrape time);
+* ``kafkaguard_enforcement_permissive``, ``kafkaguard_permissive_would_be_denials_total``, ``kafkaguard_shadow_acls``,
+  ``kafkaguard_shadow_flips_total{direction}``: rolling out ACL changes (``RolloutCollector``);
 * ``kafkaguard_logins_total{listener,mechanism,result}``: the process's logins (``Services.logins``: Kafka
   listeners, and the console when it records there), read at scrape time; present only when ``logins`` is given;
 * ``kafkaguard_audit_records_total{sink,outcome}``: the audit trail's records per sink (file, kafka) and outcome
@@ -27,6 +29,7 @@ from prometheus_client.registry import Collector
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.audit.trail_statistics import AuditTrailStatistics
+from kafkaguard.authorizer.rollout import Rollout
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -40,10 +43,13 @@ class ConsoleMetrics:
         logins: LoginStatistics | None = None,
         refusals: ConnectionRefusals | None = None,
         audit_trail: AuditTrailStatistics | None = None,
+        rollout: Rollout | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
         if audit_trail is not None:
             self.registry.register(AuditTrailCollector(audit_trail))
+        if rollout is not None:
+            self.registry.register(RolloutCollector(rollout))
         if logins is not None:
             self.registry.register(LoginCollector(logins))
         if refusals is not None:
@@ -94,6 +100,41 @@ class LoginCollector(Collector):
         for key, count in self._logins.counts().items():
             family.add_metric([key.listener, key.mechanism, key.result], count)
         yield family
+
+
+class RolloutCollector(Collector):
+    """Permissive enforcement and the shadow ACL set (``authorizer.rollout``), read at each scrape:
+    ``kafkaguard_enforcement_permissive`` (1 while requests the ACLs deny are forwarded),
+    ``kafkaguard_permissive_would_be_denials_total``, ``kafkaguard_shadow_acls`` and
+    ``kafkaguard_shadow_flips_total{direction}`` (newly_denied, newly_allowed)."""
+
+    def __init__(self, rollout: Rollout) -> None:
+        self._rollout = rollout
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        rollout = self._rollout
+        yield GaugeMetricFamily(
+            "kafkaguard_enforcement_permissive",
+            "1 while enforcement is permissive: requests the ACLs deny are forwarded and audited as would-be denials.",
+            value=1.0 if rollout.permissive else 0.0,
+        )
+        yield CounterMetricFamily(
+            "kafkaguard_permissive_would_be_denials",
+            "Decisions audited as DENIED but not enforced (permissive).",
+            value=rollout.would_be_denials,
+        )
+        shadow = rollout.shadow
+        yield GaugeMetricFamily(
+            "kafkaguard_shadow_acls",
+            "ACLs of the shadow (candidate) set decided beside the active one (0: none).",
+            value=0 if shadow is None else shadow.acl_count,
+        )
+        flips = CounterMetricFamily(
+            "kafkaguard_shadow_flips", "Decisions the shadow ACL set would flip, by direction.", labels=["direction"]
+        )
+        flips.add_metric(["newly_denied"], rollout.shadow_newly_denied)
+        flips.add_metric(["newly_allowed"], rollout.shadow_newly_allowed)
+        yield flips
 
 
 class RefusalCollector(Collector):

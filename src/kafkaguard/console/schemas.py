@@ -352,6 +352,13 @@ class HealthOut(BaseModel):
     status: Literal["ok", "degraded"]
     store: Literal["ok", "unreachable"]
     acls: int
+    enforcement: Literal["enforcing", "permissive"] = Field(
+        "enforcing",
+        description="permissive: a proxy in this process forwards what its ACLs deny (audited as would-be denials).",
+    )
+    shadow_acls: int | None = Field(
+        None, description="ACLs of the shadow (candidate) set decided beside the active one; null when none."
+    )
 
 
 # ------------------------------------------------------------------------------------------- principal groups

@@ -35,9 +35,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from kafkaguard.audit.cloudevents import AUTHENTICATION, AUTHORIZATION, CATEGORIES, envelope, source_of, to_json
+from kafkaguard.audit.cloudevents import AUTHENTICATION, AUTHORIZATION, CATEGORIES, SHADOW, envelope, source_of, to_json
 from kafkaguard.audit.login_failures import FailureWindows
 from kafkaguard.audit.record import AuditRecord, to_dict
+from kafkaguard.audit.shadow import shadow_subject
 from kafkaguard.audit.trail_statistics import DROPPED, AuditTrailStatistics
 from kafkaguard.audit.usage import DEFAULT_MAX_KEYS, UsageAggregator
 from kafkaguard.protocol.audit_sinks import FileSink, Outgoing, Sink
@@ -59,7 +60,7 @@ class Event:
 class _Decisions:
     """A function making one request's authorization records (in the writer thread, where usage mode folds them)."""
 
-    make: Callable[[], Sequence[AuditRecord]]
+    make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]
 
 
 #: What the buffer holds: a note line for the file (a gap), a request's decisions, or a function that makes events
@@ -116,10 +117,11 @@ class AuditLog:
         """Queue one record; never blocks."""
         self.record_later(partial(tuple, (record,)))
 
-    def record_later(self, make: Callable[[], Sequence[AuditRecord]]) -> None:
+    def record_later(self, make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]) -> None:
         """Queue the records ``make`` returns, made when they are written, off the event loop (``make`` must only
-        read immutable state, such as one authorizer snapshot's decisions); never blocks. The buffer's bound counts
-        each call once, however many records it makes."""
+        read immutable state, such as one authorizer snapshot's decisions); never blocks. A mapping among them is
+        a shadow event's data (``audit.shadow.shadow_data``): never folded. The buffer's bound counts each call once,
+        however many records it makes."""
         self._queue(_Decisions(make))
 
     def record_event(self, category: str, subject: str, data: Mapping[str, Any]) -> None:
@@ -226,8 +228,10 @@ class AuditLog:
             if isinstance(entry, str):
                 outgoing.append(Outgoing(None, "", {}, entry))
             elif isinstance(entry, _Decisions):
-                records = entry.make()
+                made = entry.make()
+                records = [item for item in made if isinstance(item, AuditRecord)]
                 add(_authorization_events(records if usage is None else usage.add(records)))
+                add([_shadow_event(item) for item in made if not isinstance(item, AuditRecord)])
             else:
                 add(entry())
         if usage is not None:
@@ -258,6 +262,10 @@ class AuditLog:
 def authorization_subject(record: AuditRecord) -> str:
     """``RESOURCE_TYPE:name``: what an authorization record is about."""
     return f"{record.resource_type.name}:{record.resource_name}"
+
+
+def _shadow_event(data: Mapping[str, Any]) -> Event:
+    return Event(SHADOW, shadow_subject(data), dict(data), data["time"])
 
 
 def _authorization_events(records: Sequence[AuditRecord]) -> list[Event]:

@@ -50,6 +50,7 @@ from kafkaguard.protocol.descriptors import reserve_descriptors
 from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.login_events import record_login_event
 from kafkaguard.protocol.proxy_header import ProxyHeaderError, read_proxy_header
+from kafkaguard.protocol.rollout import AclFileLoader, RolloutWatch
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
 from kafkaguard.protocol.sessions import SessionRegistry
 from kafkaguard.protocol.trusted import TrustedProxies
@@ -78,9 +79,20 @@ class ListeningServer(ABC):
     #: Who records its settings in the data directory (``config.record_served_settings``).
     SERVED_BY: str
 
-    def __init__(self, services: Services) -> None:
+    #: Whether ``enforcement: permissive`` means anything here (the proxy's forwarded requests only).
+    PERMISSIVE: bool = False
+
+    def __init__(self, services: Services, *, shadow_loader: AclFileLoader | None = None) -> None:
         self.services = services
         settings = services.settings
+        if services.rollout.permissive and not self.PERMISSIVE:
+            raise InvalidConfigError(
+                f"enforcement permissive is for kafkaguard proxy only; {self.SERVED_BY} answers requests itself, "
+                "with nothing behind it to enforce: use shadow_acls to try a candidate ACL set"
+            )
+        #: The shadow ACL file and the permissive reminders (``protocol.rollout``).
+        self.rollout = RolloutWatch(services, shadow_loader)
+        self.rollout.load()  # a bad shadow file stops the start before anything runs
         #: The audit trail (the file, the Kafka topic sink), None when neither is configured.
         self.audit = audit_trail(settings, services.audit_trail)
         if self.audit is not None:
@@ -114,8 +126,10 @@ class ListeningServer(ABC):
     async def start(self) -> None:
         """Bind every listener (port 0: any free port) and start the background tasks.
 
-        :raises InvalidConfigError: a listener cannot be bound, or TLS is configured wrongly.
+        :raises InvalidConfigError: a listener cannot be bound, TLS is configured wrongly, or the shadow ACL file
+            is not a valid ACL file.
         """
+        self.rollout.start()
         self.sessions.start()  # before the first connection: no login may miss a credential change
         # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
         record_served_settings(self.services.settings, self.SERVED_BY)
@@ -149,6 +163,7 @@ class ListeningServer(ABC):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sync_task
             self._sync_task = None
+        await self.rollout.stop()
         if self.audit is not None:
             await self.audit.stop()
         await self.collector.stop()

@@ -1,21 +1,29 @@
 """What a handler sees of one request: who asks, which API and version, the services, and authorization with
 auditing (every decisive decision goes to the audit log when one is configured).
 
+``RequestScope.authorize`` is the one decision point of every handler, so it is where rolling out ACL changes
+(``authorizer.rollout``) applies: with ``permissive`` every check passes (the handler takes its all-allowed path) and
+the would-be denials are audited with ``enforced: false``; with a shadow ACL set, the audit writer's thread decides the
+same actions under the candidate set and records each flip as a shadow event.
+
 A scope holds the authorizer snapshot taken when the request was read: every check of the request (its
 requirement, Metadata's auto-creation, authorized-operations fields) and every audit record of it are decided
 from that one snapshot, even if an ACL change swaps the authorizer's snapshot meanwhile."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from kafkaguard.audit.record import AuditRecord, record_from_decision
+from kafkaguard.audit.shadow import shadow_data
 from kafkaguard.authorizer import AuthorizerSnapshot
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
+from kafkaguard.authorizer.rollout import Rollout, flips, permitted
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
 from kafkaguard.model import Actor, AuthorizationResult, RequestContext, ResourceType
@@ -76,20 +84,30 @@ class RequestScope:
             request_id=request_id,
         )
 
+    #: Permissive enforcement (``authorizer.rollout``): set by the proxy for the requests it forwards only, never
+    #: for kafkaguard's own APIs (ACLs, SCRAM users, quotas), which stay enforced.
+    permissive: bool = False
+
     def authorize(
         self, requirement: Requirement, resources: Mapping[ResourceType, Sequence[str]] | None = None
     ) -> RequestAuthorization:
         outcome = authorize_request(self.snapshot, self.context, requirement, resources)
         if self.audit is not None:
             self._audit(self.audit, outcome)
-        return outcome
+        return permitted(outcome) if self.permissive else outcome
 
     def _audit(self, audit: AuditLog, outcome: RequestAuthorization) -> None:
         # Made in the audit writer's thread: going through, explaining and serializing the thousands of decisions of
         # one large request is not the event loop's work (nor, in usage mode, folding them per window: the writer
-        # thread's ``UsageAggregator``). The rule comes from the snapshot the result came from.
+        # thread's ``UsageAggregator``). The rule comes from the snapshot the result came from; the shadow set is the
+        # one current now (replaced whole on reload), decided there too.
         now = datetime.now(UTC)
-        audit.record_later(partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed))
+        rollout = self.services.rollout
+        shadow = rollout.shadow
+        audit.record_later(
+            partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed, self.permissive,
+                    None if shadow is None else shadow.snapshot, rollout)
+        )  # fmt: skip
 
 
 def scope_of(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> RequestScope:
@@ -138,9 +156,35 @@ def scope_fields(context: ListenerContext, caller: RequestContext, request: Deco
     return fields
 
 
-def _audit_records(outcome: RequestAuthorization, now: datetime, api_name: str, log_allowed: bool) -> list[AuditRecord]:
-    return [
-        record_from_decision(outcome.decision(action), now, api_name)
-        for action, result in outcome.decisive
-        if log_allowed or result is not AuthorizationResult.ALLOWED
-    ]
+def _audit_records(
+    outcome: RequestAuthorization,
+    now: datetime,
+    api_name: str,
+    log_allowed: bool,
+    permissive: bool,
+    shadow: AuthorizerSnapshot | None,
+    rollout: Rollout,
+) -> list[AuditRecord | dict[str, Any]]:
+    """The request's records (the writer thread's work): its decisive decisions (the allowed ones when
+    ``log_allowed``; a denial marked not enforced when ``permissive``), then a shadow event per flipped decision."""
+
+    def record_of(position: int) -> AuditRecord:
+        action, result = outcome.decisive[position]
+        record = record_from_decision(outcome.decision(action), now, api_name)
+        if permissive and result is not AuthorizationResult.ALLOWED:
+            return dataclasses.replace(record, enforced=False)
+        return record
+
+    made: list[AuditRecord | dict[str, Any]] = []
+    for position, (_, result) in enumerate(outcome.decisive):
+        if result is not AuthorizationResult.ALLOWED:
+            made.append(record_of(position))
+            if permissive:
+                rollout.would_be_denials += 1
+        elif log_allowed:
+            made.append(record_of(position))
+    if shadow is not None:
+        for position, candidate in flips(outcome, shadow):
+            made.append(shadow_data(record_of(position), candidate.result.value, str(candidate.rule)))
+            rollout.count_flip(outcome.decisive[position][1])
+    return made

@@ -24,6 +24,7 @@ from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import Versions, request_schema
 from kafkaguard.protocol.listening import ListeningServer
+from kafkaguard.protocol.rollout import AclFileLoader
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
@@ -39,9 +40,10 @@ log = logging.getLogger(__name__)
 
 class ProxyServer(ListeningServer):
     SERVED_BY = "kafkaguard proxy"
+    PERMISSIVE = True
 
-    def __init__(self, services: Services) -> None:
-        super().__init__(services)
+    def __init__(self, services: Services, *, shadow_loader: AclFileLoader | None = None) -> None:
+        super().__init__(services, shadow_loader=shadow_loader)
         settings = services.settings
         problem = check_listeners(settings.parsed_listeners)
         if problem is not None:

@@ -114,6 +114,7 @@ class ProxyDispatcher:
             return await local(scope_of(context, incoming.caller, request), request.body)
         scope = ProxyScope(
             **scope_fields(context, incoming.caller, request),
+            permissive=context.services.rollout.permissive,
             payload=incoming.frame,
             correlation_id=header.correlation_id,
             listener=context.listener,

@@ -8,12 +8,14 @@ ACLs on its clients. Its listener needs a fixed port with the node ports above i
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kafkaguard.bootstrap import Services
+from kafkaguard.protocol.listening import ListeningServer
 from kafkaguard.proxy.app import ProxyServer
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.server.conftest import ServerHandle, TlsFiles, start_server
@@ -37,7 +39,12 @@ def free_port_range(count: int = 8) -> int:
     raise RuntimeError("no free range of ports on 127.0.0.1")
 
 
-def start_proxy(directory: Path, kafka: KafkaBroker, **overrides: Any) -> ServerHandle:
+def start_proxy(
+    directory: Path,
+    kafka: KafkaBroker,
+    server_type: Callable[[Services], ListeningServer] = ProxyServer,
+    **overrides: Any,
+) -> ServerHandle:
     port = free_port_range()
     options: dict[str, Any] = {
         "listeners": [f"SASL_PLAINTEXT://127.0.0.1:{port}"],
@@ -50,7 +57,7 @@ def start_proxy(directory: Path, kafka: KafkaBroker, **overrides: Any) -> Server
         **overrides,
     }
     return start_server(
-        directory, TlsFiles(directory / "unused.pem", directory / "unused.key"), server_type=ProxyServer, **options
+        directory, TlsFiles(directory / "unused.pem", directory / "unused.key"), server_type=server_type, **options
     )
 
 

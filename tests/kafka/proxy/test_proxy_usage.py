@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -58,7 +59,7 @@ def usage_proxy(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) ->
     handle.run(start())
     record_later, stop = audit.record_later, audit.stop
 
-    def both(make: Callable[[], Sequence[AuditRecord]]) -> None:
+    def both(make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]) -> None:
         record_later(make)
         everything.record_later(make)
 
@@ -66,7 +67,7 @@ def usage_proxy(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) ->
         await stop()
         await everything.stop()
 
-    audit.record_later = both  # type: ignore[method-assign]
+    audit.record_later = both  # type: ignore[method-assign]  # the same calls reach both logs
     audit.stop = stop_both  # type: ignore[method-assign]
     try:
         yield handle, directory / "all.log"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Response
@@ -18,16 +19,20 @@ router = APIRouter(tags=["health"])
 async def healthz(state: Annotated[ConsoleState, Depends(console_state)]) -> HealthOut:
     """Always 200 while the process serves: ``status`` "ok", or "degraded" when the store cannot be reached (the
     node still authorizes from its last snapshot, writes fail with a retriable error, and it catches up by itself
-    when the store returns)."""
+    when the store returns). ``enforcement`` says "permissive" while a proxy in this process forwards what its ACLs
+    deny, and ``shadow_acls`` how many ACLs a shadow set holds (``authorizer.rollout``)."""
     store = state.services.store
-    acls = state.services.authorizer.acl_count
+    rollout = state.services.rollout
+    shadow = None if rollout.shadow is None else rollout.shadow.acl_count
+    health = partial(HealthOut, acls=state.services.authorizer.acl_count, shadow_acls=shadow,
+                     enforcement="permissive" if rollout.permissive else "enforcing")  # fmt: skip
     if not store.healthy():
-        return HealthOut(status="degraded", store="unreachable", acls=acls)
+        return health(status="degraded", store="unreachable")
     try:
         await asyncio.to_thread(store.acl_version)
     except StoreError:
-        return HealthOut(status="degraded", store="unreachable", acls=acls)
-    return HealthOut(status="ok", store="ok", acls=acls)
+        return health(status="degraded", store="unreachable")
+    return health(status="ok", store="ok")
 
 
 @router.get(
