@@ -1,4 +1,5 @@
-"""``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark.
+"""``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark; ``audit collect`` (the audit
+topic into a Parquet dataset those jobs read) is ``kafkaguard.cli.collect``.
 
 The jobs' flags are defined once, in ``kafkaguard.pipeline.jobs.entry`` (argparse, so a job runs where only
 ``kafkaguard[spark]`` is installed); each command here passes its arguments through unchanged, so
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import typer
 
+from kafkaguard.cli.collect import collect
 from kafkaguard.pipeline.jobs.entry import JOBS, main
 
 app = typer.Typer(
@@ -38,3 +40,5 @@ def _command(job: str) -> None:
 
 for _job in JOBS:
     _command(_job)
+
+app.command("collect")(collect)
