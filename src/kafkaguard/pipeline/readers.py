@@ -5,7 +5,8 @@ only ``error`` (the reason, the same reasons as ``kafkaguard.audit``) and ``line
 and report it instead of dropping it. Blank lines are not records and are skipped.
 
 * ``kafkaguard``: JSON lines (``kafkaguard.audit.record``), or Parquet files with the same columns (a path ending
-  in ``.parquet`` or a directory of ``*.parquet`` files);
+  in ``.parquet`` or a directory of ``*.parquet`` files), or a dataset ``kafkaguard audit collect`` wrote
+  (recognised by its columns; ``kafkaguard.pipeline.collected``: its rows also carry ``count`` and ``last_time``);
 * ``kafka-log``: Apache Kafka's ``kafka-authorizer.log``, parsed with the very regular expression of
   ``kafkaguard.audit.kafka_log`` (written to mean the same in Python and Java).
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from kafkaguard.audit import kafka_log
 from kafkaguard.audit.record import DECISION_NAMES, OPERATION_NAMES, RESOURCE_TYPE_NAMES, SCHEMA_VERSION
+from kafkaguard.pipeline import collected
 from kafkaguard.pipeline.errors import PipelineError
 
 if TYPE_CHECKING:
@@ -41,6 +43,7 @@ RECORD_COLUMNS = (
     "line",
 )
 _VALUES = ("principal", "host", "api", "operation", "resource_type", "resource_name", "decision", "rule")
+RECORD_VALUES = _VALUES
 
 
 def check_paths(paths: Sequence[str]) -> None:
@@ -59,11 +62,16 @@ def check_paths(paths: Sequence[str]) -> None:
 
 
 def _is_parquet(path: str) -> bool:
+    """A ``.parquet`` path, or a local directory with a ``*.parquet`` file at any depth (a collected dataset keeps
+    its files in ``date=`` directories); hidden files and directories (temporary files) do not count."""
     local = path.removeprefix("file:")
     if path.rstrip("/").endswith(".parquet"):
         return True
     if os.path.isdir(local):
-        return any(name.endswith(".parquet") for name in os.listdir(local))
+        for _, dirs, names in os.walk(local):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            if any(name.endswith(".parquet") and not name.startswith((".", "_")) for name in names):
+                return True
     return False
 
 
@@ -78,7 +86,10 @@ def read_records(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkagua
     if any(parquet):
         if not all(parquet):
             raise PipelineError("mixing Parquet and JSON-lines logs in one run is not supported")
-        return validate_records(spark.read.option("recursiveFileLookup", "true").parquet(*paths), raw_line=None)
+        frame = spark.read.option("recursiveFileLookup", "true").parquet(*paths)
+        if collected.is_collected(frame):
+            return collected.records(frame)
+        return validate_records(frame, raw_line=None)
     return parse_json_lines(_read_text(spark, paths))
 
 
@@ -115,8 +126,11 @@ def parse_json_lines(text: DataFrame) -> DataFrame:
     return validate_records(flat, raw_line="_line", bad_json="_bad_json")
 
 
-def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None = None) -> DataFrame:
-    """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons."""
+def validate_records(
+    df: DataFrame, raw_line: str | None, bad_json: str | None = None, keep: Sequence[str] = ()
+) -> DataFrame:
+    """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons; the
+    ``keep`` columns are passed through."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampNTZType, TimestampType
 
@@ -145,9 +159,11 @@ def validate_records(df: DataFrame, raw_line: str | None, bad_json: str | None =
         (~F.col("decision").isin(*DECISION_NAMES), "unknown decision"),
     ]
     line = (
-        F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns]))
+        F.col(raw_line)
+        if raw_line is not None
+        else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns if c not in keep]))
     )
-    return _finish(df, time, _first_reason(checks), line)
+    return _finish(df, time, _first_reason(checks), line, keep)
 
 
 def parse_kafka_log(text: DataFrame, keep: Sequence[str] = ()) -> DataFrame:

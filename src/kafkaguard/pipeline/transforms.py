@@ -38,17 +38,22 @@ def aggregate_raw(
     from pyspark.sql import functions as F
 
     # No string aggregate here (such as a sample bad line): it would force a sort-based aggregation.
+    # A record with ``count`` (a collected dataset's) stands for that many requests, the last at ``last_time``.
+    weighted = "count" in records.columns
     keyed = records.select(
         *ACCESS_KEY,
         F.col("decision").alias("logged_decision"),
         "error",
         F.date_trunc(bucket, F.col("time")).alias("bucket"),
         "time",
+        (F.col("count") if weighted else F.lit(1)).alias("_count"),
+        (F.coalesce(F.col("last_time"), F.col("time")) if weighted else F.col("time")).alias("_last"),
     )
+    requests = F.sum("_count").cast("long") if weighted else F.count(F.lit(1))
     tuple_keys = [*ACCESS_KEY, *keys, "error"]
     if not hourly:
         grouped = keyed.groupBy(*tuple_keys).agg(
-            F.count(F.lit(1)).alias("requests"), F.min("time").alias("first_seen"), F.max("time").alias("last_seen")
+            requests.alias("requests"), F.min("time").alias("first_seen"), F.max("_last").alias("last_seen")
         )
         if "logged_decision" not in keys:
             grouped = grouped.withColumn("logged_decision", F.lit(None).cast("string"))
@@ -63,9 +68,9 @@ def aggregate_raw(
     return keyed.groupingSets(
         [tuple_keys, ["bucket", "logged_decision"]], *ACCESS_KEY, "logged_decision", "error", "bucket"
     ).agg(
-        F.count(F.lit(1)).alias("requests"),
+        requests.alias("requests"),
         F.min("time").alias("first_seen"),
-        F.max("time").alias("last_seen"),
+        F.max("_last").alias("last_seen"),
         (F.grouping("bucket") == 1).alias("per_tuple"),
     )
 
