@@ -31,9 +31,10 @@ Worked example (partition 0, ``--max-records-per-file 3``, offsets 7 and 12 are 
     run 2: files end at 11 → resumes at 12 (not at the committed 9): reads 13 14 15, writes part-t-0-13-15
     dataset: 5-8, 9-11, 13-15 — each offset once; the gap 12 is a marker, not a lost record
 
-A file also ends where the envelope's day changes (``time``, UTC; for a record that is not an envelope, its Kafka
-timestamp), so each file lies in one ``date=`` directory: the midnight of a replayed spool (yesterday's events
-arriving today, interleaved) can make small files; that is the only cost of partitioning by event day.
+A file also ends where the envelope's day changes (``time``, UTC), so each file lies in one ``date=`` directory (a
+record that is not an envelope goes into its partition's open file, or opens one on its Kafka timestamp's day):
+the midnight of a replayed spool (yesterday's events arriving today, interleaved) can make small files; that is the
+only cost of partitioning by event day.
 
 Cost model: per record, one ``json.loads`` and a dict of ~30 entries (the row); Arrow builds each file's columns
 from those dicts once. Per file, one temporary write, two fsyncs (file, directory), one rename and one synchronous
@@ -277,6 +278,12 @@ def row_day(row: Mapping[str, Any]) -> date:
     return when.date() if isinstance(when, datetime) else date(1970, 1, 1)
 
 
+def event_day(row: Mapping[str, Any]) -> date | None:
+    """The event's day, or None for a row that is not an event (it goes with its neighbours)."""
+    when = row.get("time")
+    return when.date() if isinstance(when, datetime) else None
+
+
 # --- the range planner: an I/O-free state machine ----------------------------------------------------------------
 
 
@@ -304,7 +311,7 @@ class ClosedFile:
 class RangePlanner:
     """Decides where files end. Fed records in each partition's offset order; returns the files to write.
 
-    A partition's open file closes before a record of another day (that record opens the next file), when it holds
+    A partition's open file closes before an event of another day (that record opens the next file), when it holds
     ``max_records`` rows, when it has been open ``max_seconds`` (``due``, with the caller's monotonic clock) and at
     the end (``drain``). ``drop`` forgets the open files of revoked partitions: they were never written, their
     offsets were never committed, the next owner reads them again.
@@ -321,17 +328,17 @@ class RangePlanner:
 
     def add(self, row: dict[str, Any], now: float) -> list[ClosedFile]:
         partition, offset = int(row["kafka_partition"]), int(row["kafka_offset"])
-        day = row_day(row)
+        day = event_day(row)
         closed: list[ClosedFile] = []
         current = self._open.get(partition)
         if current is not None:
             if offset <= current.last:
                 raise ValueError(f"partition {partition}: offset {offset} after {current.last} (not in order)")
-            if current.day != day:
+            if day is not None and current.day != day:
                 closed.append(self._close(partition))
                 current = None
         if current is None:
-            current = self._open[partition] = OpenFile(partition, day, offset, offset, now)
+            current = self._open[partition] = OpenFile(partition, day or row_day(row), offset, offset, now)
         current.rows.append(row)
         current.last = offset
         if len(current.rows) >= self.max_records:
