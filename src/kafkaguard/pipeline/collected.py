@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkaguard.audit.record import SCHEMA_VERSION
 from kafkaguard.pipeline.collect_plan import AUTHORIZATION
 
 if TYPE_CHECKING:
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 #: Columns only a collected dataset has (a Parquet file of plain records has none of them).
 MARKERS = ("specversion", "kafka_offset", "category")
 EXTRA_COLUMNS = ("count", "last_time")
+#: The authorization record's version that carries count, last_time and enforced (issue 27's spec, section 2).
+V2 = 2
 
 
 def is_collected(df: DataFrame) -> bool:
@@ -32,8 +35,12 @@ def records(df: DataFrame) -> DataFrame:
     from kafkaguard.pipeline.readers import RECORD_VALUES, validate_records
 
     envelope_error = F.col("error")
+    # Version 2 (issue 27) only adds optional fields, and ``count``/``last_time`` are read here: a v2 record is
+    # valid wherever v1 is, whatever SCHEMA_VERSION this build of the JSON reader has reached.
+    version = F.col("record_version").cast("long")
+    version = F.when(version == V2, F.lit(SCHEMA_VERSION).cast("long")).otherwise(version)
     rows = df.where((F.col("category") == AUTHORIZATION) | envelope_error.isNotNull()).select(
-        F.col("record_version").cast("long").alias("version"),
+        version.alias("version"),
         F.col("time"),
         F.col("pattern_type"),
         *[F.col(name) for name in RECORD_VALUES],
