@@ -224,3 +224,23 @@ def test_written_files_are_found_again_and_temporary_ones_removed(tmp_path: Path
         collect_files.lock(dataset, "audit.t-1"),
     ):
         pass
+
+
+def test_a_filesystem_that_is_not_local_gets_the_same_files(tmp_path: Path) -> None:
+    """pyarrow's in-memory ``mock://`` filesystem stands for HDFS or S3: the stream-and-move path, no fsync."""
+    dataset = collect_files.open_dataset("mock:///warehouse/audit")
+    assert not dataset.local
+    planner = RangePlanner(3, 60)
+    files = [f for i in range(4) for f in planner.add(to_row(envelope(i), 1, i, None), 0)] + planner.drain()
+    paths = [collect_files.write_file(dataset, "audit", f) for f in files]
+    assert paths == [f"warehouse/audit/date=2025-03-14/part-audit-1-{a}-{b}.parquet" for a, b in ((0, 2), (3, 3))]
+    ranges, temps = collect_files.scan(dataset, "audit")
+    assert (sorted(ranges), temps) == ([f.range for f in files], [])
+    assert [r["id"] for r in collect_files.read_rows(dataset, sorted(ranges), "audit")] == [f"id-{i}" for i in range(4)]
+    with collect_files.lock(dataset, "audit"):  # no lock file off a local disk
+        pass
+
+
+def test_a_directory_pyarrow_cannot_open_is_one_clear_error() -> None:
+    with pytest.raises(PipelineError, match=r"cannot open --to nosuch://x"):
+        collect_files.open_dataset("nosuch://x")
