@@ -23,3 +23,12 @@ def test_a_directory_that_cannot_be_opened_is_refused() -> None:
                                       "--to", "nosuch://bucket/x"])  # fmt: skip
     assert result.exit_code == 2
     assert "error: cannot open --to nosuch://bucket/x" in result.output
+
+
+def test_cooperative_rebalancing_is_refused(tmp_path: Path) -> None:
+    props = tmp_path / "client.properties"
+    props.write_text("partition.assignment.strategy=cooperative-sticky\n")
+    result = CliRunner().invoke(app, ["audit", "collect", "--bootstrap-server", "127.0.0.1:1", "--topic", "audit",
+                                      "--to", str(tmp_path / "ds"), "--command-config", str(props)])  # fmt: skip
+    assert result.exit_code == 2
+    assert "collect needs an eager partition.assignment.strategy" in result.output

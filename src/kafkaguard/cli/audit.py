@@ -11,7 +11,10 @@ same flags::
     kafkaguard audit usage     --log PATH... --acls FILE --out DIR [...]
     kafkaguard audit recommend --log PATH... --out DIR [--principal P] [...]
 
-plus ``--master URL`` or ``--remote sc://…``, ``--super-users`` and ``--allow-everyone-if-no-acl-found``.
+plus ``--master URL`` or ``--remote sc://…``, ``--super-users`` and ``--allow-everyone-if-no-acl-found``; and, not a
+Spark job (typer's own flags)::
+
+    kafkaguard audit collect   --bootstrap-server HOST:PORT --topic T --to DIR [--command-config FILE] [...]
 """
 
 from __future__ import annotations

@@ -237,6 +237,10 @@ def _collect(bootstrap_server: str, topic: str, to: str, group: str | None, max_
         raise CliError(f"--topic: {e}", exit_code=2) from None
     properties = load_properties(command_config) if command_config is not None else {}
     base = client_config(bootstrap_server, properties)
+    if "cooperative" in str(base.get("partition.assignment.strategy", "")):
+        # The rebalance callbacks assign whole assignments (with each partition's resume point): eager protocol.
+        raise CliError("collect needs an eager partition.assignment.strategy (range or roundrobin), not "
+                       "cooperative-sticky: remove it from --command-config", exit_code=2)  # fmt: skip
     base["logger"] = logging.getLogger("rdkafka")
     try:
         dataset = collect_files.open_dataset(to)
