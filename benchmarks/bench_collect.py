@@ -13,7 +13,8 @@ a new consumer group (and for collect a new directory on the local disk):
   writer), ``--max-records-per-file`` N/6, until the file holding the last record is renamed (so every record is
   parsed, flattened, written to zstd Parquet, fsynced and committed).
 
-Both clocks start before ``subscribe`` (so both include the group join) and stop at the N-th record. Reported:
+A warm-up group join and commit come first (the broker's first one creates ``__consumer_offsets``). Both clocks
+start before ``subscribe`` (so both include the group join) and stop at the N-th record. Reported:
 records/s of each (median of the rounds) and collect's share of the plain consumer's rate.
 
 Run: ``scripts/bench collect`` (or ``.venv/bin/python -m benchmarks.bench_collect [--quick] [--no-write]``).
@@ -109,6 +110,19 @@ def produce(broker: KafkaBroker, records: int) -> None:
         raise RuntimeError(f"{left} records not delivered")
 
 
+def warm_up(broker: KafkaBroker) -> None:
+    """One group join and commit before anything is measured: the broker creates ``__consumer_offsets`` and loads
+    its coordinator at the first, which would be charged to whichever reader came first."""
+    consumer = Consumer(consumer_config(client(broker), "warm-up"))
+    try:
+        consumer.subscribe([TOPIC])
+        while not (messages := [m for m in consumer.consume(num_messages=1, timeout=1.0) if m.error() is None]):
+            pass
+        consumer.commit(message=messages[0], asynchronous=False)
+    finally:
+        consumer.close()
+
+
 def plain_consumer(broker: KafkaBroker, records: int, group: str) -> float:
     consumer = Consumer(consumer_config(client(broker), group))
     try:
@@ -192,6 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         broker.start()
         _say(f"producing {plan.records:,} envelopes")
         produce(broker, plan.records)
+        warm_up(broker)
         plain: list[float] = []
         collected: list[float] = []
         for round_ in range(plan.rounds):
