@@ -1,5 +1,6 @@
-"""``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark; and ``audit shadow-report``
-(local, ``cli.shadow_report``): the shadow ACL flips of live traffic.
+"""``kafkaguard audit replay|simulate|usage|recommend``: the audit pipeline on Spark; ``audit collect`` (the audit
+topic into a Parquet dataset those jobs read, ``kafkaguard.cli.collect``); and ``audit shadow-report`` (local,
+``cli.shadow_report``): the shadow ACL flips of live traffic.
 
 The jobs' flags are defined once, in ``kafkaguard.pipeline.jobs.entry`` (argparse, so a job runs where only
 ``kafkaguard[spark]`` is installed); each command here passes its arguments through unchanged, so
@@ -11,7 +12,10 @@ same flags::
     kafkaguard audit usage     --log PATH... --acls FILE --out DIR [...]
     kafkaguard audit recommend --log PATH... --out DIR [--principal P] [...]
 
-plus ``--master URL`` or ``--remote sc://…``, ``--super-users`` and ``--allow-everyone-if-no-acl-found``.
+plus ``--master URL`` or ``--remote sc://…``, ``--super-users`` and ``--allow-everyone-if-no-acl-found``; and, not a
+Spark job (typer's own flags)::
+
+    kafkaguard audit collect   --bootstrap-server HOST:PORT --topic T --to DIR [--command-config FILE] [...]
 
 A usage-mode record counts as its ``count`` of requests. ``simulate``, ``usage`` and ``recommend`` refuse (exit code
 2) a log that holds no allowed decision: one written with ``audit_mode: denied`` would make every ACL look unused.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import typer
 
+from kafkaguard.cli.collect import collect
 from kafkaguard.cli.shadow_report import shadow_report
 from kafkaguard.pipeline.jobs.entry import JOBS, main
 
@@ -45,3 +50,4 @@ for _job in JOBS:
     _command(_job)
 
 app.command("shadow-report")(shadow_report)
+app.command("collect")(collect)

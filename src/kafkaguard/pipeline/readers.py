@@ -10,7 +10,8 @@ repeats a decision already recorded); an authorization envelope is read as the r
 one line) and ``last_time`` the last of them (``time`` when absent): jobs sum ``count``, never count rows.
 
 * ``kafkaguard``: JSON lines (``kafkaguard.audit.record``), or Parquet files with the same columns (a path ending
-  in ``.parquet`` or a directory of ``*.parquet`` files);
+  in ``.parquet`` or a directory of ``*.parquet`` files), or a dataset ``kafkaguard audit collect`` wrote
+  (recognised by its columns; ``kafkaguard.pipeline.collected``: its rows also carry ``count`` and ``last_time``);
 * ``kafka-log``: Apache Kafka's ``kafka-authorizer.log``, parsed with the very regular expression of
   ``kafkaguard.audit.kafka_log`` (written to mean the same in Python and Java).
 
@@ -36,6 +37,7 @@ from kafkaguard.audit.record import (
     RESOURCE_TYPE_NAMES,
     SCHEMA_VERSION,
 )
+from kafkaguard.pipeline import collected
 from kafkaguard.pipeline.errors import PipelineError
 
 if TYPE_CHECKING:
@@ -62,6 +64,7 @@ _VALUES = ("principal", "host", "api", "operation", "resource_type", "resource_n
 #: Version 2's optional fields, read as JSON text (a number's or boolean's literal) and checked as such: a typed
 #: field that does not parse would make Spark call the whole line invalid JSON, not say which field is wrong.
 _V2_TEXT = ("count", "last_time", "enforced")
+RECORD_VALUES = _VALUES
 
 
 def check_paths(paths: Sequence[str]) -> None:
@@ -80,11 +83,16 @@ def check_paths(paths: Sequence[str]) -> None:
 
 
 def _is_parquet(path: str) -> bool:
+    """A ``.parquet`` path, or a local directory with a ``*.parquet`` file at any depth (a collected dataset keeps
+    its files in ``date=`` directories); hidden files and directories (temporary files) do not count."""
     local = path.removeprefix("file:")
     if path.rstrip("/").endswith(".parquet"):
         return True
     if os.path.isdir(local):
-        return any(name.endswith(".parquet") for name in os.listdir(local))
+        for _, dirs, names in os.walk(local):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
+            if any(name.endswith(".parquet") and not name.startswith((".", "_")) for name in names):
+                return True
     return False
 
 
@@ -99,7 +107,10 @@ def read_records(spark: SparkSession, paths: Sequence[str], fmt: str = "kafkagua
     if any(parquet):
         if not all(parquet):
             raise PipelineError("mixing Parquet and JSON-lines logs in one run is not supported")
-        return validate_records(spark.read.option("recursiveFileLookup", "true").parquet(*paths), raw_line=None)
+        frame = spark.read.option("recursiveFileLookup", "true").parquet(*paths)
+        if collected.is_collected(frame):
+            return collected.records(frame)
+        return validate_records(frame, raw_line=None)
     return parse_json_lines(_read_text(spark, paths))
 
 
@@ -148,9 +159,14 @@ def parse_json_lines(text: DataFrame) -> DataFrame:
 
 
 def validate_records(
-    df: DataFrame, raw_line: str | None, bad_json: str | None = None, bad_envelope: str | None = None
+    df: DataFrame,
+    raw_line: str | None,
+    bad_json: str | None = None,
+    bad_envelope: str | None = None,
+    keep: Sequence[str] = (),
 ) -> DataFrame:
-    """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons."""
+    """Apply ``kafkaguard.audit.record.validation_reason`` in the JVM, in the same order with the same reasons; the
+    ``keep`` columns are passed through."""
     from pyspark.sql import functions as F
 
     for name in _V2_TEXT:  # Parquet files of version 1 records have none of them
@@ -196,13 +212,16 @@ def validate_records(
         (enforced_text.isNotNull() & ~enforced_ok, BAD_ENFORCED),
     ]
     line = (
-        F.col(raw_line) if raw_line is not None else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns]))
+        F.col(raw_line)
+        if raw_line is not None
+        else F.to_json(F.struct(*[F.col(c).cast("string") for c in df.columns if c not in keep]))
     )
     return _finish(
         df,
         time,
         _first_reason(checks),
         line,
+        keep,
         count=F.coalesce(count, F.lit(1)),
         last_time=F.coalesce(last_time, time),
         enforced=F.coalesce(enforced_text != "false", F.lit(True)),
