@@ -261,8 +261,8 @@ def test_shadow_flips_equal_simulate(kafka: KafkaBroker, tmp_path: Path):
         # the enforcing proxy refused the pending topic at Metadata already: its DESCRIBE is what B would allow
         assert ((principal, "127.0.0.1", "DESCRIBE", "TOPIC", n.pending), "DENIED", "ALLOWED") in flipped
         assert ((principal, "127.0.0.1", "READ", "GROUP", n.group), "ALLOWED", "DENIED") in flipped
-        records = [e["data"] for e in envelopes
-                   if e["type"] == "io.kafkaguard.authorization.v2" and e["data"]["principal"] == principal]  # fmt: skip
+        authorization = [e["data"] for e in envelopes if e["type"] == "io.kafkaguard.authorization.v2"]
+        records = [r for r in authorization if r["principal"] == principal]
         active = acls_to_document(proxy.services.authorizer.stored_acls())
         candidate = acls_to_document(stored_from_file(load_acl_file(shadow)))
         flips = simulate(tmp_path / "simulate", records, active, candidate)
