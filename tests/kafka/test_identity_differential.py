@@ -129,6 +129,8 @@ def targets(
             **_kafkaguard_options(certs, jwks),
         )
         proxy_ssl, proxy_oauth = free_port_range(), free_port_range()
+        while abs(proxy_ssl - proxy_oauth) <= 1000:  # a proxy listener claims its port and 1000 more, one per node
+            proxy_oauth = free_port_range()
         proxy = start_proxy(
             tmp_path_factory.mktemp("identity-proxy"),
             broker,
