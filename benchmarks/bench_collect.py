@@ -162,10 +162,12 @@ def collect(broker: KafkaBroker, records: int, group: str, directory: Path) -> f
     return records / (done_at - started)
 
 
-def render(plan: Plan, plain: list[float], collected: list[float]) -> str:
+def render(plan: Plan, plain: list[float], collected: list[float], command: str = "scripts/bench collect") -> str:
     p, c = statistics.median(plain), statistics.median(collected)
     return "\n".join([
         "## `kafkaguard audit collect` throughput (issue 27)",
+        "",
+        f"Run: `{command}`.",
         "",
         f"{plan.records:,} CloudEvents envelopes (authorization records, ~{len(envelope(0))} bytes) on one topic of "
         f"{PARTITIONS} partitions of the real Kafka broker (the test fixture's, on loopback); median of "
@@ -219,7 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if broker is not None:
             broker.stop()
         shutil.rmtree(tmp, ignore_errors=True)
-    markdown = render(plan, plain, collected)
+    given = list(sys.argv[1:] if argv is None else argv)
+    command = " ".join([".venv/bin/python -m benchmarks.bench_collect", *given]) if given else "scripts/bench collect"
+    markdown = render(plan, plain, collected, command)
     print(markdown)
     if not (args.no_write or plan.quick):
         write_section("collect-issue-27", markdown)
