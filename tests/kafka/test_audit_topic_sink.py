@@ -27,6 +27,7 @@ from kafkaguard.audit.spool import Spool
 from kafkaguard.audit.trail_statistics import SENT, SPOOLED
 from tests.kafka.broker import KafkaCluster, free_port
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.server.test_cli_serve import wait_until_listening
 from tests.wire import Wire, metadata
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "audit-event.schema.json").read_text("utf-8"))
@@ -192,7 +193,7 @@ def test_a_killed_server_and_a_restarted_broker_lose_nothing_that_reached_the_sp
         with (tmp_path / "serve.log").open("ab") as log:  # the child keeps its own descriptor
             process = subprocess.Popen([str(KAFKAGUARD), "serve", "--config", str(config)], env=env,
                                        stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
-        wait_until_listening(process, port)
+        wait_until_listening(process, port, timeout=30.0)
         return process
 
     stop_traffic = threading.Event()
@@ -271,18 +272,3 @@ def spool_frames(directory: Path, copy: Path, *, committed: bool = False) -> lis
     frames = [item for _, item in reader.read(1_000_000, max_bytes=1 << 30)]
     reader.close()
     return frames
-
-
-def wait_until_listening(process: subprocess.Popen[bytes], port: int, timeout: float = 30.0) -> None:
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"kafkaguard serve exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)  # polling for the listener, bounded by the deadline
-    raise AssertionError("kafkaguard serve did not listen in time")

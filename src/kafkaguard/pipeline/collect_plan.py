@@ -53,11 +53,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from kafkaguard.audit.cloudevents import AUTHORIZATION, SHADOW
+
 #: The CloudEvents ``type`` of each category (issue 27's spec, section 1).
 TYPE_PATTERN = re.compile(r"^io\.kafkaguard\.([a-z]+)\.v[0-9]+$")
-AUTHORIZATION = "authorization"
 #: Categories whose data is an authorization record (a shadow record adds the candidate set's answer).
-FLATTENED_CATEGORIES = frozenset({AUTHORIZATION, "shadow"})
+FLATTENED_CATEGORIES = frozenset({AUTHORIZATION, SHADOW})
 ENVELOPE_STRINGS = ("specversion", "id", "source", "type", "time", "subject", "datacontenttype", "dataschema")
 #: The authorization record's string fields, flattened into columns of the same names.
 RECORD_STRINGS = (

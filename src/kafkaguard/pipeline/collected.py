@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkaguard.pipeline.collect_plan import AUTHORIZATION
+from kafkaguard.audit.cloudevents import AUTHORIZATION
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
