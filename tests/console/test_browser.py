@@ -6,6 +6,7 @@ temporary directory, so the suite leaves the tree as it found it, or with ``KAFK
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import tempfile
@@ -88,6 +89,28 @@ def _shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
 
 def _violation(text: str) -> bool:
     return "Content Security Policy" in text or text.startswith("Refused to")
+
+
+@contextlib.contextmanager
+def _admin_page(shown: ConsoleHandle, *, height: int) -> Iterator[tuple[playwright_sync.Page, list[str]]]:
+    """Headless Chromium on the console, logged in as the admin, and the CSP violations and script errors it
+    reports (a test asserts the list is empty at its end)."""
+    with playwright_sync.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": height})
+            page.set_default_timeout(10_000)
+            problems: list[str] = []
+            page.on("console", lambda message: problems.append(message.text) if _violation(message.text) else None)
+            page.on("pageerror", lambda error: problems.append(str(error)))
+            page.goto(shown.url)
+            page.fill("#login-user", ADMIN)
+            page.fill("#login-password", ADMIN_PASSWORD)
+            page.click("#login-form button[type=submit]")
+            playwright_sync.expect(page.locator("#whoami-name")).to_have_text("User:admin")
+            yield page, problems
+        finally:
+            browser.close()
 
 
 def test_log_in_add_see_explain_delete(shown: ConsoleHandle) -> None:
@@ -215,121 +238,93 @@ def test_who_can_page_groups_holders_and_a_principals_reach(shown: ConsoleHandle
     shown.services.topics.create_topics(
         [NewTopic(name="payments", num_partitions=1, replication_factor=1)], actor=ACTOR
     )
-    with playwright_sync.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1100})
-            page.set_default_timeout(10_000)
-            problems: list[str] = []
-            page.on("console", lambda message: problems.append(message.text) if _violation(message.text) else None)
-            page.on("pageerror", lambda error: problems.append(str(error)))
-            expect = playwright_sync.expect
-            page.goto(shown.url)
-            page.fill("#login-user", ADMIN)
-            page.fill("#login-password", ADMIN_PASSWORD)
-            page.click("#login-form button[type=submit]")
-            expect(page.locator("#whoami-name")).to_have_text("User:admin")
-            page.click("#tabs button[data-tab=access]")
+    with _admin_page(shown, height=1100) as (page, problems):
+        expect = playwright_sync.expect
+        page.click("#tabs button[data-tab=access]")
 
-            # Groups: a nested group is refused with what to fix, then two members are added.
-            groups = page.locator("#group-form")
-            groups.locator("[name=group]").fill("ops")
-            groups.locator("[name=members]").fill("Group:admins")
-            groups.locator("button[type=submit]").click()
-            expect(page.locator("#group-message")).to_contain_text("groups do not nest")
-            groups.locator("[name=members]").fill("User:carol, User:dave")
-            groups.locator("button[type=submit]").click()
-            expect(page.locator("#group-message")).to_have_text("Group:ops: User:carol, User:dave")
-            expect(page.locator("#group-table tr[data-group=ops]")).to_contain_text("User:dave")
+        # Groups: a nested group is refused with what to fix, then two members are added.
+        groups = page.locator("#group-form")
+        groups.locator("[name=group]").fill("ops")
+        groups.locator("[name=members]").fill("Group:admins")
+        groups.locator("button[type=submit]").click()
+        expect(page.locator("#group-message")).to_contain_text("groups do not nest")
+        groups.locator("[name=members]").fill("User:carol, User:dave")
+        groups.locator("button[type=submit]").click()
+        expect(page.locator("#group-message")).to_have_text("Group:ops: User:carol, User:dave")
+        expect(page.locator("#group-table tr[data-group=ops]")).to_contain_text("User:dave")
 
-            # Who can act on payments: the group's members, billing, the wildcard DENY's row, carol's CIDR row.
-            holders = page.locator("#holders-form")
-            holders.locator("[name=resource_type]").select_option("TOPIC")
-            holders.locator("[name=resource_name]").fill("payments")
-            holders.locator("button[type=submit]").click()
-            dave = page.locator('#holders-table tr[data-principal="User:dave"][data-host="*"]')
-            expect(dave).to_contain_text("Group:ops")
-            expect(dave.locator("td.allowed")).to_have_text("READ, DESCRIBE")
-            carol_inside = page.locator('#holders-table tr[data-principal="User:carol"][data-host="10.0.0.0/8"]')
-            expect(carol_inside.locator("td.denied")).to_contain_text("WRITE")
-            billing = page.locator('#holders-table tr[data-principal="User:billing"]')
-            expect(billing.locator("td.allowed")).to_have_text("WRITE, DESCRIBE")
-            expect(page.locator("#holders-super")).to_have_text("User:admin")
+        # Who can act on payments: the group's members, billing, the wildcard DENY's row, carol's CIDR row.
+        holders = page.locator("#holders-form")
+        holders.locator("[name=resource_type]").select_option("TOPIC")
+        holders.locator("[name=resource_name]").fill("payments")
+        holders.locator("button[type=submit]").click()
+        dave = page.locator('#holders-table tr[data-principal="User:dave"][data-host="*"]')
+        expect(dave).to_contain_text("Group:ops")
+        expect(dave.locator("td.allowed")).to_have_text("READ, DESCRIBE")
+        carol_inside = page.locator('#holders-table tr[data-principal="User:carol"][data-host="10.0.0.0/8"]')
+        expect(carol_inside.locator("td.denied")).to_contain_text("WRITE")
+        billing = page.locator('#holders-table tr[data-principal="User:billing"]')
+        expect(billing.locator("td.allowed")).to_have_text("WRITE, DESCRIBE")
+        expect(page.locator("#holders-super")).to_have_text("User:admin")
 
-            # What carol can do from inside 10.0.0.0/8: her group, the patterns, payments decided.
-            can = page.locator("#can-form")
-            can.locator("[name=principal]").fill("User:carol")
-            can.locator("[name=host]").fill("10.1.2.3")
-            can.locator("button[type=submit]").click()
-            expect(page.locator("#can-groups")).to_have_text("Group:ops")
-            topic = page.locator('#can-topics tr[data-topic="payments"]')
-            expect(topic.locator("td.allowed")).to_have_text("READ, DESCRIBE")
-            expect(topic.locator("td.denied")).to_contain_text("WRITE")
-            page.screenshot(path=DOCS / "console-access.png", full_page=True)
+        # What carol can do from inside 10.0.0.0/8: her group, the patterns, payments decided.
+        can = page.locator("#can-form")
+        can.locator("[name=principal]").fill("User:carol")
+        can.locator("[name=host]").fill("10.1.2.3")
+        can.locator("button[type=submit]").click()
+        expect(page.locator("#can-groups")).to_have_text("Group:ops")
+        topic = page.locator('#can-topics tr[data-topic="payments"]')
+        expect(topic.locator("td.allowed")).to_have_text("READ, DESCRIBE")
+        expect(topic.locator("td.denied")).to_contain_text("WRITE")
+        page.screenshot(path=DOCS / "console-access.png", full_page=True)
 
-            # Remove dave from the group through the page: the store and the authorizer agree at once.
-            page.locator("#group-table tr[data-group=ops] button[title='remove from the group']").last.click()
-            expect(page.locator("#group-message")).to_have_text("Removed User:dave from Group:ops.")
-            assert dict(shown.services.groups.groups()) == {"ops": ("User:carol",)}
-            assert problems == []
-        finally:
-            browser.close()
+        # Remove dave from the group through the page: the store and the authorizer agree at once.
+        page.locator("#group-table tr[data-group=ops] button[title='remove from the group']").last.click()
+        expect(page.locator("#group-message")).to_have_text("Removed User:dave from Group:ops.")
+        assert dict(shown.services.groups.groups()) == {"ops": ("User:carol",)}
+        assert problems == []
 
 
 def test_history_view_answers_who_gave_bob_access_and_when(shown: ConsoleHandle) -> None:
     """The History tab: an ACL added through the page and one refused binding appear as events with the actor, where
     from and the door; the filters narrow to one principal and one resource."""
-    with playwright_sync.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(10_000)
-            problems: list[str] = []
-            page.on("console", lambda message: problems.append(message.text) if _violation(message.text) else None)
-            page.on("pageerror", lambda error: problems.append(str(error)))
-            expect = playwright_sync.expect
-            page.goto(shown.url)
-            page.fill("#login-user", ADMIN)
-            page.fill("#login-password", ADMIN_PASSWORD)
-            page.click("#login-form button[type=submit]")
-            expect(page.locator("#whoami-name")).to_have_text("User:admin")
+    with _admin_page(shown, height=900) as (page, problems):
+        expect = playwright_sync.expect
 
-            # Through the page: a CLUSTER binding not on kafka-cluster is refused (by the service, as Kafka
-            # does); then bob gets READ on pii-orders.
-            add = page.locator("#add-form")
-            add.locator("[name=principal]").fill("User:bob")
-            add.locator("[name=resource_type]").select_option("CLUSTER")
-            add.locator("[name=resource_name]").fill("pii-orders")
-            add.locator("[name=operation]").select_option("ALTER")
-            add.locator("button[type=submit]").click()
-            expect(page.locator("#add-message")).to_contain_text("Refused")
-            add.locator("[name=resource_type]").select_option("TOPIC")
-            add.locator("[name=operation]").select_option("READ")
-            add.locator("button[type=submit]").click()
-            expect(page.locator("#add-message")).to_contain_text("Added: ALLOW READ on TOPIC:LITERAL:pii-orders")
+        # Through the page: a CLUSTER binding not on kafka-cluster is refused (by the service, as Kafka
+        # does); then bob gets READ on pii-orders.
+        add = page.locator("#add-form")
+        add.locator("[name=principal]").fill("User:bob")
+        add.locator("[name=resource_type]").select_option("CLUSTER")
+        add.locator("[name=resource_name]").fill("pii-orders")
+        add.locator("[name=operation]").select_option("ALTER")
+        add.locator("button[type=submit]").click()
+        expect(page.locator("#add-message")).to_contain_text("Refused")
+        add.locator("[name=resource_type]").select_option("TOPIC")
+        add.locator("[name=operation]").select_option("READ")
+        add.locator("button[type=submit]").click()
+        expect(page.locator("#add-message")).to_contain_text("Added: ALLOW READ on TOPIC:LITERAL:pii-orders")
 
-            page.click("#tabs button[data-tab=history]")
-            history = page.locator("#history-form")
-            history.locator("[name=principal]").fill("User:bob")
-            history.locator("[name=resource]").fill("pii-orders")
-            history.locator("[name=resource_type]").select_option("TOPIC")
-            history.locator("button[type=submit]").click()
-            expect(page.locator("#history-count")).to_have_text("1")
-            row = page.locator('#history-table tbody tr[data-action="acl.created"]')
-            expect(row).to_contain_text("User:admin")
-            expect(row).to_contain_text("127.0.0.1")
-            expect(row).to_contain_text("rest")
-            expect(row).to_contain_text("ALLOW User:bob READ from * on TOPIC:LITERAL:pii-orders")
-            expect(row).to_contain_text("SUCCESS")
+        page.click("#tabs button[data-tab=history]")
+        history = page.locator("#history-form")
+        history.locator("[name=principal]").fill("User:bob")
+        history.locator("[name=resource]").fill("pii-orders")
+        history.locator("[name=resource_type]").select_option("TOPIC")
+        history.locator("button[type=submit]").click()
+        expect(page.locator("#history-count")).to_have_text("1")
+        row = page.locator('#history-table tbody tr[data-action="acl.created"]')
+        expect(row).to_contain_text("User:admin")
+        expect(row).to_contain_text("127.0.0.1")
+        expect(row).to_contain_text("rest")
+        expect(row).to_contain_text("ALLOW User:bob READ from * on TOPIC:LITERAL:pii-orders")
+        expect(row).to_contain_text("SUCCESS")
 
-            # The refused attempt is in the history too, with Kafka's error.
-            history.locator("[name=resource_type]").select_option("CLUSTER")
-            history.locator("button[type=submit]").click()
-            expect(page.locator("#history-table tbody tr")).to_have_count(1)
-            expect(page.locator("#history-table tbody tr")).to_contain_text("INVALID_REQUEST")
-            history.locator("button[type=reset]").click()
-            expect(page.locator("#history-count")).not_to_have_text("1")
-            page.screenshot(path=DOCS / "console-history.png", full_page=True)
-            assert problems == []
-        finally:
-            browser.close()
+        # The refused attempt is in the history too, with Kafka's error.
+        history.locator("[name=resource_type]").select_option("CLUSTER")
+        history.locator("button[type=submit]").click()
+        expect(page.locator("#history-table tbody tr")).to_have_count(1)
+        expect(page.locator("#history-table tbody tr")).to_contain_text("INVALID_REQUEST")
+        history.locator("button[type=reset]").click()
+        expect(page.locator("#history-count")).not_to_have_text("1")
+        page.screenshot(path=DOCS / "console-history.png", full_page=True)
+        assert problems == []
