@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
+from kafkaguard.authorizer.decision_memo import DecisionMemo
 from kafkaguard.authorizer.rules import Decision
 from kafkaguard.authorizer.standard import AuthorizerSnapshot, StandardAuthorizer, authorize_in, explain_in
 from kafkaguard.model import (
@@ -262,9 +263,11 @@ class RequestAuthorization:
     snapshot: AuthorizerSnapshot
     context: RequestContext
 
-    def decision(self, action: Action) -> Decision:
+    def decision(self, action: Action, memo: DecisionMemo | None = None) -> Decision:
         """The decision for one of this request's actions with its deciding rule and matching ACLs, from the same
-        snapshot as ``decisive`` (so it agrees with the result recorded there)."""
+        snapshot as ``decisive`` (so it agrees with the result recorded there); through ``memo`` when given."""
+        if memo is not None:
+            return memo.explain(self.snapshot, self.context, action)
         return explain_in(self.snapshot, self.context, action)
 
     def allows(self, resource_type: ResourceType, name: str) -> bool:

@@ -41,6 +41,7 @@ from kafkaguard.audit.record import AuditRecord, to_dict
 from kafkaguard.audit.shadow import shadow_subject
 from kafkaguard.audit.trail_statistics import DROPPED, AuditTrailStatistics
 from kafkaguard.audit.usage import DEFAULT_MAX_KEYS, UsageAggregator
+from kafkaguard.authorizer.decision_memo import DecisionMemo
 from kafkaguard.protocol.audit_sinks import FileSink, Outgoing, Sink
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,8 @@ class AuditLog:
         self.log_allowed = mode in ("all", "usage")
         #: Folds decisions per window in ``usage`` mode (used by the writer thread only); None otherwise.
         self.usage = UsageAggregator(usage_window_seconds, usage_max_keys) if mode == "usage" else None
+        #: The deciding rules of repeated decisions (used by the writer thread only, where records are made).
+        self.memo = DecisionMemo()
         self.statistics = statistics if statistics is not None else AuditTrailStatistics()
         file_sink: list[Sink] = (
             [FileSink(path, max_bytes=max_bytes, backups=backups, statistics=self.statistics)]

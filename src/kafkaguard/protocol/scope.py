@@ -22,6 +22,7 @@ from typing import Any, TypedDict
 from kafkaguard.audit.record import AuditRecord, record_from_decision
 from kafkaguard.audit.shadow import shadow_data
 from kafkaguard.authorizer import AuthorizerSnapshot
+from kafkaguard.authorizer.decision_memo import DecisionMemo
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
 from kafkaguard.authorizer.rollout import Rollout, flips, permitted
 from kafkaguard.bootstrap import Services
@@ -106,7 +107,7 @@ class RequestScope:
         shadow = rollout.shadow
         audit.record_later(
             partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed, self.permissive,
-                    None if shadow is None else shadow.snapshot, rollout)
+                    None if shadow is None else shadow.snapshot, rollout, audit.memo)
         )  # fmt: skip
 
 
@@ -164,13 +165,14 @@ def _audit_records(
     permissive: bool,
     shadow: AuthorizerSnapshot | None,
     rollout: Rollout,
+    memo: DecisionMemo,
 ) -> list[AuditRecord | dict[str, Any]]:
     """The request's records (the writer thread's work): its decisive decisions (the allowed ones when
     ``log_allowed``; a denial marked not enforced when ``permissive``), then a shadow event per flipped decision."""
 
     def record_of(position: int) -> AuditRecord:
         action, result = outcome.decisive[position]
-        record = record_from_decision(outcome.decision(action), now, api_name)
+        record = record_from_decision(outcome.decision(action, memo), now, api_name)
         if permissive and result is not AuthorizationResult.ALLOWED:
             return dataclasses.replace(record, enforced=False)
         return record
