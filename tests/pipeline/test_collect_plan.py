@@ -3,6 +3,7 @@ durable write's listing (resume points, temporary files) on a real local directo
 
 from __future__ import annotations
 
+import itertools
 import json
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -16,7 +17,9 @@ from kafkaguard.pipeline.collect_plan import (
     COLUMNS,
     FileRange,
     RangePlanner,
+    RepeatWindow,
     check_topic,
+    event_key,
     overlaps,
     parse_file_name,
     resume_offsets,
@@ -195,6 +198,69 @@ def test_a_value_that_is_not_an_envelope_is_kept_with_its_reason(value, reason) 
 def test_to_row_never_raises(value: bytes) -> None:
     row = to_row(value, 0, 0, None)
     assert (row["error"] is None) == (row["id"] is not None)
+
+
+# --- repeats of a resent record ------------------------------------------------------------------------------------
+
+
+def keep(window: RepeatWindow, records: list[tuple[int, str]], partition: int = 0) -> list[int]:
+    return [offset for offset, key in records if not window.is_repeat(partition, offset, ("node-1", key))]
+
+
+def test_the_worked_example_of_the_repeat_window() -> None:
+    records = [(1, "a"), (2, "b"), (3, "c"), (4, "d"), (6, "c"), (7, "d"), (9, "e")]
+    assert keep(RepeatWindow(5), records) == [1, 2, 3, 4, 9]
+    resumed = RepeatWindow(5)
+    resumed.seed(0, [(o, ("node-1", k)) for o, k in records[:4]])
+    assert keep(resumed, records[4:]) == [9]
+    assert keep(RepeatWindow(5), [(1, "a"), (7, "a")]) == [1, 7]  # beyond the window: another event, kept
+    other = RepeatWindow(5)
+    other.is_repeat(0, 1, ("node-1", "a"))
+    assert not other.is_repeat(0, 2, ("node-2", "a"))  # another node's id is another event
+    assert not other.is_repeat(1, 2, ("node-1", "a"))  # partitions are apart
+    assert not other.is_repeat(0, 3, None)  # a row kept with its error is never a repeat
+    with pytest.raises(ValueError, match="at least 1"):
+        RepeatWindow(0)
+
+
+def test_event_key_is_source_and_id_of_a_valid_envelope_only() -> None:
+    assert event_key(to_row(envelope(3), 0, 0, None)) == ("kafkaguard://n1", "id-3")
+    assert event_key(to_row(b"not json", 0, 0, None)) is None
+
+
+@given(
+    keys=st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=60),
+    gaps=st.lists(st.integers(1, 3), min_size=60, max_size=60),
+    size=st.integers(1, 12),
+    cut=st.integers(0, 60),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_resumed_run_keeps_exactly_what_an_unbroken_run_keeps(keys, gaps, size, cut) -> None:
+    """The kill-anywhere property: a run stopped at ``cut`` and resumed with the window seeded from what it kept
+    (what the dataset's files hold) keeps the same rows as one that never stopped."""
+    offsets = list(itertools.accumulate(gaps[: len(keys)]))
+    records = list(zip(offsets, keys, strict=True))
+    whole = keep(RepeatWindow(size), records)
+    first = keep(RepeatWindow(size), records[:cut])
+    resume = records[cut][0] if cut < len(records) else offsets[-1] + 1
+    resumed = RepeatWindow(size)
+    resumed.seed(0, [(o, ("node-1", k)) for o, k in records[:cut] if o in set(first) and o >= resume - size])
+    assert first + keep(resumed, records[cut:]) == whole
+
+
+def test_kept_keys_are_read_back_from_the_files(tmp_path: Path) -> None:
+    dataset = collect_files.open_dataset(str(tmp_path / "ds"))
+    planner = RangePlanner(2, 60)
+    rows = [to_row(envelope(i), 0, 10 + i, None) for i in range(5)] + [to_row(b"junk", 0, 15, None)]
+    files = [f for row in rows for f in planner.add(row, 0)] + planner.drain()
+    for f in files:
+        collect_files.write_file(dataset, "audit", f)
+    ranges, _ = collect_files.scan(dataset, "audit")
+    assert collect_files.kept_keys(dataset, "audit", ranges, 0, 12) == [
+        (12, ("kafkaguard://n1", "id-2")), (13, ("kafkaguard://n1", "id-3")),
+        (14, ("kafkaguard://n1", "id-4")),
+    ]  # fmt: skip
+    assert collect_files.kept_keys(dataset, "audit", ranges, 1, 0) == []
 
 
 # --- the durable write on a real directory ------------------------------------------------------------------------

@@ -26,7 +26,16 @@ from kafkaguard.cli.connection import CommandConfig
 from kafkaguard.cli.output import fail
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.pipeline import collect_files
-from kafkaguard.pipeline.collect_plan import ClosedFile, RangePlanner, check_topic, resume_offsets, to_row
+from kafkaguard.pipeline.collect_plan import (
+    ClosedFile,
+    FileRange,
+    RangePlanner,
+    RepeatWindow,
+    check_topic,
+    event_key,
+    resume_offsets,
+    to_row,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +55,8 @@ class CollectStats:
     #: Buffered rows forgotten at a revocation (their offsets were not committed: the next owner reads them).
     dropped: int = 0
     commit_failures: int = 0
+    #: Envelopes dropped as repeats of one the partition already holds (a sink's resend after a crash).
+    repeats: int = 0
 
     def summary(self, topic: str, to: str) -> str:
         text = f"collected {self.records} records of topic {topic} into {self.files} new files under {to}"
@@ -53,6 +64,8 @@ class CollectStats:
             reasons = ", ".join(f"{reason} ×{n}" for reason, n in self.invalid.most_common())
             text += f"; {sum(self.invalid.values())} were not valid CloudEvents envelopes (kept with their error: "
             text += f"{reasons})"
+        if self.repeats:
+            text += f"; {self.repeats} repeated an event already collected (same source and id) and were dropped"
         return text
 
 
@@ -83,6 +96,8 @@ class Collector:
         self.echo = echo
         self.stats = CollectStats()
         self.resume: dict[int, int] = {}
+        self.ranges: list[FileRange] = []
+        self.repeats = RepeatWindow()
         self._stopping = False
         self._assigned_at: float | None = None
         #: Resume points to commit after an assignment: a run killed between a rename and its commit left the
@@ -97,6 +112,7 @@ class Collector:
         collect_files.remove_temps(self.dataset, temps)
         if temps:
             log.info("removed %d temporary files a stopped collector left", len(temps))
+        self.ranges = ranges
         self.resume = resume_offsets(ranges)
         self.consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
         started = idle_since = time.monotonic()
@@ -141,6 +157,9 @@ class Collector:
         row = to_row(message.value(), partition, offset, timestamp)
         if row["error"] is not None:
             self.stats.invalid[row["error"]] += 1
+        elif self.repeats.is_repeat(partition, offset, event_key(row)):
+            self.stats.repeats += 1
+            return True
         self.stats.records += 1
         for closed in self.planner.add(row, now):
             self._write(closed)
@@ -149,6 +168,7 @@ class Collector:
     def _write(self, closed: ClosedFile) -> None:
         path = collect_files.write_file(self.dataset, self.topic, closed)
         r = closed.range
+        self.ranges.append(r)
         self.resume[r.partition] = r.last + 1
         self.stats.files += 1
         # Said after the rename and before the commit: a kill right after this line is the window the invariant
@@ -169,12 +189,17 @@ class Collector:
             if tp.partition in self.resume:
                 tp.offset = self.resume[tp.partition]
                 self._catch_up.append(TopicPartition(self.topic, tp.partition, tp.offset))
+            since = self.resume.get(tp.partition, 0) - self.repeats.size
+            self.repeats.seed(tp.partition, collect_files.kept_keys(self.dataset, self.topic, self.ranges,
+                                                                    tp.partition, since))  # fmt: skip
         consumer.assign(partitions)
         self._assigned_at = time.monotonic()
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self.stats.dropped += self.planner.drop(tp.partition for tp in partitions)
         revoked = {tp.partition for tp in partitions}
+        for partition in revoked:
+            self.repeats.forget(partition)  # its buffered rows were dropped: seeded again at the next assignment
         self._catch_up = [tp for tp in self._catch_up if tp.partition not in revoked]
         consumer.unassign()
 

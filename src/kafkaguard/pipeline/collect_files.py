@@ -26,8 +26,10 @@ from typing import IO, TYPE_CHECKING, Any
 from kafkaguard.pipeline.collect_plan import (
     COLUMNS,
     ClosedFile,
+    EventKey,
     FileRange,
     check_topic,
+    event_key,
     is_temp_file,
     parse_day_dir,
     parse_file_name,
@@ -206,6 +208,25 @@ def read_rows(dataset: Dataset, ranges: Sequence[FileRange], topic: str) -> list
     for r in ranges:
         rows += pq.read_table(dataset.path(r.path(topic)), filesystem=dataset.fs).to_pylist()
     return rows
+
+
+def kept_keys(dataset: Dataset, topic: str, ranges: Sequence[FileRange], partition: int,
+              since: int) -> list[tuple[int, EventKey]]:  # fmt: skip
+    """The (offset, event key) of ``partition``'s rows at ``since`` or after, in offset order (what a resumed run's
+    ``RepeatWindow`` is seeded with): three columns of the files that reach ``since``."""
+    import pyarrow.parquet as pq
+
+    kept: list[tuple[int, EventKey]] = []
+    for r in sorted(r for r in ranges if r.partition == partition and r.last >= since):
+        columns = pq.read_table(dataset.path(r.path(topic)), filesystem=dataset.fs,
+                                columns=["kafka_offset", "source", "id", "error"]).to_pydict()  # fmt: skip
+        for offset, source, id_, error in zip(columns["kafka_offset"], columns["source"], columns["id"],
+                                              columns["error"], strict=True):  # fmt: skip
+            key = event_key({"source": source, "id": id_, "error": error})
+            if offset >= since and key is not None:
+                kept.append((offset, key))
+    kept.sort(key=lambda item: item[0])
+    return kept
 
 
 def days(ranges: Sequence[FileRange]) -> list[date]:
