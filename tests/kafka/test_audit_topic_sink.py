@@ -25,7 +25,13 @@ from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.audit.spool import Spool
 from kafkaguard.audit.trail_statistics import SENT, SPOOLED
-from tests.kafka.broker import KafkaCluster, free_port
+from kafkaguard.pipeline import collect_files
+from kafkaguard.pipeline.collect_plan import overlaps
+from tests.kafka.broker import ADMIN_PASSWORD as KAFKA_ADMIN_PASSWORD
+from tests.kafka.broker import KafkaBroker, KafkaCluster, free_port
+from tests.kafka.proxy.conftest import free_port_range
+from tests.kafka.test_audit_collect import env as collect_env
+from tests.kafka.test_audit_collect import run_and_kill
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.server.test_cli_serve import wait_until_listening
 from tests.wire import Wire, metadata
@@ -46,10 +52,10 @@ def audit_cluster(kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory) ->
         cluster.stop()
 
 
-def create_topic(cluster: KafkaCluster) -> str:
+def create_topic(cluster: KafkaCluster, partitions: int = 1) -> str:
     name = f"audit-{uuid.uuid4().hex[:10]}"
     admin = AdminClient(cluster.client_config())
-    for future in admin.create_topics([NewTopic(name, 1, 1)]).values():
+    for future in admin.create_topics([NewTopic(name, partitions, 1)]).values():
         future.result(30)
     return name
 
@@ -272,3 +278,126 @@ def spool_frames(directory: Path, copy: Path, *, committed: bool = False) -> lis
     frames = [item for _, item in reader.read(1_000_000, max_bytes=1 << 30)]
     reader.close()
     return frames
+
+
+def test_a_killed_proxys_events_reach_the_parquet_dataset_once_through_a_killed_collect(
+    audit_cluster: KafkaCluster, kafka: KafkaBroker, tmp_path: Path
+):
+    """The issue's whole chain: ``kafkaguard proxy`` (in front of the session's broker) sends its trail to another
+    cluster, whose broker is stopped during traffic; the proxy is SIGKILLed with records unacknowledged in its
+    spool; the restarted proxy drains the spool; ``audit collect`` is SIGKILLed twice mid-run and finishes with
+    ``--until-idle``. Every event the proxy recorded before the kill that reached its spool or the topic is in the
+    Parquet dataset exactly once, and a further run writes nothing."""
+    topic = create_topic(audit_cluster, partitions=3)
+    data_dir, spool_dir, port = tmp_path / "data", tmp_path / "spool", free_port_range()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKAGUARD_")}
+    subprocess.run([str(KAFKAGUARD), "users", "add", "eve", "--password", "eve-secret", "--data-dir", str(data_dir)],
+                   check=True, capture_output=True, timeout=60, env=env)  # fmt: skip
+    config = tmp_path / "kafkaguard.yaml"
+    config.write_text(json.dumps({  # JSON is YAML
+        "data_dir": str(data_dir), "listeners": [f"SASL_PLAINTEXT://127.0.0.1:{port}"],
+        "upstream": kafka.bootstrap, "upstream_security_protocol": "SASL_PLAINTEXT", "upstream_user": ADMIN,
+        "super_users": f"User:{ADMIN}", "admin_user": ADMIN, "audit_mode": "all",
+        "audit_log": str(tmp_path / "audit.log"),
+        "audit_kafka_bootstrap_servers": audit_cluster.bootstrap, "audit_kafka_topic": topic,
+        "audit_kafka_delivery_timeout_seconds": 3.0, "audit_spool_dir": str(spool_dir),
+        "audit_spool_fsync_seconds": 0.2,
+    }))  # fmt: skip
+    env |= {"KAFKAGUARD_ADMIN_PASSWORD": ADMIN_PASSWORD, "KAFKAGUARD_UPSTREAM_PASSWORD": KAFKA_ADMIN_PASSWORD}
+
+    def start() -> subprocess.Popen[bytes]:
+        with (tmp_path / "proxy.log").open("ab") as log:  # the child keeps its own descriptor
+            process = subprocess.Popen([str(KAFKAGUARD), "proxy", "--config", str(config)], env=env,
+                                       stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
+        wait_until_listening(process, port, timeout=30.0)
+        return process
+
+    stop_traffic = threading.Event()
+
+    def client(user: str, password: str, prefix: str) -> None:
+        """Metadata naming a new topic each time: the admin's are allowed, eve's denied (an event each)."""
+        index = 0
+        while not stop_traffic.is_set():
+            try:
+                with Wire(("127.0.0.1", port)) as wire:
+                    wire.login(user, password)
+                    while not stop_traffic.is_set():
+                        metadata(wire, [f"{prefix}-{index}"], allow_auto_topic_creation=False)
+                        index += 1
+                        time.sleep(0.005)
+            except (OSError, AssertionError):
+                time.sleep(0.05)  # the proxy was killed: stop_traffic follows
+
+    process = start()
+    clients = [threading.Thread(target=client, args=args, daemon=True)
+               for args in ((ADMIN, ADMIN_PASSWORD, "chain"), ("eve", "eve-secret", "denied"))]  # fmt: skip
+    for thread in clients:
+        thread.start()
+    try:
+        time.sleep(2.0)  # the audit cluster up: records go through the spool to the topic
+        audit_cluster.stop_broker(1)
+        time.sleep(5.0)  # the audit cluster down: records stay in the spool (delivery timeout 3 s)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+    finally:
+        stop_traffic.set()
+        for thread in clients:
+            thread.join(10)
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        audit_cluster.start_broker(1)
+
+    spooled = [json.loads(frame.value)["id"] for frame in spool_frames(spool_dir, tmp_path / "copy-all")]
+    pending = spool_frames(spool_dir, tmp_path / "copy-pending", committed=True)
+    in_file = [e["id"] for e in file_envelopes(tmp_path / "audit.log")]
+    assert len(pending) > 10, "the outage left unacknowledged records in the spool"
+    denied = [e for e in file_envelopes(tmp_path / "audit.log") if e["data"].get("decision") == "DENIED"]
+    assert denied, "eve's denials are part of the trail"
+
+    process = start()  # the restarted proxy sends the spool's backlog first
+    try:
+        consume_until(audit_cluster, topic, has_ids(set(spooled)))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(30)
+    in_topic = [r["value"]["id"] for r in consume_until(audit_cluster, topic, lambda _: False, timeout=8.0)]
+
+    props = audit_cluster.client_properties(tmp_path / "collect.properties")
+    props.write_text(props.read_text() + "session.timeout.ms=6000\n")  # a killed member's partitions come back soon
+    dataset = tmp_path / "dataset"
+    command = [sys.executable, "-m", "kafkaguard.cli.main", "audit", "collect", "--bootstrap-servers",
+               audit_cluster.bootstrap, "--command-config", str(props), "--topic", topic, "--to", str(dataset),
+               "--max-records-per-file", "150", "--max-seconds-per-file", "600"]  # fmt: skip
+    kills = [run_and_kill(command, after_files=n) for n in (2, 6)]
+    assert all(k > 0 for k in kills)
+    done = subprocess.run([*command, "--until-idle", "4"], capture_output=True, text=True, env=collect_env(),
+                          timeout=240, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+
+    opened = collect_files.open_dataset(str(dataset))
+    ranges, temps = collect_files.scan(opened, topic)
+    assert temps == [] and overlaps(ranges) == []
+    rows = collect_files.read_rows(opened, sorted(ranges), topic)
+    ids = [r["id"] for r in rows]
+    assert all(r["error"] is None for r in rows)
+    assert len(ids) == len(set(ids)), "an event is in the dataset twice"
+    # Recorded before the kill and reached the spool or the topic: all in the dataset.
+    reached = set(spooled) | (set(in_file) & set(in_topic))
+    assert reached <= set(ids)
+    assert set(ids) == set(in_topic)  # and nothing else (the restarted proxy had no traffic)
+    # What the file holds but never reached the spool can only be the last batch the kill cut (file first).
+    missing = [i for i in in_file if i not in set(ids)]
+    assert missing == in_file[len(in_file) - len(missing) :]
+
+    before = sorted(p.name for p in dataset.rglob("*.parquet"))
+    again = subprocess.run([*command, "--until-idle", "2"], capture_output=True, text=True, env=collect_env(),
+                           timeout=120, check=False)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert "into 0 new files" in again.stdout
+    assert sorted(p.name for p in dataset.rglob("*.parquet")) == before
+    sys.stderr.write(
+        f"chain test: {len(in_file)} in the proxy's file, {len(spooled)} in its spool at the kill ({len(pending)} not "
+        f"acknowledged), {len(in_topic)} topic records ({len(in_topic) - len(set(in_topic))} repeats), "
+        f"{len(ids)} in the dataset after collect was killed {len(kills)} times, {len(missing)} in the file only\n"
+    )
