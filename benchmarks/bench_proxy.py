@@ -193,10 +193,25 @@ def runqueue_waits(pid: int) -> dict[int, int]:
     return waits
 
 
-def waited_s(before: dict[int, int], after: dict[int, int]) -> float:
-    """Seconds waited between two ``runqueue_waits``, over the threads alive at the end (threads that ended in
+def oncpu_ns(pid: int) -> dict[int, int]:
+    """Nanoseconds each thread of ``pid`` spent on a CPU (``schedstat``'s first field: exact, where ``/proc/<pid>/stat``
+    counts 10 ms ticks)."""
+    times = {}
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            times[int(stat.parent.name)] = int(stat.read_text().split()[0])
+    return times
+
+
+def thread_seconds(before: dict[int, int], after: dict[int, int]) -> float:
+    """Seconds between two per-thread nanosecond readings, over the threads alive at the end (threads that ended in
     between are lost: an undercount, never negative)."""
     return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
+
+
+def waited_s(before: dict[int, int], after: dict[int, int]) -> float:
+    """Seconds waited between two ``runqueue_waits``."""
+    return thread_seconds(before, after)
 
 
 def _status_kib(pid: int, key: str) -> int:
@@ -238,6 +253,8 @@ class Usage:
     proxy_wait: float = float("nan")
     broker_wait: float = float("nan")
     client_wait: float = float("nan")
+    #: The proxy's CPU seconds over the phase from ``schedstat`` (ns), over the threads alive at its end.
+    proxy_cpu_exact_s: float = float("nan")
 
 
 @contextlib.contextmanager
@@ -247,6 +264,7 @@ def metered(usage: Usage, broker_pid: int, proxy_pid: int | None) -> Iterator[Us
     broker = cpu_seconds(broker_pid)
     proxy = cpu_seconds(proxy_pid) if proxy_pid is not None else 0.0
     waits = {pid: runqueue_waits(pid) for pid in (os.getpid(), broker_pid, proxy_pid) if pid is not None}
+    proxy_ns = oncpu_ns(proxy_pid) if proxy_pid is not None else {}
     yield usage
     usage.seconds = wall = time.perf_counter() - wall
     usage.client_cpu = (time.process_time() - client) / wall
@@ -255,6 +273,7 @@ def metered(usage: Usage, broker_pid: int, proxy_pid: int | None) -> Iterator[Us
     usage.broker_wait = waited_s(waits[broker_pid], runqueue_waits(broker_pid)) / wall
     if proxy_pid is not None:
         usage.proxy_cpu = (cpu_seconds(proxy_pid) - proxy) / wall
+        usage.proxy_cpu_exact_s = thread_seconds(proxy_ns, oncpu_ns(proxy_pid))
         usage.proxy_wait = waited_s(waits[proxy_pid], runqueue_waits(proxy_pid)) / wall
         usage.proxy_rss_mib = rss_bytes(proxy_pid) / 2**20
         usage.proxy_peak_mib = peak_rss_bytes(proxy_pid) / 2**20
