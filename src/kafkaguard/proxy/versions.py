@@ -1,8 +1,10 @@
 """The APIs and versions the proxy offers: what it can authorize exactly, and the upstream serves (fail closed).
 
 ``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
-without broker endpoints in the body: Produce v10+ and Fetch v16+ carry node endpoints for KIP-951 leader
-discovery (they would reveal upstream addresses), Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
+without upstream addresses reaching a client: Produce v10-v11 answers may carry node endpoints for KIP-951 leader
+discovery, rewritten to the proxy's per-broker addresses (``handlers.produce``); Produce v12 belongs to KIP-890's
+transactions v2 (partitions added to a transaction by the Produce itself), which the proxy does not authorize;
+Fetch v16+ carry node endpoints too, Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
 DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet
 authorize. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
 for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
@@ -25,7 +27,7 @@ from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
 
 #: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
 CAPS: Mapping[ApiKey, tuple[int, int]] = {
-    ApiKey.PRODUCE: (3, 9),
+    ApiKey.PRODUCE: (3, 11),
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 8),
     ApiKey.METADATA: (1, 12),
