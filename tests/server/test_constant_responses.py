@@ -97,8 +97,9 @@ FEATURES = Features(
 
 @pytest.mark.parametrize("version", range(LOW, HIGH + 1))
 def test_features_are_answered_from_v3_and_min_0_ones_from_v4(version: int):
-    answer: Any = api_versions_response(version, features=FEATURES)  # its version's fields, read below
-    assert api_versions_response(version, features=FEATURES) is answer  # made once, as without features
+    made = api_versions_response(version, features=FEATURES)
+    answer: Any = made  # its version's fields, read below
+    assert api_versions_response(version, features=FEATURES) is made  # made once, as without features
     assert encode_response(ApiKey.API_VERSIONS, version, 5, answer) == fresh_encoding(
         5, version, ErrorCode.none, SUPPORTED_VERSIONS, FEATURES
     )
