@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.schema.produce.v9 import request as produce_request
@@ -218,3 +220,13 @@ def test_a_truncated_answer_is_refused_not_passed_on():
         with pytest.raises(UpstreamProtocolError, match="malformed Produce v11"):
             names_brokers(11, payload[:cut])
     assert not names_brokers(9, payload)  # below v10 a Produce answer names no broker: nothing is read
+
+
+@pytest.mark.parametrize("version", [9, 10, 11])
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_names_brokers_agrees_with_kio_on_any_answer(version: int, data: st.DataObject):
+    """The walk reads exactly what kio decodes: an answer names brokers iff its ``node_endpoints`` are not empty."""
+    body = data.draw(st.from_type(response_schema(ApiKey.PRODUCE, version)))
+    payload = encode_response(ApiKey.PRODUCE, version, 7, body)[4:]
+    assert names_brokers(version, payload) == bool(getattr(body, "node_endpoints", ()))
