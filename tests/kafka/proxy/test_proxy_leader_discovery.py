@@ -1,8 +1,9 @@
 """KIP-951 leader discovery through the proxy against real Kafka 3.9 brokers: Produce v10-v11 answers name brokers
 (``node_endpoints``) only at the proxy's per-broker addresses, checked on the bytes a client receives.
 
-* A confluent-kafka producer (librdkafka 2.4+ produces at v10, KIP-951) writes through the proxy: its Produce
-  requests reach the broker at v10+ and nothing the proxy sends any client carries the broker's address.
+* A confluent-kafka producer (librdkafka 2.4+ produces at v10, KIP-951) and Kafka's own Java producer
+  (kafka-clients 3.9, v11; ``tests/kafka/ProducerProbe.java``) write through the proxy: their Produce requests reach
+  the broker at v10 / v11 and nothing the proxy sends any client carries the broker's address.
 * On the two-broker cluster, a Produce v10 / v11 for a partition led by broker 2 is sent to the proxy's port for node
   1: broker 1 answers NOT_LEADER_OR_FOLLOWER with broker 2's endpoint (``KafkaApis.handleProduceRequest``, 3.9; the
   same request straight to broker 1 shows it), and the client gets that endpoint at the proxy's port for node 2.
@@ -11,10 +12,12 @@
 from __future__ import annotations
 
 import struct
+import subprocess
 import time
 import warnings
 from collections.abc import Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +34,7 @@ from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.proxy.nodes import node_port
 from kafkaguard.proxy.upstream import UpstreamConnection
-from tests.kafka.broker import KafkaBroker, KafkaCluster
+from tests.kafka.broker import KafkaBroker, KafkaCluster, java
 from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
 from tests.server.conftest import ServerHandle
@@ -198,3 +201,27 @@ def test_a_moved_leaders_endpoint_is_the_proxys_port_for_it(
         wire.login(name, PASSWORD, "SCRAM-SHA-512")
         _raw, body = answered(wire, version, topic, 1)
         assert errors_and_leaders(body) == [(ErrorCode.none, -1)]
+
+
+PRODUCER_PROBE = Path(__file__).resolve().parent.parent / "ProducerProbe.java"
+
+
+def test_the_java_producer_at_v11_never_learns_the_brokers_address(
+    proxy: ServerHandle, kafka: KafkaBroker, to_clients: bytearray, upstream_requests: list[bytes], tmp_path: Path
+):
+    topic, name = unique("kip951-java"), user(proxy)
+    create_topics(kafka, topic)
+    grant(proxy, f"User:{name}", ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
+    log4j = tmp_path / "log4j2.properties"
+    log4j.write_text("rootLogger.level = OFF\n")
+    done = subprocess.run(
+        [java(), f"-Dlog4j2.configurationFile={log4j}", "-cp", str(kafka.home / "libs" / "*"), str(PRODUCER_PROBE),
+         proxy_bootstrap(proxy), name, PASSWORD, topic, "25"],
+        capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+    assert done.stdout.strip() == "SENT 25", done.stdout + done.stderr[-3000:]
+    assert 11 in produce_versions(upstream_requests), "kafka-clients 3.9 produces at v11 (the proxy offers v3-v11)"
+    host, port = kafka.bootstrap.rsplit(":", 1)
+    listener_port = next(iter(proxy.ports.values()))
+    assert addresses_in(bytes(to_clients), "127.0.0.1", node_port(listener_port, 1)) > 0
+    assert addresses_in(bytes(to_clients), host, int(port)) == 0, "a client was told the broker's own address"
