@@ -1,7 +1,8 @@
 """A fake upstream Kafka broker for proxy tests that need no Kafka tarball: it decodes every request, records it, and
 answers plausibly.
 
-* ApiVersions: every API the proxy can forward, from v0 to the proxy's cap (the proxy then offers its whole cap);
+* ApiVersions: every API the proxy can forward, from v0 to the proxy's cap (the proxy then offers its whole cap),
+  and ``features`` from v3;
 * Metadata: this broker as its only node (or the ``brokers`` given); a named topic exists if it is in ``existing``,
   else it is created when the request may auto-create (v0-v3 always, v4+ with ``allow_auto_topic_creation``) and
   ``auto_create`` is true (``created`` records it), else UNKNOWN_TOPIC_OR_PARTITION; all topics: ``existing``;
@@ -31,6 +32,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.build import build, nested, rebuild
 from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
 from kafkaguard.protocol.lengths import unwrap
@@ -41,7 +43,7 @@ from tests.server.conftest import ServerHandle, TlsFiles, start_server
 
 _SIZE = struct.Struct(">i")
 #: What the fake decodes: every forwarded API from v0 to the proxy's cap, and the ones the proxy asks itself.
-VERSIONS = {key: (0, high) for key, (_low, high) in CAPS.items()} | {ApiKey.API_VERSIONS: (0, 3)}
+VERSIONS = {key: (0, high) for key, (_low, high) in CAPS.items()} | {ApiKey.API_VERSIONS: (0, 4)}
 BROKER_RESOURCE = 4
 
 
@@ -61,6 +63,8 @@ class FakeKafka:
     omitted_topics: set[str] = field(default_factory=set)
     #: APIs answered with bytes no Kafka response holds (the correlation id, then junk).
     garbage_for: set[ApiKey] = field(default_factory=set)
+    #: The cluster's features, answered in ApiVersions v3+ as Kafka 3.9 answers them (min-0 supported ones from v4).
+    features: Features = NO_FEATURES
     port: int = 0
     received: list[DecodedRequest] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
@@ -95,9 +99,27 @@ class FakeKafka:
             key_cls = nested(cls, "ApiVersion")
             keys = tuple(build(key_cls, api_key=int(k), min_version=low, max_version=high)
                          for k, (low, high) in sorted(VERSIONS.items()))  # fmt: skip
+            features = self.features
+            supported = (
+                tuple(
+                    build(nested(cls, "SupportedFeatureKey"), name=n, min_version=low, max_version=high)
+                    for n, low, high in features.supported
+                    if low > 0 or version >= 4
+                )
+                if version >= 3
+                else ()
+            )
+            finalized = (
+                tuple(
+                    build(nested(cls, "FinalizedFeatureKey"), name=n, min_version_level=low, max_version_level=high)
+                    for n, low, high in features.finalized
+                )
+                if version >= 3
+                else ()
+            )
             answer = build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=timedelta(0),
-                           supported_features=(), finalized_features_epoch=-1, finalized_features=(),
-                           zk_migration_ready=False)  # fmt: skip
+                           supported_features=supported, finalized_features_epoch=features.epoch,
+                           finalized_features=finalized, zk_migration_ready=False)  # fmt: skip
         elif api_key is ApiKey.METADATA:
             answer = self._metadata(cls, version, body)
         elif api_key is ApiKey.DESCRIBE_CONFIGS:

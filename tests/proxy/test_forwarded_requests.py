@@ -236,6 +236,7 @@ def test_the_sweep_covers_every_api_and_version_the_proxy_offers(sweep: Sweep):
     offered = {(key, v) for key, (low, high) in sweep.proxy.server.versions.items() if key in HANDLERS  # type: ignore[attr-defined]
                for v in range(low, high + 1)}  # fmt: skip
     assert offered == set(OFFERED)
+    assert {(ApiKey.PRODUCE, 10), (ApiKey.PRODUCE, 11)} <= offered  # KIP-951's versions are swept too
 
 
 @pytest.mark.parametrize("user", [READER, CREATOR])

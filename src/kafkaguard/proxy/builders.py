@@ -146,7 +146,7 @@ from kio.schema.fetch.v11.response import PartitionData as PartitionDataV11
 from kio.schema.fetch.v12.response import AbortedTransaction as AbortedTransactionV12
 from kio.schema.fetch.v12.response import EpochEndOffset as FetchEpochEndOffsetV12
 from kio.schema.fetch.v12.response import FetchableTopicResponse as FetchableTopicResponseV12
-from kio.schema.fetch.v12.response import LeaderIdAndEpoch as LeaderIdAndEpochV12
+from kio.schema.fetch.v12.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV12
 from kio.schema.fetch.v12.response import PartitionData as PartitionDataV12
 from kio.schema.fetch.v12.response import SnapshotId as SnapshotIdV12
 from kio.schema.find_coordinator.v4.response import Coordinator as CoordinatorV4
@@ -281,6 +281,16 @@ from kio.schema.produce.v8.response import TopicProduceResponse as TopicProduceR
 from kio.schema.produce.v9.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV9
 from kio.schema.produce.v9.response import PartitionProduceResponse as PartitionProduceResponseV9
 from kio.schema.produce.v9.response import TopicProduceResponse as TopicProduceResponseV9
+from kio.schema.produce.v10.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV10
+from kio.schema.produce.v10.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV10
+from kio.schema.produce.v10.response import NodeEndpoint as NodeEndpointV10
+from kio.schema.produce.v10.response import PartitionProduceResponse as PartitionProduceResponseV10
+from kio.schema.produce.v10.response import TopicProduceResponse as TopicProduceResponseV10
+from kio.schema.produce.v11.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV11
+from kio.schema.produce.v11.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV11
+from kio.schema.produce.v11.response import NodeEndpoint as NodeEndpointV11
+from kio.schema.produce.v11.response import PartitionProduceResponse as PartitionProduceResponseV11
+from kio.schema.produce.v11.response import TopicProduceResponse as TopicProduceResponseV11
 from kio.schema.txn_offset_commit.v0.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV0,
 )
@@ -973,7 +983,7 @@ class PartitionDataFields(TypedDict):
     log_start_offset: NotRequired[int]
     preferred_read_replica: NotRequired[int]
     diverging_epoch: NotRequired[FetchEpochEndOffset]
-    current_leader: NotRequired[LeaderIdAndEpoch]
+    current_leader: NotRequired[FetchLeaderIdAndEpoch]
     snapshot_id: NotRequired[SnapshotId]
 
 
@@ -1036,17 +1046,19 @@ def fetch_epoch_end_offset(
     return built
 
 
-LeaderIdAndEpoch = LeaderIdAndEpochV12
+FetchLeaderIdAndEpoch = FetchLeaderIdAndEpochV12
 
 
-class LeaderIdAndEpochFields(TypedDict):
+class FetchLeaderIdAndEpochFields(TypedDict):
     leader_id: NotRequired[int]
     leader_epoch: NotRequired[int]
 
 
-def leader_id_and_epoch(response: type[FetchResponse], **fields: Unpack[LeaderIdAndEpochFields]) -> LeaderIdAndEpoch:
+def fetch_leader_id_and_epoch(
+    response: type[FetchResponse], **fields: Unpack[FetchLeaderIdAndEpochFields]
+) -> FetchLeaderIdAndEpoch:
     """``LeaderIdAndEpoch``, of ``response``'s version."""
-    built: LeaderIdAndEpoch = build_fields(nested(response, "LeaderIdAndEpoch"), fields)
+    built: FetchLeaderIdAndEpoch = build_fields(nested(response, "LeaderIdAndEpoch"), fields)
     return built
 
 
@@ -1729,6 +1741,8 @@ PartitionProduceResponse = (
     | PartitionProduceResponseV7
     | PartitionProduceResponseV8
     | PartitionProduceResponseV9
+    | PartitionProduceResponseV10
+    | PartitionProduceResponseV11
 )
 
 
@@ -1740,6 +1754,7 @@ class PartitionProduceResponseFields(TypedDict):
     log_start_offset: NotRequired[int]
     record_errors: NotRequired[tuple[BatchIndexAndErrorMessage, ...]]
     error_message: NotRequired[str | None]
+    current_leader: NotRequired[ProduceLeaderIdAndEpoch]
 
 
 def partition_produce_response(
@@ -1758,6 +1773,8 @@ TopicProduceResponse = (
     | TopicProduceResponseV7
     | TopicProduceResponseV8
     | TopicProduceResponseV9
+    | TopicProduceResponseV10
+    | TopicProduceResponseV11
 )
 
 
@@ -1777,13 +1794,19 @@ def topic_produce_response(
 class ProduceResponseFields(TypedDict):
     responses: tuple[TopicProduceResponse, ...]
     throttle_time: NotRequired[timedelta]
+    node_endpoints: NotRequired[tuple[NodeEndpoint, ...]]
 
 
 def produce_response(cls: type[ProduceResponse], **fields: Unpack[ProduceResponseFields]) -> ProduceResponse:
     return build_fields(cls, fields)
 
 
-BatchIndexAndErrorMessage = BatchIndexAndErrorMessageV8 | BatchIndexAndErrorMessageV9
+BatchIndexAndErrorMessage = (
+    BatchIndexAndErrorMessageV8
+    | BatchIndexAndErrorMessageV9
+    | BatchIndexAndErrorMessageV10
+    | BatchIndexAndErrorMessageV11
+)
 
 
 class BatchIndexAndErrorMessageFields(TypedDict):
@@ -1796,6 +1819,38 @@ def batch_index_and_error_message(
 ) -> BatchIndexAndErrorMessage:
     """``BatchIndexAndErrorMessage``, of ``response``'s version."""
     built: BatchIndexAndErrorMessage = build_fields(nested(response, "BatchIndexAndErrorMessage"), fields)
+    return built
+
+
+ProduceLeaderIdAndEpoch = ProduceLeaderIdAndEpochV10 | ProduceLeaderIdAndEpochV11
+
+
+class ProduceLeaderIdAndEpochFields(TypedDict):
+    leader_id: NotRequired[int]
+    leader_epoch: NotRequired[int]
+
+
+def produce_leader_id_and_epoch(
+    response: type[ProduceResponse], **fields: Unpack[ProduceLeaderIdAndEpochFields]
+) -> ProduceLeaderIdAndEpoch:
+    """``LeaderIdAndEpoch``, of ``response``'s version."""
+    built: ProduceLeaderIdAndEpoch = build_fields(nested(response, "LeaderIdAndEpoch"), fields)
+    return built
+
+
+NodeEndpoint = NodeEndpointV10 | NodeEndpointV11
+
+
+class NodeEndpointFields(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    rack: NotRequired[str | None]
+
+
+def node_endpoint(response: type[ProduceResponse], **fields: Unpack[NodeEndpointFields]) -> NodeEndpoint:
+    """``NodeEndpoint``, of ``response``'s version."""
+    built: NodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
     return built
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kafkaguard.apis import STORE_HANDLERS
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
 from kafkaguard.protocol.replies import Reply
@@ -86,6 +87,8 @@ class ProxyRoute:
     versions: Versions
     meter: QuotaMeter
     dial: Dial
+    #: The upstream's features as the proxy answers them (``versions.negotiate_features``).
+    features: Features = NO_FEATURES
 
 
 class ProxyDispatcher:
@@ -105,6 +108,10 @@ class ProxyDispatcher:
     @property
     def versions(self) -> Versions:
         return self.route.versions
+
+    @property
+    def features(self) -> Features:
+        return self.route.features
 
     async def dispatch(self, incoming: Incoming) -> Reply:
         request, context = incoming.request, self.context

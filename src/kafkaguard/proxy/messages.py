@@ -310,6 +310,10 @@ from kio.schema.produce.v8.request import ProduceRequest as ProduceRequestV8
 from kio.schema.produce.v8.response import ProduceResponse as ProduceResponseV8
 from kio.schema.produce.v9.request import ProduceRequest as ProduceRequestV9
 from kio.schema.produce.v9.response import ProduceResponse as ProduceResponseV9
+from kio.schema.produce.v10.request import ProduceRequest as ProduceRequestV10
+from kio.schema.produce.v10.response import ProduceResponse as ProduceResponseV10
+from kio.schema.produce.v11.request import ProduceRequest as ProduceRequestV11
+from kio.schema.produce.v11.response import ProduceResponse as ProduceResponseV11
 from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupRequestV0
 from kio.schema.sync_group.v0.response import SyncGroupResponse as SyncGroupResponseV0
 from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupRequestV1
@@ -627,6 +631,8 @@ ProduceRequest = (
     | ProduceRequestV7
     | ProduceRequestV8
     | ProduceRequestV9
+    | ProduceRequestV10
+    | ProduceRequestV11
 )
 ProduceResponse = (
     ProduceResponseV3
@@ -636,6 +642,8 @@ ProduceResponse = (
     | ProduceResponseV7
     | ProduceResponseV8
     | ProduceResponseV9
+    | ProduceResponseV10
+    | ProduceResponseV11
 )
 SyncGroupRequest = (
     SyncGroupRequestV0

@@ -67,7 +67,7 @@ def test_hostile_lengths_close_the_connection_and_never_reach_the_upstream(
     guarded: ServerHandle, upstream_requests: list[bytes], login: bool
 ):
     apis = offered(guarded)
-    assert (0, 9) in apis and (1, 12) in apis, "Produce v9 and Fetch v12 are offered, so they are fuzzed"
+    assert (0, 11) in apis and (1, 12) in apis, "Produce v11 and Fetch v12 are offered, so they are fuzzed"
     watchdog = connect(guarded, login=True)
     sent = 0
     for api_key, version in apis:
