@@ -12,6 +12,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v11 import request as metadata_v11
 from kio.schema.metadata.v12 import request as metadata_v12
+from kio.schema.types import TopicName
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
@@ -126,7 +127,7 @@ def describer(services: Services) -> None:
 
 def by_id(*ids: uuid.UUID, names: tuple[str, ...] = ()) -> Any:
     topics = tuple(metadata_v12.MetadataRequestTopic(topic_id=i, name=None) for i in ids) + tuple(
-        metadata_v12.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=n) for n in names
+        metadata_v12.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=TopicName(n)) for n in names
     )
     return metadata_v12.MetadataRequest(
         topics=topics, allow_auto_topic_creation=True, include_topic_authorized_operations=True
