@@ -157,7 +157,7 @@ def test_metadata_by_id_answers_each_id_and_names_nothing_the_caller_may_not_des
 def test_metadata_v11_naming_an_id_is_invalid_and_never_forwarded(services: Services, named: bool):
     upstream = MemoryUpstream(Cluster(**{"feed-a": A}))
     topic = metadata_v11.MetadataRequestTopic(
-        topic_id=A if named else uuid.UUID(int=0), name="feed-a" if named else None
+        topic_id=A if named else uuid.UUID(int=0), name=TopicName("feed-a") if named else None
     )
     request = metadata_v11.MetadataRequest(topics=(topic,), allow_auto_topic_creation=False,
                                            include_topic_authorized_operations=False)  # fmt: skip
