@@ -109,15 +109,15 @@ class Cluster:
 def test_resolve_asks_the_upstream_only_for_unknown_ids_and_follows_a_re_creation():
     cluster = Cluster(orders=A)
     upstream, ids = MemoryUpstream(cluster), TopicIds()
-    assert asyncio.run(resolve(upstream, [A, C], ids)) == {A: "orders"}
+    assert asyncio.run(resolve(upstream.call, [A, C], ids)) == {A: "orders"}
     assert [t.topic_id for t in upstream.bodies(ApiKey.METADATA)[0].topics] == [A, C]
-    assert asyncio.run(resolve(upstream, [A], ids)) == {A: "orders"}
+    assert asyncio.run(resolve(upstream.call, [A], ids)) == {A: "orders"}
     assert len(upstream.sent) == 1, "a known id costs no round trip"
 
     cluster.topics = {"orders": B}  # deleted and re-created
-    assert asyncio.run(resolve(upstream, [B], ids)) == {B: "orders"}
+    assert asyncio.run(resolve(upstream.call, [B], ids)) == {B: "orders"}
     assert ids.name_of(A) is None, "the old id no longer resolves to the re-created topic's name"
-    assert asyncio.run(resolve(upstream, [A], ids)) == {}
+    assert asyncio.run(resolve(upstream.call, [A], ids)) == {}
 
 
 @pytest.fixture(autouse=True)
@@ -145,12 +145,18 @@ def test_metadata_by_id_answers_each_id_and_names_nothing_the_caller_may_not_des
         B: (ErrorCode.topic_authorization_failed, None, 0),
         C: (ErrorCode.unknown_topic_id, None, 0),
     }
-    (sent,) = upstream.bodies(ApiKey.METADATA)
-    assert [(t.topic_id, t.name) for t in sent.topics] == [(A, None), (B, None), (C, None)], "ids only, as Kafka"
-    assert sent.allow_auto_topic_creation is False
+    lookup, confirmation, forwarded = upstream.bodies(ApiKey.METADATA)
+    assert [t.topic_id for t in lookup.topics] == [A, B, C], "the unknown ids resolved in one lookup"
+    assert [t.topic_id for t in confirmation.topics] == [B], "a refused id is confirmed afresh"
+    assert [(t.topic_id, t.name) for t in forwarded.topics] == [(A, None)], "only what the caller may describe"
+    assert forwarded.allow_auto_topic_creation is False
     described = next(t for t in answer.topics if t.topic_id == A)
     assert described.topic_authorized_operations > 0, "the caller's operations, from kafkaguard's ACLs"
     assert nodes.topic_ids.name_of(A) == "feed-a" and nodes.topic_ids.name_of(C) is None
+
+    cluster.topics = {"feed-a": A}  # "secret" deleted: its id is now unknown, as Kafka would say
+    again = handle(services, upstream, by_id(A, B), nodes=nodes).answer()
+    assert {t.topic_id: t.error_code for t in again.topics} == {A: ErrorCode.none, B: ErrorCode.unknown_topic_id}
 
 
 @pytest.mark.parametrize("named", [False, True], ids=["null-name", "id-given"])

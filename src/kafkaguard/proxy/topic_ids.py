@@ -31,7 +31,7 @@ a wrong answer. Used on the event loop only (no locks).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from typing import Any
 from uuid import UUID
 
@@ -39,7 +39,6 @@ from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.proxy.upstream import Upstream
 from kafkaguard.store.uuids import ZERO_UUID
 
 #: The most topics remembered (see the module docstring's cost model).
@@ -121,7 +120,12 @@ class TopicIds:
                 self.learn(name, topic_id)
 
 
-async def refresh(upstream: Upstream, ids: Collection[UUID], topic_ids: TopicIds) -> None:
+#: How the proxy asks the upstream a request of its own: ``(api_key, api_version, body) -> decoded answer``
+#: (``Upstream.call``, after the answers relayed before it).
+Call = Callable[[ApiKey, int, Any], Awaitable[Any]]
+
+
+async def refresh(call: Call, ids: Collection[UUID], topic_ids: TopicIds) -> None:
     """Ask the upstream for ``ids`` (one Metadata v12 by id, never creating anything) and record its answer: each id
     it knows gets its name, each it does not is forgotten."""
     if not ids:
@@ -131,16 +135,16 @@ async def refresh(upstream: Upstream, ids: Collection[UUID], topic_ids: TopicIds
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
-    answer = await upstream.call(ApiKey.METADATA, BY_ID_VERSION, body)
+    answer = await call(ApiKey.METADATA, BY_ID_VERSION, body)
     topic_ids.observe(answer.topics)
     answered = {topic.topic_id for topic in answer.topics}
     for missing in set(ids) - answered:  # an answer that leaves an id out does not vouch for it
         topic_ids.forget_id(missing)
 
 
-async def resolve(upstream: Upstream, ids: Iterable[UUID], topic_ids: TopicIds) -> dict[UUID, str]:
-    """The names of ``ids`` the upstream has (those known here, the others asked of it once); an id absent from the
-    result does not exist upstream."""
+async def resolve(call: Call, ids: Iterable[UUID], topic_ids: TopicIds, *, fresh: bool = False) -> dict[UUID, str]:
+    """The names of ``ids`` the upstream has (those known here, the others asked of it in one request; ``fresh``:
+    all of them asked); an id absent from the result does not exist upstream."""
     wanted = list(dict.fromkeys(ids))
-    await refresh(upstream, topic_ids.unknown(wanted), topic_ids)
+    await refresh(call, wanted if fresh else topic_ids.unknown(wanted), topic_ids)
     return {i: name for i in wanted if (name := topic_ids.name_of(i)) is not None}

@@ -26,7 +26,7 @@ from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
 #: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
 CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 9),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 8),
     ApiKey.METADATA: (1, 12),
     ApiKey.OFFSET_COMMIT: (2, 8),
@@ -50,13 +50,14 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.CREATE_TOPICS: (2, 7),
-    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 #: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.

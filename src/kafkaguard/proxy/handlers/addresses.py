@@ -32,3 +32,9 @@ async def proxied_node(scope: ProxyScope, node_id: int, host: str, port: int) ->
         return host, port
     await scope.nodes.learn([UpstreamNode(node_id, Address(host, port))])
     return scope.nodes.advertised(scope.listener, node_id)
+
+
+async def rewrite_node_endpoints(scope: ProxyScope, endpoints: Any) -> tuple[Any, ...]:
+    """KIP-951 ``NodeEndpoint``s (node_id, host, port, rack: Fetch v16+, Produce v10+) at the proxy's addresses, as
+    Metadata's brokers (``proxied_brokers``): a node the proxy cannot serve is left out, never shown as it is."""
+    return await proxied_brokers(scope, endpoints)

@@ -49,6 +49,7 @@ from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.builders import MetadataResponseTopic, metadata_response, metadata_response_topic
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
+from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse
 from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
@@ -142,35 +143,39 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
     UNKNOWN_TOPIC_ID (null name); a topic the caller may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with a null name
     and its id ("Topic IDs are not considered sensitive information"); the others are described. Nothing is created.
 
-    What goes upstream is the ids only (the names Kafka ignores are dropped, so the upstream cannot describe them
-    either) with auto-creation off: the upstream tells the proxy each id's name, and only then can the caller's
-    DESCRIBE be checked; what it may not see never leaves the proxy."""
+    The ids are resolved to names first (``topic_ids``, asked of the upstream when not known; a refused id is asked
+    again, so that one deleted since is UNKNOWN_TOPIC_ID as Kafka says), the names authorized, and only the ids the
+    caller may describe go upstream, by id, without auto-creation (the names Kafka ignores are dropped: the upstream
+    cannot describe them either). With none, the list goes up empty (v12: no topic, not all) for the brokers."""
     ids = list(dict.fromkeys(_id_of(topic) for topic in request.topics if _id_of(topic) != ZERO_UUID))
+    names = await topic_names(scope, ids)
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: list(dict.fromkeys(names.values()))})
+    denied = [i for i, name in names.items() if not outcome.allows(TOPIC, name)]
+    if denied:
+        confirmed = await topic_names(scope, denied, fresh=True)
+        names = {i: n for i, n in names.items() if i not in denied or i in confirmed}
+        denied = [i for i in denied if i in confirmed]
+    allowed = [i for i in ids if i in names and i not in denied]
     topic_cls = nested(type(request), "MetadataRequestTopic")
-    asking = tuple(build_request(topic_cls, name=None, topic_id=i) for i in ids)
+    asking = tuple(build_request(topic_cls, name=None, topic_id=i) for i in allowed)
     forwarded = rebuild_request(request, topics=asking, allow_auto_topic_creation=False)
     answer: MetadataResponse = (await scope.forward(forwarded)).body()
     scope.nodes.topic_ids.observe(answer.topics)
     cls = type(answer)
-    asked = set(ids)
-    answered = {_id_of(t): t for t in answer.topics if _id_of(t) in asked}  # only what was asked passes on
-    named = [t.name for t in answered.values() if t.name is not None]
-    outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: list(dict.fromkeys(named))})
-    allowed, refused = [], []
-    for topic_id in ids:
-        topic = answered.get(topic_id)
-        if topic is not None and topic.name is not None and outcome.allows(TOPIC, topic.name):
-            allowed.append(topic)
-            continue
-        if topic is None or topic.error_code == ErrorCode.unknown_topic_id:
-            error = ErrorCode.unknown_topic_id  # an upstream answer leaving the id out vouches for nothing
-        else:
-            error = wire_error(TOPIC_DENIED)
-        refused.append(metadata_response_topic(
+    # Only what was asked, under the name it was authorized by: an upstream answer naming more passes nothing on.
+    described = {_id_of(t): t for t in answer.topics if _id_of(t) in names and t.name == names[_id_of(t)]}
+
+    def refusal(topic_id: UUID, error: ErrorCode) -> MetadataResponseTopic:
+        return metadata_response_topic(
             cls, error_code=error, name=None, topic_id=topic_id, is_internal=False, partitions=(),
             topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
-        ))  # fmt: skip
-    return await _answer(scope, request, answer, tuple(allowed), include_ops, tuple(refused))
+        )  # fmt: skip
+
+    shown = tuple(described[i] for i in allowed if i in described)
+    refused = tuple(refusal(i, ErrorCode.unknown_topic_id) for i in ids if i not in names or
+                    (i in allowed and i not in described))  # fmt: skip
+    refused += tuple(refusal(i, wire_error(TOPIC_DENIED)) for i in denied)
+    return await _answer(scope, request, answer, shown, include_ops, refused)
 
 
 def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
