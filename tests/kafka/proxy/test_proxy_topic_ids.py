@@ -4,21 +4,30 @@ Metadata v12 may name topics only by id (name null). Before the fix the proxy dr
 upstream for an empty list: every such request was answered with no topics and no error, for the super user too.
 Kafka (``KafkaApis.handleTopicMetadataRequest``) answers each id: NONE with its name when the caller may describe
 it, TOPIC_AUTHORIZATION_FAILED with a null name (and the id) when not, UNKNOWN_TOPIC_ID (null name) when no topic
-has it. The super user's answers are compared with the broker's own, asked straight.
+has it. Fetch v13+ (``handleFetchRequest``) likewise: UNKNOWN_TOPIC_ID for an id no topic has, then READ on the
+id's name (TOPIC_AUTHORIZATION_FAILED). The super user's answers are compared with the broker's own, asked straight.
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 
+import pytest
+from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import BrokerId
+from kio.static.primitive import i8, i32, i64
 
-from kafkaguard.model import AclOperation
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.model import AclOperation, ResourceType
+from kafkaguard.protocol.build import nested
+from kafkaguard.protocol.codec import request_schema
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_auto_create import grant_prefix
-from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, unique, user
+from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, sasl, unique, user
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire, metadata
 
@@ -80,3 +89,65 @@ def test_metadata_by_id_answers_each_id_as_kafka_does(proxy: ServerHandle, kafka
         ],
         key=str,
     )
+
+
+def fetch_by_id(version: int, ids: list[uuid.UUID]) -> Any:
+    """Fetch ``version`` (13+) of partition 0 of each of ``ids`` from offset 0, sessionless."""
+    schema = request_schema(ApiKey.FETCH, version)
+    topic_cls, partition_cls = nested(schema, "FetchTopic"), nested(schema, "FetchPartition")
+    topics = tuple(
+        topic_cls(topic_id=i, partitions=(partition_cls(partition=i32(0), fetch_offset=i64(0),
+                                                        partition_max_bytes=i32(1 << 20)),))
+        for i in ids
+    )  # fmt: skip
+    extra = {"replica_id": BrokerId(-1)} if version < 15 else {}
+    return schema(max_wait=timedelta(milliseconds=100), min_bytes=i32(0), max_bytes=i32(1 << 20),
+                  isolation_level=i8(0), session_id=i32(0), session_epoch=i32(-1), topics=topics,
+                  forgotten_topics_data=(), rack_id="", **extra)  # fmt: skip
+
+
+def fetched(answer: Any) -> dict[uuid.UUID, tuple[ErrorCode, int]]:
+    """Per topic id: partition 0's error and how many record bytes came."""
+    return {t.topic_id: (t.partitions[0].error_code, len(t.partitions[0].records or b"")) for t in answer.responses}
+
+
+@pytest.mark.parametrize("version", [13, 15, 16, 17])
+def test_fetch_by_id_reads_what_is_allowed_and_refuses_the_rest_as_kafka(
+    proxy: ServerHandle, kafka: KafkaBroker, version: int
+):
+    prefix = unique("fetch-ids")
+    readable, hidden = f"{prefix}-readable", f"{prefix}-hidden"
+    create_topics(kafka, readable, hidden)
+    producer = Producer(sasl(kafka.bootstrap, ADMIN, ADMIN_PASSWORD))
+    for topic in (readable, hidden):
+        producer.produce(topic, b"record", partition=0)
+    assert producer.flush(30) == 0
+    ids = topic_ids(kafka, [readable, hidden])
+    unknown = uuid.uuid4()
+    asked = [ids[readable], ids[hidden], unknown]
+
+    with Wire(broker_address(kafka)) as direct:
+        direct.login(ADMIN, ADMIN_PASSWORD)
+        straight = fetched(direct.request(fetch_by_id(version, asked)))
+    with Wire(proxy.sasl) as wire:
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        proxied = fetched(wire.request(fetch_by_id(version, asked)))
+    assert proxied == straight
+    assert straight[unknown] == (ErrorCode.unknown_topic_id, 0) and straight[ids[hidden]][1] > 0
+
+    reader = user(proxy)
+    grant(proxy, f"User:{reader}", ResourceType.TOPIC, readable, AclOperation.READ)
+    with Wire(proxy.sasl) as wire:
+        wire.login(reader, PASSWORD)
+        answer = fetched(wire.request(fetch_by_id(version, asked)))
+    assert answer == {
+        ids[readable]: straight[ids[readable]],
+        ids[hidden]: (ErrorCode.topic_authorization_failed, 0),  # Kafka: unauthorized, not unknown (ids not secret)
+        unknown: (ErrorCode.unknown_topic_id, 0),
+    }
+    denied = {
+        r["resource_name"]
+        for r in proxy.audit_records()
+        if r.get("principal") == f"User:{reader}" and r.get("api") == "Fetch" and r.get("decision") == "DENIED"
+    }
+    assert denied == {hidden}, "the refusal is audited under the topic's name"  # fmt: skip
