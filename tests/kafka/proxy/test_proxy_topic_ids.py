@@ -91,12 +91,12 @@ def test_metadata_by_id_answers_each_id_as_kafka_does(proxy: ServerHandle, kafka
     )
 
 
-def fetch_by_id(version: int, ids: list[uuid.UUID]) -> Any:
-    """Fetch ``version`` (13+) of partition 0 of each of ``ids`` from offset 0, sessionless."""
+def fetch_by_id(version: int, ids: list[uuid.UUID], partition: int = 0) -> Any:
+    """Fetch ``version`` (13+) of ``partition`` of each of ``ids`` from offset 0, sessionless."""
     schema = request_schema(ApiKey.FETCH, version)
     topic_cls, partition_cls = nested(schema, "FetchTopic"), nested(schema, "FetchPartition")
     topics = tuple(
-        topic_cls(topic_id=i, partitions=(partition_cls(partition=i32(0), fetch_offset=i64(0),
+        topic_cls(topic_id=i, partitions=(partition_cls(partition=i32(partition), fetch_offset=i64(0),
                                                         partition_max_bytes=i32(1 << 20)),))
         for i in ids
     )  # fmt: skip
