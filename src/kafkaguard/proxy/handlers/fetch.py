@@ -126,8 +126,8 @@ async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[U
     denied = {i for i, name in names.items() if not outcome.allows(TOPIC, name)}
     if denied:
         confirmed = await topic_names(scope, denied, fresh=True)
-        denied = set(confirmed)
         names = {i: n for i, n in names.items() if i not in denied or i in confirmed}
+        denied = set(confirmed)
     return {i for i in ids if i not in names}, denied
 
 
