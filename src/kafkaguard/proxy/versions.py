@@ -1,10 +1,11 @@
 """The APIs and versions the proxy offers: what it can authorize exactly, and the upstream serves (fail closed).
 
-``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
-without broker endpoints in the body: Produce v10+ and Fetch v16+ carry node endpoints for KIP-951 leader
-discovery (they would reveal upstream addresses), Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
-DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet
-authorize. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
+``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly: Produce v10+ carry node
+endpoints for KIP-951 leader discovery (they would reveal upstream addresses), OffsetCommit/OffsetFetch v10+ name
+topics by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet authorize. Topics named by
+id are offered where the proxy resolves each id to its name first (``topic_ids``) and authorizes that name: Fetch
+v13-v17 (and v16+'s ``node_endpoints`` rewritten to the proxy's addresses), Metadata v12 by id, DeleteTopics v6;
+and DescribeTopicPartitions v0 (KIP-966), paged over what the caller may describe. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
 for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
 offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
 
