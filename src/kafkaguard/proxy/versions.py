@@ -5,8 +5,10 @@ endpoints for KIP-951 leader discovery (they would reveal upstream addresses), O
 topics by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet authorize. Topics named by
 id are offered where the proxy resolves each id to its name first (``topic_ids``) and authorizes that name: Fetch
 v13-v17 (and v16+'s ``node_endpoints`` rewritten to the proxy's addresses), Metadata v12 by id, DeleteTopics v6;
-and DescribeTopicPartitions v0 (KIP-966), paged over what the caller may describe. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
-for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
+and DescribeTopicPartitions v0 (KIP-966), paged over what the caller may describe.
+
+``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler for
+(``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
 offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
 
 ``FORWARDED_FROM`` names the versions the proxy forwards at a higher version than the client's, because the lower

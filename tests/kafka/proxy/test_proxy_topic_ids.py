@@ -10,15 +10,24 @@ id's name (TOPIC_AUTHORIZATION_FAILED). The super user's answers are compared wi
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBinding as KafkaAclBinding
+from confluent_kafka.admin._acl import AclOperation as KafkaOperation
+from confluent_kafka.admin._acl import AclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType
+from confluent_kafka.admin._resource import ResourceType as KafkaResource
+from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.types import BrokerId
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i64
 
 from kafkaguard.authorizer.requests import ApiKey
@@ -151,3 +160,75 @@ def test_fetch_by_id_reads_what_is_allowed_and_refuses_the_rest_as_kafka(
         if r.get("principal") == f"User:{reader}" and r.get("api") == "Fetch" and r.get("decision") == "DENIED"
     }
     assert denied == {hidden}, "the refusal is audited under the topic's name"  # fmt: skip
+
+
+def pages(wire: Wire, names: list[str], limit: int) -> list[list[tuple[str, int, ErrorCode, int]]]:
+    """Every page of DescribeTopicPartitions v0 for ``names`` (empty: every topic), following ``next_cursor``: per
+    page, (topic, first partition, error, partition count)."""
+    walked = []
+    cursor = None
+    for _ in range(50):
+        request = DescribeTopicPartitionsRequest(
+            topics=tuple(TopicRequest(name=TopicName(n)) for n in names),
+            response_partition_limit=i32(limit),
+            cursor=cursor,
+        )
+        answer = wire.request(request)
+        walked.append([(str(t.name), t.partitions[0].partition_index if t.partitions else -1, t.error_code,
+                        len(t.partitions)) for t in answer.topics])  # fmt: skip
+        if answer.next_cursor is None:
+            return walked
+        cursor = Cursor(topic_name=answer.next_cursor.topic_name, partition_index=answer.next_cursor.partition_index)
+    raise AssertionError(f"no last page: {walked}")
+
+
+def test_describe_topic_partitions_pages_as_kafka_pages_the_callers_topics(proxy: ServerHandle, kafka: KafkaBroker):
+    """The same user and ACLs on both sides (DESCRIBE on a, c, d; not b): the same pages, named or all topics."""
+    walks = {}
+    for side in ("kafka", "proxy"):
+        prefix = unique(f"dtp-{side}")
+        sizes = {"a": 3, "b": 2, "c": 2, "d": 1}
+        for role, count in sizes.items():
+            create_topics(kafka, f"{prefix}-{role}", partitions=count)
+        name = f"{prefix}-user"
+        if side == "kafka":
+            on_broker(kafka, name, [f"{prefix}-{r}" for r in "acd"])
+            address, password = broker_address(kafka), PASSWORD
+        else:
+            proxy.add_user(name, PASSWORD)
+            for r in "acd":
+                grant(proxy, f"User:{name}", ResourceType.TOPIC, f"{prefix}-{r}", AclOperation.DESCRIBE)
+            address, password = proxy.sasl, PASSWORD
+        time.sleep(1)  # the broker applies new credentials and ACLs asynchronously (well within this)
+        with Wire(address) as wire:
+            wire.login(name, password)
+            named = pages(wire, [f"{prefix}-{r}" for r in "abcd"], limit=2)
+            every = pages(wire, [], limit=2)
+        walks[side] = [[(t.replace(prefix, "P"), *rest) for t, *rest in page] for page in named + every]
+    assert walks["proxy"] == walks["kafka"]
+    shown = {t for page in walks["kafka"] for t, _p, error, _n in page if error == ErrorCode.none}
+    assert shown == {"P-a", "P-c", "P-d"}
+    assert len(walks["kafka"]) > 4, "several pages each way"
+
+
+def on_broker(kafka: KafkaBroker, name: str, describable: list[str]) -> None:
+    """``name`` on the broker itself: a SCRAM-SHA-256 credential and DESCRIBE on each of ``describable``."""
+    admin = AdminClient(sasl(kafka.bootstrap, ADMIN, ADMIN_PASSWORD))
+    upsert = UserScramCredentialUpsertion(name, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                          PASSWORD.encode())  # fmt: skip
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(60)
+    bindings = [
+        KafkaAclBinding(
+            KafkaResource.TOPIC,
+            topic,
+            ResourcePatternType.LITERAL,
+            f"User:{name}",
+            "*",
+            KafkaOperation.DESCRIBE,
+            AclPermissionType.ALLOW,
+        )
+        for topic in describable
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(60)
