@@ -6,6 +6,7 @@ never an empty list upstream)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -167,6 +168,21 @@ def test_v16_answers_pass_on_unchanged_without_endpoints_and_rewritten_with_them
     cluster.endpoints = ((5000, "kafka-x.internal", 9092),)  # a node the proxy cannot serve: left out
     answer = handle(services, upstream, fetch(version, FEED), nodes=nodes).answer()
     assert answer.node_endpoints == ()
+
+
+@pytest.mark.parametrize("version", [13, 15, 17])
+def test_a_followers_fetch_by_id_never_reaches_the_upstream(services: Services, version: int):
+    """v15+ name the replica in the tagged ``replica_state``, no longer in ``replica_id``."""
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    request = fetch(version, FEED)
+    if version >= 15:
+        state_cls = nested(type(request), "ReplicaState")
+        request = dataclasses.replace(request, replica_state=entity(state_cls, replica_id=2, replica_epoch=1))
+    else:
+        request = dataclasses.replace(request, replica_id=2)
+    answer = handle(services, upstream, request, nodes=nodes).answer()
+    assert fetched(answer) == {FEED: (ErrorCode.topic_authorization_failed, -1)}
+    assert upstream.sent == []
 
 
 # ------------------------------------------------------------------------------------------------ DeleteTopics v6

@@ -134,17 +134,67 @@ async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[U
 async def _forward_reading_endpoints(scope: ProxyScope, charge: _Charge, body: Any) -> Reply:
     """Every topic allowed, at v16+: the answer may carry ``node_endpoints`` (KIP-951, the leaders of partitions
     answered NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH), upstream addresses no client may learn. It is read whole
-    (not relayed as it arrives); without endpoints its bytes are passed on unchanged, else it is re-encoded with the
-    proxy's address for each node."""
+    (not relayed as it arrives: the endpoints come last, after the records) and walked (``without_body_tags``, a
+    few operations per partition, never the records); without top-level tagged fields its bytes are passed on
+    unchanged, else it is decoded and re-encoded with the proxy's address for each node."""
     forwarded = await scope.forward(body)
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
-    answer: FetchResponse = forwarded.body()
     payload = forwarded.payload
-    if not getattr(answer, "node_endpoints", ()) and len(payload) > 4 and payload[4] == 0:  # no header tags
+    if len(payload) > 4 and payload[4] == 0 and without_body_tags(payload):  # no header tags, no body tags
         return PreEncoded(bytes(payload[5:]))
+    answer: FetchResponse = forwarded.body()
     return await _endpoints_proxied(scope, answer)
+
+
+def without_body_tags(payload: bytes | bytearray) -> bool:
+    """Whether a Fetch v13+ response payload (correlation id first) ends with an empty top-level tagged-field
+    section: then it carries no ``node_endpoints`` (tag 0, v16+) nor any other top-level tag. Walks the layout
+    (header tags; throttle, error, session; per topic its id (v13+) and per partition its fixed fields, aborted
+    transactions, preferred replica, records skipped by their length, tags) and answers True only when that walk
+    ends exactly on a last byte 0. Anything it cannot walk is False: the caller then decodes (and checks) it."""
+    try:
+        at = _skip_tags(payload, 4)
+        at += 4 + 2 + 4  # throttle_time_ms, error_code, session_id
+        topics, at = _uvarint(payload, at)
+        for _ in range(topics - 1):
+            at += 16  # topic_id
+            partitions, at = _uvarint(payload, at)
+            for _ in range(partitions - 1):
+                at += 4 + 2 + 8 + 8 + 8  # index, error, high watermark, last stable offset, log start offset
+                aborted, at = _uvarint(payload, at)
+                for _ in range(aborted - 1):
+                    at = _skip_tags(payload, at + 16)  # producer_id, first_offset
+                at += 4  # preferred_read_replica
+                size, at = _uvarint(payload, at)
+                at = _skip_tags(payload, at + max(size - 1, 0))  # the records, then the partition's tags
+            at = _skip_tags(payload, at)
+    except IndexError:
+        return False
+    return at == len(payload) - 1 and payload[at] == 0
+
+
+def _uvarint(data: bytes | bytearray, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+        if shift > 28:
+            raise IndexError("uvarint too long")  # read as "cannot walk"
+
+
+def _skip_tags(data: bytes | bytearray, at: int) -> int:
+    count, at = _uvarint(data, at)
+    for _ in range(count):
+        _tag, at = _uvarint(data, at)
+        size, at = _uvarint(data, at)
+        at += size
+    return at
 
 
 async def _endpoints_proxied(scope: ProxyScope, answer: FetchResponse) -> FetchResponse:
