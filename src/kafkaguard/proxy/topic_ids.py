@@ -142,9 +142,12 @@ async def refresh(call: Call, ids: Collection[UUID], topic_ids: TopicIds) -> Non
         topic_ids.forget_id(missing)
 
 
-async def resolve(call: Call, ids: Iterable[UUID], topic_ids: TopicIds, *, fresh: bool = False) -> dict[UUID, str]:
+async def resolve(
+    call: Call, ids: Iterable[UUID | None], topic_ids: TopicIds, *, fresh: bool = False
+) -> dict[UUID, str]:
     """The names of ``ids`` the upstream has (those known here, the others asked of it in one request; ``fresh``:
     all of them asked); an id absent from the result does not exist upstream."""
     wanted = list(dict.fromkeys(ids))
-    await refresh(call, wanted if fresh else topic_ids.unknown(wanted), topic_ids)
-    return {i: name for i in wanted if (name := topic_ids.name_of(i)) is not None}
+    real = [i for i in wanted if i is not None and i != ZERO_UUID]  # the zero id (kio: None) names no topic
+    await refresh(call, real if fresh else topic_ids.unknown(real), topic_ids)
+    return {i: name for i in real if (name := topic_ids.name_of(i)) is not None}

@@ -136,6 +136,14 @@ def test_a_fetch_by_id_refuses_what_kafka_refuses_and_forwards_only_the_rest(ser
     assert [t.topic_id for t in sent.topics] == [FEED]
 
 
+def test_a_zero_topic_id_is_unknown_and_never_looked_up(services: Services):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    answer = handle(services, upstream, fetch(13, uuid.UUID(int=0), FEED), nodes=nodes).answer()
+    assert fetched(answer) == {None: (ErrorCode.unknown_topic_id, -1), FEED: (ErrorCode.none, 100)}  # kio: 0 → None
+    (lookup,) = upstream.bodies(ApiKey.METADATA)
+    assert [t.topic_id for t in lookup.topics] == [FEED]
+
+
 def test_a_refused_id_of_a_topic_deleted_since_is_unknown(services: Services):
     cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET})
     handle(services, upstream, fetch(13, SECRET), nodes=nodes)

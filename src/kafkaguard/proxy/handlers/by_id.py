@@ -12,7 +12,7 @@ from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.topic_ids import resolve
 
 
-async def topic_names(scope: ProxyScope, ids: Collection[UUID], *, fresh: bool = False) -> dict[UUID, str]:
+async def topic_names(scope: ProxyScope, ids: Collection[UUID | None], *, fresh: bool = False) -> dict[UUID, str]:
     """The names of those of ``ids`` the upstream has; an id absent from the answer does not exist there. ``fresh``:
     ask the upstream about every one of ``ids``, whatever is remembered."""
 
