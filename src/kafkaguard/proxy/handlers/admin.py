@@ -290,6 +290,7 @@ async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
     topic_cls = nested(schema, "MetadataRequestTopic")
     topics = tuple(build_request(topic_cls, name=name) for name in names)
     body = build_request(schema, topics=topics, allow_auto_topic_creation=False)
+    await scope.outbox.flushed()  # the proxy's own request waits for the answers relayed before it (in order)
     answer = await scope.upstream.call(ApiKey.METADATA, _METADATA_VERSION, body)
     return {t.name for t in answer.topics if t.error_code != ErrorCode.unknown_topic_or_partition}
 
