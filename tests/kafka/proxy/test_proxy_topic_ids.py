@@ -24,11 +24,12 @@ from confluent_kafka.admin._acl import AclPermissionType
 from confluent_kafka.admin._resource import ResourcePatternType
 from confluent_kafka.admin._resource import ResourceType as KafkaResource
 from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
 from kio.schema.describe_topic_partitions.v0.request import Cursor, DescribeTopicPartitionsRequest, TopicRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.model import AclOperation, ResourceType
@@ -232,3 +233,48 @@ def on_broker(kafka: KafkaBroker, name: str, describable: list[str]) -> None:
     ]
     for future in admin.create_acls(bindings).values():
         future.result(60)
+
+
+def test_delete_and_describe_by_id_for_a_limited_user_match_kafka(proxy: ServerHandle, kafka: KafkaBroker):
+    """DeleteTopics v6 and Metadata v12 by id from a user with DESCRIBE on ``visible`` only, on both sides: the same
+    answers (names shown only where Kafka shows them), nothing deleted."""
+    results = {}
+    for side in ("kafka", "proxy"):
+        prefix = unique(f"del-{side}")
+        visible, hidden = f"{prefix}-visible", f"{prefix}-hidden"
+        create_topics(kafka, visible, hidden)
+        ids = topic_ids(kafka, [visible, hidden])
+        name = f"{prefix}-user"
+        if side == "kafka":
+            on_broker(kafka, name, [visible])
+            address = broker_address(kafka)
+        else:
+            proxy.add_user(name, PASSWORD)
+            grant(proxy, f"User:{name}", ResourceType.TOPIC, visible, AclOperation.DESCRIBE)
+            address = proxy.sasl
+        time.sleep(1)  # the broker applies new credentials and ACLs asynchronously (well within this)
+        unknown = uuid.uuid5(uuid.NAMESPACE_URL, "no such topic")
+        request = DeleteTopicsRequest(
+            topics=(
+                *(DeleteTopicState(name=None, topic_id=i) for i in (ids[visible], ids[hidden], unknown)),
+                DeleteTopicState(name=TopicName(visible), topic_id=None),
+            ),
+            timeout=i32Timedelta.parse(timedelta(seconds=30)),
+        )
+        with Wire(address) as wire:
+            wire.login(name, PASSWORD)
+            deleted = wire.request(request)
+            described = by_id(wire, [ids[visible], ids[hidden], unknown])
+        roles = {ids[visible]: "V", ids[hidden]: "H", unknown: "U", None: "-"}
+        results[side] = (
+            sorted(
+                (roles.get(r.topic_id, "?"), r.name and r.name.replace(prefix, "P"), r.error_code, r.error_message)
+                for r in deleted.responses
+            ),
+            sorted((roles[i], e, n and n.replace(prefix, "P"), c) for i, e, n, c in described),
+        )
+        assert set(topic_ids(kafka, [visible, hidden])) == {visible, hidden}, "nothing was deleted"
+    assert results["proxy"] == results["kafka"]
+    deleted, _described = results["kafka"]
+    assert ("V", "P-visible", ErrorCode.topic_authorization_failed, "Topic authorization failed.") in deleted
+    assert ("H", None, ErrorCode.topic_authorization_failed, "Topic authorization failed.") in deleted

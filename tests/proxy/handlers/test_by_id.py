@@ -16,6 +16,7 @@ from kio.schema.delete_topics.v6 import request as delete_v6
 from kio.schema.describe_topic_partitions.v0 import request as dtp_v0
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
@@ -199,7 +200,7 @@ def test_a_followers_fetch_by_id_never_reaches_the_upstream(services: Services, 
 def delete(*topics: tuple[str | None, uuid.UUID | None]) -> Any:
     return delete_v6.DeleteTopicsRequest(
         topics=tuple(delete_v6.DeleteTopicState(name=TopicName(n) if n else None, topic_id=i) for n, i in topics),
-        timeout=timedelta(seconds=30),  # type: ignore[arg-type]
+        timeout=i32Timedelta.parse(timedelta(seconds=30)),
     )
 
 
@@ -240,8 +241,10 @@ def test_delete_topics_v6_duplicates_are_invalid(services: Services):
 def describe(*names: str, cursor: tuple[str, int] | None = None, limit: int = 2000) -> Any:
     return dtp_v0.DescribeTopicPartitionsRequest(
         topics=tuple(dtp_v0.TopicRequest(name=TopicName(n)) for n in names),
-        response_partition_limit=limit,  # type: ignore[arg-type]
-        cursor=None if cursor is None else dtp_v0.Cursor(topic_name=TopicName(cursor[0]), partition_index=cursor[1]),  # type: ignore[arg-type]
+        response_partition_limit=i32(limit),
+        cursor=None
+        if cursor is None
+        else dtp_v0.Cursor(topic_name=TopicName(cursor[0]), partition_index=i32(cursor[1])),
     )
 
 
