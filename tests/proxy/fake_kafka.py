@@ -9,6 +9,8 @@ answers plausibly.
 * DescribeConfigs: a BROKER resource is answered as Kafka's broker answers it: its own id with
   ``auto.create.topics.enable`` (unless ``describe_configs_error`` is set), any other id INVALID_REQUEST "Unexpected
   broker id, expected N or empty string, but received M"; other resources: no configs, no error;
+* topic ids: a topic's id is ``topic_id(name)``; Metadata answers each named topic with it, and a topic asked by id
+  (name null) with its name when the id is one of ``existing`` or ``id_names``, else UNKNOWN_TOPIC_ID;
 * FindCoordinator: this broker; CreateTopics: ``created`` records the names (answered with no results);
 * anything else: the response of that version with every field zero, empty or null (no error).
 
@@ -22,6 +24,7 @@ import socket
 import socketserver
 import struct
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -65,6 +68,8 @@ class FakeKafka:
     garbage_for: set[ApiKey] = field(default_factory=set)
     #: The cluster's features, answered in ApiVersions v3+ as Kafka 3.9 answers them (min-0 supported ones from v4).
     features: Features = NO_FEATURES
+    #: Names whose ids (``topic_id``) a Metadata request by id resolves, besides ``existing``.
+    id_names: set[str] = field(default_factory=set)
     port: int = 0
     received: list[DecodedRequest] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
@@ -140,20 +145,36 @@ class FakeKafka:
     def _metadata(self, cls: type[Any], version: int, body: Any) -> Any:
         topic_cls, partition_cls = nested(cls, "MetadataResponseTopic"), nested(cls, "MetadataResponsePartition")
         may_create = version < 4 or bool(body.allow_auto_topic_creation)
-        names = sorted(self.existing) if body.topics is None else [t.name for t in body.topics]
-        names = [name for name in names if name not in self.omitted_topics] + sorted(self.unasked_topics)
+        by_id = {topic_id(n): n for n in self.existing | self.id_names}
+        unknown_ids = []
+        asked: list[str | None] = (
+            list(sorted(self.existing))
+            if body.topics is None
+            else [t.name if t.name is not None else by_id.get(t.topic_id) for t in body.topics]
+        )
+        if body.topics is not None:
+            unknown_ids = [t.topic_id for t in body.topics if t.name is None and t.topic_id not in by_id]
+        names = [name for name in asked if name is not None and name not in self.omitted_topics]
+        names += sorted(self.unasked_topics)
         partition = dataclasses.replace(zero(partition_cls), leader_id=self.node_id)
-        topics = []
+        topics = [
+            dataclasses.replace(zero(topic_cls), name=None, topic_id=i, error_code=ErrorCode.unknown_topic_id)
+            for i in unknown_ids
+        ]
+        resolved = {by_id[t.topic_id] for t in body.topics or () if t.name is None and t.topic_id in by_id}
         for name in names:
             error = ErrorCode.none
-            if name not in self.existing:
+            if name not in self.existing and name not in resolved:  # a topic found by its id exists
                 if may_create and self.auto_create:
                     with self.lock:
                         self.created.append(name)  # not kept: every request finds the same topics missing
                 else:
                     error = ErrorCode.unknown_topic_or_partition
             partitions = (partition,) if error == ErrorCode.none else ()
-            topics.append(dataclasses.replace(zero(topic_cls), name=name, error_code=error, partitions=partitions))
+            topic = dataclasses.replace(zero(topic_cls), name=name, error_code=error, partitions=partitions)
+            if hasattr(topic, "topic_id") and error == ErrorCode.none:
+                topic = dataclasses.replace(topic, topic_id=topic_id(name))
+            topics.append(topic)
         broker_cls = nested(cls, "MetadataResponseBroker")
         brokers = tuple(build(broker_cls, node_id=n, host=h, port=p, rack=None) for n, h, p in self._brokers())
         return rebuild(zero(cls), brokers=brokers, controller_id=self.node_id, cluster_id="fake", topics=tuple(topics))
@@ -221,6 +242,11 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
             return None
         data += chunk
     return bytes(data)
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """The fake's id of topic ``name`` (the same in every run)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"fake-kafka/{name}")
 
 
 def zero(cls: type[Any]) -> Any:

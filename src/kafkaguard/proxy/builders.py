@@ -87,6 +87,7 @@ from kio.schema.delete_topics.v2.response import DeletableTopicResult as Deletab
 from kio.schema.delete_topics.v3.response import DeletableTopicResult as DeletableTopicResultV3
 from kio.schema.delete_topics.v4.response import DeletableTopicResult as DeletableTopicResultV4
 from kio.schema.delete_topics.v5.response import DeletableTopicResult as DeletableTopicResultV5
+from kio.schema.delete_topics.v6.response import DeletableTopicResult as DeletableTopicResultV6
 from kio.schema.describe_cluster.v0.response import DescribeClusterBroker as DescribeClusterBrokerV0
 from kio.schema.describe_cluster.v1.response import DescribeClusterBroker as DescribeClusterBrokerV1
 from kio.schema.describe_configs.v1.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV1
@@ -116,6 +117,13 @@ from kio.schema.describe_groups.v5.response import DescribedGroupMember as Descr
 from kio.schema.describe_producers.v0.response import PartitionResponse as PartitionResponseV0
 from kio.schema.describe_producers.v0.response import ProducerState as ProducerStateV0
 from kio.schema.describe_producers.v0.response import TopicResponse as TopicResponseV0
+from kio.schema.describe_topic_partitions.v0.response import Cursor as CursorV0
+from kio.schema.describe_topic_partitions.v0.response import (
+    DescribeTopicPartitionsResponsePartition as DescribeTopicPartitionsResponsePartitionV0,
+)
+from kio.schema.describe_topic_partitions.v0.response import (
+    DescribeTopicPartitionsResponseTopic as DescribeTopicPartitionsResponseTopicV0,
+)
 from kio.schema.describe_transactions.v0.response import TopicData as TopicDataV0
 from kio.schema.describe_transactions.v0.response import TransactionState as DescribeTransactionsTransactionStateV0
 from kio.schema.errors import ErrorCode
@@ -149,6 +157,38 @@ from kio.schema.fetch.v12.response import FetchableTopicResponse as FetchableTop
 from kio.schema.fetch.v12.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV12
 from kio.schema.fetch.v12.response import PartitionData as PartitionDataV12
 from kio.schema.fetch.v12.response import SnapshotId as SnapshotIdV12
+from kio.schema.fetch.v13.response import AbortedTransaction as AbortedTransactionV13
+from kio.schema.fetch.v13.response import EpochEndOffset as FetchEpochEndOffsetV13
+from kio.schema.fetch.v13.response import FetchableTopicResponse as FetchableTopicResponseV13
+from kio.schema.fetch.v13.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV13
+from kio.schema.fetch.v13.response import PartitionData as PartitionDataV13
+from kio.schema.fetch.v13.response import SnapshotId as SnapshotIdV13
+from kio.schema.fetch.v14.response import AbortedTransaction as AbortedTransactionV14
+from kio.schema.fetch.v14.response import EpochEndOffset as FetchEpochEndOffsetV14
+from kio.schema.fetch.v14.response import FetchableTopicResponse as FetchableTopicResponseV14
+from kio.schema.fetch.v14.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV14
+from kio.schema.fetch.v14.response import PartitionData as PartitionDataV14
+from kio.schema.fetch.v14.response import SnapshotId as SnapshotIdV14
+from kio.schema.fetch.v15.response import AbortedTransaction as AbortedTransactionV15
+from kio.schema.fetch.v15.response import EpochEndOffset as FetchEpochEndOffsetV15
+from kio.schema.fetch.v15.response import FetchableTopicResponse as FetchableTopicResponseV15
+from kio.schema.fetch.v15.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV15
+from kio.schema.fetch.v15.response import PartitionData as PartitionDataV15
+from kio.schema.fetch.v15.response import SnapshotId as SnapshotIdV15
+from kio.schema.fetch.v16.response import AbortedTransaction as AbortedTransactionV16
+from kio.schema.fetch.v16.response import EpochEndOffset as FetchEpochEndOffsetV16
+from kio.schema.fetch.v16.response import FetchableTopicResponse as FetchableTopicResponseV16
+from kio.schema.fetch.v16.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV16
+from kio.schema.fetch.v16.response import NodeEndpoint as FetchNodeEndpointV16
+from kio.schema.fetch.v16.response import PartitionData as PartitionDataV16
+from kio.schema.fetch.v16.response import SnapshotId as SnapshotIdV16
+from kio.schema.fetch.v17.response import AbortedTransaction as AbortedTransactionV17
+from kio.schema.fetch.v17.response import EpochEndOffset as FetchEpochEndOffsetV17
+from kio.schema.fetch.v17.response import FetchableTopicResponse as FetchableTopicResponseV17
+from kio.schema.fetch.v17.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV17
+from kio.schema.fetch.v17.response import NodeEndpoint as FetchNodeEndpointV17
+from kio.schema.fetch.v17.response import PartitionData as PartitionDataV17
+from kio.schema.fetch.v17.response import SnapshotId as SnapshotIdV17
 from kio.schema.find_coordinator.v4.response import Coordinator as CoordinatorV4
 from kio.schema.incremental_alter_configs.v0.response import (
     AlterConfigsResourceResponse as IncrementalAlterConfigsAlterConfigsResourceResponseV0,
@@ -283,12 +323,12 @@ from kio.schema.produce.v9.response import PartitionProduceResponse as Partition
 from kio.schema.produce.v9.response import TopicProduceResponse as TopicProduceResponseV9
 from kio.schema.produce.v10.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV10
 from kio.schema.produce.v10.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV10
-from kio.schema.produce.v10.response import NodeEndpoint as NodeEndpointV10
+from kio.schema.produce.v10.response import NodeEndpoint as ProduceNodeEndpointV10
 from kio.schema.produce.v10.response import PartitionProduceResponse as PartitionProduceResponseV10
 from kio.schema.produce.v10.response import TopicProduceResponse as TopicProduceResponseV10
 from kio.schema.produce.v11.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV11
 from kio.schema.produce.v11.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV11
-from kio.schema.produce.v11.response import NodeEndpoint as NodeEndpointV11
+from kio.schema.produce.v11.response import NodeEndpoint as ProduceNodeEndpointV11
 from kio.schema.produce.v11.response import PartitionProduceResponse as PartitionProduceResponseV11
 from kio.schema.produce.v11.response import TopicProduceResponse as TopicProduceResponseV11
 from kio.schema.txn_offset_commit.v0.response import (
@@ -322,6 +362,7 @@ from kafkaguard.proxy.messages import (
     DescribeConfigsResponse,
     DescribeGroupsResponse,
     DescribeProducersResponse,
+    DescribeTopicPartitionsResponse,
     DescribeTransactionsResponse,
     EndTxnResponse,
     FetchResponse,
@@ -617,13 +658,15 @@ DeletableTopicResult = (
     | DeletableTopicResultV3
     | DeletableTopicResultV4
     | DeletableTopicResultV5
+    | DeletableTopicResultV6
 )
 
 
 class DeletableTopicResultFields(TypedDict):
-    name: str
+    name: str | None
     error_code: ErrorCode
     error_message: NotRequired[str | None]
+    topic_id: NotRequired[UUID | None]
 
 
 def deletable_topic_result(
@@ -878,6 +921,79 @@ def describe_producers_response(
     return build_fields(cls, fields)
 
 
+DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartitionV0
+
+
+class DescribeTopicPartitionsResponsePartitionFields(TypedDict):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    leader_epoch: NotRequired[int]
+    replica_nodes: NotRequired[tuple[int, ...]]
+    isr_nodes: NotRequired[tuple[int, ...]]
+    eligible_leader_replicas: NotRequired[tuple[int, ...] | None]
+    last_known_elr: NotRequired[tuple[int, ...] | None]
+    offline_replicas: NotRequired[tuple[int, ...]]
+
+
+def describe_topic_partitions_response_partition(
+    response: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponsePartitionFields]
+) -> DescribeTopicPartitionsResponsePartition:
+    """``DescribeTopicPartitionsResponsePartition``, of ``response``'s version."""
+    built: DescribeTopicPartitionsResponsePartition = build_fields(
+        nested(response, "DescribeTopicPartitionsResponsePartition"), fields
+    )
+    return built
+
+
+DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopicV0
+
+
+class DescribeTopicPartitionsResponseTopicFields(TypedDict):
+    error_code: ErrorCode
+    name: str | None
+    topic_id: UUID | None
+    is_internal: NotRequired[bool]
+    partitions: tuple[DescribeTopicPartitionsResponsePartition, ...]
+    topic_authorized_operations: NotRequired[int]
+
+
+def describe_topic_partitions_response_topic(
+    response: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponseTopicFields]
+) -> DescribeTopicPartitionsResponseTopic:
+    """``DescribeTopicPartitionsResponseTopic``, of ``response``'s version."""
+    built: DescribeTopicPartitionsResponseTopic = build_fields(
+        nested(response, "DescribeTopicPartitionsResponseTopic"), fields
+    )
+    return built
+
+
+Cursor = CursorV0
+
+
+class CursorFields(TypedDict):
+    topic_name: str
+    partition_index: int
+
+
+def cursor(response: type[DescribeTopicPartitionsResponse], **fields: Unpack[CursorFields]) -> Cursor:
+    """``Cursor``, of ``response``'s version."""
+    built: Cursor = build_fields(nested(response, "Cursor"), fields)
+    return built
+
+
+class DescribeTopicPartitionsResponseFields(TypedDict):
+    throttle_time: timedelta
+    topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
+    next_cursor: NotRequired[Cursor | None]
+
+
+def describe_topic_partitions_response(
+    cls: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponseFields]
+) -> DescribeTopicPartitionsResponse:
+    return build_fields(cls, fields)
+
+
 TopicData = TopicDataV0
 
 
@@ -944,6 +1060,11 @@ AbortedTransaction = (
     | AbortedTransactionV10
     | AbortedTransactionV11
     | AbortedTransactionV12
+    | AbortedTransactionV13
+    | AbortedTransactionV14
+    | AbortedTransactionV15
+    | AbortedTransactionV16
+    | AbortedTransactionV17
 )
 
 
@@ -970,6 +1091,11 @@ PartitionData = (
     | PartitionDataV10
     | PartitionDataV11
     | PartitionDataV12
+    | PartitionDataV13
+    | PartitionDataV14
+    | PartitionDataV15
+    | PartitionDataV16
+    | PartitionDataV17
 )
 
 
@@ -1003,12 +1129,18 @@ FetchableTopicResponse = (
     | FetchableTopicResponseV10
     | FetchableTopicResponseV11
     | FetchableTopicResponseV12
+    | FetchableTopicResponseV13
+    | FetchableTopicResponseV14
+    | FetchableTopicResponseV15
+    | FetchableTopicResponseV16
+    | FetchableTopicResponseV17
 )
 
 
 class FetchableTopicResponseFields(TypedDict):
-    topic: str
+    topic: NotRequired[str]
     partitions: tuple[PartitionData, ...]
+    topic_id: NotRequired[UUID | None]
 
 
 def fetchable_topic_response(
@@ -1024,13 +1156,21 @@ class FetchResponseFields(TypedDict):
     responses: tuple[FetchableTopicResponse, ...]
     error_code: NotRequired[ErrorCode]
     session_id: NotRequired[int]
+    node_endpoints: NotRequired[tuple[FetchNodeEndpoint, ...]]
 
 
 def fetch_response(cls: type[FetchResponse], **fields: Unpack[FetchResponseFields]) -> FetchResponse:
     return build_fields(cls, fields)
 
 
-FetchEpochEndOffset = FetchEpochEndOffsetV12
+FetchEpochEndOffset = (
+    FetchEpochEndOffsetV12
+    | FetchEpochEndOffsetV13
+    | FetchEpochEndOffsetV14
+    | FetchEpochEndOffsetV15
+    | FetchEpochEndOffsetV16
+    | FetchEpochEndOffsetV17
+)
 
 
 class FetchEpochEndOffsetFields(TypedDict):
@@ -1046,7 +1186,14 @@ def fetch_epoch_end_offset(
     return built
 
 
-FetchLeaderIdAndEpoch = FetchLeaderIdAndEpochV12
+FetchLeaderIdAndEpoch = (
+    FetchLeaderIdAndEpochV12
+    | FetchLeaderIdAndEpochV13
+    | FetchLeaderIdAndEpochV14
+    | FetchLeaderIdAndEpochV15
+    | FetchLeaderIdAndEpochV16
+    | FetchLeaderIdAndEpochV17
+)
 
 
 class FetchLeaderIdAndEpochFields(TypedDict):
@@ -1062,7 +1209,7 @@ def fetch_leader_id_and_epoch(
     return built
 
 
-SnapshotId = SnapshotIdV12
+SnapshotId = SnapshotIdV12 | SnapshotIdV13 | SnapshotIdV14 | SnapshotIdV15 | SnapshotIdV16 | SnapshotIdV17
 
 
 class SnapshotIdFields(TypedDict):
@@ -1073,6 +1220,22 @@ class SnapshotIdFields(TypedDict):
 def snapshot_id(response: type[FetchResponse], **fields: Unpack[SnapshotIdFields]) -> SnapshotId:
     """``SnapshotId``, of ``response``'s version."""
     built: SnapshotId = build_fields(nested(response, "SnapshotId"), fields)
+    return built
+
+
+FetchNodeEndpoint = FetchNodeEndpointV16 | FetchNodeEndpointV17
+
+
+class FetchNodeEndpointFields(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    rack: NotRequired[str | None]
+
+
+def fetch_node_endpoint(response: type[FetchResponse], **fields: Unpack[FetchNodeEndpointFields]) -> FetchNodeEndpoint:
+    """``NodeEndpoint``, of ``response``'s version."""
+    built: FetchNodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
     return built
 
 
@@ -1794,7 +1957,7 @@ def topic_produce_response(
 class ProduceResponseFields(TypedDict):
     responses: tuple[TopicProduceResponse, ...]
     throttle_time: NotRequired[timedelta]
-    node_endpoints: NotRequired[tuple[NodeEndpoint, ...]]
+    node_endpoints: NotRequired[tuple[ProduceNodeEndpoint, ...]]
 
 
 def produce_response(cls: type[ProduceResponse], **fields: Unpack[ProduceResponseFields]) -> ProduceResponse:
@@ -1838,19 +2001,21 @@ def produce_leader_id_and_epoch(
     return built
 
 
-NodeEndpoint = NodeEndpointV10 | NodeEndpointV11
+ProduceNodeEndpoint = ProduceNodeEndpointV10 | ProduceNodeEndpointV11
 
 
-class NodeEndpointFields(TypedDict):
+class ProduceNodeEndpointFields(TypedDict):
     node_id: int
     host: str
     port: int
     rack: NotRequired[str | None]
 
 
-def node_endpoint(response: type[ProduceResponse], **fields: Unpack[NodeEndpointFields]) -> NodeEndpoint:
+def produce_node_endpoint(
+    response: type[ProduceResponse], **fields: Unpack[ProduceNodeEndpointFields]
+) -> ProduceNodeEndpoint:
     """``NodeEndpoint``, of ``response``'s version."""
-    built: NodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
+    built: ProduceNodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
     return built
 
 

@@ -43,6 +43,7 @@ from kafkaguard.proxy.handlers.metadata import describe_cluster, metadata
 from kafkaguard.proxy.handlers.offsets import list_offsets
 from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.handlers.producers import init_producer_id
+from kafkaguard.proxy.handlers.topic_partitions import describe_topic_partitions
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
@@ -65,6 +66,7 @@ HANDLERS: dict[ApiKey, ProxyHandler] = {
     ApiKey.SYNC_GROUP: sync_group,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
     **transactions.HANDLERS,
     **admin.HANDLERS,
     **group_admin.HANDLERS,

@@ -72,6 +72,8 @@ from kio.schema.delete_topics.v4.request import DeleteTopicsRequest as DeleteTop
 from kio.schema.delete_topics.v4.response import DeleteTopicsResponse as DeleteTopicsResponseV4
 from kio.schema.delete_topics.v5.request import DeleteTopicsRequest as DeleteTopicsRequestV5
 from kio.schema.delete_topics.v5.response import DeleteTopicsResponse as DeleteTopicsResponseV5
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as DeleteTopicsRequestV6
+from kio.schema.delete_topics.v6.response import DeleteTopicsResponse as DeleteTopicsResponseV6
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as DescribeClusterRequestV0
 from kio.schema.describe_cluster.v0.response import DescribeClusterResponse as DescribeClusterResponseV0
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterRequestV1
@@ -98,6 +100,12 @@ from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v5.response import DescribeGroupsResponse as DescribeGroupsResponseV5
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersRequestV0
 from kio.schema.describe_producers.v0.response import DescribeProducersResponse as DescribeProducersResponseV0
+from kio.schema.describe_topic_partitions.v0.request import (
+    DescribeTopicPartitionsRequest as DescribeTopicPartitionsRequestV0,
+)
+from kio.schema.describe_topic_partitions.v0.response import (
+    DescribeTopicPartitionsResponse as DescribeTopicPartitionsResponseV0,
+)
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest as DescribeTransactionsRequestV0
 from kio.schema.describe_transactions.v0.response import DescribeTransactionsResponse as DescribeTransactionsResponseV0
 from kio.schema.end_txn.v0.request import EndTxnRequest as EndTxnRequestV0
@@ -126,6 +134,16 @@ from kio.schema.fetch.v11.request import FetchRequest as FetchRequestV11
 from kio.schema.fetch.v11.response import FetchResponse as FetchResponseV11
 from kio.schema.fetch.v12.request import FetchRequest as FetchRequestV12
 from kio.schema.fetch.v12.response import FetchResponse as FetchResponseV12
+from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+from kio.schema.fetch.v13.response import FetchResponse as FetchResponseV13
+from kio.schema.fetch.v14.request import FetchRequest as FetchRequestV14
+from kio.schema.fetch.v14.response import FetchResponse as FetchResponseV14
+from kio.schema.fetch.v15.request import FetchRequest as FetchRequestV15
+from kio.schema.fetch.v15.response import FetchResponse as FetchResponseV15
+from kio.schema.fetch.v16.request import FetchRequest as FetchRequestV16
+from kio.schema.fetch.v16.response import FetchResponse as FetchResponseV16
+from kio.schema.fetch.v17.request import FetchRequest as FetchRequestV17
+from kio.schema.fetch.v17.response import FetchResponse as FetchResponseV17
 from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as FindCoordinatorRequestV0
 from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse as FindCoordinatorResponseV0
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindCoordinatorRequestV1
@@ -387,6 +405,7 @@ DeleteTopicsRequest = (
     | DeleteTopicsRequestV3
     | DeleteTopicsRequestV4
     | DeleteTopicsRequestV5
+    | DeleteTopicsRequestV6
 )
 DeleteTopicsResponse = (
     DeleteTopicsResponseV1
@@ -394,6 +413,7 @@ DeleteTopicsResponse = (
     | DeleteTopicsResponseV3
     | DeleteTopicsResponseV4
     | DeleteTopicsResponseV5
+    | DeleteTopicsResponseV6
 )
 DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1
 DescribeClusterResponse = DescribeClusterResponseV0 | DescribeClusterResponseV1
@@ -421,6 +441,8 @@ DescribeGroupsResponse = (
 )
 DescribeProducersRequest = DescribeProducersRequestV0
 DescribeProducersResponse = DescribeProducersResponseV0
+DescribeTopicPartitionsRequest = DescribeTopicPartitionsRequestV0
+DescribeTopicPartitionsResponse = DescribeTopicPartitionsResponseV0
 DescribeTransactionsRequest = DescribeTransactionsRequestV0
 DescribeTransactionsResponse = DescribeTransactionsResponseV0
 EndTxnRequest = EndTxnRequestV0 | EndTxnRequestV1 | EndTxnRequestV2 | EndTxnRequestV3
@@ -435,6 +457,11 @@ FetchRequest = (
     | FetchRequestV10
     | FetchRequestV11
     | FetchRequestV12
+    | FetchRequestV13
+    | FetchRequestV14
+    | FetchRequestV15
+    | FetchRequestV16
+    | FetchRequestV17
 )
 FetchResponse = (
     FetchResponseV4
@@ -446,6 +473,11 @@ FetchResponse = (
     | FetchResponseV10
     | FetchResponseV11
     | FetchResponseV12
+    | FetchResponseV13
+    | FetchResponseV14
+    | FetchResponseV15
+    | FetchResponseV16
+    | FetchResponseV17
 )
 FindCoordinatorRequest = (
     FindCoordinatorRequestV0

@@ -1,13 +1,15 @@
 """The APIs and versions the proxy offers: what it can authorize exactly, and the upstream serves (fail closed).
 
-``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
-without upstream addresses reaching a client: Produce v10-v11 answers may carry node endpoints for KIP-951 leader
-discovery, rewritten to the proxy's per-broker addresses (``handlers.produce``); Produce v12 belongs to KIP-890's
-transactions v2 (partitions added to a transaction by the Produce itself), which the proxy does not authorize;
-Fetch v16+ carry node endpoints too, Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
-DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet
-authorize. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
-for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
+``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names (topics named
+by id are resolved to their names first, ``topic_ids``, and the name authorized) and without upstream addresses
+reaching a client. Produce v10-v11 and Fetch v16-v17 answers may carry node endpoints for KIP-951 leader discovery,
+rewritten to the proxy's per-broker addresses (``handlers.addresses.rewrite_node_endpoints``); Produce v12 belongs to
+KIP-890's transactions v2 (partitions added to a transaction by the Produce itself), which the proxy does not
+authorize. By id: Fetch v13-v17, Metadata v12 by id, DeleteTopics v6; and DescribeTopicPartitions v0 (KIP-966),
+paged over what the caller may describe. OffsetCommit/OffsetFetch v10+ name topics by id and are not offered yet.
+
+``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler for
+(``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
 offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
 
 ``FORWARDED_FROM`` names the versions the proxy forwards at a higher version than the client's, because the lower
@@ -49,7 +51,7 @@ from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
 #: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
 CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.PRODUCE: (3, 11),
-    ApiKey.FETCH: (4, 12),
+    ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 8),
     ApiKey.METADATA: (1, 12),
     ApiKey.OFFSET_COMMIT: (2, 8),
@@ -73,13 +75,14 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
     ApiKey.LIST_TRANSACTIONS: (0, 1),
     ApiKey.CREATE_TOPICS: (2, 7),
-    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 #: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.
