@@ -48,6 +48,19 @@ LOOPBACK = "127.0.0.1"
 Listener = Literal["SASL_PLAINTEXT", "PLAINTEXT"]
 ClientConfig = dict[str, str | int | float | bool]  # confluent-kafka's configuration
 
+#: The KIP-848 consumer group protocol beside the classic one. Kafka 3.9 serves ConsumerGroupHeartbeat and
+#: ConsumerGroupDescribe only with ``consumer`` among the coordinator's protocols (``KafkaApis.
+#: isConsumerGroupProtocolEnabled``), and advertises them only once ``group.version`` >= 1 is finalized. In 3.9
+#: ``group.version=1`` is not yet a production feature level (``GroupVersion.GV_1`` bootstraps at metadata version
+#: 4.0-IV0, past 3.9's latest production one), so the format tool and the broker refuse it unless
+#: ``unstable.feature.versions.enable=true``; with it, ``kafka-storage format --feature group.version=1`` finalizes
+#: it at format time (no features API call after start is needed).
+CONSUMER_PROTOCOL_PROPERTIES = [
+    "group.coordinator.rebalance.protocols=classic,consumer",
+    "unstable.feature.versions.enable=true",
+]
+CONSUMER_PROTOCOL_FORMAT_ARGS = ["--feature", "group.version=1"]
+
 _SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required"
 _PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
 _LAYOUT = "[%d] %p %m (%c)%n"
@@ -344,7 +357,8 @@ class KafkaBroker:
         properties = self._write_config()
         run = [java(), *self.jvm_options(), f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
                "-cp", self.classpath]  # fmt: skip
-        format_storage(run, new_cluster_id(), properties, *scram_format_args(self.scram_users()))
+        format_storage(run, new_cluster_id(), properties, *scram_format_args(self.scram_users()),
+                       *CONSUMER_PROTOCOL_FORMAT_ARGS)  # fmt: skip
         log_path = self.workdir / "broker.log"
         with log_path.open("wb") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(
@@ -422,6 +436,7 @@ class KafkaBroker:
                 "transaction.state.log.replication.factor=1",
                 "transaction.state.log.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
+                *CONSUMER_PROTOCOL_PROPERTIES,
                 "num.network.threads=2",
                 "num.io.threads=2",
                 "background.threads=2",

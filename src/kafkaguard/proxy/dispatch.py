@@ -31,6 +31,7 @@ from kafkaguard.proxy.handlers import admin, group_admin, transactions
 from kafkaguard.proxy.handlers.coordinator import find_coordinator
 from kafkaguard.proxy.handlers.fetch import fetch
 from kafkaguard.proxy.handlers.groups import (
+    consumer_group_heartbeat,
     heartbeat,
     join_group,
     leave_group,
@@ -64,6 +65,7 @@ HANDLERS: dict[ApiKey, ProxyHandler] = {
     ApiKey.SYNC_GROUP: sync_group,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     **transactions.HANDLERS,
     **admin.HANDLERS,
     **group_admin.HANDLERS,

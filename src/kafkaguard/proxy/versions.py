@@ -3,9 +3,15 @@
 ``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names and
 without broker endpoints in the body: Produce v10+ and Fetch v16+ carry node endpoints for KIP-951 leader
 discovery (they would reveal upstream addresses), Fetch v13+ and OffsetCommit/OffsetFetch v10+ name topics by id,
-DeleteTopics v6 deletes by id, and the KIP-848/KIP-890 versions belong to protocols the proxy does not yet
-authorize. ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler
-for (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
+DeleteTopics v6 deletes by id, and the KIP-890 versions belong to a protocol the proxy does not yet authorize.
+The KIP-848 consumer group protocol is offered at Kafka 3.9's versions: ConsumerGroupHeartbeat v0 and
+ConsumerGroupDescribe v0 (``handlers.groups``, ``handlers.group_admin``), and OffsetCommit v9 / OffsetFetch v9, the
+versions whose member id and epoch a KIP-848 member commits and fetches with (authorized by topic name as before; the
+member fields pass unchanged). ConsumerGroupHeartbeat v1 (Kafka 4.0: ``SubscribedTopicRegex``, client-generated
+member ids) is not offered, so a regex never reaches the upstream to be resolved there.
+
+``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler for
+(``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
 offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
 
 ``FORWARDED_FROM`` names the versions the proxy forwards at a higher version than the client's, because the lower
@@ -29,8 +35,8 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 8),
     ApiKey.METADATA: (1, 12),
-    ApiKey.OFFSET_COMMIT: (2, 8),
-    ApiKey.OFFSET_FETCH: (2, 8),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (2, 9),
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
@@ -57,6 +63,8 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
 }
 
 #: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.
