@@ -1,0 +1,160 @@
+"""Authorization equivalence for the KIP-848 consumer group protocol (``group.protocol=consumer``): Java's own
+``KafkaConsumer`` and ``Admin`` from the broker's kafka-clients 3.9 jar (``tests/kafka/ConsumerGroupProbe.java``,
+run from source), once straight to the real Kafka 3.9 broker holding the ACLs, once through ``kafkaguard proxy``
+holding the same ACLs. The broker serves the consumer protocol (``tests/kafka/broker.py``:
+``group.coordinator.rebalance.protocols=classic,consumer``, ``group.version=1`` finalized at format time).
+
+The same client-visible outcomes are required for: a member with group READ consuming and committing (OffsetCommit
+v9 and OffsetFetch v9 carry its member epoch), a member without group READ, a member subscribing to a topic it may
+not describe, two members rebalancing four partitions (2+2, then 4 when one leaves), and describing the groups.
+
+One outcome differs on purpose, and is asserted as such: describing a live group whose member is assigned a topic
+the describer may not DESCRIBE. Kafka 3.9 answers the assignment with the topic's name; the proxy answers
+TOPIC_AUTHORIZATION_FAILED for the group, as Kafka 4.0 does (KAFKA-18813; ``proxy.handlers.group_admin``).
+
+confluent-kafka (librdkafka 2.16, the pinned version) is not here: its ``group.protocol=consumer`` needs
+ConsumerGroupHeartbeat v1 (Kafka 4.0), and Kafka 3.9 serves v0 only, so it never joins (straight or proxied:
+librdkafka logs "ConsumerGroupHeartbeatRequest not supported by broker"); ``test_librdkafka_needs_v1`` records that.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
+from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.cimpl import NewTopic
+
+from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
+from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, eventually, logs_in
+from tests.server.conftest import ServerHandle
+
+PROBE = Path(__file__).parent.parent / "ConsumerGroupProbe.java"
+PROBE_TIMEOUT = 150
+PER_PARTITION = 3
+USERS = ("member", "describer", "groupie", "nobody")
+
+
+def acls(side: Side) -> list[Any]:
+    n = side.name
+    return [
+        allow(TOPIC, n("orders"), n("member"), AclOperation.READ),
+        allow(TOPIC, n("wide"), n("member"), AclOperation.READ),
+        allow(GROUP, n("group"), n("member"), AclOperation.READ, PREFIXED),
+        allow(GROUP, n("group"), n("describer"), AclOperation.DESCRIBE, PREFIXED),
+        allow(TOPIC, n("orders"), n("describer"), AclOperation.DESCRIBE),
+        allow(GROUP, n("group"), n("groupie"), AclOperation.DESCRIBE, PREFIXED),  # the group only, no topic
+    ]
+
+
+def prepare(side: Side, kafka: KafkaBroker) -> None:
+    """Topics on the broker (as its admin), filled; users and ACLs through the side's own admin API."""
+    admin_config = Side("broker", kafka.bootstrap, side.token).config(ADMIN, password=ADMIN_PASSWORD)
+    broker_admin = AdminClient(admin_config)
+    topics = [
+        NewTopic(side.name("orders"), 2, 1),
+        NewTopic(side.name("secret"), 2, 1),
+        NewTopic(side.name("wide"), 4, 1),
+    ]
+    for future in broker_admin.create_topics(topics).values():
+        future.result(60)
+    producer = Producer(admin_config)
+    for topic, partitions in (("orders", 2), ("secret", 2), ("wide", 4)):
+        for partition in range(partitions):
+            for i in range(PER_PARTITION):
+                producer.produce(side.name(topic), f"{topic}-{partition}-{i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+    admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
+    upserts = [UserScramCredentialUpsertion(side.name(u), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                            PASSWORD.encode()) for u in USERS]  # fmt: skip
+    for future in admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
+        future.result(60)
+    wanted = acls(side)
+    for future in admin.create_acls(wanted).values():
+        future.result(60)
+    anyone: Any = None
+    every = AclBindingFilter(ResourceType.ANY, anyone, ResourcePatternType.ANY, anyone, anyone, AclOperation.ANY,
+                             AclPermissionType.ANY)  # fmt: skip
+    eventually(lambda: sum(side.token in b.principal for b in admin.describe_acls(every).result(30)), len(wanted))
+    for user in USERS:
+        eventually(functools.partial(logs_in, side, side.name(user)), True)
+
+
+def probe(kafka: KafkaBroker, side: Side, mode: str, user: str, group: str, topics: tuple[str, ...], expected: int,
+          *member: str) -> list[str]:  # fmt: skip
+    """The probe's output lines for ``side``, its token replaced by ``T`` (the clients' logs go to stderr)."""
+    extra = [side.name(member[0]), PASSWORD] if member else []
+    done = subprocess.run(
+        [java(), "-Xmx256m", f"-Dlog4j2.configurationFile={kafka.workdir / 'tools-log4j2.properties'}",
+         "-cp", kafka.classpath, str(PROBE), mode, side.bootstrap, side.name(user), PASSWORD,
+         side.name(group), ",".join(side.name(t) for t in topics), str(expected), *extra],
+        capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [line.replace(side.token, "T") for line in done.stdout.splitlines()]
+
+
+def outcomes(kafka: KafkaBroker, side: Side) -> dict[str, list[str]]:
+    run = functools.partial(probe, kafka, side)
+    return {
+        "member with group READ consumes and commits": run(
+            "consume", "member", "group-a", ("orders",), 2 * PER_PARTITION
+        ),
+        "member without group READ": run("consume", "member", "other", ("orders",), 1),
+        "member subscribing a topic it may not describe": run("consume", "member", "group-b", ("orders", "secret"), 1),
+        "two members rebalance four partitions": run("rebalance", "member", "group-r", ("wide",), 4 * PER_PARTITION),
+        "describer sees the emptied group": run("describe", "describer", "group-a", ("orders",), 0),
+        "describer sees a live member's assignment": run("describe", "describer", "group-d", ("orders",), 2, "member"),
+        "nobody may not describe": run("describe", "nobody", "group-a", ("orders",), 0),
+    }
+
+
+@pytest.fixture(scope="module")
+def sides(proxy: ServerHandle, kafka: KafkaBroker) -> tuple[Side, Side]:
+    token = uuid.uuid4().hex[:6]
+    direct = Side("kafka", kafka.bootstrap, f"k{token}")
+    proxied = Side("proxy", proxy.bootstrap(next(iter(proxy.ports))), f"p{token}")
+    for side in (direct, proxied):
+        prepare(side, kafka)
+    return direct, proxied
+
+
+@pytest.mark.timeout(900)
+def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
+    sides: tuple[Side, Side], kafka: KafkaBroker
+):
+    direct, proxied = sides
+    expected = outcomes(kafka, direct)
+    assert expected["member with group READ consumes and commits"] == [
+        f"RECORDS {2 * PER_PARTITION}",
+        f"COMMITTED eq-T-orders 0 {PER_PARTITION}",
+        f"COMMITTED eq-T-orders 1 {PER_PARTITION}",
+    ], "the direct run must move and commit messages on the consumer protocol"
+    assert expected["two members rebalance four partitions"][:3] == ["PHASE 1 4 0", "PHASE 2 2 2", "PHASE 3 4 0"]
+    assert expected["describer sees a live member's assignment"][:2] == [
+        "JOINED 2",
+        "STATE Stable MEMBERS 1 TYPE Consumer",
+    ]
+    got = outcomes(kafka, proxied)
+    for scenario, answer in expected.items():
+        assert got[scenario] == answer, scenario
+
+
+@pytest.mark.timeout(300)
+def test_describing_a_member_assigned_a_topic_the_describer_may_not_describe(
+    sides: tuple[Side, Side], kafka: KafkaBroker
+):
+    """Kafka 3.9 names the topic; the proxy refuses the group, as Kafka 4.0 does (KAFKA-18813)."""
+    direct, proxied = sides
+    kafka_says = probe(kafka, direct, "describe", "groupie", "group-e", ("orders",), 2, "member")
+    proxy_says = probe(kafka, proxied, "describe", "groupie", "group-e", ("orders",), 2, "member")
+    assert "ASSIGNED eq-T-orders" in kafka_says
+    assert proxy_says == ["JOINED 2", "ERROR TopicAuthorizationException"]
