@@ -14,6 +14,8 @@
 //              or "ERROR <simple class name of the cause>". With MEMBER_USER MEMBER_PASSWORD after EXPECTED, a member
 //              (that user) first joins on TOPICS and polls until it holds EXPECTED partitions, and stays in the group
 //              while USER describes it ("JOINED <partitions>" first, or "ERROR ..." for the member).
+//   features:  Admin.describeFeatures: "FINALIZED <feature> <max level>" per finalized feature (GROUP, TOPICS,
+//              EXPECTED unused).
 
 import java.time.Duration;
 import java.util.ArrayList;
@@ -54,6 +56,7 @@ public class ConsumerGroupProbe {
         switch (mode) {
             case "consume" -> consume(consumerProps(props, group), topics, expected);
             case "rebalance" -> rebalance(consumerProps(props, group), topics, expected);
+            case "features" -> features(props);
             case "describe" -> describe(props, group, topics, expected, args.length > 8 ? args[7] : null,
                     args.length > 8 ? args[8] : null);
             default -> throw new IllegalArgumentException("unknown mode " + mode);
@@ -162,6 +165,15 @@ public class ConsumerGroupProbe {
             }
             System.out.println("JOINED " + consumer.assignment().size());
             describeAs(props, group);
+        }
+    }
+
+    static void features(Properties props) throws Exception {
+        try (Admin admin = Admin.create(props)) {
+            Set<String> lines = new TreeSet<>();
+            admin.describeFeatures().featureMetadata().get().finalizedFeatures()
+                    .forEach((name, range) -> lines.add("FINALIZED " + name + " " + range.maxVersionLevel()));
+            lines.forEach(System.out::println);
         }
     }
 

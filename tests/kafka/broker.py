@@ -49,17 +49,14 @@ Listener = Literal["SASL_PLAINTEXT", "PLAINTEXT"]
 ClientConfig = dict[str, str | int | float | bool]  # confluent-kafka's configuration
 
 #: The KIP-848 consumer group protocol beside the classic one. Kafka 3.9 serves ConsumerGroupHeartbeat and
-#: ConsumerGroupDescribe only with ``consumer`` among the coordinator's protocols (``KafkaApis.
-#: isConsumerGroupProtocolEnabled``), and advertises them only once ``group.version`` >= 1 is finalized. In 3.9
-#: ``group.version=1`` is not yet a production feature level (``GroupVersion.GV_1`` bootstraps at metadata version
-#: 4.0-IV0, past 3.9's latest production one), so the format tool and the broker refuse it unless
-#: ``unstable.feature.versions.enable=true``; with it, ``kafka-storage format --feature group.version=1`` finalizes
-#: it at format time (no features API call after start is needed).
-CONSUMER_PROTOCOL_PROPERTIES = [
-    "group.coordinator.rebalance.protocols=classic,consumer",
-    "unstable.feature.versions.enable=true",
-]
-CONSUMER_PROTOCOL_FORMAT_ARGS = ["--feature", "group.version=1"]
+#: ConsumerGroupDescribe (v0) only with ``consumer`` among the coordinator's protocols (``KafkaApis.
+#: isConsumerGroupProtocolEnabled``; that also turns the new group coordinator on). That is all 3.9 needs: it has no
+#: ``group.version`` feature (``server.common.Features`` in 3.9 lists only ``kraft.version`` and
+#: ``transaction.version``; ``GroupVersion`` exists but is not registered, and 3.9's ``kafka-storage format``
+#: ignores ``--feature``, even an unknown one), so there is nothing to finalize. The metadata version stays the
+#: production 3.9-IV0: ``unstable.feature.versions.enable`` would make format pick 4.0-IV1 and ``transaction.version=2``
+#: (KIP-890 part 2, unstable in 3.9), which changes the transactional APIs the other tests rely on.
+CONSUMER_PROTOCOL_PROPERTIES = ["group.coordinator.rebalance.protocols=classic,consumer"]
 
 _SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required"
 _PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
@@ -357,8 +354,7 @@ class KafkaBroker:
         properties = self._write_config()
         run = [java(), *self.jvm_options(), f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
                "-cp", self.classpath]  # fmt: skip
-        format_storage(run, new_cluster_id(), properties, *scram_format_args(self.scram_users()),
-                       *CONSUMER_PROTOCOL_FORMAT_ARGS)  # fmt: skip
+        format_storage(run, new_cluster_id(), properties, *scram_format_args(self.scram_users()))
         log_path = self.workdir / "broker.log"
         with log_path.open("wb") as log:  # the child keeps its own descriptor
             self.process = subprocess.Popen(

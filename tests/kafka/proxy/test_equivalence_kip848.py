@@ -2,7 +2,7 @@
 ``KafkaConsumer`` and ``Admin`` from the broker's kafka-clients 3.9 jar (``tests/kafka/ConsumerGroupProbe.java``,
 run from source), once straight to the real Kafka 3.9 broker holding the ACLs, once through ``kafkaguard proxy``
 holding the same ACLs. The broker serves the consumer protocol (``tests/kafka/broker.py``:
-``group.coordinator.rebalance.protocols=classic,consumer``, ``group.version=1`` finalized at format time).
+``group.coordinator.rebalance.protocols=classic,consumer``; Kafka 3.9 has no ``group.version`` feature).
 
 The same client-visible outcomes are required for: a member with group READ consuming and committing (OffsetCommit
 v9 and OffsetFetch v9 carry its member epoch), a member without group READ, a member subscribing to a topic it may
@@ -20,19 +20,22 @@ librdkafka logs "ConsumerGroupHeartbeatRequest not supported by broker"); ``test
 from __future__ import annotations
 
 import functools
+import logging
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
 from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
 from confluent_kafka.cimpl import NewTopic
 
+from kafkaguard.authorizer.requests import ApiKey
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
 from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, eventually, logs_in
 from tests.server.conftest import ServerHandle
@@ -158,3 +161,44 @@ def test_describing_a_member_assigned_a_topic_the_describer_may_not_describe(
     proxy_says = probe(kafka, proxied, "describe", "groupie", "group-e", ("orders",), 2, "member")
     assert "ASSIGNED eq-T-orders" in kafka_says
     assert proxy_says == ["JOINED 2", "ERROR TopicAuthorizationException"]
+
+
+def test_the_broker_runs_the_production_metadata_version(sides: tuple[Side, Side], kafka: KafkaBroker):
+    """Kafka 3.9 has no ``group.version`` feature to finalize (``tests/kafka/broker.py``): the consumer protocol is
+    on by ``group.coordinator.rebalance.protocols`` alone, at the production metadata version 3.9-IV0 (level 21),
+    with no unstable feature level (``transaction.version`` stays unset)."""
+    direct, _ = sides
+    assert probe(kafka, direct, "features", "member", "unused", ("unused",), 0) == ["FINALIZED metadata.version 21"]
+
+
+def test_librdkafka_needs_v1(sides: tuple[Side, Side], proxy: ServerHandle):
+    """The pinned confluent-kafka cannot use the consumer protocol against Kafka 3.9, straight or proxied: it asks
+    for ConsumerGroupHeartbeat v1, which neither offers (the proxy offers exactly the broker's v0)."""
+    offered = proxy.server.versions  # type: ignore[attr-defined]
+    assert offered[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 0)
+    assert offered[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0)
+    assert offered[ApiKey.OFFSET_COMMIT][1] == 9 and offered[ApiKey.OFFSET_FETCH][1] == 9
+    for side in sides:
+        logs: list[str] = []
+        logger = logging.getLogger(f"librdkafka-{side.label}")
+        logger.addHandler(Collect(logs))
+        logger.setLevel(logging.DEBUG)
+        settings = {"group.id": side.name("group-c"), "group.protocol": "consumer", "debug": "cgrp",
+                    "logger": logger}  # fmt: skip
+        consumer = Consumer(side.config(side.name("member"), extra=settings))
+        consumer.subscribe([side.name("orders")])
+        deadline = time.monotonic() + 30
+        while not any("ConsumerGroupHeartbeatRequest not supported" in line for line in logs):
+            assert time.monotonic() < deadline, f"{side.label}: librdkafka never said why it does not join"
+            assert consumer.poll(0.2) is None, "librdkafka joined on the consumer protocol: update this test"
+        assert consumer.assignment() == []
+        consumer.close()
+
+
+class Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__()
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())
