@@ -10,6 +10,8 @@ OffsetFetch v9 (a KIP-848 member's member id and epoch) are authorized by topic 
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 import uuid
 from typing import Any
 
@@ -283,3 +285,28 @@ def test_offset_fetch_v9_of_a_denied_group_never_goes_upstream(services: Service
     answer = handle(services, upstream, fetch_v9("secret-g", None)).answer()
     assert upstream.sent == []
     assert answer.groups[0].error_code == ErrorCode.group_authorization_failed
+
+
+# --------------------------------------------------------------------------------------------- addresses
+
+
+def address_fields(cls: type[Any], path: str = "") -> set[str]:
+    """Every field of a response entity, nested ones included, whose name says it holds a host or a port."""
+    found = set()
+    for each in dataclasses.fields(cls):
+        name = f"{path}{each.name}"
+        if any(word in each.name for word in ("host", "port", "endpoint")):
+            found.add(name)
+        for arg in typing.get_args(each.type) or (each.type,):
+            for inner in typing.get_args(arg) or (arg,):
+                if dataclasses.is_dataclass(inner) and isinstance(inner, type):
+                    found |= address_fields(inner, f"{name}.")
+    return found
+
+
+def test_the_answers_carry_no_broker_address():
+    """Why the proxy relays them without rewriting: the heartbeat names the member and its assignment by topic id;
+    the description's only address is each member's ``client_host``, the address the upstream saw the member
+    connect from (the proxy's own outbound address), never a broker's."""
+    assert address_fields(heartbeat_response.ConsumerGroupHeartbeatResponse) == set()
+    assert address_fields(describe_response.ConsumerGroupDescribeResponse) == {"groups.members.client_host"}
