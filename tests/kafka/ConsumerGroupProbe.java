@@ -2,7 +2,7 @@
 // describeConsumerGroups, for tests/kafka/proxy/test_equivalence_kip848.py. Run from source with the broker's jars
 // (JEP 330, no build step):
 //   java -cp "$KAFKA_HOME/libs/*" ConsumerGroupProbe.java MODE BOOTSTRAP USER PASSWORD GROUP TOPICS EXPECTED
-// TOPICS is comma-separated. It prints one line per outcome, in an order that does not depend on timing:
+// TOPICS is comma-separated, or "~REGEX" for a pattern subscription (consume). It prints one line per outcome, in an order that does not depend on timing:
 //   consume:   one member subscribes to TOPICS and polls until EXPECTED records or its first exception:
 //              "RECORDS <count>", "ERROR <simple class name>" (nothing else after an error), then, with records,
 //              "COMMITTED <topic> <partition> <offset>" per partition after commitSync, read back with committed().
@@ -27,6 +27,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ExecutionException;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
@@ -77,7 +78,11 @@ public class ConsumerGroupProbe {
 
     static void consume(Properties props, List<String> topics, int expected) {
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
-            consumer.subscribe(topics);
+            if (topics.size() == 1 && topics.get(0).startsWith("~")) {
+                consumer.subscribe(Pattern.compile(topics.get(0).substring(1)));
+            } else {
+                consumer.subscribe(topics);
+            }
             int count = 0;
             Set<TopicPartition> seen = new HashSet<>();
             long deadline = System.currentTimeMillis() + DEADLINE_MS;

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import struct
 import subprocess
 import time
 import uuid
@@ -36,6 +37,7 @@ from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, Us
 from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
 from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, eventually, logs_in
 from tests.server.conftest import ServerHandle
@@ -93,12 +95,14 @@ def prepare(side: Side, kafka: KafkaBroker) -> None:
 
 def probe(kafka: KafkaBroker, side: Side, mode: str, user: str, group: str, topics: tuple[str, ...], expected: int,
           *member: str) -> list[str]:  # fmt: skip
-    """The probe's output lines for ``side``, its token replaced by ``T`` (the clients' logs go to stderr)."""
+    """The probe's output lines for ``side``, its token replaced by ``T`` (the clients' logs go to stderr). A topic
+    starting with ``~`` is a pattern subscription: ``~(a|b)`` subscribes to the side's names of a and b."""
     extra = [side.name(member[0]), PASSWORD] if member else []
+    names = ",".join("~" + side.name(t[1:]) if t.startswith("~") else side.name(t) for t in topics)
     done = subprocess.run(
         [java(), "-Xmx256m", f"-Dlog4j2.configurationFile={kafka.workdir / 'tools-log4j2.properties'}",
          "-cp", kafka.classpath, str(PROBE), mode, side.bootstrap, side.name(user), PASSWORD,
-         side.name(group), ",".join(side.name(t) for t in topics), str(expected), *extra],
+         side.name(group), names, str(expected), *extra],
         capture_output=True, text=True, timeout=PROBE_TIMEOUT, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
@@ -113,6 +117,9 @@ def outcomes(kafka: KafkaBroker, side: Side) -> dict[str, list[str]]:
         ),
         "member without group READ": run("consume", "member", "other", ("orders",), 1),
         "member subscribing a topic it may not describe": run("consume", "member", "group-b", ("orders", "secret"), 1),
+        "a pattern subscription covers only describable topics": run(
+            "consume", "member", "group-p", ("~(orders|secret)",), 2 * PER_PARTITION
+        ),
         "two members rebalance four partitions": run("rebalance", "member", "group-r", ("wide",), 4 * PER_PARTITION),
         "describer sees the emptied group": run("describe", "describer", "group-a", ("orders",), 0),
         "describer sees a live member's assignment": run("describe", "describer", "group-d", ("orders",), 2, "member"),
@@ -130,9 +137,23 @@ def sides(proxy: ServerHandle, kafka: KafkaBroker) -> tuple[Side, Side]:
     return direct, proxied
 
 
+@pytest.fixture
+def forwarded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(API key, version) of every request the proxy (in this process) forwards while the test runs."""
+    sent: list[tuple[int, int]] = []
+    real = UpstreamConnection.send
+
+    async def spy(self: UpstreamConnection, payload: bytes) -> None:
+        sent.append(struct.unpack_from(">hh", payload))
+        await real(self, payload)
+
+    monkeypatch.setattr(UpstreamConnection, "send", spy)
+    return sent
+
+
 @pytest.mark.timeout(900)
 def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
-    sides: tuple[Side, Side], kafka: KafkaBroker
+    sides: tuple[Side, Side], kafka: KafkaBroker, forwarded: list[tuple[int, int]]
 ):
     direct, proxied = sides
     expected = outcomes(kafka, direct)
@@ -141,6 +162,8 @@ def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
         f"COMMITTED eq-T-orders 0 {PER_PARTITION}",
         f"COMMITTED eq-T-orders 1 {PER_PARTITION}",
     ], "the direct run must move and commit messages on the consumer protocol"
+    pattern = expected["a pattern subscription covers only describable topics"]
+    assert pattern[0] == f"RECORDS {2 * PER_PARTITION}" and all("orders" in line for line in pattern[1:]), pattern
     assert expected["two members rebalance four partitions"][:3] == ["PHASE 1 4 0", "PHASE 2 2 2", "PHASE 3 4 0"]
     assert expected["describer sees a live member's assignment"][:2] == [
         "JOINED 2",
@@ -149,6 +172,8 @@ def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
     got = outcomes(kafka, proxied)
     for scenario, answer in expected.items():
         assert got[scenario] == answer, scenario
+    kip848 = {(68, 0), (69, 0), (8, 9), (9, 9)}  # ConsumerGroupHeartbeat/Describe v0, OffsetCommit/OffsetFetch v9
+    assert kip848 <= set(forwarded), f"the proxied run did not use {kip848 - set(forwarded)}"
 
 
 @pytest.mark.timeout(300)
