@@ -11,6 +11,7 @@ OffsetFetch v9 (a KIP-848 member's member id and epoch) are authorized by topic 
 from __future__ import annotations
 
 import dataclasses
+import struct
 import typing
 import uuid
 from typing import Any
@@ -31,8 +32,11 @@ from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
+from kafkaguard.protocol.codec import response_schema
 from kafkaguard.proxy.upstream import UpstreamUnavailable
+from kafkaguard.proxy.wire import UpstreamProtocolError, decode_response
 from tests.proxy.memory_upstream import MemoryUpstream, allow, answer_of, assert_relayed, entity, handle, unavailable
+from tests.server.hostile import hostile_bodies
 
 FEED_ID = uuid.UUID(int=1)
 SECRET_ID = uuid.UUID(int=2)
@@ -310,3 +314,28 @@ def test_the_answers_carry_no_broker_address():
     connect from (the proxy's own outbound address), never a broker's."""
     assert address_fields(heartbeat_response.ConsumerGroupHeartbeatResponse) == set()
     assert address_fields(describe_response.ConsumerGroupDescribeResponse) == {"groups.members.client_host"}
+
+
+# ------------------------------------------------------------------------------- hostile upstream answers
+
+DECODED_ANSWERS = [
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0),
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, 0),
+    (ApiKey.OFFSET_COMMIT, 9),
+    (ApiKey.OFFSET_FETCH, 9),
+]
+
+
+@pytest.mark.parametrize(("api_key", "version"), DECODED_ANSWERS, ids=lambda v: str(v))
+def test_a_hostile_upstream_answer_is_a_protocol_error_not_an_allocation(api_key: ApiKey, version: int):
+    """The answers these handlers decode (to merge refusals, check assignments, fill operations) go through the same
+    length check as requests: a hostile first length is refused before kio reserves anything."""
+    bodies = hostile_bodies(response_schema(api_key, version))
+    assert len(bodies) > 3
+    for label, body in bodies:
+        payload = struct.pack(">i", 5) + b"\x00" + body  # correlation id, the flexible header's empty tag section
+        try:
+            decode_response(api_key, version, payload)
+        except UpstreamProtocolError:
+            continue
+        pytest.fail(f"{api_key.name} v{version} {label}: decoded")
