@@ -6,13 +6,15 @@ holding the same ACLs. The broker serves the consumer protocol (``tests/kafka/br
 
 The same client-visible outcomes are required for: a member with group READ consuming and committing (OffsetCommit
 v9 and OffsetFetch v9 carry its member epoch), a member without group READ, a member subscribing to a topic it may
-not describe, two members rebalancing four partitions (2+2, then 4 when one leaves), and describing the groups.
+not describe, a pattern subscription (a 3.9 client resolves it over what Metadata shows it), two members
+rebalancing four partitions (2+2, then 4 when one leaves), and describing the groups (Java's Admin, and
+confluent-kafka's ``describe_consumer_groups``, which reads a KIP-848 group's type).
 
 One outcome differs on purpose, and is asserted as such: describing a live group whose member is assigned a topic
 the describer may not DESCRIBE. Kafka 3.9 answers the assignment with the topic's name; the proxy answers
 TOPIC_AUTHORIZATION_FAILED for the group, as Kafka 4.0 does (KAFKA-18813; ``proxy.handlers.group_admin``).
 
-confluent-kafka (librdkafka 2.16, the pinned version) is not here: its ``group.protocol=consumer`` needs
+confluent-kafka (librdkafka 2.16, the pinned version) does not consume here: its ``group.protocol=consumer`` needs
 ConsumerGroupHeartbeat v1 (Kafka 4.0), and Kafka 3.9 serves v0 only, so it never joins (straight or proxied:
 librdkafka logs "ConsumerGroupHeartbeatRequest not supported by broker"); ``test_librdkafka_needs_v1`` records that.
 """
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
 from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
@@ -109,6 +111,20 @@ def probe(kafka: KafkaBroker, side: Side, mode: str, user: str, group: str, topi
     return [line.replace(side.token, "T") for line in done.stdout.splitlines()]
 
 
+def described(side: Side, user: str, group: str) -> list[str]:
+    """confluent-kafka's ``describe_consumer_groups`` (with authorized operations) of a group, as probe lines."""
+    admin = AdminClient(side.config(side.name(user)))
+    future = admin.describe_consumer_groups([side.name(group)], include_authorized_operations=True)[side.name(group)]
+    try:
+        found = future.result(30)
+    except KafkaException as e:
+        return [f"ERROR {e.args[0].name()}"]
+    operations = ",".join(sorted(op.name for op in found.authorized_operations or ()))
+    kind = getattr(found, "type", None)
+    return [f"STATE {found.state.name} MEMBERS {len(found.members)} TYPE {kind.name if kind else None}",
+            f"OPS {operations}"]  # fmt: skip
+
+
 def outcomes(kafka: KafkaBroker, side: Side) -> dict[str, list[str]]:
     run = functools.partial(probe, kafka, side)
     return {
@@ -124,6 +140,8 @@ def outcomes(kafka: KafkaBroker, side: Side) -> dict[str, list[str]]:
         "describer sees the emptied group": run("describe", "describer", "group-a", ("orders",), 0),
         "describer sees a live member's assignment": run("describe", "describer", "group-d", ("orders",), 2, "member"),
         "nobody may not describe": run("describe", "nobody", "group-a", ("orders",), 0),
+        "confluent-kafka describes the emptied group": described(side, "describer", "group-a"),
+        "confluent-kafka: nobody may not describe": described(side, "nobody", "group-a"),
     }
 
 
@@ -169,6 +187,7 @@ def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
         "JOINED 2",
         "STATE Stable MEMBERS 1 TYPE Consumer",
     ]
+    assert expected["confluent-kafka describes the emptied group"][0] == "STATE EMPTY MEMBERS 0 TYPE CONSUMER"
     got = outcomes(kafka, proxied)
     for scenario, answer in expected.items():
         assert got[scenario] == answer, scenario
