@@ -60,6 +60,12 @@ from kio.schema.alter_configs.v1.response import (
 from kio.schema.alter_configs.v2.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV2,
 )
+from kio.schema.consumer_group_describe.v0.response import Assignment as ConsumerGroupDescribeAssignmentV0
+from kio.schema.consumer_group_describe.v0.response import DescribedGroup as ConsumerGroupDescribeDescribedGroupV0
+from kio.schema.consumer_group_describe.v0.response import Member as MemberV0
+from kio.schema.consumer_group_describe.v0.response import TopicPartitions as ConsumerGroupDescribeTopicPartitionsV0
+from kio.schema.consumer_group_heartbeat.v0.response import Assignment as ConsumerGroupHeartbeatAssignmentV0
+from kio.schema.consumer_group_heartbeat.v0.response import TopicPartitions as ConsumerGroupHeartbeatTopicPartitionsV0
 from kio.schema.create_partitions.v0.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV0
 from kio.schema.create_partitions.v1.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV1
 from kio.schema.create_partitions.v2.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV2
@@ -102,17 +108,17 @@ from kio.schema.describe_configs.v3.response import DescribeConfigsSynonym as De
 from kio.schema.describe_configs.v4.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsResult as DescribeConfigsResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsSynonym as DescribeConfigsSynonymV4
-from kio.schema.describe_groups.v0.response import DescribedGroup as DescribedGroupV0
+from kio.schema.describe_groups.v0.response import DescribedGroup as DescribeGroupsDescribedGroupV0
 from kio.schema.describe_groups.v0.response import DescribedGroupMember as DescribedGroupMemberV0
-from kio.schema.describe_groups.v1.response import DescribedGroup as DescribedGroupV1
+from kio.schema.describe_groups.v1.response import DescribedGroup as DescribeGroupsDescribedGroupV1
 from kio.schema.describe_groups.v1.response import DescribedGroupMember as DescribedGroupMemberV1
-from kio.schema.describe_groups.v2.response import DescribedGroup as DescribedGroupV2
+from kio.schema.describe_groups.v2.response import DescribedGroup as DescribeGroupsDescribedGroupV2
 from kio.schema.describe_groups.v2.response import DescribedGroupMember as DescribedGroupMemberV2
-from kio.schema.describe_groups.v3.response import DescribedGroup as DescribedGroupV3
+from kio.schema.describe_groups.v3.response import DescribedGroup as DescribeGroupsDescribedGroupV3
 from kio.schema.describe_groups.v3.response import DescribedGroupMember as DescribedGroupMemberV3
-from kio.schema.describe_groups.v4.response import DescribedGroup as DescribedGroupV4
+from kio.schema.describe_groups.v4.response import DescribedGroup as DescribeGroupsDescribedGroupV4
 from kio.schema.describe_groups.v4.response import DescribedGroupMember as DescribedGroupMemberV4
-from kio.schema.describe_groups.v5.response import DescribedGroup as DescribedGroupV5
+from kio.schema.describe_groups.v5.response import DescribedGroup as DescribeGroupsDescribedGroupV5
 from kio.schema.describe_groups.v5.response import DescribedGroupMember as DescribedGroupMemberV5
 from kio.schema.describe_producers.v0.response import PartitionResponse as PartitionResponseV0
 from kio.schema.describe_producers.v0.response import ProducerState as ProducerStateV0
@@ -282,6 +288,8 @@ from kio.schema.offset_commit.v7.response import OffsetCommitResponsePartition a
 from kio.schema.offset_commit.v7.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV7
 from kio.schema.offset_commit.v8.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV8
+from kio.schema.offset_commit.v9.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV9
+from kio.schema.offset_commit.v9.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV9
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponsePartition as OffsetDeleteResponsePartitionV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponseTopic as OffsetDeleteResponseTopicV0
 from kio.schema.offset_fetch.v2.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV2
@@ -299,6 +307,9 @@ from kio.schema.offset_fetch.v7.response import OffsetFetchResponseTopic as Offs
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV8
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV9
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV9
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV9
 from kio.schema.offset_for_leader_epoch.v2.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV2
 from kio.schema.offset_for_leader_epoch.v2.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV2
 from kio.schema.offset_for_leader_epoch.v3.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV3
@@ -353,6 +364,8 @@ from kafkaguard.proxy.messages import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnResponse,
     AlterConfigsResponse,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
     DeleteGroupsResponse,
@@ -484,6 +497,141 @@ class AlterConfigsResponseFields(TypedDict):
 def alter_configs_response(
     cls: type[AlterConfigsResponse], **fields: Unpack[AlterConfigsResponseFields]
 ) -> AlterConfigsResponse:
+    return build_fields(cls, fields)
+
+
+ConsumerGroupDescribeTopicPartitions = ConsumerGroupDescribeTopicPartitionsV0
+
+
+class ConsumerGroupDescribeTopicPartitionsFields(TypedDict):
+    topic_id: UUID | None
+    topic_name: str
+    partitions: NotRequired[tuple[int, ...]]
+
+
+def consumer_group_describe_topic_partitions(
+    response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeTopicPartitionsFields]
+) -> ConsumerGroupDescribeTopicPartitions:
+    """``TopicPartitions``, of ``response``'s version."""
+    built: ConsumerGroupDescribeTopicPartitions = build_fields(nested(response, "TopicPartitions"), fields)
+    return built
+
+
+ConsumerGroupDescribeAssignment = ConsumerGroupDescribeAssignmentV0
+
+
+class ConsumerGroupDescribeAssignmentFields(TypedDict):
+    topic_partitions: tuple[ConsumerGroupDescribeTopicPartitions, ...]
+
+
+def consumer_group_describe_assignment(
+    response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeAssignmentFields]
+) -> ConsumerGroupDescribeAssignment:
+    """``Assignment``, of ``response``'s version."""
+    built: ConsumerGroupDescribeAssignment = build_fields(nested(response, "Assignment"), fields)
+    return built
+
+
+Member = MemberV0
+
+
+class MemberFields(TypedDict):
+    member_id: str
+    instance_id: NotRequired[str | None]
+    rack_id: NotRequired[str | None]
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: NotRequired[tuple[str, ...]]
+    subscribed_topic_regex: NotRequired[str | None]
+    assignment: ConsumerGroupDescribeAssignment
+    target_assignment: ConsumerGroupDescribeAssignment
+
+
+def member(response: type[ConsumerGroupDescribeResponse], **fields: Unpack[MemberFields]) -> Member:
+    """``Member``, of ``response``'s version."""
+    built: Member = build_fields(nested(response, "Member"), fields)
+    return built
+
+
+ConsumerGroupDescribeDescribedGroup = ConsumerGroupDescribeDescribedGroupV0
+
+
+class ConsumerGroupDescribeDescribedGroupFields(TypedDict):
+    error_code: ErrorCode
+    error_message: NotRequired[str | None]
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[Member, ...]
+    authorized_operations: NotRequired[int]
+
+
+def consumer_group_describe_described_group(
+    response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeDescribedGroupFields]
+) -> ConsumerGroupDescribeDescribedGroup:
+    """``DescribedGroup``, of ``response``'s version."""
+    built: ConsumerGroupDescribeDescribedGroup = build_fields(nested(response, "DescribedGroup"), fields)
+    return built
+
+
+class ConsumerGroupDescribeResponseFields(TypedDict):
+    throttle_time: timedelta
+    groups: tuple[ConsumerGroupDescribeDescribedGroup, ...]
+
+
+def consumer_group_describe_response(
+    cls: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeResponseFields]
+) -> ConsumerGroupDescribeResponse:
+    return build_fields(cls, fields)
+
+
+ConsumerGroupHeartbeatTopicPartitions = ConsumerGroupHeartbeatTopicPartitionsV0
+
+
+class ConsumerGroupHeartbeatTopicPartitionsFields(TypedDict):
+    topic_id: UUID | None
+    partitions: NotRequired[tuple[int, ...]]
+
+
+def consumer_group_heartbeat_topic_partitions(
+    response: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatTopicPartitionsFields]
+) -> ConsumerGroupHeartbeatTopicPartitions:
+    """``TopicPartitions``, of ``response``'s version."""
+    built: ConsumerGroupHeartbeatTopicPartitions = build_fields(nested(response, "TopicPartitions"), fields)
+    return built
+
+
+ConsumerGroupHeartbeatAssignment = ConsumerGroupHeartbeatAssignmentV0
+
+
+class ConsumerGroupHeartbeatAssignmentFields(TypedDict):
+    topic_partitions: tuple[ConsumerGroupHeartbeatTopicPartitions, ...]
+
+
+def consumer_group_heartbeat_assignment(
+    response: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatAssignmentFields]
+) -> ConsumerGroupHeartbeatAssignment:
+    """``Assignment``, of ``response``'s version."""
+    built: ConsumerGroupHeartbeatAssignment = build_fields(nested(response, "Assignment"), fields)
+    return built
+
+
+class ConsumerGroupHeartbeatResponseFields(TypedDict):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: NotRequired[str | None]
+    member_id: NotRequired[str | None]
+    member_epoch: int
+    heartbeat_interval: timedelta
+    assignment: NotRequired[ConsumerGroupHeartbeatAssignment | None]
+
+
+def consumer_group_heartbeat_response(
+    cls: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatResponseFields]
+) -> ConsumerGroupHeartbeatResponse:
     return build_fields(cls, fields)
 
 
@@ -828,12 +976,17 @@ def described_group_member(
     return built
 
 
-DescribedGroup = (
-    DescribedGroupV0 | DescribedGroupV1 | DescribedGroupV2 | DescribedGroupV3 | DescribedGroupV4 | DescribedGroupV5
+DescribeGroupsDescribedGroup = (
+    DescribeGroupsDescribedGroupV0
+    | DescribeGroupsDescribedGroupV1
+    | DescribeGroupsDescribedGroupV2
+    | DescribeGroupsDescribedGroupV3
+    | DescribeGroupsDescribedGroupV4
+    | DescribeGroupsDescribedGroupV5
 )
 
 
-class DescribedGroupFields(TypedDict):
+class DescribeGroupsDescribedGroupFields(TypedDict):
     error_code: ErrorCode
     group_id: str
     group_state: str
@@ -843,14 +996,16 @@ class DescribedGroupFields(TypedDict):
     authorized_operations: NotRequired[int]
 
 
-def described_group(response: type[DescribeGroupsResponse], **fields: Unpack[DescribedGroupFields]) -> DescribedGroup:
+def describe_groups_described_group(
+    response: type[DescribeGroupsResponse], **fields: Unpack[DescribeGroupsDescribedGroupFields]
+) -> DescribeGroupsDescribedGroup:
     """``DescribedGroup``, of ``response``'s version."""
-    built: DescribedGroup = build_fields(nested(response, "DescribedGroup"), fields)
+    built: DescribeGroupsDescribedGroup = build_fields(nested(response, "DescribedGroup"), fields)
     return built
 
 
 class DescribeGroupsResponseFields(TypedDict):
-    groups: tuple[DescribedGroup, ...]
+    groups: tuple[DescribeGroupsDescribedGroup, ...]
     throttle_time: NotRequired[timedelta]
 
 
@@ -1640,6 +1795,7 @@ OffsetCommitResponsePartition = (
     | OffsetCommitResponsePartitionV6
     | OffsetCommitResponsePartitionV7
     | OffsetCommitResponsePartitionV8
+    | OffsetCommitResponsePartitionV9
 )
 
 
@@ -1664,6 +1820,7 @@ OffsetCommitResponseTopic = (
     | OffsetCommitResponseTopicV6
     | OffsetCommitResponseTopicV7
     | OffsetCommitResponseTopicV8
+    | OffsetCommitResponseTopicV9
 )
 
 
@@ -1797,7 +1954,7 @@ def offset_fetch_response(
     return build_fields(cls, fields)
 
 
-OffsetFetchResponsePartitions = OffsetFetchResponsePartitionsV8
+OffsetFetchResponsePartitions = OffsetFetchResponsePartitionsV8 | OffsetFetchResponsePartitionsV9
 
 
 class OffsetFetchResponsePartitionsFields(TypedDict):
@@ -1816,7 +1973,7 @@ def offset_fetch_response_partitions(
     return built
 
 
-OffsetFetchResponseTopics = OffsetFetchResponseTopicsV8
+OffsetFetchResponseTopics = OffsetFetchResponseTopicsV8 | OffsetFetchResponseTopicsV9
 
 
 class OffsetFetchResponseTopicsFields(TypedDict):
@@ -1832,7 +1989,7 @@ def offset_fetch_response_topics(
     return built
 
 
-OffsetFetchResponseGroup = OffsetFetchResponseGroupV8
+OffsetFetchResponseGroup = OffsetFetchResponseGroupV8 | OffsetFetchResponseGroupV9
 
 
 class OffsetFetchResponseGroupFields(TypedDict):

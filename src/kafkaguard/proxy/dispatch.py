@@ -32,6 +32,7 @@ from kafkaguard.proxy.handlers import admin, group_admin, transactions
 from kafkaguard.proxy.handlers.coordinator import find_coordinator
 from kafkaguard.proxy.handlers.fetch import fetch
 from kafkaguard.proxy.handlers.groups import (
+    consumer_group_heartbeat,
     heartbeat,
     join_group,
     leave_group,
@@ -67,6 +68,7 @@ HANDLERS: dict[ApiKey, ProxyHandler] = {
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     **transactions.HANDLERS,
     **admin.HANDLERS,
     **group_admin.HANDLERS,

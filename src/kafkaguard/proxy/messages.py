@@ -30,6 +30,16 @@ from kio.schema.alter_configs.v1.request import AlterConfigsRequest as AlterConf
 from kio.schema.alter_configs.v1.response import AlterConfigsResponse as AlterConfigsResponseV1
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsRequestV2
 from kio.schema.alter_configs.v2.response import AlterConfigsResponse as AlterConfigsResponseV2
+from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest as ConsumerGroupDescribeRequestV0
+from kio.schema.consumer_group_describe.v0.response import (
+    ConsumerGroupDescribeResponse as ConsumerGroupDescribeResponseV0,
+)
+from kio.schema.consumer_group_heartbeat.v0.request import (
+    ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatRequestV0,
+)
+from kio.schema.consumer_group_heartbeat.v0.response import (
+    ConsumerGroupHeartbeatResponse as ConsumerGroupHeartbeatResponseV0,
+)
 from kio.schema.create_partitions.v0.request import CreatePartitionsRequest as CreatePartitionsRequestV0
 from kio.schema.create_partitions.v0.response import CreatePartitionsResponse as CreatePartitionsResponseV0
 from kio.schema.create_partitions.v1.request import CreatePartitionsRequest as CreatePartitionsRequestV1
@@ -286,6 +296,8 @@ from kio.schema.offset_commit.v7.request import OffsetCommitRequest as OffsetCom
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse as OffsetCommitResponseV7
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponse as OffsetCommitResponseV8
+from kio.schema.offset_commit.v9.request import OffsetCommitRequest as OffsetCommitRequestV9
+from kio.schema.offset_commit.v9.response import OffsetCommitResponse as OffsetCommitResponseV9
 from kio.schema.offset_delete.v0.request import OffsetDeleteRequest as OffsetDeleteRequestV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponse as OffsetDeleteResponseV0
 from kio.schema.offset_fetch.v2.request import OffsetFetchRequest as OffsetFetchRequestV2
@@ -302,6 +314,8 @@ from kio.schema.offset_fetch.v7.request import OffsetFetchRequest as OffsetFetch
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponse as OffsetFetchResponseV7
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetchRequestV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponse as OffsetFetchResponseV8
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequest as OffsetFetchRequestV9
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFetchResponseV9
 from kio.schema.offset_for_leader_epoch.v2.request import OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV2
 from kio.schema.offset_for_leader_epoch.v2.response import (
     OffsetForLeaderEpochResponse as OffsetForLeaderEpochResponseV2,
@@ -373,6 +387,10 @@ AddPartitionsToTxnResponse = (
 )
 AlterConfigsRequest = AlterConfigsRequestV0 | AlterConfigsRequestV1 | AlterConfigsRequestV2
 AlterConfigsResponse = AlterConfigsResponseV0 | AlterConfigsResponseV1 | AlterConfigsResponseV2
+ConsumerGroupDescribeRequest = ConsumerGroupDescribeRequestV0
+ConsumerGroupDescribeResponse = ConsumerGroupDescribeResponseV0
+ConsumerGroupHeartbeatRequest = ConsumerGroupHeartbeatRequestV0
+ConsumerGroupHeartbeatResponse = ConsumerGroupHeartbeatResponseV0
 CreatePartitionsRequest = (
     CreatePartitionsRequestV0 | CreatePartitionsRequestV1 | CreatePartitionsRequestV2 | CreatePartitionsRequestV3
 )
@@ -619,6 +637,7 @@ OffsetCommitRequest = (
     | OffsetCommitRequestV6
     | OffsetCommitRequestV7
     | OffsetCommitRequestV8
+    | OffsetCommitRequestV9
 )
 OffsetCommitResponse = (
     OffsetCommitResponseV2
@@ -628,6 +647,7 @@ OffsetCommitResponse = (
     | OffsetCommitResponseV6
     | OffsetCommitResponseV7
     | OffsetCommitResponseV8
+    | OffsetCommitResponseV9
 )
 OffsetDeleteRequest = OffsetDeleteRequestV0
 OffsetDeleteResponse = OffsetDeleteResponseV0
@@ -639,6 +659,7 @@ OffsetFetchRequest = (
     | OffsetFetchRequestV6
     | OffsetFetchRequestV7
     | OffsetFetchRequestV8
+    | OffsetFetchRequestV9
 )
 OffsetFetchResponse = (
     OffsetFetchResponseV2
@@ -648,6 +669,7 @@ OffsetFetchResponse = (
     | OffsetFetchResponseV6
     | OffsetFetchResponseV7
     | OffsetFetchResponseV8
+    | OffsetFetchResponseV9
 )
 OffsetForLeaderEpochRequest = (
     OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3 | OffsetForLeaderEpochRequestV4

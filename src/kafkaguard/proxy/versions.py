@@ -8,6 +8,12 @@ KIP-890's transactions v2 (partitions added to a transaction by the Produce itse
 authorize. By id: Fetch v13-v17, Metadata v12 by id, DeleteTopics v6; and DescribeTopicPartitions v0 (KIP-966),
 paged over what the caller may describe. OffsetCommit/OffsetFetch v10+ name topics by id and are not offered yet.
 
+The KIP-848 consumer group protocol is offered at Kafka 3.9's versions: ConsumerGroupHeartbeat v0 and
+ConsumerGroupDescribe v0 (``handlers.groups``, ``handlers.group_admin``), and OffsetCommit v9 / OffsetFetch v9, the
+versions whose member id and epoch a KIP-848 member commits and fetches with (authorized by topic name as before; the
+member fields pass unchanged). ConsumerGroupHeartbeat v1 (Kafka 4.0: ``SubscribedTopicRegex``, client-generated
+member ids) is not offered, so a regex never reaches the upstream to be resolved there.
+
 ``negotiate`` intersects these with the upstream's ApiVersions, for the APIs the proxy has a handler for
 (``connection.HANDLERS``): an API the upstream lacks is not offered, and an API without a proxy handler is never
 offered at all, so a client cannot reach the upstream with a request the proxy did not authorize.
@@ -54,8 +60,8 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 8),
     ApiKey.METADATA: (1, 12),
-    ApiKey.OFFSET_COMMIT: (2, 8),
-    ApiKey.OFFSET_FETCH: (2, 8),
+    ApiKey.OFFSET_COMMIT: (2, 9),
+    ApiKey.OFFSET_FETCH: (2, 9),
     ApiKey.FIND_COORDINATOR: (0, 4),
     ApiKey.JOIN_GROUP: (0, 9),
     ApiKey.HEARTBEAT: (0, 4),
@@ -83,6 +89,8 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 0),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 0),
 }
 
 #: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.
