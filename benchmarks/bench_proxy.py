@@ -33,7 +33,16 @@ proxy alternating from round to round, after a warm-up both ways):
    the broker (JVM) and this process (the clients), and how long each waited for a CPU (``schedstat``); the proxy's
    RSS after each phase and its peak (``VmHWM``);
 5. with ``--soak-seconds N``: the fixed-rate load through the proxy for N seconds, the proxy's RSS sampled every
-   10 s: first, last, max and the slope of a least-squares line.
+   10 s: first, last, max and the slope of a least-squares line;
+6. the newer protocols' consumers (issue 28, ``CASES``), measured as phase 2 in the same rounds: a consumer on the
+   KIP-848 protocol (``group.protocol=consumer``: ConsumerGroupHeartbeat instead of JoinGroup/SyncGroup/Heartbeat),
+   and a consumer fetching at Fetch v13+ (topic ids; librdkafka 2.4+ fetches at up to v16, KIP-951, and takes the
+   highest version both sides offer, so phase 2 itself fetches at v13+ wherever that is offered: this case names
+   it and is skipped where it is not). A case runs on a side only when that side's ApiVersions offers the API and
+   version it needs (asked before login, as clients ask); otherwise it is skipped with the reason printed and in
+   the report, never failed — the proxy offers ConsumerGroupHeartbeat and Fetch v13+ once their handlers exist,
+   and the direct broker offers ConsumerGroupHeartbeat only when configured for the consumer protocol
+   (``group.coordinator.rebalance.protocols=classic,consumer``).
 
 The machine is shared: before each phase the run waits (a few seconds at most) for other load to settle, and
 reports the load it saw. Prints a markdown section (written to docs/benchmarks.md unless ``--quick``,
@@ -56,6 +65,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +78,11 @@ from confluent_kafka.admin._resource import ResourceType as RdResourceType
 from confluent_kafka.admin._scram import ScramCredentialInfo, UserScramCredentialUpsertion
 from confluent_kafka.admin._scram import ScramMechanism as RdScramMechanism
 from confluent_kafka.cimpl import NewTopic
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.consumer_group_heartbeat.v0.request import ConsumerGroupHeartbeatRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.types import GroupId
+from kio.static.primitive import i32, i32Timedelta
 
 from benchmarks.bench_server import wait_for_quiet
 from benchmarks.kafka_load import (
@@ -92,15 +107,19 @@ from kafkaguard import (
     ResourcePattern,
     ResourceType,
 )
+from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
 from kafkaguard.scram import ScramMechanism
 from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured, free_port, kafka_home
+from tests.wire import Wire
 
 HOST = "127.0.0.1"
 TOPIC = "kafkaguard-bench"
 GROUP = "kafkaguard-bench"
+#: The KIP-848 consumer's group: a group of its own (a classic group with members cannot take consumer members).
+GROUP_KIP848 = "kafkaguard-bench-kip848"
 USER, PASSWORD = "bench", "bench-password"
 ITERATIONS = 4096
 SIZE = 1024
@@ -115,6 +134,67 @@ SIDES = ("direct", "hop", "proxy")
 #: The bare hop: socat forwarding TCP (no Kafka parsing, 1 MiB buffers, TCP_NODELAY both ways) to the broker's HOP
 #: listener, which advertises the forwarder's port, so its clients' every byte crosses one extra loopback hop.
 SOCAT = ("socat", "-b", str(1024 * 1024))
+
+
+@dataclass(frozen=True)
+class Case:
+    """One of the newer protocols' consumers (module docstring, item 6): phase ``phase``, run on a side only when it
+    offers ``api`` at ``version`` or above; the consumer takes ``config`` over ``kafka_load.CONSUMER``."""
+
+    phase: str
+    label: str
+    api: ApiKey
+    version: int
+    group: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+CASES = (
+    Case("consume-kip848", "consume, KIP-848 consumer (group.protocol=consumer)", ApiKey.CONSUMER_GROUP_HEARTBEAT, 0,
+         GROUP_KIP848, {"group.protocol": "consumer"}),
+    Case("consume-fetch13", "consume, Fetch v13+ (topic ids)", ApiKey.FETCH, 13, GROUP),
+)  # fmt: skip
+
+
+def offered_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
+    """What the broker (or proxy) at ``bootstrap`` offers: its ApiVersions v3 answer, asked before login (as every
+    client asks first)."""
+    host, port = bootstrap.rsplit(":", 1)
+    with Wire((host, int(port)), timeout=30) as wire:
+        answer = wire.request(ApiVersionsRequest(client_software_name="kafkaguard-bench", client_software_version="1"))
+    return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
+
+
+def why_not(case: Case, offered: dict[int, tuple[int, int]], settings: ClientSettings) -> str | None:
+    """Why ``case`` cannot run against a side offering ``offered`` (at ``settings.bootstrap``), or None."""
+    found = offered.get(int(case.api))
+    if found is None:
+        return f"{case.api.api_name} is not offered"
+    if found[1] < case.version:
+        return f"{case.api.api_name} is offered up to v{found[1]}, the case needs v{case.version}+"
+    if case.api is ApiKey.CONSUMER_GROUP_HEARTBEAT:
+        return consumer_protocol_refusal(settings)
+    return None
+
+
+def consumer_protocol_refusal(settings: ClientSettings) -> str | None:
+    """Why a KIP-848 member cannot join at ``settings.bootstrap``, or None. Kafka 3.9 lists ConsumerGroupHeartbeat in
+    ApiVersions whatever its configuration, and its classic group coordinator answers it UNSUPPORTED_VERSION ("The old
+    group coordinator does not support ConsumerGroupHeartbeat API", ``GroupCoordinatorAdapter``): so a member with
+    an empty subscription (it takes no partition) joins and leaves at once, as ``bench``."""
+    host, port = settings.bootstrap.rsplit(":", 1)
+    with Wire((host, int(port)), timeout=30) as wire:
+        wire.login(settings.user, settings.password, settings.mechanism)
+        joined = wire.request(ConsumerGroupHeartbeatRequest(
+            group_id=GroupId(GROUP_KIP848), member_id="", member_epoch=i32(0), rebalance_timeout=i32Timedelta.parse(
+                timedelta(seconds=30)), subscribed_topic_names=(), topic_partitions=()))  # fmt: skip
+        if joined.error_code != ErrorCode.none:
+            said = f": {joined.error_message}" if joined.error_message else ""
+            return f"ConsumerGroupHeartbeat is answered {joined.error_code.name}{said} (consumer protocol not enabled)"
+        wire.request(ConsumerGroupHeartbeatRequest(group_id=GroupId(GROUP_KIP848), member_id=joined.member_id or "",
+                                                   member_epoch=i32(-1), topic_partitions=None))  # fmt: skip  # leaves
+    return None
+
 
 # ------------------------------------------------------------------------------------------------ the plan
 
@@ -301,6 +381,7 @@ def _bench_acls() -> list[tuple[ResourceType, str, AclOperation]]:
         (ResourceType.TOPIC, TOPIC, AclOperation.READ),
         (ResourceType.TOPIC, TOPIC, AclOperation.DESCRIBE),
         (ResourceType.GROUP, GROUP, AclOperation.READ),
+        (ResourceType.GROUP, GROUP_KIP848, AclOperation.READ),
     ]
 
 
@@ -530,6 +611,8 @@ class Outcome:
     audit_mode: str | None = None
     #: The proxy's rollout variant: "", "permissive", "shadow" or "permissive+shadow".
     rollout: str = ""
+    #: The ``CASES`` not run on a side, and why: "phase, side: reason".
+    skipped: list[str] = field(default_factory=list)
 
     def of(self, phase: str, side: str) -> list[Measured]:
         return [m for m in self.runs if m.phase == phase and m.side == side]
@@ -571,11 +654,29 @@ class Bench:
         sides = [side for side in SIDES if side in self.sides]
         return sides if round_ % 2 == 0 else sides[::-1]
 
+    def cases(self, outcome: Outcome) -> dict[str, list[Case]]:
+        """Per side (not the bare hop: a throughput baseline of phases 1-2 only), the ``CASES`` it can run; the
+        others are recorded in ``outcome.skipped`` and said."""
+        runnable: dict[str, list[Case]] = {}
+        for side, settings in self.sides.items():
+            if side == "hop":
+                continue
+            offered = offered_versions(settings.bootstrap)
+            for case in CASES:
+                reason = why_not(case, offered, settings)
+                if reason is None:
+                    runnable.setdefault(side, []).append(case)
+                else:
+                    outcome.skipped.append(f"{case.phase}, {side}: {reason}")
+                    _say(f"skipping {case.phase} on the {side} side: {reason}")
+        return runnable
+
     def run(self, outcome: Outcome) -> None:
         plan = self.plan
         for side, settings in self.sides.items():
             _say(f"{side}: waiting for {USER}'s metadata through {settings.bootstrap}")
             wait_ready(settings, TOPIC)
+        cases = self.cases(outcome)
         if "proxy" in self.sides:  # the clients must reach the broker through the proxy, never around it
             brokers = broker_addresses(self.sides["proxy"])
             expected = {NODE_ID: f"{HOST}:{self.proxy_port + 1 + NODE_ID}"}
@@ -606,6 +707,15 @@ class Bench:
                 self.check_proxy()
                 self.check_hop()
                 _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
+            for side in self.order(round_):
+                for case in cases.get(side, []):
+                    _say(f"round {round_ + 1}/{plan.rounds}: {case.phase} {plan.messages:,}, {side}")
+                    usage, window = self.meter()
+                    result = consume_throughput(self.sides[side], TOPIC, case.group, plan.messages, window,
+                                                extra=case.config)  # fmt: skip
+                    outcome.runs.append(Measured(case.phase, side, round_, usage, throughput=result))
+                    self.check_proxy()
+                    _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
             for side in self.order(round_):
                 if side == "hop":
                     continue  # the bare hop is a throughput baseline only
@@ -675,15 +785,15 @@ def summarize(o: Outcome) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for side in SIDES:
         s: dict[str, float] = {}
-        for phase in ("produce", "consume"):
+        for phase in ("produce", "consume", *CASE_PHASES):
             runs = o.of(phase, side)
             if not runs:
                 continue
             tps = [m.throughput for m in runs if m.throughput is not None]
             s[f"{phase}_msgs_per_s"] = _median([t.msgs_per_s for t in tps])
             s[f"{phase}_mb_per_s"] = _median([t.mb_per_s for t in tps])
-            if phase == "consume":
-                s["consume_startup_s"] = _median([t.startup_s for t in tps])
+            if phase != "produce":
+                s[f"{phase}_startup_s"] = _median([t.startup_s for t in tps])
         runs = o.of("latency", side)
         if runs:
             ack, e2e = _pooled(runs, "ack_ms"), _pooled(runs, "e2e_ms")
@@ -691,7 +801,7 @@ def summarize(o: Outcome) -> dict[str, Any]:
                   "e2e_p50_ms": pct(e2e, 0.5), "e2e_p99_ms": pct(e2e, 0.99), "e2e_p999_ms": pct(e2e, 0.999),
                   "latency_achieved_rate": _mean([m.latency.achieved_rate for m in runs if m.latency is not None]),
                   "latency_errors": float(sum(m.latency.errors for m in runs if m.latency is not None))}  # fmt: skip
-        for phase in ("produce", "consume", "latency"):
+        for phase in ("produce", "consume", *CASE_PHASES, "latency"):
             runs = o.of(phase, side)
             for key in ("proxy_cpu", "broker_cpu", "client_cpu", "proxy_rss_mib", "proxy_peak_mib", "proxy_wait",
                         "broker_wait", "client_wait"):  # fmt: skip
@@ -713,7 +823,9 @@ def summarize(o: Outcome) -> dict[str, Any]:
     return out
 
 
-THROUGHPUTS = ("produce_msgs_per_s", "produce_mb_per_s", "consume_msgs_per_s", "consume_mb_per_s")
+CASE_PHASES = tuple(case.phase for case in CASES)
+THROUGHPUTS = ("produce_msgs_per_s", "produce_mb_per_s", "consume_msgs_per_s", "consume_mb_per_s",
+               *(f"{phase}_{unit}" for phase in CASE_PHASES for unit in ("msgs_per_s", "mb_per_s")))  # fmt: skip
 LATENCIES = ("ack_p50_ms", "ack_p99_ms", "ack_p999_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms")
 
 
@@ -753,6 +865,14 @@ def render(o: Outcome) -> str:
     direct, proxy = both("consume_startup_s")
     rows.append(f"| consume, subscribe → first batch | {_f(direct, '.2f', ' s')} | {_f(proxy, '.2f', ' s')} | "
                 f"{_f(proxy - direct, '+.2f', ' s')} |")  # fmt: skip
+    for case in CASES:  # a side that skipped the case shows "–"
+        direct, proxy = both(f"{case.phase}_msgs_per_s")
+        if direct != direct and proxy != proxy:
+            continue
+        rows.append(f"| {case.label}, messages/s | {_f(direct)} | {_f(proxy)} | {_ratio(proxy, direct)} |")
+        direct, proxy = both(f"{case.phase}_startup_s")
+        rows.append(f"| {case.label}, subscribe → first batch | {_f(direct, '.2f', ' s')} | "
+                    f"{_f(proxy, '.2f', ' s')} | {_f(proxy - direct, '+.2f', ' s')} |")  # fmt: skip
     for label, key in (
         ("produce → ack, p50", "ack_p50_ms"),
         ("produce → ack, p99", "ack_p99_ms"),
@@ -765,7 +885,7 @@ def render(o: Outcome) -> str:
         rows.append(f"| {label} at {plan.rate:,.0f} msgs/s | {_f(direct, '.2f', ' ms')} | {_f(proxy, '.2f', ' ms')} "
                     f"| {_added(proxy, direct)} |")  # fmt: skip
     cpu_rows = []
-    for phase in ("produce", "consume", "latency"):
+    for phase in ("produce", "consume", *CASE_PHASES, "latency"):
         if f"{phase}_broker_cpu" not in d and f"{phase}_broker_cpu" not in p:
             continue
         cpu_rows.append(
@@ -852,6 +972,11 @@ def render(o: Outcome) -> str:
     ]
     if warnings:
         lines += ["", "**Fixed-rate runs that did not hold their rate:** " + "; ".join(warnings) + "."]
+    if o.skipped:
+        lines += [
+            "",
+            "**Cases not run** (the side does not offer or serve what they need): " + "; ".join(o.skipped) + ".",
+        ]
     if o.direct_only:
         lines += ["", "**Direct half only (`--direct-only`): no proxy was started.**"]
     if o.soak is not None:
@@ -910,6 +1035,7 @@ def to_json(o: Outcome) -> dict[str, Any]:
         "direct_only": o.direct_only,
         "audit_mode": o.audit_mode,
         "rollout": o.rollout,
+        "skipped": o.skipped,
         "summary": summarize(o),
         "runs": runs,
         "soak": soak,

@@ -13,7 +13,7 @@ import os
 import statistics
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,14 +230,16 @@ def consume_throughput(
     count: int,
     window: AbstractContextManager[object] | None = None,
     timeout: float = 300.0,
+    extra: Mapping[str, Any] | None = None,
 ) -> Throughput:
     """Subscribe (group ``group``, no commits, so reading starts at the earliest offset every time) and read ``count``
     messages. Throughput is over the messages after the first batch, from its arrival to the last message's (and
     ``window`` is entered and left with that clock); ``startup_s`` is from ``subscribe`` to the first batch.
+    ``extra``: consumer settings over ``CONSUMER`` (``group.protocol=consumer`` for a KIP-848 consumer).
 
     :raises LoadError: a consumer error, or fewer than ``count`` messages within ``timeout`` seconds.
     """
-    consumer = Consumer(settings.config(**CONSUMER, **{"group.id": group}))
+    consumer = Consumer(settings.config(**(CONSUMER | dict(extra or {})), **{"group.id": group}))
     try:
         with ExitStack() as metering:
 

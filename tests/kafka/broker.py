@@ -6,7 +6,9 @@ with its own ``server.properties`` per JVM and free ports.
 ``KafkaBroker`` runs broker and controller in one JVM: a SASL_PLAINTEXT listener with SCRAM-SHA-256/512, Kafka's KRaft
 ``StandardAuthorizer``, ``super.users=User:admin``, ``allow.everyone.if.no.acl.found=false``, and
 ``kafka.authorizer.logger`` at DEBUG into ``kafka-authorizer.log`` (allowed and denied decisions, Kafka's
-``[%d] %p %m (%c)%n`` layout). The admin's SCRAM credentials are written at format time, as kafka-storage does.
+``[%d] %p %m (%c)%n`` layout). The admin's SCRAM credentials are written at format time, as kafka-storage does. It
+serves the KIP-848 consumer group protocol beside the classic one (``CONSUMER_PROTOCOL_PROPERTIES``) at the
+production metadata version 3.9-IV0.
 
 ``KafkaCluster`` runs one dedicated controller (``process.roles=controller``, node id ``CONTROLLER_ID``) and N brokers
 (``process.roles=broker``, node ids 1..N), each in its own JVM, sharing one cluster id: the upstream a proxy sits in
@@ -47,6 +49,17 @@ CONTROLLER_ID = 1000
 LOOPBACK = "127.0.0.1"
 Listener = Literal["SASL_PLAINTEXT", "PLAINTEXT"]
 ClientConfig = dict[str, str | int | float | bool]  # confluent-kafka's configuration
+
+#: The KIP-848 consumer group protocol beside the classic one. Kafka 3.9 serves ConsumerGroupHeartbeat and
+#: ConsumerGroupDescribe (v0) only with ``consumer`` among the coordinator's protocols (``KafkaApis.
+#: isConsumerGroupProtocolEnabled``; ``KafkaConfig.isNewGroupCoordinatorEnabled`` then runs the new group
+#: coordinator for classic groups too, and the broker logs that KIP-848 is a preview in 3.9). That is all 3.9 needs: no
+#: ``group.version`` feature exists (``server.common.Features`` in 3.9 lists only ``kraft.version`` and
+#: ``transaction.version``; ``GroupVersion`` exists but is not registered, and 3.9's ``kafka-storage format``
+#: ignores ``--feature``, even an unknown one), so there is nothing to finalize. The metadata version stays the
+#: production 3.9-IV0: ``unstable.feature.versions.enable`` would make format pick 4.0-IV1 and ``transaction.version=2``
+#: (KIP-890 part 2, unstable in 3.9), which changes the transactional APIs the other tests rely on.
+CONSUMER_PROTOCOL_PROPERTIES = ["group.coordinator.rebalance.protocols=classic,consumer"]
 
 _SCRAM_JAAS = "org.apache.kafka.common.security.scram.ScramLoginModule required"
 _PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
@@ -422,6 +435,7 @@ class KafkaBroker:
                 "transaction.state.log.replication.factor=1",
                 "transaction.state.log.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
+                *CONSUMER_PROTOCOL_PROPERTIES,
                 "num.network.threads=2",
                 "num.io.threads=2",
                 "background.threads=2",

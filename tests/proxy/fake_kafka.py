@@ -1,13 +1,16 @@
 """A fake upstream Kafka broker for proxy tests that need no Kafka tarball: it decodes every request, records it, and
 answers plausibly.
 
-* ApiVersions: every API the proxy can forward, from v0 to the proxy's cap (the proxy then offers its whole cap);
+* ApiVersions: every API the proxy can forward, from v0 to the proxy's cap (the proxy then offers its whole cap),
+  and ``features`` from v3;
 * Metadata: this broker as its only node (or the ``brokers`` given); a named topic exists if it is in ``existing``,
   else it is created when the request may auto-create (v0-v3 always, v4+ with ``allow_auto_topic_creation``) and
   ``auto_create`` is true (``created`` records it), else UNKNOWN_TOPIC_OR_PARTITION; all topics: ``existing``;
 * DescribeConfigs: a BROKER resource is answered as Kafka's broker answers it: its own id with
   ``auto.create.topics.enable`` (unless ``describe_configs_error`` is set), any other id INVALID_REQUEST "Unexpected
   broker id, expected N or empty string, but received M"; other resources: no configs, no error;
+* topic ids: a topic's id is ``topic_id(name)``; Metadata answers each named topic with it, and a topic asked by id
+  (name null) with its name when the id is one of ``existing`` or ``id_names``, else UNKNOWN_TOPIC_ID;
 * FindCoordinator: this broker; CreateTopics: ``created`` records the names (answered with no results);
 * anything else: the response of that version with every field zero, empty or null (no error).
 
@@ -21,6 +24,7 @@ import socket
 import socketserver
 import struct
 import threading
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +35,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.build import build, nested, rebuild
 from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
 from kafkaguard.protocol.lengths import unwrap
@@ -41,7 +46,7 @@ from tests.server.conftest import ServerHandle, TlsFiles, start_server
 
 _SIZE = struct.Struct(">i")
 #: What the fake decodes: every forwarded API from v0 to the proxy's cap, and the ones the proxy asks itself.
-VERSIONS = {key: (0, high) for key, (_low, high) in CAPS.items()} | {ApiKey.API_VERSIONS: (0, 3)}
+VERSIONS = {key: (0, high) for key, (_low, high) in CAPS.items()} | {ApiKey.API_VERSIONS: (0, 4)}
 BROKER_RESOURCE = 4
 
 
@@ -61,6 +66,10 @@ class FakeKafka:
     omitted_topics: set[str] = field(default_factory=set)
     #: APIs answered with bytes no Kafka response holds (the correlation id, then junk).
     garbage_for: set[ApiKey] = field(default_factory=set)
+    #: The cluster's features, answered in ApiVersions v3+ as Kafka 3.9 answers them (min-0 supported ones from v4).
+    features: Features = NO_FEATURES
+    #: Names whose ids (``topic_id``) a Metadata request by id resolves, besides ``existing``.
+    id_names: set[str] = field(default_factory=set)
     port: int = 0
     received: list[DecodedRequest] = field(default_factory=list)
     created: list[str] = field(default_factory=list)
@@ -95,9 +104,27 @@ class FakeKafka:
             key_cls = nested(cls, "ApiVersion")
             keys = tuple(build(key_cls, api_key=int(k), min_version=low, max_version=high)
                          for k, (low, high) in sorted(VERSIONS.items()))  # fmt: skip
+            features = self.features
+            supported = (
+                tuple(
+                    build(nested(cls, "SupportedFeatureKey"), name=n, min_version=low, max_version=high)
+                    for n, low, high in features.supported
+                    if low > 0 or version >= 4
+                )
+                if version >= 3
+                else ()
+            )
+            finalized = (
+                tuple(
+                    build(nested(cls, "FinalizedFeatureKey"), name=n, min_version_level=low, max_version_level=high)
+                    for n, low, high in features.finalized
+                )
+                if version >= 3
+                else ()
+            )
             answer = build(cls, error_code=ErrorCode.none, api_keys=keys, throttle_time=timedelta(0),
-                           supported_features=(), finalized_features_epoch=-1, finalized_features=(),
-                           zk_migration_ready=False)  # fmt: skip
+                           supported_features=supported, finalized_features_epoch=features.epoch,
+                           finalized_features=finalized, zk_migration_ready=False)  # fmt: skip
         elif api_key is ApiKey.METADATA:
             answer = self._metadata(cls, version, body)
         elif api_key is ApiKey.DESCRIBE_CONFIGS:
@@ -118,20 +145,36 @@ class FakeKafka:
     def _metadata(self, cls: type[Any], version: int, body: Any) -> Any:
         topic_cls, partition_cls = nested(cls, "MetadataResponseTopic"), nested(cls, "MetadataResponsePartition")
         may_create = version < 4 or bool(body.allow_auto_topic_creation)
-        names = sorted(self.existing) if body.topics is None else [t.name for t in body.topics]
-        names = [name for name in names if name not in self.omitted_topics] + sorted(self.unasked_topics)
+        by_id = {topic_id(n): n for n in self.existing | self.id_names}
+        unknown_ids = []
+        asked: list[str | None] = (
+            list(sorted(self.existing))
+            if body.topics is None
+            else [t.name if t.name is not None else by_id.get(t.topic_id) for t in body.topics]
+        )
+        if body.topics is not None:
+            unknown_ids = [t.topic_id for t in body.topics if t.name is None and t.topic_id not in by_id]
+        names = [name for name in asked if name is not None and name not in self.omitted_topics]
+        names += sorted(self.unasked_topics)
         partition = dataclasses.replace(zero(partition_cls), leader_id=self.node_id)
-        topics = []
+        topics = [
+            dataclasses.replace(zero(topic_cls), name=None, topic_id=i, error_code=ErrorCode.unknown_topic_id)
+            for i in unknown_ids
+        ]
+        resolved = {by_id[t.topic_id] for t in body.topics or () if t.name is None and t.topic_id in by_id}
         for name in names:
             error = ErrorCode.none
-            if name not in self.existing:
+            if name not in self.existing and name not in resolved:  # a topic found by its id exists
                 if may_create and self.auto_create:
                     with self.lock:
                         self.created.append(name)  # not kept: every request finds the same topics missing
                 else:
                     error = ErrorCode.unknown_topic_or_partition
             partitions = (partition,) if error == ErrorCode.none else ()
-            topics.append(dataclasses.replace(zero(topic_cls), name=name, error_code=error, partitions=partitions))
+            topic = dataclasses.replace(zero(topic_cls), name=name, error_code=error, partitions=partitions)
+            if hasattr(topic, "topic_id") and error == ErrorCode.none:
+                topic = dataclasses.replace(topic, topic_id=topic_id(name))
+            topics.append(topic)
         broker_cls = nested(cls, "MetadataResponseBroker")
         brokers = tuple(build(broker_cls, node_id=n, host=h, port=p, rack=None) for n, h, p in self._brokers())
         return rebuild(zero(cls), brokers=brokers, controller_id=self.node_id, cluster_id="fake", topics=tuple(topics))
@@ -199,6 +242,11 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes | None:
             return None
         data += chunk
     return bytes(data)
+
+
+def topic_id(name: str) -> uuid.UUID:
+    """The fake's id of topic ``name`` (the same in every run)."""
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"fake-kafka/{name}")
 
 
 def zero(cls: type[Any]) -> Any:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,23 +41,27 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.codec import DecodedRequest, request_schema
 from kafkaguard.protocol.lengths import unwrap
 from kafkaguard.proxy.dispatch import HANDLERS
 from kafkaguard.proxy.versions import CAPS
 from tests.actors import ACTOR
-from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, zero_value
+from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, topic_id, zero, zero_value
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire
 
 PASSWORD = "sweep-pw"  # noqa: S105 - a test password
 ALLOWED, DENIED = "feed-", "secret-"
 #: kio's resource name types → (allowed, denied) names.
-NAMES: dict[Any, tuple[str, ...]] = {
+NAMES: dict[Any, tuple[Any, ...]] = {
     TopicName: ("feed-t", "secret-t"),
     GroupId: ("feed-g", "secret-g"),
     TransactionalId: ("feed-x", "secret-x"),
 }
+#: Topics named by id (Fetch v13+, Metadata v12, DeleteTopics v6): the fake's ids of the allowed and denied topics.
+NAMES[uuid.UUID] = (topic_id(NAMES[TopicName][0]), topic_id(NAMES[TopicName][1]))
+DENIED_ID = NAMES[uuid.UUID][1]
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 READER, CREATOR = "reader", "creator"
 OFFERED = [(key, version) for key in HANDLERS for version in range(CAPS[key][0], CAPS[key][1] + 1)]
@@ -86,7 +91,7 @@ class Sweep:
 @pytest.fixture(scope="module")
 def sweep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sweep]:
     directory: Path = tmp_path_factory.mktemp("sweep")
-    with fake_kafka(FakeKafka(node_id=1, auto_create=True)) as upstream:
+    with fake_kafka(FakeKafka(node_id=1, auto_create=True, id_names=set(NAMES[TopicName]))) as upstream:
         proxy = start_proxy(directory, upstream.address)
         try:
             for user in (READER, CREATOR):
@@ -128,7 +133,7 @@ def fill(cls: type[Any], scalars: dict[Any, str], names: dict[Any, tuple[str, ..
     values: dict[str, Any] = {}
     for found in dataclasses.fields(cls):
         inner, is_array, _optional = unwrap(found.type)
-        if inner in names:
+        if inner in names and _names_a_resource(cls, found):
             values[found.name] = names[inner] if is_array else scalars[inner]
         elif is_array and dataclasses.is_dataclass(inner):
             kind = _named_kind(inner)  # type: ignore[arg-type]
@@ -145,13 +150,34 @@ def fill(cls: type[Any], scalars: dict[Any, str], names: dict[Any, tuple[str, ..
     return cls(**values)
 
 
+def _names_a_resource(cls: type[Any], found: dataclasses.Field[Any]) -> bool:
+    """A UUID names a topic only as the ``topic_id`` of an entity without a name (Fetch v13+'s topics): where an
+    entity has both (Metadata v10+, DeleteTopics v6) its name is filled and its id left zero (``_by_id`` adds the
+    requests that name ids there)."""
+    if unwrap(found.type)[0] is not uuid.UUID:
+        return True
+    return found.name == "topic_id" and not any(unwrap(f.type)[0] is TopicName for f in dataclasses.fields(cls))
+
+
 def _named_kind(cls: type[Any]) -> Any:
     """The resource kind an entity names in a single field of its own (a topic's name, a group's id), or None."""
     for found in dataclasses.fields(cls):
         inner, is_array, _optional = unwrap(found.type)
-        if inner in NAMES and not is_array:
+        if inner in NAMES and not is_array and _names_a_resource(cls, found):
             return inner
     return None
+
+
+def _by_id(api_key: ApiKey, version: int, cls: type[Any]) -> list[Any]:
+    """Metadata v12 and DeleteTopics v6 naming topics only by id: the allowed topic's id alone, then both."""
+    if not ((api_key is ApiKey.METADATA and version >= 12) or (api_key is ApiKey.DELETE_TOPICS and version >= 6)):
+        return []
+    topic_cls = nested(cls, "MetadataRequestTopic" if api_key is ApiKey.METADATA else "DeleteTopicState")
+    requests = []
+    for ids in (NAMES[uuid.UUID][:1], NAMES[uuid.UUID]):
+        topics = tuple(dataclasses.replace(zero(topic_cls), name=None, topic_id=i) for i in ids)
+        requests.append(dataclasses.replace(zero(cls), topics=topics))
+    return requests
 
 
 def requests_for(api_key: ApiKey, version: int) -> list[Any]:
@@ -167,7 +193,7 @@ def requests_for(api_key: ApiKey, version: int) -> list[Any]:
     requests = [only_allowed] + [fill(cls, variant) for variant in variants]
     if hasattr(only_allowed, "resources"):  # DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
         requests = [_config_resources(requests[0], allowed_only=True)] + [_config_resources(r) for r in requests[1:]]
-    return requests
+    return requests + _by_id(api_key, version, cls)
 
 
 def _single_kinds(cls: type[Any]) -> set[Any]:
@@ -196,8 +222,11 @@ def _config_resources(request: Any, *, allowed_only: bool = False) -> Any:
 
 
 def strings_in(value: Any) -> Iterator[str]:
+    """Every string in ``value``, and every UUID as its text (a denied topic's id is a denied name)."""
     if isinstance(value, str):
         yield value
+    elif isinstance(value, uuid.UUID):
+        yield DENIED if value == DENIED_ID else str(value)
     elif isinstance(value, tuple):
         for item in value:
             yield from strings_in(item)
@@ -219,7 +248,12 @@ def topics_it_may_create(request: DecodedRequest) -> list[str]:
 
 def widenings(request: DecodedRequest, user: str) -> list[str]:
     """Why ``request``, received upstream, grants ``user`` something denied (empty: it does not)."""
-    problems = [f"names {name!r}" for name in strings_in(request.body) if name.startswith(DENIED)]
+    lookup = (
+        request.header.client_id == "kafkaguard-proxy"
+        and request.api_key is ApiKey.METADATA
+        and not topics_it_may_create(request)
+    )  # fmt: skip  (the proxy's own Metadata, resolving ids to names: it answers the proxy, and creates nothing)
+    problems = [f"names {name!r}" for name in strings_in(request.body) if name.startswith(DENIED) and not lookup]
     if request.header.client_id != "kafkaguard-proxy":  # the proxy's own reads of the brokers' settings aside
         for resource in getattr(request.body, "resources", ()):
             if int(resource.resource_type) == BROKER_RESOURCE:
@@ -236,6 +270,7 @@ def test_the_sweep_covers_every_api_and_version_the_proxy_offers(sweep: Sweep):
     offered = {(key, v) for key, (low, high) in sweep.proxy.server.versions.items() if key in HANDLERS  # type: ignore[attr-defined]
                for v in range(low, high + 1)}  # fmt: skip
     assert offered == set(OFFERED)
+    assert {(ApiKey.PRODUCE, 10), (ApiKey.PRODUCE, 11)} <= offered  # KIP-951's versions are swept too
 
 
 @pytest.mark.parametrize("user", [READER, CREATOR])

@@ -1,12 +1,18 @@
 """``proxy.wire``: requests the proxy encodes carry the client's header values and decode as a broker reads them;
 responses are decoded with the header their version has, and an upstream answer the proxy cannot read — too short,
-lengths that do not fit, junk — is an ``UpstreamProtocolError`` (never a crash, never the client's fault)."""
+lengths that do not fit, junk — is an ``UpstreamProtocolError`` (never a crash, never the client's fault). The
+KIP-848 answers the proxy relays carry no broker address, and those it decodes are length-checked like the rest."""
 
 from __future__ import annotations
 
+import dataclasses
 import struct
+import typing
+from typing import Any
 
 import pytest
+from kio.schema.consumer_group_describe.v0 import response as describe_response
+from kio.schema.consumer_group_heartbeat.v0 import response as heartbeat_response
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v0.response import HeartbeatResponse as HeartbeatV0
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
@@ -14,7 +20,7 @@ from kio.schema.heartbeat.v4.response import HeartbeatResponse as HeartbeatV4
 from kio.schema.metadata.v12.response import MetadataResponse
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.protocol.codec import decode_request, encode_response
+from kafkaguard.protocol.codec import decode_request, encode_response, response_schema
 from kafkaguard.proxy.wire import (
     UpstreamProtocolError,
     correlation_id_of,
@@ -25,6 +31,7 @@ from kafkaguard.proxy.wire import (
 )
 from tests.proxy.fake_kafka import zero
 from tests.proxy.memory_upstream import VERSIONS, entity
+from tests.server.hostile import hostile_bodies
 
 
 def test_a_request_carries_the_clients_header_values():
@@ -70,3 +77,53 @@ def test_an_unreadable_answer_is_a_protocol_error_not_a_crash(damage):
     assert decode_response(ApiKey.METADATA, 12, payload) == zero(MetadataResponse)
     with pytest.raises(UpstreamProtocolError):
         decode_response(ApiKey.METADATA, 12, damage(payload))
+
+
+# --------------------------------------------------------------------------------------------- addresses
+
+
+def address_fields(cls: type[Any], path: str = "") -> set[str]:
+    """Every field of a response entity, nested ones included, whose name says it holds a host or a port."""
+    found = set()
+    for each in dataclasses.fields(cls):
+        name = f"{path}{each.name}"
+        if any(word in each.name for word in ("host", "port", "endpoint")):
+            found.add(name)
+        for arg in typing.get_args(each.type) or (each.type,):
+            for inner in typing.get_args(arg) or (arg,):
+                if dataclasses.is_dataclass(inner) and isinstance(inner, type):
+                    found |= address_fields(inner, f"{name}.")
+    return found
+
+
+def test_the_answers_carry_no_broker_address():
+    """Why the proxy relays them without rewriting: the heartbeat names the member and its assignment by topic id;
+    the description's only address is each member's ``client_host``, the address the upstream saw the member
+    connect from (the proxy's own outbound address), never a broker's."""
+    assert address_fields(heartbeat_response.ConsumerGroupHeartbeatResponse) == set()
+    assert address_fields(describe_response.ConsumerGroupDescribeResponse) == {"groups.members.client_host"}
+
+
+# ------------------------------------------------------------------------------- hostile upstream answers
+
+DECODED_ANSWERS = [
+    (ApiKey.CONSUMER_GROUP_HEARTBEAT, 0),
+    (ApiKey.CONSUMER_GROUP_DESCRIBE, 0),
+    (ApiKey.OFFSET_COMMIT, 9),
+    (ApiKey.OFFSET_FETCH, 9),
+]
+
+
+@pytest.mark.parametrize(("api_key", "version"), DECODED_ANSWERS, ids=lambda v: str(v))
+def test_a_hostile_upstream_answer_is_a_protocol_error_not_an_allocation(api_key: ApiKey, version: int):
+    """The answers these handlers decode (to merge refusals, check assignments, fill operations) go through the same
+    length check as requests: a hostile first length is refused before kio reserves anything."""
+    bodies = hostile_bodies(response_schema(api_key, version))
+    assert len(bodies) > 3
+    for label, body in bodies:
+        payload = struct.pack(">i", 5) + b"\x00" + body  # correlation id, the flexible header's empty tag section
+        try:
+            decode_response(api_key, version, payload)
+        except UpstreamProtocolError:
+            continue
+        pytest.fail(f"{api_key.name} v{version} {label}: decoded")

@@ -5,21 +5,24 @@ proxy's negotiated versions."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.protocol.api_versions import _api_versions, api_versions_response
+from kafkaguard.protocol.api_versions import NO_FEATURES, Features, _api_versions, api_versions_response
 from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions, encode_response, writer_for
 from kafkaguard.protocol.framing import encode_frame
 
 LOW, HIGH = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS]
 
 
-def fresh_encoding(correlation_id: int, version: int, error: ErrorCode, versions: Versions) -> bytes:
+def fresh_encoding(
+    correlation_id: int, version: int, error: ErrorCode, versions: Versions, features: Features = NO_FEATURES
+) -> bytes:
     """The frame as encoded without any memo: header v0 (always, for ApiVersions), then kio's writer."""
-    body = _api_versions(version, error, versions)
+    body = _api_versions(version, error, versions, features)
     buffer = io.BytesIO()
     buffer.write(correlation_id.to_bytes(4, "big", signed=True))
     writer_for(type(body))(buffer, body)
@@ -83,3 +86,33 @@ def test_the_remembered_handshake_answer_is_kios_encoding(version: int, mechanis
     assert encode_response(ApiKey.SASL_HANDSHAKE, version, 7, remembered) == encode_response(
         ApiKey.SASL_HANDSHAKE, version, 7, fresh
     )
+
+
+FEATURES = Features(
+    supported=(("metadata.version", 1, 21), ("group.version", 0, 1)),
+    finalized=(("metadata.version", 21, 21), ("group.version", 1, 1)),
+    epoch=42,
+)
+
+
+@pytest.mark.parametrize("version", range(LOW, HIGH + 1))
+def test_features_are_answered_from_v3_and_min_0_ones_from_v4(version: int):
+    made = api_versions_response(version, features=FEATURES)
+    answer: Any = made  # its version's fields, read below
+    assert api_versions_response(version, features=FEATURES) is made  # made once, as without features
+    assert encode_response(ApiKey.API_VERSIONS, version, 5, answer) == fresh_encoding(
+        5, version, ErrorCode.none, SUPPORTED_VERSIONS, FEATURES
+    )
+    if version < 3:
+        assert getattr(answer, "supported_features", None) is None  # v0-v2 have no features at all
+        return
+    supported = {f.name: (int(f.min_version), int(f.max_version)) for f in answer.supported_features}
+    # Kafka 3.9 omits a supported feature whose minimum is 0 below v4 (KAFKA-17492): clients before 3.9 fail on it
+    assert supported == ({"metadata.version": (1, 21), "group.version": (0, 1)} if version >= 4
+                         else {"metadata.version": (1, 21)})  # fmt: skip
+    assert {f.name: int(f.max_version_level) for f in answer.finalized_features} == {
+        "metadata.version": 21, "group.version": 1,
+    }  # fmt: skip
+    assert int(answer.finalized_features_epoch) == 42
+    assert api_versions_response(version) is not answer  # without features: its own answer
+    assert getattr(api_versions_response(version), "finalized_features_epoch", -1) == -1

@@ -60,13 +60,13 @@ def wrong(cls: type[DescribeClusterResponse]) -> None:
 PROXY_WRONG = """\
 from kio.schema.errors import ErrorCode
 
-from kafkaguard.proxy.builders import deletable_topic_result
-from kafkaguard.proxy.messages import DeleteTopicsResponse
+from kafkaguard.proxy.builders import deletable_topic_result, offset_commit_response_topic
+from kafkaguard.proxy.messages import DeleteTopicsResponse, OffsetCommitResponse
 
 
-def wrong(cls: type[DeleteTopicsResponse]) -> None:
+def wrong(cls: type[DeleteTopicsResponse], commit: type[OffsetCommitResponse]) -> None:
     deletable_topic_result(cls, name="t", error_code=ErrorCode.none, error_mesage=None)  # misspelt
-    deletable_topic_result(cls, name="t", error_code=ErrorCode.none, topic_id=None)  # v6 only, above the cap
+    offset_commit_response_topic(commit, name="t", partitions=(), topic_id=None)  # v10 only, above the cap
 """
 
 
@@ -95,4 +95,4 @@ def test_mypy_reports_exactly_the_wrong_fields_and_passes_a_correct_response(tmp
     assert 'Unexpected keyword argument "is_fenced"' in stdout
     assert 'Unexpected keyword argument "topics"' in stdout
     assert 'Unexpected keyword argument "error_mesage"' in stdout
-    assert 'Unexpected keyword argument "topic_id" for "deletable_topic_result"' in stdout
+    assert 'Unexpected keyword argument "topic_id" for "offset_commit_response_topic"' in stdout

@@ -31,7 +31,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
-from kafkaguard.protocol.api_versions import api_versions_response
+from kafkaguard.protocol.api_versions import Features, api_versions_response
 from kafkaguard.protocol.codec import DecodedRequest, UnsupportedRequest, Versions, decode_request, encode_response
 from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
@@ -84,6 +84,10 @@ class Dispatcher(Protocol):
     @property
     def versions(self) -> Versions:
         """The APIs and versions the connection offers (what ApiVersions answers, and what is decoded)."""
+
+    @property
+    def features(self) -> Features:
+        """The cluster features ApiVersions v3+ answers (``api_versions.Features``; the server's: none)."""
 
     def dispatch(self, incoming: Incoming) -> Awaitable[Reply]:
         """The answer to ``incoming`` (ApiVersions and SASL never come here: the connection answers them)."""
@@ -289,7 +293,7 @@ class Connection:
             await self._sasl_request(api_key, version, request.header.correlation_id, request.body)
             return
         if api_key is ApiKey.API_VERSIONS:  # the versions offered: the dispatcher's, answered alike everywhere
-            body = api_versions_response(version, versions=versions)
+            body = api_versions_response(version, versions=versions, features=self.dispatcher.features)
             await self.send(encode_response(api_key, version, request.header.correlation_id, body))
             return
         caller = self._caller

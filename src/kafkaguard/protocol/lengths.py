@@ -204,17 +204,38 @@ def _compile_entity(entity: type[Any]) -> tuple[Check, int]:
             continue
         checks.append(check)
         smallest += size
+    _HEADS[entity] = _sequence(tuple(checks))
     if flexible:
         checks.append(_tagged_fields(tagged, f"{name} tagged fields"))
         smallest += 1
-    steps = tuple(checks)
+    return _sequence(tuple(checks)), smallest
 
+
+def _sequence(steps: tuple[Check, ...]) -> Check:
     def check_entity(buffer: bytes, offset: int, end: int, budget: _Budget) -> int:
         for step in steps:
             offset = step(buffer, offset, end, budget)
         return offset
 
-    return check_entity, smallest
+    return check_entity
+
+
+#: Per kio entity class: the walk of its fields before its own tagged-field section (``tagged_fields_at``).
+_HEADS: dict[type[Any], Check] = {}
+
+
+def tagged_fields_at(schema: type[Any], buffer: bytes, offset: int) -> int:
+    """Where the tagged-field section of a flexible body of ``schema`` starting at ``offset`` begins: every field
+    before it walked and checked as ``check_body`` walks it (bounded by the bytes only), nothing decoded. A reader
+    that needs only to know whether a body carries top-level tagged fields (the proxy's Produce v10+ fast path,
+    KIP-951 ``node_endpoints``) reads the count there instead of decoding the body.
+
+    :raises LengthError: a length or count before that section does not fit, or the body ends before it.
+    """
+    if not schema.__flexible__:
+        raise TypeError(f"{schema.__name__} v{schema.__version__} is not flexible: it has no tagged fields")
+    _compile(schema)
+    return _HEADS[schema](buffer, offset, len(buffer), _Budget(len(buffer)))
 
 
 def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, tagged: bool) -> tuple[Check, int]:

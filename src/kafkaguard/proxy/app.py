@@ -21,6 +21,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.protocol.api_versions import NO_FEATURES
 from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import Versions, request_schema
 from kafkaguard.protocol.listening import ListeningServer
@@ -32,7 +33,7 @@ from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners,
 from kafkaguard.proxy.oauth import AccessTokenSource
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
-from kafkaguard.proxy.versions import negotiate
+from kafkaguard.proxy.versions import FEATURES_COMPLETE_FROM, features_of, negotiate, negotiate_features
 from kafkaguard.scram import ScramMechanism
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,7 @@ class ProxyServer(ListeningServer):
         self.auto_create = AutoCreateWatcher(self.nodes, self.security, timeout=settings.upstream_timeout_seconds)
         self.nodes.on_node_address(self.auto_create.watch_node)
         self.versions: Versions = {}
+        self.features = NO_FEATURES
         #: Node listeners: the bound listener → (the client listener it belongs to, the upstream node id).
         self._node_listeners: dict[Listener, tuple[Listener, int]] = {}
         #: Client connections accepted per upstream node (None: bootstrap connections), since start.
@@ -96,7 +98,8 @@ class ProxyServer(ListeningServer):
     def dispatcher(self, listener: Listener, context: ListenerContext) -> ProxyDispatcher:
         node_id = self._node_listeners.get(listener, (listener, None))[1]
         self.connections_per_node[node_id] += 1
-        route = ProxyRoute(node_id=node_id, nodes=self.nodes, versions=self.versions, meter=self.meter, dial=self._dial)
+        route = ProxyRoute(node_id=node_id, nodes=self.nodes, versions=self.versions, meter=self.meter, dial=self._dial,
+                           features=self.features)  # fmt: skip
         return ProxyDispatcher(context, route)
 
     async def _serve_node(self, node_id: int) -> None:
@@ -120,6 +123,11 @@ class ProxyServer(ListeningServer):
             versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
             offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
             self.versions = negotiate(offered, HANDLERS)
+            if offered.get(ApiKey.API_VERSIONS, (0, 3))[1] >= FEATURES_COMPLETE_FROM:  # v3 omits min-0 features
+                hello = build_request(request_schema(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM),
+                                      client_software_name="kafkaguard-proxy", client_software_version="1")  # fmt: skip
+                versions = await upstream.call(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM, hello)
+            self.features = negotiate_features(features_of(versions), self.versions)
             brokers_only = build_request(request_schema(ApiKey.METADATA, 12), topics=(),
                                          allow_auto_topic_creation=False,
                                          include_topic_authorized_operations=False)  # fmt: skip
@@ -136,8 +144,9 @@ class ProxyServer(ListeningServer):
             raise InvalidConfigError(f"cannot use the upstream {self.services.settings.upstream}: {e}") from e
         finally:
             upstream.close()
-        log.info("upstream %s: nodes %s, %d APIs offered", self.services.settings.upstream, self.nodes.node_ids,
-                 len(self.versions))  # fmt: skip
+        log.info("upstream %s: nodes %s, %d APIs offered, features %s", self.services.settings.upstream,
+                 self.nodes.node_ids, len(self.versions),
+                 {name: high for name, _low, high in self.features.finalized})  # fmt: skip
 
     async def _identify_bootstrap(self, upstream: UpstreamConnection) -> None:
         """Ask the bootstrap server that answered discovery which node it is and its auto.create.topics.enable (a

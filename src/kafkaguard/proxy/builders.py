@@ -60,6 +60,12 @@ from kio.schema.alter_configs.v1.response import (
 from kio.schema.alter_configs.v2.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV2,
 )
+from kio.schema.consumer_group_describe.v0.response import Assignment as ConsumerGroupDescribeAssignmentV0
+from kio.schema.consumer_group_describe.v0.response import DescribedGroup as ConsumerGroupDescribeDescribedGroupV0
+from kio.schema.consumer_group_describe.v0.response import Member as MemberV0
+from kio.schema.consumer_group_describe.v0.response import TopicPartitions as ConsumerGroupDescribeTopicPartitionsV0
+from kio.schema.consumer_group_heartbeat.v0.response import Assignment as ConsumerGroupHeartbeatAssignmentV0
+from kio.schema.consumer_group_heartbeat.v0.response import TopicPartitions as ConsumerGroupHeartbeatTopicPartitionsV0
 from kio.schema.create_partitions.v0.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV0
 from kio.schema.create_partitions.v1.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV1
 from kio.schema.create_partitions.v2.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV2
@@ -87,6 +93,7 @@ from kio.schema.delete_topics.v2.response import DeletableTopicResult as Deletab
 from kio.schema.delete_topics.v3.response import DeletableTopicResult as DeletableTopicResultV3
 from kio.schema.delete_topics.v4.response import DeletableTopicResult as DeletableTopicResultV4
 from kio.schema.delete_topics.v5.response import DeletableTopicResult as DeletableTopicResultV5
+from kio.schema.delete_topics.v6.response import DeletableTopicResult as DeletableTopicResultV6
 from kio.schema.describe_cluster.v0.response import DescribeClusterBroker as DescribeClusterBrokerV0
 from kio.schema.describe_cluster.v1.response import DescribeClusterBroker as DescribeClusterBrokerV1
 from kio.schema.describe_configs.v1.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV1
@@ -101,21 +108,28 @@ from kio.schema.describe_configs.v3.response import DescribeConfigsSynonym as De
 from kio.schema.describe_configs.v4.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsResult as DescribeConfigsResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsSynonym as DescribeConfigsSynonymV4
-from kio.schema.describe_groups.v0.response import DescribedGroup as DescribedGroupV0
+from kio.schema.describe_groups.v0.response import DescribedGroup as DescribeGroupsDescribedGroupV0
 from kio.schema.describe_groups.v0.response import DescribedGroupMember as DescribedGroupMemberV0
-from kio.schema.describe_groups.v1.response import DescribedGroup as DescribedGroupV1
+from kio.schema.describe_groups.v1.response import DescribedGroup as DescribeGroupsDescribedGroupV1
 from kio.schema.describe_groups.v1.response import DescribedGroupMember as DescribedGroupMemberV1
-from kio.schema.describe_groups.v2.response import DescribedGroup as DescribedGroupV2
+from kio.schema.describe_groups.v2.response import DescribedGroup as DescribeGroupsDescribedGroupV2
 from kio.schema.describe_groups.v2.response import DescribedGroupMember as DescribedGroupMemberV2
-from kio.schema.describe_groups.v3.response import DescribedGroup as DescribedGroupV3
+from kio.schema.describe_groups.v3.response import DescribedGroup as DescribeGroupsDescribedGroupV3
 from kio.schema.describe_groups.v3.response import DescribedGroupMember as DescribedGroupMemberV3
-from kio.schema.describe_groups.v4.response import DescribedGroup as DescribedGroupV4
+from kio.schema.describe_groups.v4.response import DescribedGroup as DescribeGroupsDescribedGroupV4
 from kio.schema.describe_groups.v4.response import DescribedGroupMember as DescribedGroupMemberV4
-from kio.schema.describe_groups.v5.response import DescribedGroup as DescribedGroupV5
+from kio.schema.describe_groups.v5.response import DescribedGroup as DescribeGroupsDescribedGroupV5
 from kio.schema.describe_groups.v5.response import DescribedGroupMember as DescribedGroupMemberV5
 from kio.schema.describe_producers.v0.response import PartitionResponse as PartitionResponseV0
 from kio.schema.describe_producers.v0.response import ProducerState as ProducerStateV0
 from kio.schema.describe_producers.v0.response import TopicResponse as TopicResponseV0
+from kio.schema.describe_topic_partitions.v0.response import Cursor as CursorV0
+from kio.schema.describe_topic_partitions.v0.response import (
+    DescribeTopicPartitionsResponsePartition as DescribeTopicPartitionsResponsePartitionV0,
+)
+from kio.schema.describe_topic_partitions.v0.response import (
+    DescribeTopicPartitionsResponseTopic as DescribeTopicPartitionsResponseTopicV0,
+)
 from kio.schema.describe_transactions.v0.response import TopicData as TopicDataV0
 from kio.schema.describe_transactions.v0.response import TransactionState as DescribeTransactionsTransactionStateV0
 from kio.schema.errors import ErrorCode
@@ -146,9 +160,41 @@ from kio.schema.fetch.v11.response import PartitionData as PartitionDataV11
 from kio.schema.fetch.v12.response import AbortedTransaction as AbortedTransactionV12
 from kio.schema.fetch.v12.response import EpochEndOffset as FetchEpochEndOffsetV12
 from kio.schema.fetch.v12.response import FetchableTopicResponse as FetchableTopicResponseV12
-from kio.schema.fetch.v12.response import LeaderIdAndEpoch as LeaderIdAndEpochV12
+from kio.schema.fetch.v12.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV12
 from kio.schema.fetch.v12.response import PartitionData as PartitionDataV12
 from kio.schema.fetch.v12.response import SnapshotId as SnapshotIdV12
+from kio.schema.fetch.v13.response import AbortedTransaction as AbortedTransactionV13
+from kio.schema.fetch.v13.response import EpochEndOffset as FetchEpochEndOffsetV13
+from kio.schema.fetch.v13.response import FetchableTopicResponse as FetchableTopicResponseV13
+from kio.schema.fetch.v13.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV13
+from kio.schema.fetch.v13.response import PartitionData as PartitionDataV13
+from kio.schema.fetch.v13.response import SnapshotId as SnapshotIdV13
+from kio.schema.fetch.v14.response import AbortedTransaction as AbortedTransactionV14
+from kio.schema.fetch.v14.response import EpochEndOffset as FetchEpochEndOffsetV14
+from kio.schema.fetch.v14.response import FetchableTopicResponse as FetchableTopicResponseV14
+from kio.schema.fetch.v14.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV14
+from kio.schema.fetch.v14.response import PartitionData as PartitionDataV14
+from kio.schema.fetch.v14.response import SnapshotId as SnapshotIdV14
+from kio.schema.fetch.v15.response import AbortedTransaction as AbortedTransactionV15
+from kio.schema.fetch.v15.response import EpochEndOffset as FetchEpochEndOffsetV15
+from kio.schema.fetch.v15.response import FetchableTopicResponse as FetchableTopicResponseV15
+from kio.schema.fetch.v15.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV15
+from kio.schema.fetch.v15.response import PartitionData as PartitionDataV15
+from kio.schema.fetch.v15.response import SnapshotId as SnapshotIdV15
+from kio.schema.fetch.v16.response import AbortedTransaction as AbortedTransactionV16
+from kio.schema.fetch.v16.response import EpochEndOffset as FetchEpochEndOffsetV16
+from kio.schema.fetch.v16.response import FetchableTopicResponse as FetchableTopicResponseV16
+from kio.schema.fetch.v16.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV16
+from kio.schema.fetch.v16.response import NodeEndpoint as FetchNodeEndpointV16
+from kio.schema.fetch.v16.response import PartitionData as PartitionDataV16
+from kio.schema.fetch.v16.response import SnapshotId as SnapshotIdV16
+from kio.schema.fetch.v17.response import AbortedTransaction as AbortedTransactionV17
+from kio.schema.fetch.v17.response import EpochEndOffset as FetchEpochEndOffsetV17
+from kio.schema.fetch.v17.response import FetchableTopicResponse as FetchableTopicResponseV17
+from kio.schema.fetch.v17.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV17
+from kio.schema.fetch.v17.response import NodeEndpoint as FetchNodeEndpointV17
+from kio.schema.fetch.v17.response import PartitionData as PartitionDataV17
+from kio.schema.fetch.v17.response import SnapshotId as SnapshotIdV17
 from kio.schema.find_coordinator.v4.response import Coordinator as CoordinatorV4
 from kio.schema.incremental_alter_configs.v0.response import (
     AlterConfigsResourceResponse as IncrementalAlterConfigsAlterConfigsResourceResponseV0,
@@ -242,6 +288,8 @@ from kio.schema.offset_commit.v7.response import OffsetCommitResponsePartition a
 from kio.schema.offset_commit.v7.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV7
 from kio.schema.offset_commit.v8.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV8
+from kio.schema.offset_commit.v9.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV9
+from kio.schema.offset_commit.v9.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV9
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponsePartition as OffsetDeleteResponsePartitionV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponseTopic as OffsetDeleteResponseTopicV0
 from kio.schema.offset_fetch.v2.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV2
@@ -259,6 +307,9 @@ from kio.schema.offset_fetch.v7.response import OffsetFetchResponseTopic as Offs
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV8
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV9
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV9
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV9
 from kio.schema.offset_for_leader_epoch.v2.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV2
 from kio.schema.offset_for_leader_epoch.v2.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV2
 from kio.schema.offset_for_leader_epoch.v3.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV3
@@ -281,6 +332,16 @@ from kio.schema.produce.v8.response import TopicProduceResponse as TopicProduceR
 from kio.schema.produce.v9.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV9
 from kio.schema.produce.v9.response import PartitionProduceResponse as PartitionProduceResponseV9
 from kio.schema.produce.v9.response import TopicProduceResponse as TopicProduceResponseV9
+from kio.schema.produce.v10.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV10
+from kio.schema.produce.v10.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV10
+from kio.schema.produce.v10.response import NodeEndpoint as ProduceNodeEndpointV10
+from kio.schema.produce.v10.response import PartitionProduceResponse as PartitionProduceResponseV10
+from kio.schema.produce.v10.response import TopicProduceResponse as TopicProduceResponseV10
+from kio.schema.produce.v11.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV11
+from kio.schema.produce.v11.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV11
+from kio.schema.produce.v11.response import NodeEndpoint as ProduceNodeEndpointV11
+from kio.schema.produce.v11.response import PartitionProduceResponse as PartitionProduceResponseV11
+from kio.schema.produce.v11.response import TopicProduceResponse as TopicProduceResponseV11
 from kio.schema.txn_offset_commit.v0.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV0,
 )
@@ -303,6 +364,8 @@ from kafkaguard.proxy.messages import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnResponse,
     AlterConfigsResponse,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
     DeleteGroupsResponse,
@@ -312,6 +375,7 @@ from kafkaguard.proxy.messages import (
     DescribeConfigsResponse,
     DescribeGroupsResponse,
     DescribeProducersResponse,
+    DescribeTopicPartitionsResponse,
     DescribeTransactionsResponse,
     EndTxnResponse,
     FetchResponse,
@@ -433,6 +497,141 @@ class AlterConfigsResponseFields(TypedDict):
 def alter_configs_response(
     cls: type[AlterConfigsResponse], **fields: Unpack[AlterConfigsResponseFields]
 ) -> AlterConfigsResponse:
+    return build_fields(cls, fields)
+
+
+ConsumerGroupDescribeTopicPartitions = ConsumerGroupDescribeTopicPartitionsV0
+
+
+class ConsumerGroupDescribeTopicPartitionsFields(TypedDict):
+    topic_id: UUID | None
+    topic_name: str
+    partitions: NotRequired[tuple[int, ...]]
+
+
+def consumer_group_describe_topic_partitions(
+    response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeTopicPartitionsFields]
+) -> ConsumerGroupDescribeTopicPartitions:
+    """``TopicPartitions``, of ``response``'s version."""
+    built: ConsumerGroupDescribeTopicPartitions = build_fields(nested(response, "TopicPartitions"), fields)
+    return built
+
+
+ConsumerGroupDescribeAssignment = ConsumerGroupDescribeAssignmentV0
+
+
+class ConsumerGroupDescribeAssignmentFields(TypedDict):
+    topic_partitions: tuple[ConsumerGroupDescribeTopicPartitions, ...]
+
+
+def consumer_group_describe_assignment(
+    response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeAssignmentFields]
+) -> ConsumerGroupDescribeAssignment:
+    """``Assignment``, of ``response``'s version."""
+    built: ConsumerGroupDescribeAssignment = build_fields(nested(response, "Assignment"), fields)
+    return built
+
+
+Member = MemberV0
+
+
+class MemberFields(TypedDict):
+    member_id: str
+    instance_id: NotRequired[str | None]
+    rack_id: NotRequired[str | None]
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: NotRequired[tuple[str, ...]]
+    subscribed_topic_regex: NotRequired[str | None]
+    assignment: ConsumerGroupDescribeAssignment
+    target_assignment: ConsumerGroupDescribeAssignment
+
+
+def member(response: type[ConsumerGroupDescribeResponse], **fields: Unpack[MemberFields]) -> Member:
+    """``Member``, of ``response``'s version."""
+    built: Member = build_fields(nested(response, "Member"), fields)
+    return built
+
+
+ConsumerGroupDescribeDescribedGroup = ConsumerGroupDescribeDescribedGroupV0
+
+
+class ConsumerGroupDescribeDescribedGroupFields(TypedDict):
+    error_code: ErrorCode
+    error_message: NotRequired[str | None]
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[Member, ...]
+    authorized_operations: NotRequired[int]
+
+
+def consumer_group_describe_described_group(
+    response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeDescribedGroupFields]
+) -> ConsumerGroupDescribeDescribedGroup:
+    """``DescribedGroup``, of ``response``'s version."""
+    built: ConsumerGroupDescribeDescribedGroup = build_fields(nested(response, "DescribedGroup"), fields)
+    return built
+
+
+class ConsumerGroupDescribeResponseFields(TypedDict):
+    throttle_time: timedelta
+    groups: tuple[ConsumerGroupDescribeDescribedGroup, ...]
+
+
+def consumer_group_describe_response(
+    cls: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeResponseFields]
+) -> ConsumerGroupDescribeResponse:
+    return build_fields(cls, fields)
+
+
+ConsumerGroupHeartbeatTopicPartitions = ConsumerGroupHeartbeatTopicPartitionsV0
+
+
+class ConsumerGroupHeartbeatTopicPartitionsFields(TypedDict):
+    topic_id: UUID | None
+    partitions: NotRequired[tuple[int, ...]]
+
+
+def consumer_group_heartbeat_topic_partitions(
+    response: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatTopicPartitionsFields]
+) -> ConsumerGroupHeartbeatTopicPartitions:
+    """``TopicPartitions``, of ``response``'s version."""
+    built: ConsumerGroupHeartbeatTopicPartitions = build_fields(nested(response, "TopicPartitions"), fields)
+    return built
+
+
+ConsumerGroupHeartbeatAssignment = ConsumerGroupHeartbeatAssignmentV0
+
+
+class ConsumerGroupHeartbeatAssignmentFields(TypedDict):
+    topic_partitions: tuple[ConsumerGroupHeartbeatTopicPartitions, ...]
+
+
+def consumer_group_heartbeat_assignment(
+    response: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatAssignmentFields]
+) -> ConsumerGroupHeartbeatAssignment:
+    """``Assignment``, of ``response``'s version."""
+    built: ConsumerGroupHeartbeatAssignment = build_fields(nested(response, "Assignment"), fields)
+    return built
+
+
+class ConsumerGroupHeartbeatResponseFields(TypedDict):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: NotRequired[str | None]
+    member_id: NotRequired[str | None]
+    member_epoch: int
+    heartbeat_interval: timedelta
+    assignment: NotRequired[ConsumerGroupHeartbeatAssignment | None]
+
+
+def consumer_group_heartbeat_response(
+    cls: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatResponseFields]
+) -> ConsumerGroupHeartbeatResponse:
     return build_fields(cls, fields)
 
 
@@ -607,13 +806,15 @@ DeletableTopicResult = (
     | DeletableTopicResultV3
     | DeletableTopicResultV4
     | DeletableTopicResultV5
+    | DeletableTopicResultV6
 )
 
 
 class DeletableTopicResultFields(TypedDict):
-    name: str
+    name: str | None
     error_code: ErrorCode
     error_message: NotRequired[str | None]
+    topic_id: NotRequired[UUID | None]
 
 
 def deletable_topic_result(
@@ -775,12 +976,17 @@ def described_group_member(
     return built
 
 
-DescribedGroup = (
-    DescribedGroupV0 | DescribedGroupV1 | DescribedGroupV2 | DescribedGroupV3 | DescribedGroupV4 | DescribedGroupV5
+DescribeGroupsDescribedGroup = (
+    DescribeGroupsDescribedGroupV0
+    | DescribeGroupsDescribedGroupV1
+    | DescribeGroupsDescribedGroupV2
+    | DescribeGroupsDescribedGroupV3
+    | DescribeGroupsDescribedGroupV4
+    | DescribeGroupsDescribedGroupV5
 )
 
 
-class DescribedGroupFields(TypedDict):
+class DescribeGroupsDescribedGroupFields(TypedDict):
     error_code: ErrorCode
     group_id: str
     group_state: str
@@ -790,14 +996,16 @@ class DescribedGroupFields(TypedDict):
     authorized_operations: NotRequired[int]
 
 
-def described_group(response: type[DescribeGroupsResponse], **fields: Unpack[DescribedGroupFields]) -> DescribedGroup:
+def describe_groups_described_group(
+    response: type[DescribeGroupsResponse], **fields: Unpack[DescribeGroupsDescribedGroupFields]
+) -> DescribeGroupsDescribedGroup:
     """``DescribedGroup``, of ``response``'s version."""
-    built: DescribedGroup = build_fields(nested(response, "DescribedGroup"), fields)
+    built: DescribeGroupsDescribedGroup = build_fields(nested(response, "DescribedGroup"), fields)
     return built
 
 
 class DescribeGroupsResponseFields(TypedDict):
-    groups: tuple[DescribedGroup, ...]
+    groups: tuple[DescribeGroupsDescribedGroup, ...]
     throttle_time: NotRequired[timedelta]
 
 
@@ -868,6 +1076,79 @@ def describe_producers_response(
     return build_fields(cls, fields)
 
 
+DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartitionV0
+
+
+class DescribeTopicPartitionsResponsePartitionFields(TypedDict):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    leader_epoch: NotRequired[int]
+    replica_nodes: NotRequired[tuple[int, ...]]
+    isr_nodes: NotRequired[tuple[int, ...]]
+    eligible_leader_replicas: NotRequired[tuple[int, ...] | None]
+    last_known_elr: NotRequired[tuple[int, ...] | None]
+    offline_replicas: NotRequired[tuple[int, ...]]
+
+
+def describe_topic_partitions_response_partition(
+    response: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponsePartitionFields]
+) -> DescribeTopicPartitionsResponsePartition:
+    """``DescribeTopicPartitionsResponsePartition``, of ``response``'s version."""
+    built: DescribeTopicPartitionsResponsePartition = build_fields(
+        nested(response, "DescribeTopicPartitionsResponsePartition"), fields
+    )
+    return built
+
+
+DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopicV0
+
+
+class DescribeTopicPartitionsResponseTopicFields(TypedDict):
+    error_code: ErrorCode
+    name: str | None
+    topic_id: UUID | None
+    is_internal: NotRequired[bool]
+    partitions: tuple[DescribeTopicPartitionsResponsePartition, ...]
+    topic_authorized_operations: NotRequired[int]
+
+
+def describe_topic_partitions_response_topic(
+    response: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponseTopicFields]
+) -> DescribeTopicPartitionsResponseTopic:
+    """``DescribeTopicPartitionsResponseTopic``, of ``response``'s version."""
+    built: DescribeTopicPartitionsResponseTopic = build_fields(
+        nested(response, "DescribeTopicPartitionsResponseTopic"), fields
+    )
+    return built
+
+
+Cursor = CursorV0
+
+
+class CursorFields(TypedDict):
+    topic_name: str
+    partition_index: int
+
+
+def cursor(response: type[DescribeTopicPartitionsResponse], **fields: Unpack[CursorFields]) -> Cursor:
+    """``Cursor``, of ``response``'s version."""
+    built: Cursor = build_fields(nested(response, "Cursor"), fields)
+    return built
+
+
+class DescribeTopicPartitionsResponseFields(TypedDict):
+    throttle_time: timedelta
+    topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
+    next_cursor: NotRequired[Cursor | None]
+
+
+def describe_topic_partitions_response(
+    cls: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponseFields]
+) -> DescribeTopicPartitionsResponse:
+    return build_fields(cls, fields)
+
+
 TopicData = TopicDataV0
 
 
@@ -934,6 +1215,11 @@ AbortedTransaction = (
     | AbortedTransactionV10
     | AbortedTransactionV11
     | AbortedTransactionV12
+    | AbortedTransactionV13
+    | AbortedTransactionV14
+    | AbortedTransactionV15
+    | AbortedTransactionV16
+    | AbortedTransactionV17
 )
 
 
@@ -960,6 +1246,11 @@ PartitionData = (
     | PartitionDataV10
     | PartitionDataV11
     | PartitionDataV12
+    | PartitionDataV13
+    | PartitionDataV14
+    | PartitionDataV15
+    | PartitionDataV16
+    | PartitionDataV17
 )
 
 
@@ -973,7 +1264,7 @@ class PartitionDataFields(TypedDict):
     log_start_offset: NotRequired[int]
     preferred_read_replica: NotRequired[int]
     diverging_epoch: NotRequired[FetchEpochEndOffset]
-    current_leader: NotRequired[LeaderIdAndEpoch]
+    current_leader: NotRequired[FetchLeaderIdAndEpoch]
     snapshot_id: NotRequired[SnapshotId]
 
 
@@ -993,12 +1284,18 @@ FetchableTopicResponse = (
     | FetchableTopicResponseV10
     | FetchableTopicResponseV11
     | FetchableTopicResponseV12
+    | FetchableTopicResponseV13
+    | FetchableTopicResponseV14
+    | FetchableTopicResponseV15
+    | FetchableTopicResponseV16
+    | FetchableTopicResponseV17
 )
 
 
 class FetchableTopicResponseFields(TypedDict):
-    topic: str
+    topic: NotRequired[str]
     partitions: tuple[PartitionData, ...]
+    topic_id: NotRequired[UUID | None]
 
 
 def fetchable_topic_response(
@@ -1014,13 +1311,21 @@ class FetchResponseFields(TypedDict):
     responses: tuple[FetchableTopicResponse, ...]
     error_code: NotRequired[ErrorCode]
     session_id: NotRequired[int]
+    node_endpoints: NotRequired[tuple[FetchNodeEndpoint, ...]]
 
 
 def fetch_response(cls: type[FetchResponse], **fields: Unpack[FetchResponseFields]) -> FetchResponse:
     return build_fields(cls, fields)
 
 
-FetchEpochEndOffset = FetchEpochEndOffsetV12
+FetchEpochEndOffset = (
+    FetchEpochEndOffsetV12
+    | FetchEpochEndOffsetV13
+    | FetchEpochEndOffsetV14
+    | FetchEpochEndOffsetV15
+    | FetchEpochEndOffsetV16
+    | FetchEpochEndOffsetV17
+)
 
 
 class FetchEpochEndOffsetFields(TypedDict):
@@ -1036,21 +1341,30 @@ def fetch_epoch_end_offset(
     return built
 
 
-LeaderIdAndEpoch = LeaderIdAndEpochV12
+FetchLeaderIdAndEpoch = (
+    FetchLeaderIdAndEpochV12
+    | FetchLeaderIdAndEpochV13
+    | FetchLeaderIdAndEpochV14
+    | FetchLeaderIdAndEpochV15
+    | FetchLeaderIdAndEpochV16
+    | FetchLeaderIdAndEpochV17
+)
 
 
-class LeaderIdAndEpochFields(TypedDict):
+class FetchLeaderIdAndEpochFields(TypedDict):
     leader_id: NotRequired[int]
     leader_epoch: NotRequired[int]
 
 
-def leader_id_and_epoch(response: type[FetchResponse], **fields: Unpack[LeaderIdAndEpochFields]) -> LeaderIdAndEpoch:
+def fetch_leader_id_and_epoch(
+    response: type[FetchResponse], **fields: Unpack[FetchLeaderIdAndEpochFields]
+) -> FetchLeaderIdAndEpoch:
     """``LeaderIdAndEpoch``, of ``response``'s version."""
-    built: LeaderIdAndEpoch = build_fields(nested(response, "LeaderIdAndEpoch"), fields)
+    built: FetchLeaderIdAndEpoch = build_fields(nested(response, "LeaderIdAndEpoch"), fields)
     return built
 
 
-SnapshotId = SnapshotIdV12
+SnapshotId = SnapshotIdV12 | SnapshotIdV13 | SnapshotIdV14 | SnapshotIdV15 | SnapshotIdV16 | SnapshotIdV17
 
 
 class SnapshotIdFields(TypedDict):
@@ -1061,6 +1375,22 @@ class SnapshotIdFields(TypedDict):
 def snapshot_id(response: type[FetchResponse], **fields: Unpack[SnapshotIdFields]) -> SnapshotId:
     """``SnapshotId``, of ``response``'s version."""
     built: SnapshotId = build_fields(nested(response, "SnapshotId"), fields)
+    return built
+
+
+FetchNodeEndpoint = FetchNodeEndpointV16 | FetchNodeEndpointV17
+
+
+class FetchNodeEndpointFields(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    rack: NotRequired[str | None]
+
+
+def fetch_node_endpoint(response: type[FetchResponse], **fields: Unpack[FetchNodeEndpointFields]) -> FetchNodeEndpoint:
+    """``NodeEndpoint``, of ``response``'s version."""
+    built: FetchNodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
     return built
 
 
@@ -1465,6 +1795,7 @@ OffsetCommitResponsePartition = (
     | OffsetCommitResponsePartitionV6
     | OffsetCommitResponsePartitionV7
     | OffsetCommitResponsePartitionV8
+    | OffsetCommitResponsePartitionV9
 )
 
 
@@ -1489,6 +1820,7 @@ OffsetCommitResponseTopic = (
     | OffsetCommitResponseTopicV6
     | OffsetCommitResponseTopicV7
     | OffsetCommitResponseTopicV8
+    | OffsetCommitResponseTopicV9
 )
 
 
@@ -1622,7 +1954,7 @@ def offset_fetch_response(
     return build_fields(cls, fields)
 
 
-OffsetFetchResponsePartitions = OffsetFetchResponsePartitionsV8
+OffsetFetchResponsePartitions = OffsetFetchResponsePartitionsV8 | OffsetFetchResponsePartitionsV9
 
 
 class OffsetFetchResponsePartitionsFields(TypedDict):
@@ -1641,7 +1973,7 @@ def offset_fetch_response_partitions(
     return built
 
 
-OffsetFetchResponseTopics = OffsetFetchResponseTopicsV8
+OffsetFetchResponseTopics = OffsetFetchResponseTopicsV8 | OffsetFetchResponseTopicsV9
 
 
 class OffsetFetchResponseTopicsFields(TypedDict):
@@ -1657,7 +1989,7 @@ def offset_fetch_response_topics(
     return built
 
 
-OffsetFetchResponseGroup = OffsetFetchResponseGroupV8
+OffsetFetchResponseGroup = OffsetFetchResponseGroupV8 | OffsetFetchResponseGroupV9
 
 
 class OffsetFetchResponseGroupFields(TypedDict):
@@ -1729,6 +2061,8 @@ PartitionProduceResponse = (
     | PartitionProduceResponseV7
     | PartitionProduceResponseV8
     | PartitionProduceResponseV9
+    | PartitionProduceResponseV10
+    | PartitionProduceResponseV11
 )
 
 
@@ -1740,6 +2074,7 @@ class PartitionProduceResponseFields(TypedDict):
     log_start_offset: NotRequired[int]
     record_errors: NotRequired[tuple[BatchIndexAndErrorMessage, ...]]
     error_message: NotRequired[str | None]
+    current_leader: NotRequired[ProduceLeaderIdAndEpoch]
 
 
 def partition_produce_response(
@@ -1758,6 +2093,8 @@ TopicProduceResponse = (
     | TopicProduceResponseV7
     | TopicProduceResponseV8
     | TopicProduceResponseV9
+    | TopicProduceResponseV10
+    | TopicProduceResponseV11
 )
 
 
@@ -1777,13 +2114,19 @@ def topic_produce_response(
 class ProduceResponseFields(TypedDict):
     responses: tuple[TopicProduceResponse, ...]
     throttle_time: NotRequired[timedelta]
+    node_endpoints: NotRequired[tuple[ProduceNodeEndpoint, ...]]
 
 
 def produce_response(cls: type[ProduceResponse], **fields: Unpack[ProduceResponseFields]) -> ProduceResponse:
     return build_fields(cls, fields)
 
 
-BatchIndexAndErrorMessage = BatchIndexAndErrorMessageV8 | BatchIndexAndErrorMessageV9
+BatchIndexAndErrorMessage = (
+    BatchIndexAndErrorMessageV8
+    | BatchIndexAndErrorMessageV9
+    | BatchIndexAndErrorMessageV10
+    | BatchIndexAndErrorMessageV11
+)
 
 
 class BatchIndexAndErrorMessageFields(TypedDict):
@@ -1796,6 +2139,40 @@ def batch_index_and_error_message(
 ) -> BatchIndexAndErrorMessage:
     """``BatchIndexAndErrorMessage``, of ``response``'s version."""
     built: BatchIndexAndErrorMessage = build_fields(nested(response, "BatchIndexAndErrorMessage"), fields)
+    return built
+
+
+ProduceLeaderIdAndEpoch = ProduceLeaderIdAndEpochV10 | ProduceLeaderIdAndEpochV11
+
+
+class ProduceLeaderIdAndEpochFields(TypedDict):
+    leader_id: NotRequired[int]
+    leader_epoch: NotRequired[int]
+
+
+def produce_leader_id_and_epoch(
+    response: type[ProduceResponse], **fields: Unpack[ProduceLeaderIdAndEpochFields]
+) -> ProduceLeaderIdAndEpoch:
+    """``LeaderIdAndEpoch``, of ``response``'s version."""
+    built: ProduceLeaderIdAndEpoch = build_fields(nested(response, "LeaderIdAndEpoch"), fields)
+    return built
+
+
+ProduceNodeEndpoint = ProduceNodeEndpointV10 | ProduceNodeEndpointV11
+
+
+class ProduceNodeEndpointFields(TypedDict):
+    node_id: int
+    host: str
+    port: int
+    rack: NotRequired[str | None]
+
+
+def produce_node_endpoint(
+    response: type[ProduceResponse], **fields: Unpack[ProduceNodeEndpointFields]
+) -> ProduceNodeEndpoint:
+    """``NodeEndpoint``, of ``response``'s version."""
+    built: ProduceNodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
     return built
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from kafkaguard.apis import STORE_HANDLERS
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
 from kafkaguard.protocol.replies import Reply
@@ -31,6 +32,7 @@ from kafkaguard.proxy.handlers import admin, group_admin, transactions
 from kafkaguard.proxy.handlers.coordinator import find_coordinator
 from kafkaguard.proxy.handlers.fetch import fetch
 from kafkaguard.proxy.handlers.groups import (
+    consumer_group_heartbeat,
     heartbeat,
     join_group,
     leave_group,
@@ -42,6 +44,7 @@ from kafkaguard.proxy.handlers.metadata import describe_cluster, metadata
 from kafkaguard.proxy.handlers.offsets import list_offsets
 from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.handlers.producers import init_producer_id
+from kafkaguard.proxy.handlers.topic_partitions import describe_topic_partitions
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
@@ -64,6 +67,8 @@ HANDLERS: dict[ApiKey, ProxyHandler] = {
     ApiKey.SYNC_GROUP: sync_group,
     ApiKey.INIT_PRODUCER_ID: init_producer_id,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
     **transactions.HANDLERS,
     **admin.HANDLERS,
     **group_admin.HANDLERS,
@@ -86,6 +91,8 @@ class ProxyRoute:
     versions: Versions
     meter: QuotaMeter
     dial: Dial
+    #: The upstream's features as the proxy answers them (``versions.negotiate_features``).
+    features: Features = NO_FEATURES
 
 
 class ProxyDispatcher:
@@ -105,6 +112,10 @@ class ProxyDispatcher:
     @property
     def versions(self) -> Versions:
         return self.route.versions
+
+    @property
+    def features(self) -> Features:
+        return self.route.features
 
     async def dispatch(self, incoming: Incoming) -> Reply:
         request, context = incoming.request, self.context

@@ -30,6 +30,16 @@ from kio.schema.alter_configs.v1.request import AlterConfigsRequest as AlterConf
 from kio.schema.alter_configs.v1.response import AlterConfigsResponse as AlterConfigsResponseV1
 from kio.schema.alter_configs.v2.request import AlterConfigsRequest as AlterConfigsRequestV2
 from kio.schema.alter_configs.v2.response import AlterConfigsResponse as AlterConfigsResponseV2
+from kio.schema.consumer_group_describe.v0.request import ConsumerGroupDescribeRequest as ConsumerGroupDescribeRequestV0
+from kio.schema.consumer_group_describe.v0.response import (
+    ConsumerGroupDescribeResponse as ConsumerGroupDescribeResponseV0,
+)
+from kio.schema.consumer_group_heartbeat.v0.request import (
+    ConsumerGroupHeartbeatRequest as ConsumerGroupHeartbeatRequestV0,
+)
+from kio.schema.consumer_group_heartbeat.v0.response import (
+    ConsumerGroupHeartbeatResponse as ConsumerGroupHeartbeatResponseV0,
+)
 from kio.schema.create_partitions.v0.request import CreatePartitionsRequest as CreatePartitionsRequestV0
 from kio.schema.create_partitions.v0.response import CreatePartitionsResponse as CreatePartitionsResponseV0
 from kio.schema.create_partitions.v1.request import CreatePartitionsRequest as CreatePartitionsRequestV1
@@ -72,6 +82,8 @@ from kio.schema.delete_topics.v4.request import DeleteTopicsRequest as DeleteTop
 from kio.schema.delete_topics.v4.response import DeleteTopicsResponse as DeleteTopicsResponseV4
 from kio.schema.delete_topics.v5.request import DeleteTopicsRequest as DeleteTopicsRequestV5
 from kio.schema.delete_topics.v5.response import DeleteTopicsResponse as DeleteTopicsResponseV5
+from kio.schema.delete_topics.v6.request import DeleteTopicsRequest as DeleteTopicsRequestV6
+from kio.schema.delete_topics.v6.response import DeleteTopicsResponse as DeleteTopicsResponseV6
 from kio.schema.describe_cluster.v0.request import DescribeClusterRequest as DescribeClusterRequestV0
 from kio.schema.describe_cluster.v0.response import DescribeClusterResponse as DescribeClusterResponseV0
 from kio.schema.describe_cluster.v1.request import DescribeClusterRequest as DescribeClusterRequestV1
@@ -98,6 +110,12 @@ from kio.schema.describe_groups.v5.request import DescribeGroupsRequest as Descr
 from kio.schema.describe_groups.v5.response import DescribeGroupsResponse as DescribeGroupsResponseV5
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest as DescribeProducersRequestV0
 from kio.schema.describe_producers.v0.response import DescribeProducersResponse as DescribeProducersResponseV0
+from kio.schema.describe_topic_partitions.v0.request import (
+    DescribeTopicPartitionsRequest as DescribeTopicPartitionsRequestV0,
+)
+from kio.schema.describe_topic_partitions.v0.response import (
+    DescribeTopicPartitionsResponse as DescribeTopicPartitionsResponseV0,
+)
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest as DescribeTransactionsRequestV0
 from kio.schema.describe_transactions.v0.response import DescribeTransactionsResponse as DescribeTransactionsResponseV0
 from kio.schema.end_txn.v0.request import EndTxnRequest as EndTxnRequestV0
@@ -126,6 +144,16 @@ from kio.schema.fetch.v11.request import FetchRequest as FetchRequestV11
 from kio.schema.fetch.v11.response import FetchResponse as FetchResponseV11
 from kio.schema.fetch.v12.request import FetchRequest as FetchRequestV12
 from kio.schema.fetch.v12.response import FetchResponse as FetchResponseV12
+from kio.schema.fetch.v13.request import FetchRequest as FetchRequestV13
+from kio.schema.fetch.v13.response import FetchResponse as FetchResponseV13
+from kio.schema.fetch.v14.request import FetchRequest as FetchRequestV14
+from kio.schema.fetch.v14.response import FetchResponse as FetchResponseV14
+from kio.schema.fetch.v15.request import FetchRequest as FetchRequestV15
+from kio.schema.fetch.v15.response import FetchResponse as FetchResponseV15
+from kio.schema.fetch.v16.request import FetchRequest as FetchRequestV16
+from kio.schema.fetch.v16.response import FetchResponse as FetchResponseV16
+from kio.schema.fetch.v17.request import FetchRequest as FetchRequestV17
+from kio.schema.fetch.v17.response import FetchResponse as FetchResponseV17
 from kio.schema.find_coordinator.v0.request import FindCoordinatorRequest as FindCoordinatorRequestV0
 from kio.schema.find_coordinator.v0.response import FindCoordinatorResponse as FindCoordinatorResponseV0
 from kio.schema.find_coordinator.v1.request import FindCoordinatorRequest as FindCoordinatorRequestV1
@@ -268,6 +296,8 @@ from kio.schema.offset_commit.v7.request import OffsetCommitRequest as OffsetCom
 from kio.schema.offset_commit.v7.response import OffsetCommitResponse as OffsetCommitResponseV7
 from kio.schema.offset_commit.v8.request import OffsetCommitRequest as OffsetCommitRequestV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponse as OffsetCommitResponseV8
+from kio.schema.offset_commit.v9.request import OffsetCommitRequest as OffsetCommitRequestV9
+from kio.schema.offset_commit.v9.response import OffsetCommitResponse as OffsetCommitResponseV9
 from kio.schema.offset_delete.v0.request import OffsetDeleteRequest as OffsetDeleteRequestV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponse as OffsetDeleteResponseV0
 from kio.schema.offset_fetch.v2.request import OffsetFetchRequest as OffsetFetchRequestV2
@@ -284,6 +314,8 @@ from kio.schema.offset_fetch.v7.request import OffsetFetchRequest as OffsetFetch
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponse as OffsetFetchResponseV7
 from kio.schema.offset_fetch.v8.request import OffsetFetchRequest as OffsetFetchRequestV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponse as OffsetFetchResponseV8
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequest as OffsetFetchRequestV9
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFetchResponseV9
 from kio.schema.offset_for_leader_epoch.v2.request import OffsetForLeaderEpochRequest as OffsetForLeaderEpochRequestV2
 from kio.schema.offset_for_leader_epoch.v2.response import (
     OffsetForLeaderEpochResponse as OffsetForLeaderEpochResponseV2,
@@ -310,6 +342,10 @@ from kio.schema.produce.v8.request import ProduceRequest as ProduceRequestV8
 from kio.schema.produce.v8.response import ProduceResponse as ProduceResponseV8
 from kio.schema.produce.v9.request import ProduceRequest as ProduceRequestV9
 from kio.schema.produce.v9.response import ProduceResponse as ProduceResponseV9
+from kio.schema.produce.v10.request import ProduceRequest as ProduceRequestV10
+from kio.schema.produce.v10.response import ProduceResponse as ProduceResponseV10
+from kio.schema.produce.v11.request import ProduceRequest as ProduceRequestV11
+from kio.schema.produce.v11.response import ProduceResponse as ProduceResponseV11
 from kio.schema.sync_group.v0.request import SyncGroupRequest as SyncGroupRequestV0
 from kio.schema.sync_group.v0.response import SyncGroupResponse as SyncGroupResponseV0
 from kio.schema.sync_group.v1.request import SyncGroupRequest as SyncGroupRequestV1
@@ -351,6 +387,10 @@ AddPartitionsToTxnResponse = (
 )
 AlterConfigsRequest = AlterConfigsRequestV0 | AlterConfigsRequestV1 | AlterConfigsRequestV2
 AlterConfigsResponse = AlterConfigsResponseV0 | AlterConfigsResponseV1 | AlterConfigsResponseV2
+ConsumerGroupDescribeRequest = ConsumerGroupDescribeRequestV0
+ConsumerGroupDescribeResponse = ConsumerGroupDescribeResponseV0
+ConsumerGroupHeartbeatRequest = ConsumerGroupHeartbeatRequestV0
+ConsumerGroupHeartbeatResponse = ConsumerGroupHeartbeatResponseV0
 CreatePartitionsRequest = (
     CreatePartitionsRequestV0 | CreatePartitionsRequestV1 | CreatePartitionsRequestV2 | CreatePartitionsRequestV3
 )
@@ -383,6 +423,7 @@ DeleteTopicsRequest = (
     | DeleteTopicsRequestV3
     | DeleteTopicsRequestV4
     | DeleteTopicsRequestV5
+    | DeleteTopicsRequestV6
 )
 DeleteTopicsResponse = (
     DeleteTopicsResponseV1
@@ -390,6 +431,7 @@ DeleteTopicsResponse = (
     | DeleteTopicsResponseV3
     | DeleteTopicsResponseV4
     | DeleteTopicsResponseV5
+    | DeleteTopicsResponseV6
 )
 DescribeClusterRequest = DescribeClusterRequestV0 | DescribeClusterRequestV1
 DescribeClusterResponse = DescribeClusterResponseV0 | DescribeClusterResponseV1
@@ -417,6 +459,8 @@ DescribeGroupsResponse = (
 )
 DescribeProducersRequest = DescribeProducersRequestV0
 DescribeProducersResponse = DescribeProducersResponseV0
+DescribeTopicPartitionsRequest = DescribeTopicPartitionsRequestV0
+DescribeTopicPartitionsResponse = DescribeTopicPartitionsResponseV0
 DescribeTransactionsRequest = DescribeTransactionsRequestV0
 DescribeTransactionsResponse = DescribeTransactionsResponseV0
 EndTxnRequest = EndTxnRequestV0 | EndTxnRequestV1 | EndTxnRequestV2 | EndTxnRequestV3
@@ -431,6 +475,11 @@ FetchRequest = (
     | FetchRequestV10
     | FetchRequestV11
     | FetchRequestV12
+    | FetchRequestV13
+    | FetchRequestV14
+    | FetchRequestV15
+    | FetchRequestV16
+    | FetchRequestV17
 )
 FetchResponse = (
     FetchResponseV4
@@ -442,6 +491,11 @@ FetchResponse = (
     | FetchResponseV10
     | FetchResponseV11
     | FetchResponseV12
+    | FetchResponseV13
+    | FetchResponseV14
+    | FetchResponseV15
+    | FetchResponseV16
+    | FetchResponseV17
 )
 FindCoordinatorRequest = (
     FindCoordinatorRequestV0
@@ -583,6 +637,7 @@ OffsetCommitRequest = (
     | OffsetCommitRequestV6
     | OffsetCommitRequestV7
     | OffsetCommitRequestV8
+    | OffsetCommitRequestV9
 )
 OffsetCommitResponse = (
     OffsetCommitResponseV2
@@ -592,6 +647,7 @@ OffsetCommitResponse = (
     | OffsetCommitResponseV6
     | OffsetCommitResponseV7
     | OffsetCommitResponseV8
+    | OffsetCommitResponseV9
 )
 OffsetDeleteRequest = OffsetDeleteRequestV0
 OffsetDeleteResponse = OffsetDeleteResponseV0
@@ -603,6 +659,7 @@ OffsetFetchRequest = (
     | OffsetFetchRequestV6
     | OffsetFetchRequestV7
     | OffsetFetchRequestV8
+    | OffsetFetchRequestV9
 )
 OffsetFetchResponse = (
     OffsetFetchResponseV2
@@ -612,6 +669,7 @@ OffsetFetchResponse = (
     | OffsetFetchResponseV6
     | OffsetFetchResponseV7
     | OffsetFetchResponseV8
+    | OffsetFetchResponseV9
 )
 OffsetForLeaderEpochRequest = (
     OffsetForLeaderEpochRequestV2 | OffsetForLeaderEpochRequestV3 | OffsetForLeaderEpochRequestV4
@@ -627,6 +685,8 @@ ProduceRequest = (
     | ProduceRequestV7
     | ProduceRequestV8
     | ProduceRequestV9
+    | ProduceRequestV10
+    | ProduceRequestV11
 )
 ProduceResponse = (
     ProduceResponseV3
@@ -636,6 +696,8 @@ ProduceResponse = (
     | ProduceResponseV7
     | ProduceResponseV8
     | ProduceResponseV9
+    | ProduceResponseV10
+    | ProduceResponseV11
 )
 SyncGroupRequest = (
     SyncGroupRequestV0

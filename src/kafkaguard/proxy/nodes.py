@@ -18,6 +18,8 @@ The directory also keeps each node's ``auto.create.topics.enable`` (read from th
 ``broker_settings``): a broker applies its own setting to the Metadata requests it receives, so the Metadata
 handler asks for the setting of the broker its upstream connection reached, by address (a node's advertised
 address, or a bootstrap server's once it is known which node answers there).
+
+And it holds the upstream's topic ids (``topic_ids.TopicIds``): one cluster, one map, shared by every connection.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from kafkaguard.config import Listener
+from kafkaguard.proxy.topic_ids import TopicIds
 from kafkaguard.proxy.upstream import Address
 
 log = logging.getLogger(__name__)
@@ -59,6 +62,8 @@ class NodeDirectory:
         self._auto_create: dict[int, bool] = {}
         self._on_new_node: Callable[[int], Awaitable[None]] | None = None
         self._on_address: Callable[[UpstreamNode], None] | None = None
+        #: The upstream's topic ids and names, for the requests that name topics by id.
+        self.topic_ids = TopicIds()
 
     def on_new_node(self, hook: Callable[[int], Awaitable[None]]) -> None:
         self._on_new_node = hook

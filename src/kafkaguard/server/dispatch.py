@@ -7,6 +7,7 @@ from collections.abc import Awaitable
 
 from kafkaguard.apis import STORE_HANDLERS, Handler
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
 from kafkaguard.protocol.replies import Response
@@ -36,6 +37,10 @@ class ServerDispatcher:
     @property
     def versions(self) -> Versions:
         return SUPPORTED_VERSIONS
+
+    @property
+    def features(self) -> Features:
+        return NO_FEATURES  # kafkaguard's own server runs no cluster features
 
     def dispatch(self, incoming: Incoming) -> Awaitable[Response]:
         request = incoming.request  # the handler's coroutine itself: no frame of this method's per request

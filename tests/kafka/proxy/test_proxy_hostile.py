@@ -67,7 +67,10 @@ def test_hostile_lengths_close_the_connection_and_never_reach_the_upstream(
     guarded: ServerHandle, upstream_requests: list[bytes], login: bool
 ):
     apis = offered(guarded)
-    assert (0, 9) in apis and (1, 12) in apis, "Produce v9 and Fetch v12 are offered, so they are fuzzed"
+    assert (0, 11) in apis and (1, 12) in apis, "Produce v11 and Fetch v12 are offered, so they are fuzzed"
+    assert {(1, 17), (20, 6), (75, 0)} <= set(apis), "Fetch v17, DeleteTopics v6, DescribeTopicPartitions too"
+    kip848 = {(68, 0), (69, 0), (8, 9), (9, 9)}  # ConsumerGroupHeartbeat/Describe v0, OffsetCommit/OffsetFetch v9
+    assert kip848 <= set(apis), f"the KIP-848 APIs are offered (broker configured for them): {kip848 - set(apis)}"
     watchdog = connect(guarded, login=True)
     sent = 0
     for api_key, version in apis:

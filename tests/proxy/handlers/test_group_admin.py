@@ -1,13 +1,20 @@
 """``proxy.handlers.group_admin`` against an in-memory upstream: DescribeGroups and DeleteGroups go up as the client
 sent them when every group is allowed, and otherwise refuse the denied groups (GROUP_AUTHORIZATION_FAILED) and forward
 only the allowed ones; ListGroups leaves out the groups the caller may not describe; OffsetDelete refuses a denied
-group whole and a denied topic per partition; an upstream that fails ends the request with ``UpstreamUnavailable``."""
+group whole and a denied topic per partition; an upstream that fails ends the request with ``UpstreamUnavailable``.
+
+ConsumerGroupDescribe (KIP-848) refuses the groups the caller may not describe (before the others), forwards the rest,
+replaces a group whose assignments name a topic the caller may not describe with TOPIC_AUTHORIZATION_FAILED (Kafka
+4.0's check), and fills authorized operations from kafkaguard's ACLs."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
+from kio.schema.consumer_group_describe.v0 import request as consumer_describe_request
+from kio.schema.consumer_group_describe.v0 import response as consumer_describe_response
 from kio.schema.delete_groups.v2 import request as delete_request
 from kio.schema.delete_groups.v2 import response as delete_response
 from kio.schema.describe_groups.v5 import request as describe_request
@@ -17,7 +24,9 @@ from kio.schema.list_groups.v4 import request as list_request
 from kio.schema.list_groups.v4 import response as list_response
 from kio.schema.offset_delete.v0 import request as offset_delete_request
 from kio.schema.offset_delete.v0 import response as offset_delete_response
+from kio.static.primitive import i32
 
+from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
@@ -122,3 +131,99 @@ def test_offset_delete_of_a_denied_group_never_goes_upstream(services: Services)
 def test_an_upstream_failure_ends_the_request(services: Services):
     with pytest.raises(UpstreamUnavailable):
         handle(services, MemoryUpstream(unavailable), describe("feed-g", "secret-g"))
+
+
+# ------------------------------------------------------------------------------------------ ConsumerGroupDescribe
+
+FEED_ID = uuid.UUID(int=1)
+SECRET_ID = uuid.UUID(int=2)
+
+
+def assignment(*topics: tuple[uuid.UUID, str]) -> Any:
+    return entity(consumer_describe_response.Assignment, topic_partitions=tuple(
+        entity(consumer_describe_response.TopicPartitions, topic_id=topic_id, topic_name=name, partitions=(i32(0),))
+        for topic_id, name in topics
+    ))  # fmt: skip
+
+
+def described_with(topics: dict[str, tuple[str, ...]]) -> Any:
+    """An upstream describing each asked group with one member assigned ``topics[group]`` (target: the same)."""
+
+    def answer(api_key: ApiKey, version: int, request: Any) -> Any:
+        groups = []
+        for group_id in request.group_ids:
+            named = [(FEED_ID if name.startswith("feed-") else SECRET_ID, name) for name in topics.get(group_id, ())]
+            one = entity(
+                consumer_describe_response.Member, member_id="m-1", client_id="c", client_host="/10.0.0.9",
+                assignment=assignment(*named), target_assignment=assignment(*named),
+            )  # fmt: skip
+            groups.append(entity(consumer_describe_response.DescribedGroup, group_id=group_id, group_state="Stable",
+                                 group_epoch=i32(4), assignor_name="uniform", members=(one,),
+                                 authorized_operations=i32(OPERATIONS_NOT_REQUESTED)))  # fmt: skip
+        return answer_of(api_key, version, groups=tuple(groups))
+
+    return answer
+
+
+def describe_consumer_groups(*group_ids: str, operations: bool = False) -> Any:
+    return entity(consumer_describe_request.ConsumerGroupDescribeRequest, group_ids=group_ids,
+                  include_authorized_operations=operations)  # fmt: skip
+
+
+@pytest.fixture
+def describer(services: Services) -> None:
+    allow(services, "User:alice", ResourceType.GROUP, "feed-", AclOperation.DESCRIBE)
+    allow(services, "User:alice", ResourceType.TOPIC, "feed-", AclOperation.DESCRIBE)
+
+
+def group_errors(answer: Any) -> list[tuple[str, ErrorCode, int]]:
+    return [(g.group_id, g.error_code, len(g.members)) for g in answer.groups]
+
+
+@pytest.mark.usefixtures("describer")
+def test_describe_refuses_denied_groups_first_and_forwards_only_the_others(services: Services):
+    upstream = MemoryUpstream(described_with({"feed-g": ("feed-a",)}))
+    answer = handle(services, upstream, describe_consumer_groups("feed-g", "secret-g")).answer()
+    assert upstream.bodies(ApiKey.CONSUMER_GROUP_DESCRIBE)[0].group_ids == ("feed-g",)
+    assert group_errors(answer) == [
+        ("secret-g", ErrorCode.group_authorization_failed, 0),
+        ("feed-g", ErrorCode.none, 1),
+    ]
+    refused = answer.groups[0]
+    assert (refused.group_state, refused.group_epoch, refused.authorized_operations) == (
+        "",
+        0,
+        OPERATIONS_NOT_REQUESTED,
+    )
+
+
+@pytest.mark.usefixtures("describer")
+def test_describe_of_only_denied_groups_never_goes_upstream(services: Services):
+    upstream = MemoryUpstream(described_with({}))
+    answer = handle(services, upstream, describe_consumer_groups("secret-g", "secret-h")).answer()
+    assert upstream.sent == []
+    assert [g.error_code for g in answer.groups] == [ErrorCode.group_authorization_failed] * 2
+
+
+@pytest.mark.usefixtures("describer")
+def test_describe_hides_a_group_assigned_a_topic_not_describable(services: Services):
+    upstream = MemoryUpstream(described_with({"feed-g": ("feed-a",), "feed-h": ("feed-a", "secret-b")}))
+    answer = handle(services, upstream, describe_consumer_groups("feed-g", "feed-h")).answer()
+    assert group_errors(answer) == [("feed-g", ErrorCode.none, 1), ("feed-h", ErrorCode.topic_authorization_failed, 0)]
+    assert "secret-b" not in repr(answer)
+
+
+@pytest.mark.usefixtures("describer")
+def test_describe_authorized_operations_are_the_callers(services: Services):
+    upstream = MemoryUpstream(described_with({"feed-g": ("feed-a",)}))
+    answer = handle(services, upstream, describe_consumer_groups("feed-g", operations=True)).answer()
+    describe_, delete = AclOperation.DESCRIBE.code, AclOperation.DELETE.code
+    assert answer.groups[0].authorized_operations == (1 << describe_) | (1 << delete)
+
+
+@pytest.mark.usefixtures("describer")
+def test_describe_without_operations_keeps_the_upstreams_field(services: Services):
+    upstream = MemoryUpstream(described_with({"feed-g": ("feed-a",)}))
+    answer = handle(services, upstream, describe_consumer_groups("feed-g")).answer()
+    assert answer.groups[0].authorized_operations == OPERATIONS_NOT_REQUESTED
+    assert answer.groups[0].members[0].assignment.topic_partitions[0].topic_name == "feed-a"

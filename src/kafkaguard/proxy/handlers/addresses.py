@@ -32,3 +32,13 @@ async def proxied_node(scope: ProxyScope, node_id: int, host: str, port: int) ->
         return host, port
     await scope.nodes.learn([UpstreamNode(node_id, Address(host, port))])
     return scope.nodes.advertised(scope.listener, node_id)
+
+
+async def rewrite_node_endpoints(scope: ProxyScope, endpoints: Any) -> tuple[Any, ...]:
+    """KIP-951 leader discovery's ``node_endpoints`` (Produce v10+, Fetch v16+: ``NodeEndpoint`` {node_id, host, port,
+    rack}) at the proxy's address for each node, exactly as Metadata's brokers (``proxied_brokers``): learned first, a
+    node the proxy cannot serve left out (the client then finds its leader through Metadata, as when the upstream
+    sends no endpoint), the rack kept. Kafka sends them with NOT_LEADER_OR_FOLLOWER, for the partitions' new leaders
+    (``KafkaApis.handleProduceRequest`` / ``handleFetchRequest``, 3.9: ``getCurrentLeader`` → ``nodeEndpoints``); a
+    client connects to them directly, so an upstream address here would let it bypass the proxy."""
+    return await proxied_brokers(scope, endpoints)

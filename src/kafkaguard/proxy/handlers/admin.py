@@ -10,7 +10,9 @@ DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, OffsetForLeaderEpoch): a
 * DeleteTopics (by name): DELETE on the cluster, else DESCRIBE and DELETE on each topic. A topic the caller may not
   describe is TOPIC_AUTHORIZATION_FAILED whether it exists or not; one it may describe but not delete is
   UNKNOWN_TOPIC_OR_PARTITION when absent (the proxy asks the upstream's Metadata, without auto-creation) and
-  TOPIC_AUTHORIZATION_FAILED otherwise; duplicates are INVALID_REQUEST (messages: the error's default text);
+  TOPIC_AUTHORIZATION_FAILED otherwise; duplicates are INVALID_REQUEST (messages: the error's default text). v6 may
+  name topics by id: each resolved to its name first (UNKNOWN_TOPIC_ID when none), then authorized by that name
+  (``_delete_topics_v6``);
 * CreatePartitions: ALTER on each topic (TOPIC_AUTHORIZATION_FAILED, no message; duplicates INVALID_REQUEST);
 * DeleteRecords: DELETE on each topic (its partitions TOPIC_AUTHORIZATION_FAILED, low watermark -1);
 * DescribeConfigs / AlterConfigs / IncrementalAlterConfigs: DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic of a
@@ -30,6 +32,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity
@@ -61,6 +64,7 @@ from kafkaguard.proxy.builders import (
     describe_configs_result,
     incremental_alter_configs_alter_configs_resource_response,
 )
+from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import (
     AlterConfigsRequest,
     CreatePartitionsRequest,
@@ -83,6 +87,12 @@ from kafkaguard.store.uuids import ZERO_UUID
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER
 _DUPLICATE = ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME)
 _UNKNOWN_TOPIC = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_UNKNOWN_ID = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)
+_NEITHER = ItemError(KafkaErrorCode.INVALID_REQUEST, "Neither topic name nor id were specified.")
+_BOTH = ItemError(KafkaErrorCode.INVALID_REQUEST, "You may not specify both topic name and topic id.")
+_DUPLICATE_ID = ItemError(KafkaErrorCode.INVALID_REQUEST, "Duplicate topic id.")
+#: DeleteTopics names topics by id from v6 (KIP-516).
+_DELETE_BY_ID_FROM = 6
 _DELETE_RECORDS_REFUSAL = PartitionRefusal(
     "DeleteRecordsTopicResult", "DeleteRecordsPartitionResult", placeholders={"low_watermark": -1}
 )
@@ -176,23 +186,17 @@ def _hide_configs(scope: ProxyScope, results: Sequence[CreatableTopicResult]) ->
 
 
 async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Reply:
+    if scope.api_version >= _DELETE_BY_ID_FROM:
+        return await _delete_topics_v6(scope, request)
     cls: type[DeleteTopicsResponse] = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
-    once, duplicates = _split_duplicates(list(request.topic_names))
+    once, duplicates = _split_duplicates(list(getattr(request, "topic_names")))  # noqa: B009 - v1-v5
     outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: once})
     deletable = [name for name in once if outcome.allows(TOPIC, name)]
-    # Kafka (ControllerApis.deleteTopics) checks DESCRIBE, then existence, then DELETE: a missing topic the caller
-    # may describe is UNKNOWN_TOPIC_OR_PARTITION even without DELETE. The DESCRIBE results are the request's own.
-    describable = {
-        action.resource_pattern.name
-        for action, result in outcome.decisive
-        if action.operation is AclOperation.DESCRIBE and action.resource_pattern.resource_type is TOPIC
-        and result is AuthorizationResult.ALLOWED
-    }  # fmt: skip
+    describable = _describable(outcome)
     described_only = [name for name in once if name not in deletable and name in describable]
     existing = await _existing_topics(scope, described_only) if described_only else set()
 
-    def result(name: str, error: ItemError) -> DeletableTopicResult:
-        # no topic_id: DeleteTopics v6 (by id) is above the proxy's cap, and v1-v5 results have none
+    def result(name: str, error: ItemError) -> DeletableTopicResult:  # v1-v5 results have no topic_id
         return deletable_topic_result(cls, name=name, **error_fields(error, default_text=True))
 
     refused = [result(name, _DUPLICATE) for name in duplicates]
@@ -208,12 +212,85 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
     )
 
 
+def _describable(outcome: Any) -> set[str]:
+    """The topics the DeleteTopics check found describable. Kafka (``ControllerApis.deleteTopics``) checks DESCRIBE,
+    then existence, then DELETE: a missing topic the caller may describe is UNKNOWN_TOPIC_OR_PARTITION even without
+    DELETE. The DESCRIBE results are the request's own."""
+    return {
+        action.resource_pattern.name
+        for action, result in outcome.decisive
+        if action.operation is AclOperation.DESCRIBE and action.resource_pattern.resource_type is TOPIC
+        and result is AuthorizationResult.ALLOWED
+    }  # fmt: skip
+
+
+async def _delete_topics_v6(scope: ProxyScope, request: Any) -> Reply:
+    """DeleteTopics v6 (topics by name or by id), as ``ControllerApis.deleteTopics`` (Kafka 3.9):
+
+    * neither name nor id: INVALID_REQUEST "Neither topic name nor id were specified."; both: INVALID_REQUEST "You
+      may not specify both topic name and topic id."; a name or an id given twice: "Duplicate topic name." / "Duplicate
+      topic id." (names as v1-v5);
+    * each id is resolved to its name (``controller.findTopicNames``; here ``topic_ids``, asked of the upstream afresh:
+      a deletion is rare and must not act on a stale name): none is UNKNOWN_TOPIC_ID (null name); then the names are
+      authorized as by-name deletions are: not deletable is TOPIC_AUTHORIZATION_FAILED, with the name when the caller
+      may describe the topic, with a null name when not (Kafka "refrains from commenting", so the id's name is not
+      revealed); a name is answered as in v1-v5.
+
+    Only the deletable entries go upstream, each as the client gave it (by id or by name): the rebuilt request names
+    nothing more, and an id the upstream no longer knows is its own UNKNOWN_TOPIC_ID."""
+    cls: type[DeleteTopicsResponse] = response_schema(ApiKey.DELETE_TOPICS, scope.api_version)
+
+    def result(name: str | None, topic_id: UUID, error: ItemError) -> DeletableTopicResult:
+        return deletable_topic_result(cls, name=name, topic_id=topic_id, **error_fields(error, default_text=True))
+
+    refused: list[DeletableTopicResult] = []
+    by_name: list[Any] = []
+    by_id: list[Any] = []
+    for topic in request.topics:
+        topic_id = topic.topic_id if topic.topic_id is not None else ZERO_UUID
+        if topic.name is None and topic_id == ZERO_UUID:
+            refused.append(result(None, ZERO_UUID, _NEITHER))
+        elif topic.name is not None and topic_id != ZERO_UUID:
+            refused.append(result(topic.name, topic_id, _BOTH))
+        else:
+            (by_id if topic.name is None else by_name).append(topic)
+    names_once, names_twice = _split_duplicates([str(t.name) for t in by_name])
+    ids_once = [i for i, n in Counter(t.topic_id for t in by_id).items() if n == 1]
+    ids_twice = [i for i, n in Counter(t.topic_id for t in by_id).items() if n > 1]
+    refused += [result(name, ZERO_UUID, _DUPLICATE) for name in names_twice]
+    refused += [result(None, i, _DUPLICATE_ID) for i in ids_twice]
+    named = await topic_names(scope, ids_once, fresh=True) if ids_once else {}
+    refused += [result(None, i, _UNKNOWN_ID) for i in ids_once if i not in named]
+    checked = list(dict.fromkeys([*names_once, *named.values()]))
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.DELETE_TOPICS], {TOPIC: checked})
+    describable = _describable(outcome)
+    deletable = {name for name in checked if outcome.allows(TOPIC, name)}
+    for i, name in named.items():
+        if name not in deletable:
+            refused.append(result(name if name in describable else None, i, TOPIC_DENIED))
+    described_only = [name for name in names_once if name not in deletable and name in describable]
+    existing = await _existing_topics(scope, described_only) if described_only else set()
+    for name in names_once:
+        if name not in deletable:
+            absent = name in described_only and name not in existing
+            refused.append(result(name, ZERO_UUID, _UNKNOWN_TOPIC if absent else TOPIC_DENIED))
+    if not refused:
+        return await scope.relay()
+    allowed = tuple(
+        t for t in request.topics
+        if (t.name is None and t.topic_id in named and named[t.topic_id] in deletable)
+        or (t.name is not None and t.name in names_once and t.name in deletable)
+    )  # fmt: skip
+    return await with_refused(scope, request, tuple(refused), allowed, field="topics", answer_field="responses")
+
+
 async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
     """Which of ``names`` exist upstream: the proxy's own Metadata request, never creating a topic."""
     schema = request_schema(ApiKey.METADATA, _METADATA_VERSION)
     topic_cls = nested(schema, "MetadataRequestTopic")
     topics = tuple(build_request(topic_cls, name=name) for name in names)
     body = build_request(schema, topics=topics, allow_auto_topic_creation=False)
+    await scope.outbox.flushed()  # the proxy's own request waits for the answers relayed before it (in order)
     answer = await scope.upstream.call(ApiKey.METADATA, _METADATA_VERSION, body)
     return {t.name for t in answer.topics if t.error_code != ErrorCode.unknown_topic_or_partition}
 

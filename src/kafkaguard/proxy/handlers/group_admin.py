@@ -1,4 +1,5 @@
-"""The group administration APIs (DescribeGroups, ListGroups, DeleteGroups, OffsetDelete), as KafkaApis.
+"""The group administration APIs (DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, ConsumerGroupDescribe), as
+KafkaApis.
 
 As ``KafkaApis`` (Kafka 3.9):
 
@@ -12,7 +13,19 @@ As ``KafkaApis`` (Kafka 3.9):
 * OffsetDelete: DELETE on the group, else the whole request is GROUP_AUTHORIZATION_FAILED; then READ on each topic
   (a refused topic's partitions: TOPIC_AUTHORIZATION_FAILED). The allowed part is forwarded even when empty, as
   Kafka always asks its coordinator: a group-level error of the upstream (e.g. GROUP_ID_NOT_FOUND) then replaces
-  the partition errors, as ``OffsetDeleteResponse.Builder.merge`` does.
+  the partition errors, as ``OffsetDeleteResponse.Builder.merge`` does;
+* ConsumerGroupDescribe (KIP-848, ``handleConsumerGroupDescribe``): DESCRIBE on each group; a refused group is
+  ``DescribedGroup`` with only its id and GROUP_AUTHORIZATION_FAILED (every other field at its default), listed
+  before the described ones; the others are asked of the coordinator (duplicates kept, as Kafka passes the list on).
+  With ``IncludeAuthorizedOperations`` each described group without an error gets the caller's authorized
+  operations under kafkaguard's ACLs (the upstream's would be the proxy's own).
+
+Kafka 3.9's ConsumerGroupDescribe returns members' assignments and target assignments by topic id *and name* whatever
+the caller may DESCRIBE. Kafka 4.0 closed that (KAFKA-18813, apache/kafka#18989): a described group whose members'
+assignments or target assignments name a topic the caller may not DESCRIBE is replaced by an error group,
+TOPIC_AUTHORIZATION_FAILED, without its members (as a refused group). The proxy does as 4.0, decided per group (fail
+closed). Nothing in the answer is a broker address (members' ``client_host`` is the address the upstream saw the
+member connect from: the proxy's own outbound address).
 """
 
 from __future__ import annotations
@@ -23,14 +36,24 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
-from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Requirement, authorized_operations
-from kafkaguard.model import ResourceType
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement, authorized_operations
+from kafkaguard.model import AclOperation, ItemError, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
-from kafkaguard.proxy.builders import DescribedGroup, deletable_group_result, describe_groups_response, described_group
+from kafkaguard.proxy.builders import (
+    ConsumerGroupDescribeDescribedGroup,
+    DescribeGroupsDescribedGroup,
+    consumer_group_describe_described_group,
+    consumer_group_describe_response,
+    deletable_group_result,
+    describe_groups_described_group,
+    describe_groups_response,
+)
 from kafkaguard.proxy.messages import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     DescribeGroupsRequest,
@@ -51,6 +74,12 @@ from kafkaguard.proxy.scope import ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 _OFFSET_DELETE_REFUSAL = PartitionRefusal("OffsetDeleteResponseTopic", "OffsetDeleteResponsePartition")
+#: Kafka 4.0's check of the topics a described consumer group's members are assigned (KAFKA-18813): DESCRIBE on each.
+ASSIGNED_TOPICS = Requirement(
+    "ConsumerGroupDescribe(assignments)",
+    per_resource=(Check(AclOperation.DESCRIBE, TOPIC),),
+    denial_error="TOPIC_AUTHORIZATION_FAILED",
+)
 
 
 def _allowed(scope: ProxyScope, requirement: Requirement, rtype: ResourceType, names: Sequence[str]) -> set[str]:
@@ -66,7 +95,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     describable = _allowed(scope, REQUIREMENTS[ApiKey.DESCRIBE_GROUPS], GROUP, list(dict.fromkeys(request.groups)))
     with_operations = bool(getattr(request, "include_authorized_operations", False))
     refused = tuple(
-        described_group(
+        describe_groups_described_group(
             cls,
             error_code=wire_error(GROUP_DENIED),
             group_id=group_id,
@@ -87,7 +116,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     answer: DescribeGroupsResponse = (
         await scope.forward(rebuild_request(request, groups=allowed) if refused else None)
     ).body()
-    described: tuple[DescribedGroup, ...] = answer.groups
+    described: tuple[DescribeGroupsDescribedGroup, ...] = answer.groups
     if with_operations:
         described = tuple(
             rebuild(group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP,
@@ -147,10 +176,69 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
     return rebuild(answer, topics=answer.topics + refused)
 
 
+# ------------------------------------------------------------------------------------------ ConsumerGroupDescribe
+
+
+async def consumer_group_describe(scope: ProxyScope, request: ConsumerGroupDescribeRequest) -> Reply:
+    cls: type[ConsumerGroupDescribeResponse] = response_schema(ApiKey.CONSUMER_GROUP_DESCRIBE, scope.api_version)
+    ids = list(dict.fromkeys(request.group_ids))
+    describable = _allowed(scope, REQUIREMENTS[ApiKey.CONSUMER_GROUP_DESCRIBE], GROUP, ids)
+    refused = tuple(
+        _consumer_group_error(cls, group_id, GROUP_DENIED)
+        for group_id in request.group_ids
+        if group_id not in describable
+    )
+    allowed = tuple(group_id for group_id in request.group_ids if group_id in describable)
+    if not allowed:
+        return consumer_group_describe_response(cls, throttle_time=NO_THROTTLE, groups=refused)
+    # Only the describable groups go upstream: the request loses groups, never gains any (forward no more than
+    # was authorized); ``include_authorized_operations`` goes as sent, its answer is replaced below.
+    answer: ConsumerGroupDescribeResponse = (
+        await scope.forward(rebuild_request(request, group_ids=allowed) if refused else None)
+    ).body()
+    assigned = {
+        group.group_id: _assigned_topics(group) for group in answer.groups if group.error_code == ErrorCode.none
+    }
+    visible = _allowed(scope, ASSIGNED_TOPICS, TOPIC, sorted(set().union(*assigned.values()))) if assigned else set()
+    described: list[ConsumerGroupDescribeDescribedGroup] = []
+    for group in answer.groups:
+        if group.error_code != ErrorCode.none:
+            described.append(group)
+        elif not assigned[group.group_id] <= visible:
+            described.append(_consumer_group_error(cls, group.group_id, TOPIC_DENIED))
+        elif request.include_authorized_operations:
+            operations = authorized_operations(scope.snapshot, scope.context, GROUP, group.group_id)
+            described.append(rebuild(group, authorized_operations=operations))
+        else:
+            described.append(group)
+    return rebuild(answer, groups=refused + tuple(described))
+
+
+def _consumer_group_error(
+    cls: type[ConsumerGroupDescribeResponse], group_id: str, error: ItemError
+) -> ConsumerGroupDescribeDescribedGroup:
+    """Kafka's refused ``DescribedGroup``: the group id and the error, every other field at its default."""
+    return consumer_group_describe_described_group(
+        cls, error_code=wire_error(error), error_message=None, group_id=group_id, group_state="", group_epoch=0,
+        assignment_epoch=0, assignor_name="", members=(), authorized_operations=OPERATIONS_NOT_REQUESTED,
+    )  # fmt: skip
+
+
+def _assigned_topics(group: ConsumerGroupDescribeDescribedGroup) -> set[str]:
+    """The topic names of every member's current and target assignment."""
+    return {
+        partitions.topic_name
+        for member in group.members
+        for assignment in (member.assignment, member.target_assignment)
+        for partitions in assignment.topic_partitions
+    }
+
+
 #: API → handler; merged into ``proxy.connection.HANDLERS``.
 HANDLERS: dict[ApiKey, Any] = {
     ApiKey.DESCRIBE_GROUPS: describe_groups,
     ApiKey.LIST_GROUPS: list_groups,
     ApiKey.DELETE_GROUPS: delete_groups,
     ApiKey.OFFSET_DELETE: offset_delete,
+    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
 }

@@ -1,4 +1,5 @@
-"""The consumer-group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (11-14), OffsetCommit (8), OffsetFetch (9).
+"""The consumer-group APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup (11-14), OffsetCommit (8), OffsetFetch (9),
+and the KIP-848 consumer group protocol's ConsumerGroupHeartbeat (68).
 
 As ``KafkaApis`` (Kafka 3.9):
 
@@ -8,18 +9,36 @@ As ``KafkaApis`` (Kafka 3.9):
   topic (a denied topic's partitions get TOPIC_AUTHORIZATION_FAILED; the rest are committed);
 * OffsetFetch needs DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED for the group) and DESCRIBE on each
   topic: a named topic without it gets TOPIC_AUTHORIZATION_FAILED per partition (offset -1, metadata ""), and a
-  request for all of a group's offsets silently leaves such topics out.
+  request for all of a group's offsets silently leaves such topics out. v9 (the versions a KIP-848 member sends, with
+  its member id and epoch) is authorized the same way: the member fields go upstream unchanged, and the coordinator
+  checks them (``handleOffsetCommitRequest``/``handleOffsetFetchRequestFromCoordinator`` do not look at them);
+* ConsumerGroupHeartbeat (``handleConsumerGroupHeartbeat``) needs READ on the group, else the response is
+  ``ConsumerGroupHeartbeatRequest.getErrorResponse`` (GROUP_AUTHORIZATION_FAILED, member epoch and heartbeat
+  interval 0, no member id, no assignment) and nothing reaches the upstream.
+
+Kafka 3.9 checks nothing more for ConsumerGroupHeartbeat: a member may subscribe to topics it may not DESCRIBE and
+is then assigned their partitions (named by topic id) — their existence and partition count leak. Kafka 4.0 closed
+that (KAFKA-18813, apache/kafka#18989): when the request names its subscription (``SubscribedTopicNames`` not null),
+every name must be DESCRIBE-able, else the whole response is TOPIC_AUTHORIZATION_FAILED and the coordinator is not
+asked. The proxy does as 4.0 (fail closed; a null subscription is "unchanged since the last heartbeat", checked
+when it was sent, as 4.0 does). Regex subscriptions: 3.9's v0 has no ``SubscribedTopicRegex`` (that is v1, Kafka
+4.0), and the proxy offers v0 only; a 3.9 Java consumer subscribed to a pattern resolves it itself against Metadata,
+which the proxy answers with the topics the caller may DESCRIBE only, and sends the names — checked as above. The
+answer is relayed as it is: it names the member, its epoch, and its assignment by topic id and partition, never a
+broker address.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponse as OffsetFetchResponseV8
+from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFetchResponseV9
 
-from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
-from kafkaguard.model import ResourceType
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
+from kafkaguard.model import AclOperation, ItemError, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
@@ -31,6 +50,7 @@ from kafkaguard.proxy.builders import (
     offset_fetch_response_group,
 )
 from kafkaguard.proxy.messages import (
+    ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
@@ -57,6 +77,16 @@ _FETCH_REFUSALS = {
     )
     for grouped, suffix in ((False, ""), (True, "s"))
 }
+
+
+#: The answers per group (v8+) decoded at the request's version.
+_GROUPED_ANSWERS = (OffsetFetchResponseV8, OffsetFetchResponseV9)
+#: Kafka 4.0's check of a ConsumerGroupHeartbeat's subscribed names (KAFKA-18813): DESCRIBE on each.
+SUBSCRIPTION = Requirement(
+    "ConsumerGroupHeartbeat(subscription)",
+    per_resource=(Check(AclOperation.DESCRIBE, TOPIC),),
+    denial_error="TOPIC_AUTHORIZATION_FAILED",
+)
 
 
 def _may_read_group(scope: ProxyScope, group_id: str) -> bool:
@@ -90,6 +120,24 @@ async def leave_group(scope: ProxyScope, request: LeaveGroupRequest) -> Reply:
     return error_response(scope, GROUP_DENIED, members=())
 
 
+async def consumer_group_heartbeat(scope: ProxyScope, request: ConsumerGroupHeartbeatRequest) -> Reply:
+    if not _may_read_group(scope, request.group_id):
+        return _heartbeat_refused(scope, GROUP_DENIED)
+    subscribed = request.subscribed_topic_names
+    if subscribed:  # null or empty: nothing named (null keeps the subscription already checked)
+        names = list(dict.fromkeys(subscribed))
+        outcome = scope.authorize(SUBSCRIPTION, {TOPIC: names})
+        if not all(outcome.allows(TOPIC, name) for name in names):
+            return _heartbeat_refused(scope, TOPIC_DENIED)
+    return await scope.relay()
+
+
+def _heartbeat_refused(scope: ProxyScope, error: ItemError) -> Reply:
+    """``ConsumerGroupHeartbeatRequest.getErrorResponse``: the error code, every other field at its default."""
+    return error_response(scope, error, member_id=None, member_epoch=0, heartbeat_interval=timedelta(0),
+                          assignment=None)  # fmt: skip
+
+
 async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Reply:
     names = list(dict.fromkeys(topic.name for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_COMMIT], {GROUP: [request.group_id], TOPIC: names})
@@ -112,7 +160,7 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
         return error_response(scope, GROUP_DENIED, topics=())
     if named is None:  # every topic of the group: those the caller may not describe are left out
         answer: OffsetFetchResponse = (await scope.forward()).body()
-        if isinstance(answer, OffsetFetchResponseV8):  # decoded at the request's version: v8 went to the per-group path
+        if isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version: v8+ went to the per-group path
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
         visible = _describable(scope, [topic.name for topic in answer.topics])
         return rebuild(answer, topics=tuple(topic for topic in answer.topics if topic.name in visible))
@@ -149,10 +197,10 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
     answered: list[OffsetFetchResponseGroup] = []
     if asked:
         answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
-        if not isinstance(answer, OffsetFetchResponseV8):  # decoded at the request's version, v8: per group
+        if not isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version, v8+: per group
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as {type(answer).__name__}")
         for group in answer.groups:
-            topics = group.topics
+            topics: tuple[OffsetFetchResponseTopics, ...] = group.topics
             if group.group_id in all_topics:
                 visible = _describable(scope, [topic.name for topic in topics])
                 topics = tuple(topic for topic in topics if topic.name in visible)

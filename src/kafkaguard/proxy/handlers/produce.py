@@ -11,6 +11,18 @@ As ``KafkaApis.handleProduceRequest`` (Kafka 3.9):
 Fast path: when every topic is allowed, the client's bytes go upstream unchanged and the upstream's answer comes
 back unchanged — the records are never decoded, only the batch header's attributes are read (step 1).
 
+Leader discovery (KIP-951, Produce v10+): a partition answered NOT_LEADER_OR_FOLLOWER carries its new leader's id
+and epoch (``current_leader``, no address: passed on as it is), and the answer lists those leaders' addresses in
+the top-level tagged field ``node_endpoints`` — only then (``KafkaApis.handleProduceRequest``, 3.9:
+``case Errors.NOT_LEADER_OR_FOLLOWER => … nodeEndpoints.put(node.id(), node)`` for ``request.header.apiVersion >=
+10``). A client connects to them directly, so they are rewritten to the proxy's per-broker addresses
+(``addresses.rewrite_node_endpoints``, as Metadata's brokers) before any client sees them. On the fast path a v10+
+answer is held whole (a Produce answer is a few dozen bytes per partition, never records) and walked once up to
+its top-level tagged fields (``lengths.tagged_fields_at``: one Python step per field, nothing decoded); only when
+that section is not empty — an answer with leader changes — is it decoded, rewritten and re-encoded (unknown tags
+dropped). Cost against v9's relay: the walk, O(partitions) small steps, and the answer passed on in one write
+instead of as it arrives; no extra round trip and no change to pipelining (the request goes upstream at once).
+
 Client quotas (``proxy.quotas``): as Kafka, the request's size (header and body, ``request.sizeInBytes``) is charged
 to the client's ``producer_byte_rate`` meter once the transactional check passed, denied topics or not. Within the
 quota the fast path above is untouched; over it, the upstream's answer is decoded and re-encoded with
@@ -20,6 +32,7 @@ quota the fast path above is untouched; over it, the upstream's answer is decode
 
 from __future__ import annotations
 
+import functools
 import struct
 from datetime import timedelta
 from typing import Any
@@ -27,19 +40,24 @@ from typing import Any
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
 from kafkaguard.protocol.build import rebuild, rebuild_request
-from kafkaguard.protocol.codec import response_schema
-from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
+from kafkaguard.protocol.codec import encode_response, response_schema
+from kafkaguard.protocol.lengths import LengthError, tagged_fields_at
+from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Close, Relayed, Reply
 from kafkaguard.proxy.builders import produce_response
+from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.messages import ProduceRequest, ProduceResponse
 from kafkaguard.proxy.quotas import PRODUCE, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.wire import UpstreamProtocolError, decode_response, response_header_size
 
 TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 #: A v2 record batch: baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1) crc (4), then attributes.
 _MAGIC_AT, _ATTRIBUTES_AT = 16, 21
 _ATTRIBUTES = struct.Struct(">h")
 _TRANSACTIONAL = 0x10
+#: The first version whose answer may name brokers (KIP-951 ``node_endpoints``).
+_ENDPOINTS_FROM = 10
 #: Kafka's ``PartitionResponse(error)``: offsets -1, no append time.
 _REFUSAL = PartitionRefusal(
     "TopicProduceResponse", "PartitionProduceResponse", partitions="partition_data", index="index",
@@ -78,8 +96,9 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
             await scope.forward_without_response()
             return scope.meter.throttled(NO_RESPONSE, throttle_ms)
         if not throttle_ms:
-            return await scope.relay()
+            return await _relay(scope)
         whole: ProduceResponse = (await scope.forward()).body()
+        whole = await _proxied(scope, whole)
         return scope.meter.throttled(_with_throttle(whole, throttle_ms), throttle_ms)
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
@@ -92,8 +111,73 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     if not allowed:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
     answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
-    merged = rebuild(answer, responses=answer.responses + refused)
+    merged = rebuild(await _proxied(scope, answer), responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
+
+
+async def _relay(scope: ProxyScope) -> Reply:
+    """The fast path: the client's bytes go upstream at once; the answer comes back unchanged, unless (v10+) it
+    names brokers (see the module docstring)."""
+    relayed = await scope.relay()
+    if scope.api_version < _ENDPOINTS_FROM:
+        return relayed
+    return Relayed(functools.partial(_pass_on_proxied, scope, relayed))
+
+
+async def _pass_on_proxied(scope: ProxyScope, relayed: Relayed, client: ClientWriter) -> None:
+    """Pass a v10+ answer on: as it came when it names no broker, else with ``node_endpoints`` rewritten."""
+    held = _Held()
+    await relayed.pass_on(held)
+    framed = bytes(held.data)
+    payload = framed[4:]
+    if names_brokers(scope.api_version, payload):
+        answer: ProduceResponse = decode_response(ApiKey.PRODUCE, scope.api_version, payload)
+        framed = encode_response(ApiKey.PRODUCE, scope.api_version, scope.correlation_id,
+                                 await _proxied(scope, answer))  # fmt: skip
+    client.write(framed)
+    await client.drain()
+
+
+def names_brokers(api_version: int, payload: bytes) -> bool:
+    """Whether a Produce response payload (no length prefix) of ``api_version`` carries top-level tagged fields — in
+    v10-v11 that is ``node_endpoints`` (tag 0), the only place a Produce answer names brokers. Walks the body up to
+    that section without decoding it.
+
+    :raises UpstreamProtocolError: a length in the answer does not fit its bytes.
+    """
+    if api_version < _ENDPOINTS_FROM:
+        return False
+    try:
+        at = tagged_fields_at(response_schema(ApiKey.PRODUCE, api_version), payload,
+                              response_header_size(ApiKey.PRODUCE, api_version, payload))  # fmt: skip
+    except LengthError as e:
+        raise UpstreamProtocolError(f"malformed Produce v{api_version} response: {e}") from e
+    if at >= len(payload):
+        raise UpstreamProtocolError(f"malformed Produce v{api_version} response: it ends before its tagged fields")
+    return payload[at] != 0  # the section's count (an unsigned varint): zero is one 0 byte
+
+
+async def _proxied(scope: ProxyScope, answer: ProduceResponse) -> ProduceResponse:
+    """``answer`` with its ``node_endpoints`` (v10+) at the proxy's addresses."""
+    endpoints = getattr(answer, "node_endpoints", ())
+    if not endpoints:
+        return answer
+    return rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
+
+
+class _Held:
+    """A ``ClientWriter`` that keeps what is written: a Produce answer held whole before it is passed on."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    async def drain(self) -> None:
+        return None
 
 
 def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse:

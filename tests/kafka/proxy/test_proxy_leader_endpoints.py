@@ -1,0 +1,75 @@
+"""KIP-951 leader discovery in Fetch v16+ through the proxy, on the two-broker cluster of ``test_proxy_cluster``.
+
+A partition led by broker 2, fetched from broker 1, is answered NOT_LEADER_OR_FOLLOWER with its ``current_leader``
+and, from v16, ``node_endpoints``: broker 2's address. Straight to the cluster that is broker 2's own listener;
+through the proxy it must be the proxy's port for node 2 — the client never learns an upstream address (checked on
+the decoded answer and on its raw bytes).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.proxy.nodes import node_port
+from tests.kafka.broker import LOOPBACK, KafkaCluster
+from tests.kafka.proxy.test_proxy_cluster import cluster_proxy, split_topic
+from tests.kafka.proxy.test_proxy_topic_ids import fetch_by_id
+from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.wire import Wire, decode_response, encode_request, metadata
+
+__all__ = ["cluster_proxy"]  # the fixture, used here
+
+
+def address(text: str) -> tuple[str, int]:
+    host, port = text.rsplit(":", 1)
+    return host, int(port)
+
+
+def fetch_raw(wire: Wire, version: int, topic_id: uuid.UUID) -> tuple[bytes, Any]:
+    """Partition 1 of ``topic_id`` fetched on ``wire``: the raw answer and the decoded one."""
+    request = fetch_by_id(version, [topic_id], partition=1)
+    wire.send_frame(encode_request(request, wire.next_correlation_id()))
+    payload = wire.recv_frame()
+    assert payload is not None
+    return payload, decode_response(payload, ApiKey.FETCH, version)[1]
+
+
+@pytest.mark.parametrize("version", [16, 17])
+def test_node_endpoints_name_the_proxy_never_the_upstream(
+    cluster_proxy: ServerHandle, kafka_cluster: KafkaCluster, version: int
+):
+    topic = split_topic(kafka_cluster)
+    broker_1, broker_2 = kafka_cluster.broker(1), kafka_cluster.broker(2)
+    deadline = time.monotonic() + 30
+    while True:  # broker 1 learns the new topic from the controller asynchronously
+        with Wire(address(broker_1.address)) as direct:
+            [described] = metadata(direct, [topic], allow_auto_topic_creation=False).topics
+            if described.topic_id is not None and len(described.partitions) == 2:
+                _raw, straight = fetch_raw(direct, version, described.topic_id)
+                if straight.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower:
+                    break
+        assert time.monotonic() < deadline, f"broker 1 never knew the topic's partitions: {described}"
+        time.sleep(0.2)
+    topic_id = described.topic_id
+    [answered] = straight.responses[0].partitions
+    assert answered.error_code == ErrorCode.not_leader_or_follower
+    assert answered.current_leader.leader_id == 2
+    assert [(e.node_id, e.host, e.port) for e in straight.node_endpoints] == [(2, broker_2.host, broker_2.port)]
+
+    listener_port = next(iter(cluster_proxy.ports.values()))
+    with Wire((LOOPBACK, node_port(listener_port, 1))) as wire:  # the proxy's port for broker 1
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        raw, proxied = fetch_raw(wire, version, topic_id)
+    [answered] = proxied.responses[0].partitions
+    assert answered.error_code == ErrorCode.not_leader_or_follower
+    assert answered.current_leader.leader_id == 2
+    assert [(e.node_id, e.host, e.port) for e in proxied.node_endpoints] == [(2, LOOPBACK, node_port(listener_port, 2))]
+    for node in (broker_1, broker_2):
+        assert struct.pack(">i", node.port) not in raw, f"broker {node.node_id}'s port reached the client"

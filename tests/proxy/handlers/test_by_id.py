@@ -1,0 +1,283 @@
+"""The handlers of requests that name topics by id, against an in-memory upstream whose topics the test sets:
+Fetch v13+ (ids resolved, READ checked on the name, UNKNOWN_TOPIC_ID / TOPIC_AUTHORIZATION_FAILED as Kafka, all
+allowed relayed unchanged; v16+ read whole, passed on as the upstream's bytes or with ``node_endpoints`` at the
+proxy's addresses), DeleteTopics v6 and DescribeTopicPartitions v0 (pages cut over what the caller may describe;
+never an empty list upstream)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from kio.schema.delete_topics.v6 import request as delete_v6
+from kio.schema.describe_topic_partitions.v0 import request as dtp_v0
+from kio.schema.errors import ErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i32Timedelta
+
+from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.bootstrap import Services
+from kafkaguard.model import AclOperation, ResourceType
+from kafkaguard.protocol.build import nested
+from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.proxy.nodes import NodeDirectory
+from tests.proxy.memory_upstream import (
+    LISTENER,
+    PROXY_HOST,
+    UPSTREAM,
+    MemoryUpstream,
+    allow,
+    answer_of,
+    entity,
+    handle,
+)
+from tests.proxy.test_topic_ids import Cluster
+
+FEED, SECRET, OTHER, GONE = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+NODE_2_PORT = LISTENER.port + 1 + 2
+
+
+@pytest.fixture(autouse=True)
+def acls(services: Services) -> None:
+    allow(services, "User:alice", ResourceType.TOPIC, "feed-", AclOperation.READ, AclOperation.DELETE)
+    allow(services, "User:alice", ResourceType.TOPIC, "seen-", AclOperation.DESCRIBE)
+
+
+class Upstream(Cluster):
+    """Metadata from ``Cluster``; Fetch, DeleteTopics and DescribeTopicPartitions answered per item, no error."""
+
+    endpoints: tuple[tuple[int, str, int], ...] = ()
+
+    def __call__(self, api_key: ApiKey, version: int, request: Any) -> Any:
+        if api_key is ApiKey.METADATA:
+            return super().__call__(api_key, version, request)
+        cls = response_schema(api_key, version)
+        if api_key is ApiKey.FETCH:
+            topic_cls, partition_cls = nested(cls, "FetchableTopicResponse"), nested(cls, "PartitionData")
+            responses = tuple(
+                entity(topic_cls, topic_id=t.topic_id, partitions=tuple(
+                    entity(partition_cls, partition_index=p.partition, high_watermark=100, records=b"")
+                    for p in t.partitions))
+                for t in request.topics
+            )  # fmt: skip
+            fields: dict[str, Any] = {"responses": responses}
+            if self.endpoints:
+                endpoint_cls = nested(cls, "NodeEndpoint")
+                fields["node_endpoints"] = tuple(
+                    entity(endpoint_cls, node_id=n, host=h, port=p) for n, h, p in self.endpoints
+                )
+            return answer_of(api_key, version, **fields)
+        if api_key is ApiKey.DELETE_TOPICS:
+            result_cls = nested(cls, "DeletableTopicResult")
+            by_id = {i: n for n, i in self.topics.items()}
+            results = tuple(
+                entity(result_cls, name=t.name or by_id.get(t.topic_id), topic_id=t.topic_id or self.topics[t.name])
+                for t in request.topics
+            )
+            return answer_of(api_key, version, responses=results)
+        assert api_key is ApiKey.DESCRIBE_TOPIC_PARTITIONS
+        topic_cls, partition_cls = (
+            nested(cls, "DescribeTopicPartitionsResponseTopic"),
+            nested(cls, "DescribeTopicPartitionsResponsePartition"),
+        )
+        assert request.topics, "never asked for every topic"
+        names = sorted(t.name for t in request.topics)
+        topics = tuple(
+            entity(topic_cls, name=n, topic_id=self.topics[n], partitions=(entity(partition_cls, partition_index=0),))
+            for n in names
+        )
+        return answer_of(api_key, version, topics=topics, next_cursor=None)
+
+
+def upstream_of(**topics: uuid.UUID) -> tuple[Upstream, MemoryUpstream, NodeDirectory]:
+    cluster = Upstream(**topics)
+    return cluster, MemoryUpstream(cluster), NodeDirectory([UPSTREAM], PROXY_HOST)
+
+
+def fetch(version: int, *ids: uuid.UUID) -> Any:
+    schema = request_schema(ApiKey.FETCH, version)
+    topic_cls, partition_cls = nested(schema, "FetchTopic"), nested(schema, "FetchPartition")
+    topics = tuple(entity(topic_cls, topic_id=i, partitions=(entity(partition_cls, partition=0),)) for i in ids)
+    return entity(schema, max_bytes=1 << 20, session_id=0, session_epoch=-1, topics=topics)
+
+
+def fetched(answer: Any) -> dict[uuid.UUID, tuple[ErrorCode, int]]:
+    return {t.topic_id: (p.error_code, int(p.high_watermark)) for t in answer.responses for p in t.partitions}
+
+
+@pytest.mark.parametrize("version", [13, 15])
+def test_an_allowed_fetch_by_id_is_relayed_after_one_lookup(services: Services, version: int):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    handled = handle(services, upstream, fetch(version, FEED), nodes=nodes)
+    lookup, relayed = upstream.sent
+    assert lookup.api_key is ApiKey.METADATA and [t.topic_id for t in lookup.body.topics] == [FEED]
+    assert relayed.payload == handled.payload, "the client's bytes went upstream unchanged"
+    assert handled.client == [upstream.answered[-1][4:]], "and the answer came back unchanged"
+    assert upstream.passed_on, "relayed, not decoded"
+    assert fetched(handled.answer()) == {FEED: (ErrorCode.none, 100)}
+
+    again = handle(services, upstream, fetch(version, FEED), nodes=nodes)
+    assert [s.api_key for s in upstream.sent[2:]] == [ApiKey.FETCH], "a known id costs no lookup"
+    assert fetched(again.answer()) == {FEED: (ErrorCode.none, 100)}
+
+
+@pytest.mark.parametrize("version", [13, 16, 17])
+def test_a_fetch_by_id_refuses_what_kafka_refuses_and_forwards_only_the_rest(services: Services, version: int):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET})
+    handled = handle(services, upstream, fetch(version, FEED, SECRET, GONE), nodes=nodes)
+    assert fetched(handled.answer()) == {
+        FEED: (ErrorCode.none, 100),
+        SECRET: (ErrorCode.topic_authorization_failed, -1),
+        GONE: (ErrorCode.unknown_topic_id, -1),
+    }
+    (sent,) = upstream.bodies(ApiKey.FETCH)
+    assert [t.topic_id for t in sent.topics] == [FEED]
+
+
+def test_a_zero_topic_id_is_unknown_and_never_looked_up(services: Services):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    answer = handle(services, upstream, fetch(13, uuid.UUID(int=0), FEED), nodes=nodes).answer()
+    assert fetched(answer) == {None: (ErrorCode.unknown_topic_id, -1), FEED: (ErrorCode.none, 100)}  # kio: 0 → None
+    (lookup,) = upstream.bodies(ApiKey.METADATA)
+    assert [t.topic_id for t in lookup.topics] == [FEED]
+
+
+def test_a_refused_id_of_a_topic_deleted_since_is_unknown(services: Services):
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET})
+    handle(services, upstream, fetch(13, SECRET), nodes=nodes)
+    assert nodes.topic_ids.name_of(SECRET) == "secret-b"
+    cluster.topics = {"feed-a": FEED}  # secret-b deleted: the proxy's map does not know yet
+    answer = handle(services, upstream, fetch(13, SECRET), nodes=nodes).answer()
+    assert fetched(answer) == {SECRET: (ErrorCode.unknown_topic_id, -1)}
+    assert upstream.bodies(ApiKey.FETCH) == [], "nothing was forwarded"
+
+
+def test_a_re_created_topic_never_lends_its_name_to_the_old_id(services: Services):
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    handle(services, upstream, fetch(13, FEED), nodes=nodes)
+    cluster.topics = {"feed-a": OTHER}  # deleted and created again: a new id
+    handle(services, upstream, fetch(13, OTHER), nodes=nodes)
+    assert nodes.topic_ids.name_of(FEED) is None and nodes.topic_ids.id_of("feed-a") == OTHER
+
+
+@pytest.mark.parametrize("version", [16, 17])
+def test_v16_answers_pass_on_unchanged_without_endpoints_and_rewritten_with_them(services: Services, version: int):
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    handled = handle(services, upstream, fetch(version, FEED), nodes=nodes)
+    assert handled.client == [upstream.answered[-1][4:]], "the upstream's bytes, unchanged"
+
+    cluster.endpoints = ((2, "kafka-2.internal", 9092),)
+    answer = handle(services, upstream, fetch(version, FEED), nodes=nodes).answer()
+    assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [(2, PROXY_HOST, NODE_2_PORT)]
+    assert nodes.address_of(2) is not None, "the new node got its listener before the answer left"
+
+    cluster.endpoints = ((5000, "kafka-x.internal", 9092),)  # a node the proxy cannot serve: left out
+    answer = handle(services, upstream, fetch(version, FEED), nodes=nodes).answer()
+    assert answer.node_endpoints == ()
+
+
+@pytest.mark.parametrize("version", [13, 15, 17])
+def test_a_followers_fetch_by_id_never_reaches_the_upstream(services: Services, version: int):
+    """v15+ name the replica in the tagged ``replica_state``, no longer in ``replica_id``."""
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    request = fetch(version, FEED)
+    if version >= 15:
+        state_cls = nested(type(request), "ReplicaState")
+        request = dataclasses.replace(request, replica_state=entity(state_cls, replica_id=2, replica_epoch=1))
+    else:
+        request = dataclasses.replace(request, replica_id=2)
+    answer = handle(services, upstream, request, nodes=nodes).answer()
+    assert fetched(answer) == {FEED: (ErrorCode.topic_authorization_failed, -1)}
+    assert upstream.sent == []
+
+
+# ------------------------------------------------------------------------------------------------ DeleteTopics v6
+
+
+def delete(*topics: tuple[str | None, uuid.UUID | None]) -> Any:
+    return delete_v6.DeleteTopicsRequest(
+        topics=tuple(delete_v6.DeleteTopicState(name=TopicName(n) if n else None, topic_id=i) for n, i in topics),
+        timeout=i32Timedelta.parse(timedelta(seconds=30)),
+    )
+
+
+def test_delete_topics_v6_by_id_as_kafka(services: Services):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET, "seen-c": OTHER})
+    zero = uuid.UUID(int=0)
+    request = delete(
+        (None, FEED), (None, SECRET), (None, OTHER), (None, GONE), (None, zero), ("feed-x", FEED), ("feed-a", zero)
+    )
+    answer = handle(services, upstream, request, nodes=nodes).answer()
+    got = sorted(((r.name, r.topic_id, r.error_code, r.error_message) for r in answer.responses), key=repr)
+    assert got == sorted(
+        [
+            ("feed-a", FEED, ErrorCode.none, None),  # the upstream's, by id
+            ("feed-a", FEED, ErrorCode.none, None),  # the upstream's, by name
+            (None, SECRET, ErrorCode.topic_authorization_failed, "Topic authorization failed."),
+            ("seen-c", OTHER, ErrorCode.topic_authorization_failed, "Topic authorization failed."),
+            (None, GONE, ErrorCode.unknown_topic_id, "This server does not host this topic ID."),
+            (None, None, ErrorCode.invalid_request, "Neither topic name nor id were specified."),  # zero id: None
+            ("feed-x", FEED, ErrorCode.invalid_request, "You may not specify both topic name and topic id."),
+        ],
+        key=repr,
+    )
+    (sent,) = upstream.bodies(ApiKey.DELETE_TOPICS)
+    assert [(t.name, t.topic_id) for t in sent.topics] == [(None, FEED), ("feed-a", None)]
+
+
+def test_delete_topics_v6_duplicates_are_invalid(services: Services):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    answer = handle(services, upstream, delete((None, FEED), (None, FEED)), nodes=nodes).answer()
+    assert [(r.name, r.topic_id, r.error_message) for r in answer.responses] == [(None, FEED, "Duplicate topic id.")]
+    assert upstream.bodies(ApiKey.DELETE_TOPICS) == []
+
+
+# ---------------------------------------------------------------------------------------- DescribeTopicPartitions
+
+
+def describe(*names: str, cursor: tuple[str, int] | None = None, limit: int = 2000) -> Any:
+    return dtp_v0.DescribeTopicPartitionsRequest(
+        topics=tuple(dtp_v0.TopicRequest(name=TopicName(n)) for n in names),
+        response_partition_limit=i32(limit),
+        cursor=None
+        if cursor is None
+        else dtp_v0.Cursor(topic_name=TopicName(cursor[0]), partition_index=i32(cursor[1])),
+    )
+
+
+def described(answer: Any) -> list[tuple[str | None, ErrorCode]]:
+    return [(t.name, t.error_code) for t in answer.topics]
+
+
+def test_describe_topic_partitions_of_every_topic_asks_only_for_the_describable_ones(services: Services):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET, "seen-c": OTHER})
+    answer = handle(services, upstream, describe(cursor=("feed-b", 0)), nodes=nodes).answer()
+    assert described(answer) == [("seen-c", ErrorCode.none)], "after the cursor, describable, hidden ones left out"
+    (sent,) = upstream.bodies(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+    assert [t.name for t in sent.topics] == ["seen-c"] and sent.cursor is None
+    assert answer.topics[0].topic_authorized_operations > 0
+
+
+def test_describe_topic_partitions_refuses_named_topics_and_never_sends_an_empty_list(services: Services):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET})
+    answer = handle(services, upstream, describe("secret-b", "secret-z"), nodes=nodes).answer()
+    assert described(answer) == [
+        ("secret-b", ErrorCode.topic_authorization_failed),
+        ("secret-z", ErrorCode.topic_authorization_failed),
+    ]
+    assert upstream.bodies(ApiKey.DESCRIBE_TOPIC_PARTITIONS) == []
+    answer = handle(services, upstream, describe("feed-a", "secret-b", cursor=("feed-a", 1)), nodes=nodes).answer()
+    assert described(answer) == [("feed-a", ErrorCode.none), ("secret-b", ErrorCode.topic_authorization_failed)]
+    (sent,) = upstream.bodies(ApiKey.DESCRIBE_TOPIC_PARTITIONS)
+    assert [t.name for t in sent.topics] == ["feed-a"] and sent.cursor.partition_index == 1
+
+
+@pytest.mark.parametrize("cursor", [("feed-z", 0), ("feed-a", -1)], ids=["cursor-not-listed", "negative-partition"])
+def test_describe_topic_partitions_invalid_cursors_as_kafka(services: Services, cursor: tuple[str, int]):
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    answer = handle(services, upstream, describe("feed-a", cursor=cursor), nodes=nodes).answer()
+    assert described(answer) == [("feed-a", ErrorCode.invalid_request)]
+    assert upstream.sent == []
