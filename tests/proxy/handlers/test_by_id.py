@@ -1,8 +1,7 @@
 """The handlers of requests that name topics by id, against an in-memory upstream whose topics the test sets:
 Fetch v13+ (ids resolved, READ checked on the name, UNKNOWN_TOPIC_ID / TOPIC_AUTHORIZATION_FAILED as Kafka, all
-allowed relayed unchanged; v16+ read whole, passed on as the upstream's bytes or with ``node_endpoints`` at the
-proxy's addresses), DeleteTopics v6 and DescribeTopicPartitions v0 (pages cut over what the caller may describe;
-never an empty list upstream)."""
+allowed relayed unchanged; v16+ forwarded as v15, the answer spliced on as it came), DeleteTopics v6 and
+DescribeTopicPartitions v0 (pages cut over what the caller may describe; never an empty list upstream)."""
 
 from __future__ import annotations
 
@@ -21,13 +20,15 @@ from kio.static.primitive import i32, i32Timedelta
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
-from kafkaguard.protocol.build import nested
-from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.protocol.build import convert_request, nested
+from kafkaguard.protocol.codec import decode_request, request_schema, response_schema
 from kafkaguard.proxy.nodes import NodeDirectory
+from kafkaguard.proxy.wire import correlation_id_of
 from tests.proxy.memory_upstream import (
     LISTENER,
     PROXY_HOST,
     UPSTREAM,
+    VERSIONS,
     MemoryUpstream,
     allow,
     answer_of,
@@ -164,19 +165,33 @@ def test_a_re_created_topic_never_lends_its_name_to_the_old_id(services: Service
 
 
 @pytest.mark.parametrize("version", [16, 17])
-def test_v16_answers_pass_on_unchanged_without_endpoints_and_rewritten_with_them(services: Services, version: int):
-    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+def test_v16_and_v17_go_upstream_as_v15_and_their_answer_is_passed_on_as_it_came(services: Services, version: int):
+    """The v15 answer is spliced on unchanged: it is, byte for byte, a v16/v17 answer that names no broker."""
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
     handled = handle(services, upstream, fetch(version, FEED), nodes=nodes)
+    [sent] = [s for s in upstream.sent if s.api_key is ApiKey.FETCH]
+    assert sent.request.header.api_version == 15
+    assert sent.body == convert_request(decode_request(handled.payload, VERSIONS).body,
+                                        request_schema(ApiKey.FETCH, 15))  # fmt: skip
     assert handled.client == [upstream.answered[-1][4:]], "the upstream's bytes, unchanged"
-
-    cluster.endpoints = ((2, "kafka-2.internal", 9092),)
-    answer = handle(services, upstream, fetch(version, FEED), nodes=nodes).answer()
-    assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [(2, PROXY_HOST, NODE_2_PORT)]
-    assert nodes.address_of(2) is not None, "the new node got its listener before the answer left"
-
-    cluster.endpoints = ((5000, "kafka-x.internal", 9092),)  # a node the proxy cannot serve: left out
-    answer = handle(services, upstream, fetch(version, FEED), nodes=nodes).answer()
+    assert upstream.passed_on == [correlation_id_of(handled.client[0])], "relayed as it arrived, never held"
+    answer = handled.answer()  # read at the client's version
     assert answer.node_endpoints == ()
+    assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
+
+
+def test_a_v17_consumer_fetch_naming_a_replica_directory_goes_up_without_it(services: Services):
+    """v17's ``ReplicaDirectoryId`` is a follower's; a follower is refused (below); a consumer's loses nothing by it."""
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    request = fetch(17, FEED)
+    [topic] = request.topics
+    [partition] = topic.partitions
+    partition = dataclasses.replace(partition, replica_directory_id=uuid.uuid4())
+    request = dataclasses.replace(request, topics=(dataclasses.replace(topic, partitions=(partition,)),))
+    answer = handle(services, upstream, request, nodes=nodes).answer()
+    [sent] = upstream.bodies(ApiKey.FETCH)
+    assert [p.partition for t in sent.topics for p in t.partitions] == [partition.partition]
+    assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
 
 
 @pytest.mark.parametrize("version", [13, 15, 17])

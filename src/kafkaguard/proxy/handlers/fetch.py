@@ -17,12 +17,19 @@ topic ids are not secret to it). Only the allowed ids go upstream; the upstream 
 topic was deleted since is the upstream's UNKNOWN_TOPIC_ID, never another topic. A v15+ follower says who it is in
 ``replica_state``.
 
-Fast path: when every topic is allowed, the upstream's answer (the records) comes back unchanged, never decoded.
-From v16 the answer may end with ``node_endpoints`` (KIP-951: the address of the new leader of a partition answered
-NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH), which must name the proxy: such an answer is read whole, walked to its
-end without decoding the records (``without_body_tags``: ≈0.5 ms per 1,000 partitions), passed on as its bytes when
-it has no endpoints (the usual case) and re-encoded with the proxy's address for each node when it has (the
-addresses of ``handlers.addresses``, as Metadata's). ``current_leader`` names nodes by id only: nothing to rewrite.
+Fast path: when every topic is allowed, the upstream's answer (the records) comes back unchanged, never decoded
+and never held: it is spliced from the upstream's socket to the client's as it arrives.
+
+Fetch v16–v17 (KIP-951) go upstream as v15. An answer of v16 may end with ``node_endpoints``, the address of the new
+leader of a partition answered NOT_LEADER_OR_FOLLOWER — an upstream address no client may learn, and the last field
+of an answer whose records come first, so rewriting it would mean holding every answer (tens of MiB) whole and giving
+up the splice. The v16 request is v15's (``FetchRequest.json``: "Version 16 is the same as version 15"); v17 adds
+only a follower's ``ReplicaDirectoryId`` (KIP-853), which a consumer never sends (and the proxy refuses followers):
+``convert_request`` refuses to drop it if set. The v15 answer, byte for byte, is a valid v16/v17 answer that names no
+broker: v16 adds only the top-level tagged ``node_endpoints`` and v17 changes only the request. The partitions keep
+their ``current_leader`` (id and epoch, tagged since v12), so a KIP-951 client still moves to the new leader without a
+Metadata round trip when it knows that node — from Metadata, at the proxy's address; Produce v10+'s endpoints are
+rewritten (``handlers.produce``).
 
 Client quotas (``proxy.quotas``), as Kafka's consumer fetch: when a ``consumer_byte_rate`` applies, the fetch's
 max_bytes is capped at what the quota allows in one go (``getMaxValueInQuotaWindow``), and the response's size is
@@ -46,11 +53,10 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
-from kafkaguard.protocol.codec import PreEncoded, encode_response, response_schema
-from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
+from kafkaguard.protocol.build import NO_THROTTLE, convert_request, convert_response, rebuild, rebuild_request
+from kafkaguard.protocol.codec import encode_response, request_schema, response_schema
+from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply, Throttled
 from kafkaguard.proxy.builders import fetch_response
-from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import FetchRequest, FetchResponse
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
@@ -70,12 +76,46 @@ _REFUSAL = PartitionRefusal(
 
 
 _REFUSAL_BY_ID = dataclasses.replace(_REFUSAL, topic="topic_id")
-#: Fetch names topics by id from v13 (KIP-516); its answers carry ``node_endpoints`` from v16 (KIP-951).
-_BY_ID_FROM, _ENDPOINTS_FROM = 13, 16
+#: Fetch names topics by id from v13 (KIP-516); its answers carry ``node_endpoints`` from v16 (KIP-951), so v16+ go
+#: upstream at the last version without them.
+_BY_ID_FROM, _ENDPOINTS_FROM, _FORWARDED_AT = 13, 16, 15
 _UNKNOWN_ID = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)
 
 
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
+    if scope.api_version < _ENDPOINTS_FROM:
+        return await _fetch(scope, request)
+    down = convert_request(_without_directory(request), request_schema(ApiKey.FETCH, _FORWARDED_AT))
+    reply = await _fetch(scope.forwarded_at(_FORWARDED_AT), down)
+    return _at_version(reply, response_schema(ApiKey.FETCH, scope.api_version))
+
+
+def _without_directory(request: Any) -> Any:
+    """A v17 fetch without ``ReplicaDirectoryId`` (KIP-853): a follower's directory, which the broker reads only for a
+    fetch from a replica — and a replica's fetch is refused whoever sends it (``replica_state`` survives the
+    conversion). Dropped from a consumer's fetch it takes no meaning away and gives none."""
+    if not any(getattr(p, "replica_directory_id", None) is not None for t in request.topics for p in t.partitions):
+        return request
+    topics = tuple(
+        rebuild_request(t, partitions=tuple(rebuild_request(p, replica_directory_id=None) for p in t.partitions))
+        for t in request.topics
+    )
+    return rebuild_request(request, topics=topics)
+
+
+def _at_version(reply: Reply, cls: type[FetchResponse]) -> Reply:
+    """A reply made at v15 for a v16/v17 request: an answer entity converted to ``cls`` (relayed or encoded bytes of
+    v15 are already valid ones of v16/v17, see the module docstring)."""
+    made_at = response_schema(ApiKey.FETCH, _FORWARDED_AT)
+    if isinstance(reply, Throttled):
+        inner = reply.reply
+        return dataclasses.replace(reply, reply=convert_response(inner, cls)) if isinstance(inner, made_at) else reply
+    if isinstance(reply, made_at):
+        return convert_response(reply, cls)
+    return reply
+
+
+async def _fetch(scope: ProxyScope, request: Any) -> Reply:
     meter = scope.meter
     charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
@@ -95,13 +135,11 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
         names = list(dict.fromkeys(str(getattr(topic, "topic")) for topic in request.topics))  # noqa: B009 - v4-v12
         outcome = scope.authorize(REQUIREMENTS[ApiKey.FETCH], {TOPIC: names})
         unknown, denied = set(), {name for name in names if not outcome.allows(TOPIC, name)}
-    endpoints = scope.api_version >= _ENDPOINTS_FROM  # the answer may name brokers: it must be read
     if not denied and not unknown:
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
-        unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped  # the client's bytes go up as they are
+        # the client's bytes go up as they are (not those of a request forwarded at another version: it has none)
+        unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped and bool(scope.payload)
         body = None if unchanged else _sessionless(request)
-        if endpoints:
-            return await _forward_reading_endpoints(scope, charge, body)
         if limit is None:
             return await scope.relay(body)
         return await charge.relay(body)
@@ -121,7 +159,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
         return throttled
     answer: FetchResponse = forwarded.body()
     answer = rebuild(answer, responses=answer.responses + refusals)
-    return await _endpoints_proxied(scope, answer) if endpoints else answer
+    return answer
 
 
 async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[UUID]]:
@@ -141,81 +179,6 @@ async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[U
         names = {i: n for i, n in names.items() if i not in denied or i in confirmed}
         denied = set(confirmed)
     return {i for i in ids if i not in names}, denied
-
-
-async def _forward_reading_endpoints(scope: ProxyScope, charge: _Charge, body: Any) -> Reply:
-    """Every topic allowed, at v16+: the answer may carry ``node_endpoints`` (KIP-951, the leaders of partitions
-    answered NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH), upstream addresses no client may learn. It is read whole
-    (not relayed as it arrives: the endpoints come last, after the records) and walked (``without_body_tags``, a
-    few operations per partition, never the records); without top-level tagged fields its bytes are passed on
-    unchanged, else it is decoded and re-encoded with the proxy's address for each node."""
-    forwarded = await scope.forward(body)
-    throttled = charge.forwarded(forwarded)
-    if throttled is not None:
-        return throttled
-    payload = forwarded.payload
-    if len(payload) > 4 and payload[4] == 0 and without_body_tags(payload):  # no header tags, no body tags
-        return PreEncoded(bytes(payload[5:]))
-    answer: FetchResponse = forwarded.body()
-    return await _endpoints_proxied(scope, answer)
-
-
-def without_body_tags(payload: bytes | bytearray) -> bool:
-    """Whether a Fetch v13+ response payload (correlation id first) ends with an empty top-level tagged-field
-    section: then it carries no ``node_endpoints`` (tag 0, v16+) nor any other top-level tag. Walks the layout
-    (header tags; throttle, error, session; per topic its id (v13+) and per partition its fixed fields, aborted
-    transactions, preferred replica, records skipped by their length, tags) and answers True only when that walk
-    ends exactly on a last byte 0. Anything it cannot walk is False: the caller then decodes (and checks) it."""
-    try:
-        at = _skip_tags(payload, 4)
-        at += 4 + 2 + 4  # throttle_time_ms, error_code, session_id
-        topics, at = _uvarint(payload, at)
-        for _ in range(topics - 1):
-            at += 16  # topic_id
-            partitions, at = _uvarint(payload, at)
-            for _ in range(partitions - 1):
-                at += 4 + 2 + 8 + 8 + 8  # index, error, high watermark, last stable offset, log start offset
-                aborted, at = _uvarint(payload, at)
-                for _ in range(aborted - 1):
-                    at = _skip_tags(payload, at + 16)  # producer_id, first_offset
-                at += 4  # preferred_read_replica
-                size, at = _uvarint(payload, at)
-                at = _skip_tags(payload, at + max(size - 1, 0))  # the records, then the partition's tags
-            at = _skip_tags(payload, at)
-    except IndexError:
-        return False
-    return at == len(payload) - 1 and payload[at] == 0
-
-
-def _uvarint(data: bytes | bytearray, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-        if shift > 28:
-            raise IndexError("uvarint too long")  # read as "cannot walk"
-
-
-def _skip_tags(data: bytes | bytearray, at: int) -> int:
-    count, at = _uvarint(data, at)
-    for _ in range(count):
-        _tag, at = _uvarint(data, at)
-        size, at = _uvarint(data, at)
-        at += size
-    return at
-
-
-async def _endpoints_proxied(scope: ProxyScope, answer: FetchResponse) -> FetchResponse:
-    """``answer`` with its v16+ ``node_endpoints`` at the proxy's addresses (``current_leader`` names nodes by id
-    only, which are the proxy's ids too: nothing to rewrite there)."""
-    endpoints = getattr(answer, "node_endpoints", ())
-    if not endpoints:
-        return answer
-    return rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
 
 
 def _sessionless(request: Any) -> Any:
