@@ -163,15 +163,17 @@ class Outcome:
 
 
 def _say(text: str) -> None:
-    print(f"[bench_audit {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+    print(f"[{Path(sys.argv[0]).stem or 'bench'} {time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------------------------ the run
 
 
-def start_variant(name: str, tmp: Path, broker: KafkaBroker, password_file: Path, kafkaguard: Path | None) -> Variant:
-    """One proxy of the variant ``name`` in ``tmp/name``; bench_proxy's command line with that variant's audit."""
-    audit_mode, shadow = VARIANTS[name]
+def start_variant(name: str, tmp: Path, broker: KafkaBroker, password_file: Path, kafkaguard: Path | None,
+                  audit: tuple[str | None, bool] | None = None) -> Variant:  # fmt: skip
+    """One proxy of the variant ``name`` in ``tmp/name``; bench_proxy's command line with that variant's audit
+    (``VARIANTS[name]`` unless ``audit`` says)."""
+    audit_mode, shadow = audit if audit is not None else VARIANTS[name]
     workdir = tmp / name.replace("+", "-")
     workdir.mkdir()
     prepare_proxy_data_dir(workdir / "proxy-data")
@@ -239,15 +241,15 @@ def _median(values: Sequence[float]) -> float:
     return statistics.median(clean) if clean else float("nan")
 
 
-def round_ratios(o: Outcome, phase: str, name: str) -> list[float]:
-    """Per round, the variant's messages/s over ``none``'s in the same round."""
-    base = {r.round: r.throughput.msgs_per_s for r in o.of(phase, "none")}
+def round_ratios(o: Outcome, phase: str, name: str, baseline: str = "none") -> list[float]:
+    """Per round, the variant's messages/s over the baseline's in the same round."""
+    base = {r.round: r.throughput.msgs_per_s for r in o.of(phase, baseline)}
     return [r.throughput.msgs_per_s / base[r.round] for r in o.of(phase, name) if base.get(r.round)]
 
 
-def ratio(o: Outcome, phase: str, name: str) -> float:
-    """The variant's median messages/s over ``none``'s median over the same rounds."""
-    base = _median([r.throughput.msgs_per_s for r in o.of(phase, "none")])
+def ratio(o: Outcome, phase: str, name: str, baseline: str = "none") -> float:
+    """The variant's median messages/s over the baseline's median over the same rounds."""
+    base = _median([r.throughput.msgs_per_s for r in o.of(phase, baseline)])
     return _median([r.throughput.msgs_per_s for r in o.of(phase, name)]) / base
 
 
@@ -255,16 +257,16 @@ def cpu_per_10k(o: Outcome, phase: str, name: str) -> float:
     return _median([r.proxy_cpu_s / r.throughput.count * 10_000 for r in o.of(phase, name)])
 
 
-def capacity_ratios(o: Outcome, phase: str, name: str) -> list[float]:
+def capacity_ratios(o: Outcome, phase: str, name: str, baseline: str = "none") -> list[float]:
     """Per round, messages per proxy CPU second of the variant over ``none``'s in the same round: the throughput
     ratio of two proxies that each had a core to themselves (what the shared cores' noise hides)."""
-    base = {r.round: r.proxy_cpu_s / r.throughput.count for r in o.of(phase, "none")}
+    base = {r.round: r.proxy_cpu_s / r.throughput.count for r in o.of(phase, baseline)}
     return [base[r.round] / (r.proxy_cpu_s / r.throughput.count) for r in o.of(phase, name)
             if base.get(r.round) and r.proxy_cpu_s > 0]  # fmt: skip
 
 
-def capacity(o: Outcome, phase: str, name: str) -> float:
-    return _median(capacity_ratios(o, phase, name))
+def capacity(o: Outcome, phase: str, name: str, baseline: str = "none") -> float:
+    return _median(capacity_ratios(o, phase, name, baseline))
 
 
 def verdicts(o: Outcome) -> dict[str, bool]:
