@@ -37,7 +37,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,10 +170,10 @@ def _say(text: str) -> None:
 
 
 def start_variant(name: str, tmp: Path, broker: KafkaBroker, password_file: Path, kafkaguard: Path | None,
-                  audit: tuple[str | None, bool] | None = None) -> Variant:  # fmt: skip
-    """One proxy of the variant ``name`` in ``tmp/name``; bench_proxy's command line with that variant's audit
-    (``VARIANTS[name]`` unless ``audit`` says)."""
-    audit_mode, shadow = audit if audit is not None else VARIANTS[name]
+                  audit: tuple[str | None, bool]) -> Variant:  # fmt: skip
+    """One proxy of the variant ``name`` in ``tmp/name``: bench_proxy's command line with ``audit`` (``--audit-mode``
+    or None for no audit trail, with a shadow ACL set)."""
+    audit_mode, shadow = audit
     workdir = tmp / name.replace("+", "-")
     workdir.mkdir()
     prepare_proxy_data_dir(workdir / "proxy-data")
@@ -184,6 +184,64 @@ def start_variant(name: str, tmp: Path, broker: KafkaBroker, password_file: Path
     _say(f"starting the proxy {name}: {' '.join(command)}")
     proxy = ProxyProcess(command, workdir, [port, port + 1 + NODE_ID])
     return Variant(name, workdir, port, proxy, workdir / "audit.log" if audit_mode else None)
+
+
+class BenchFailed(Exception):
+    """A run that cannot go on: the message says why, ``status`` is the command's exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+#: One proxy to start: its variant name, its ``kafkaguard`` executable (None: beside this Python) and its audit trail
+#: (``--audit-mode`` or None for none, with a shadow ACL set).
+ProxySpec = tuple[str, Path | None, tuple[str | None, bool]]
+
+
+@contextlib.contextmanager
+def proxies_before_a_broker(tmp: Path, kafka_tgz: Path | None,
+                            specs: Sequence[ProxySpec]) -> Iterator[tuple[KafkaBroker, list[Variant]]]:  # fmt: skip
+    """One Kafka broker set up as ``bench_proxy`` sets it up (user, topic, ACLs) and one proxy per spec in front of
+    it, all in ``tmp``; every proxy and the broker are stopped when the block ends, however it ends.
+
+    :raises BenchFailed: no Kafka distribution (status 2), or a proxy that did not start (3, with its output).
+    """
+    broker: KafkaBroker | None = None
+    variants: list[Variant] = []
+    try:
+        try:
+            home = kafka_distribution(tmp / "dist", kafka_tgz)
+        except KafkaNotConfigured as e:
+            raise BenchFailed(f"no Kafka distribution: {e}", 2) from e
+        _say("starting the Kafka broker")
+        broker = KafkaBroker(home, tmp / "broker")
+        broker.start()
+        setup_broker(broker)
+        password_file = tmp / "upstream-password"
+        password_file.write_text(ADMIN_PASSWORD)
+        password_file.chmod(0o600)
+        try:
+            for name, executable, audit in specs:
+                variants.append(start_variant(name, tmp, broker, password_file, executable, audit))
+        except ProxyFailed as e:
+            raise BenchFailed(f"{e}\n" + "\n".join(v.proxy.output_tail() for v in variants), 3) from e
+        yield broker, variants
+    finally:
+        for v in variants:
+            with contextlib.suppress(Exception):
+                v.proxy.stop()
+        if broker is not None:
+            broker.stop()
+
+
+def run_rounds(plan: Plan, broker: KafkaBroker, variants: Sequence[Variant], outcome: Outcome) -> None:
+    """``Bench.run``; a load that fails is a ``BenchFailed`` (status 1) with every proxy's output."""
+    try:
+        Bench(plan, broker, variants).run(outcome)
+    except LoadError as e:
+        tails = "\n".join(f"--- proxy {v.name} ---\n{v.proxy.output_tail()}" for v in variants)
+        raise BenchFailed(f"a run failed: {e}\n{tails}", 1) from e
 
 
 class Bench:
@@ -379,45 +437,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join([".venv/bin/python -m benchmarks.bench_audit", *given]) if given else "scripts/bench audit"
     outcome = Outcome(plan)
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-audit-"))
-    broker: KafkaBroker | None = None
-    variants: list[Variant] = []
+    specs = [(name, args.kafkaguard, audit) for name, audit in VARIANTS.items()]
     try:
-        try:
-            home = kafka_distribution(tmp / "dist", args.kafka_tgz)
-        except KafkaNotConfigured as e:
-            print(f"bench_audit: no Kafka distribution: {e}", file=sys.stderr)
-            return 2
-        _say("starting the Kafka broker")
-        broker = KafkaBroker(home, tmp / "broker")
-        broker.start()
-        setup_broker(broker)
-        password_file = tmp / "upstream-password"
-        password_file.write_text(ADMIN_PASSWORD)
-        password_file.chmod(0o600)
-        try:
-            for name in VARIANTS:
-                variants.append(start_variant(name, tmp, broker, password_file, args.kafkaguard))
-        except ProxyFailed as e:
-            tails = "\n".join(v.proxy.output_tail() for v in variants)
-            print(f"bench_audit: {e}\n{tails}", file=sys.stderr)
-            return 3
-        outcome.commands = {v.name: v.proxy.command for v in variants}
-        try:
-            Bench(plan, broker, variants).run(outcome)
-        except LoadError as e:
-            print(f"bench_audit: a run failed: {e}", file=sys.stderr)
-            for v in variants:
-                print(f"--- proxy {v.name} ---\n{v.proxy.output_tail()}", file=sys.stderr)
-            return 1
-        for v in variants:  # SIGTERM: the proxy flushes its open usage windows before it exits
-            v.proxy.stop()
-            outcome.audit[v.name] = (v.audit_bytes(), v.audit_lines())
-    finally:
-        for v in variants:
-            with contextlib.suppress(Exception):
+        with proxies_before_a_broker(tmp, args.kafka_tgz, specs) as (broker, variants):
+            outcome.commands = {v.name: v.proxy.command for v in variants}
+            run_rounds(plan, broker, variants, outcome)
+            for v in variants:  # SIGTERM: the proxy flushes its open usage windows before it exits
                 v.proxy.stop()
-        if broker is not None:
-            broker.stop()
+                outcome.audit[v.name] = (v.audit_bytes(), v.audit_lines())
+    except BenchFailed as e:
+        print(f"bench_audit: {e}", file=sys.stderr)
+        return e.status
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
     markdown = render(outcome, command)
     print(markdown)

@@ -21,7 +21,6 @@ ConsumerGroupHeartbeat v1 (Kafka 4.0), which a 3.9 broker does not serve.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import shutil
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from benchmarks.bench_audit import (
     PHASES,
-    Bench,
+    BenchFailed,
     Outcome,
     Plan,
     Variant,
@@ -39,14 +38,13 @@ from benchmarks.bench_audit import (
     capacity,
     capacity_ratios,
     cpu_per_10k,
+    proxies_before_a_broker,
     ratio,
     round_ratios,
-    start_variant,
+    run_rounds,
 )
-from benchmarks.bench_proxy import HOST, PASSWORD, USER, ProxyFailed, kafka_distribution, setup_broker
-from benchmarks.kafka_load import LoadError
+from benchmarks.bench_proxy import HOST, PASSWORD, USER
 from benchmarks.report import write_section
-from tests.kafka.broker import ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured
 from tests.wire import Wire
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -150,49 +148,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-upgrade-"))
     base_tree = tmp / "base"
-    broker: KafkaBroker | None = None
-    variants: list[Variant] = []
     try:
         added = subprocess.run([git, "-C", str(ROOT), "worktree", "add", "--detach", str(base_tree), args.base],
                                capture_output=True, text=True, check=False)  # fmt: skip
         if added.returncode != 0:
             print(f"bench_upgrade: cannot check out {args.base}: {added.stderr.strip()}", file=sys.stderr)
             return 2
-        try:
-            home = kafka_distribution(tmp / "dist", args.kafka_tgz)
-        except KafkaNotConfigured as e:
-            print(f"bench_upgrade: no Kafka distribution: {e}", file=sys.stderr)
-            return 2
-        _say("starting the Kafka broker")
-        broker = KafkaBroker(home, tmp / "broker")
-        broker.start()
-        setup_broker(broker)
-        password_file = tmp / "upstream-password"
-        password_file.write_text(ADMIN_PASSWORD)
-        password_file.chmod(0o600)
         trees = {"before": base_tree, "after": ROOT}
-        try:
-            for name, tree in trees.items():
-                executable = launcher(tree, tmp, name)
-                variants.append(start_variant(name, tmp, broker, password_file, executable, audit=(None, False)))
-        except ProxyFailed as e:
-            tails = "\n".join(v.proxy.output_tail() for v in variants)
-            print(f"bench_upgrade: {e}\n{tails}", file=sys.stderr)
-            return 3
-        versions = {v.name: offered(v) for v in variants}
-        try:
-            Bench(plan, broker, variants).run(outcome)
-        except LoadError as e:
-            print(f"bench_upgrade: a run failed: {e}", file=sys.stderr)
-            for v in variants:
-                print(f"--- proxy {v.name} ---\n{v.proxy.output_tail()}", file=sys.stderr)
-            return 1
+        specs = [(name, launcher(tree, tmp, name), (None, False)) for name, tree in trees.items()]
+        with proxies_before_a_broker(tmp, args.kafka_tgz, specs) as (broker, variants):
+            versions = {v.name: offered(v) for v in variants}
+            run_rounds(plan, broker, variants, outcome)
+    except BenchFailed as e:
+        print(f"bench_upgrade: {e}", file=sys.stderr)
+        return e.status
     finally:
-        for v in variants:
-            with contextlib.suppress(Exception):
-                v.proxy.stop()
-        if broker is not None:
-            broker.stop()
         subprocess.run([git, "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)],
                        capture_output=True, check=False)  # fmt: skip
         shutil.rmtree(tmp, ignore_errors=True)
