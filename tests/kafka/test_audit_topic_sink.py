@@ -117,6 +117,56 @@ def wait_for(condition: Callable[[], bool], timeout: float = 60.0) -> None:
         time.sleep(0.1)  # polling a counter, bounded by the deadline
 
 
+def launch(command: str, config: Path, env: dict[str, str], port: int, log_path: Path) -> subprocess.Popen[bytes]:
+    """``kafkaguard <command> --config config``, listening on ``port``; its stderr appended to ``log_path``."""
+    with log_path.open("ab") as log:  # the child keeps its own descriptor
+        process = subprocess.Popen([str(KAFKAGUARD), command, "--config", str(config)], env=env,
+                                   stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
+    wait_until_listening(process, port, timeout=30.0)
+    return process
+
+
+def metadata_traffic(port: int, user: str, password: str, prefix: str, stop: threading.Event) -> None:
+    """Metadata requests naming a new topic each (``prefix-N``), one authorization event each, until ``stop``;
+    logging in again whenever the connection breaks (the server is being killed: ``stop`` follows)."""
+    index = 0
+    while not stop.is_set():
+        try:
+            with Wire(("127.0.0.1", port)) as wire:
+                wire.login(user, password)
+                while not stop.is_set():
+                    metadata(wire, [f"{prefix}-{index}"], allow_auto_topic_creation=False)
+                    index += 1
+                    time.sleep(0.005)
+        except (OSError, AssertionError):
+            time.sleep(0.05)
+
+
+def kill_during_outage(cluster: KafkaCluster, process: subprocess.Popen[bytes], port: int,
+                       clients: list[tuple[str, str, str]]) -> None:  # fmt: skip
+    """Traffic from ``clients`` (user, password, topic prefix) against ``process``: 2 s with the audit cluster up
+    (records go through the spool to the topic), 5 s with its broker stopped (records stay in the spool: delivery
+    timeout 3 s), then SIGKILL of ``process``; the traffic stopped and the broker started again in any case."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=metadata_traffic, args=(port, *client, stop), daemon=True) for client in clients]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(2.0)
+        cluster.stop_broker(1)
+        time.sleep(5.0)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        cluster.start_broker(1)
+
+
 def test_envelopes_arrive_in_the_topic_keyed_by_subject_and_routed(audit_cluster: KafkaCluster, tmp_path: Path):
     topic = create_topic(audit_cluster)
     routes = [{"category": "authorization", "resource": "TOPIC:noise-", "topic": "drop"}]
@@ -196,43 +246,10 @@ def test_a_killed_server_and_a_restarted_broker_lose_nothing_that_reached_the_sp
     env["KAFKAGUARD_ADMIN_PASSWORD"] = ADMIN_PASSWORD
 
     def start() -> subprocess.Popen[bytes]:
-        with (tmp_path / "serve.log").open("ab") as log:  # the child keeps its own descriptor
-            process = subprocess.Popen([str(KAFKAGUARD), "serve", "--config", str(config)], env=env,
-                                       stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
-        wait_until_listening(process, port, timeout=30.0)
-        return process
-
-    stop_traffic = threading.Event()
-
-    def client() -> None:
-        index = 0
-        while not stop_traffic.is_set():
-            try:
-                with Wire(("127.0.0.1", port)) as wire:
-                    wire.login(ADMIN, ADMIN_PASSWORD)
-                    while not stop_traffic.is_set():
-                        metadata(wire, [f"killed-{index}"], allow_auto_topic_creation=False)
-                        index += 1
-                        time.sleep(0.005)
-            except (OSError, AssertionError):
-                time.sleep(0.05)  # the server was killed: stop_traffic follows
+        return launch("serve", config, env, port, tmp_path / "serve.log")
 
     process = start()
-    generator = threading.Thread(target=client, daemon=True)
-    generator.start()
-    try:
-        time.sleep(2.0)  # traffic with the broker up: records go straight through the spool to the topic
-        audit_cluster.stop_broker(1)
-        time.sleep(5.0)  # traffic with the broker down: records stay in the spool (delivery timeout 3 s)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
-    finally:
-        stop_traffic.set()
-        generator.join(10)
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        audit_cluster.start_broker(1)
+    kill_during_outage(audit_cluster, process, port, [(ADMIN, ADMIN_PASSWORD, "killed")])
 
     # What reached the spool before the kill: every frame of its segments (those wholly acknowledged are deleted:
     # their records are in the topic, and the consumer below sees them there).
@@ -306,47 +323,12 @@ def test_a_killed_proxys_events_reach_the_parquet_dataset_once_through_a_killed_
     env |= {"KAFKAGUARD_ADMIN_PASSWORD": ADMIN_PASSWORD, "KAFKAGUARD_UPSTREAM_PASSWORD": KAFKA_ADMIN_PASSWORD}
 
     def start() -> subprocess.Popen[bytes]:
-        with (tmp_path / "proxy.log").open("ab") as log:  # the child keeps its own descriptor
-            process = subprocess.Popen([str(KAFKAGUARD), "proxy", "--config", str(config)], env=env,
-                                       stdout=subprocess.DEVNULL, stderr=log)  # fmt: skip
-        wait_until_listening(process, port, timeout=30.0)
-        return process
+        return launch("proxy", config, env, port, tmp_path / "proxy.log")
 
-    stop_traffic = threading.Event()
-
-    def client(user: str, password: str, prefix: str) -> None:
-        """Metadata naming a new topic each time: the admin's are allowed, eve's denied (an event each)."""
-        index = 0
-        while not stop_traffic.is_set():
-            try:
-                with Wire(("127.0.0.1", port)) as wire:
-                    wire.login(user, password)
-                    while not stop_traffic.is_set():
-                        metadata(wire, [f"{prefix}-{index}"], allow_auto_topic_creation=False)
-                        index += 1
-                        time.sleep(0.005)
-            except (OSError, AssertionError):
-                time.sleep(0.05)  # the proxy was killed: stop_traffic follows
-
-    process = start()
-    clients = [threading.Thread(target=client, args=args, daemon=True)
-               for args in ((ADMIN, ADMIN_PASSWORD, "chain"), ("eve", "eve-secret", "denied"))]  # fmt: skip
-    for thread in clients:
-        thread.start()
-    try:
-        time.sleep(2.0)  # the audit cluster up: records go through the spool to the topic
-        audit_cluster.stop_broker(1)
-        time.sleep(5.0)  # the audit cluster down: records stay in the spool (delivery timeout 3 s)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(10)
-    finally:
-        stop_traffic.set()
-        for thread in clients:
-            thread.join(10)
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
-        audit_cluster.start_broker(1)
+    process = start()  # the admin's Metadata requests are allowed, eve's denied: an event each
+    kill_during_outage(
+        audit_cluster, process, port, [(ADMIN, ADMIN_PASSWORD, "chain"), ("eve", "eve-secret", "denied")]
+    )
 
     spooled = [json.loads(frame.value)["id"] for frame in spool_frames(spool_dir, tmp_path / "copy-all")]
     pending = spool_frames(spool_dir, tmp_path / "copy-pending", committed=True)
