@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,12 +81,17 @@ def prepare(side: Side, kafka: KafkaBroker) -> None:
     topics = [NewTopic(side.name(t), 2, 1) for t in ("orders", "secret", "hidden")]
     for future in broker_admin.create_topics(topics).values():
         future.result(60)
+    provision(side, USERS, acls(side))
+
+
+def provision(side: Side, users: Sequence[str], wanted: list[AclBinding]) -> None:
+    """``users`` (SCRAM-SHA-256, ``PASSWORD``) and the ACLs ``wanted`` through the side's own admin API, waited for
+    until the side lists every ACL and every user logs in."""
     admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
     upserts = [UserScramCredentialUpsertion(side.name(u), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
-                                            PASSWORD.encode()) for u in USERS]  # fmt: skip
+                                            PASSWORD.encode()) for u in users]  # fmt: skip
     for future in admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
         future.result(60)
-    wanted = acls(side)
     for future in admin.create_acls(wanted).values():
         future.result(60)
     anyone: Any = None
@@ -97,7 +102,7 @@ def prepare(side: Side, kafka: KafkaBroker) -> None:
         return sum(side.token in b.principal for b in admin.describe_acls(every).result(30))
 
     eventually(stored, len(wanted))
-    for user in USERS:  # the side knows every credential before the traffic starts
+    for user in users:  # the side knows every credential before the traffic starts
         eventually(functools.partial(logs_in, side, side.name(user)), True)
 
 

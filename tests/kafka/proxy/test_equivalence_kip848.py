@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import struct
 import subprocess
 import time
 import uuid
@@ -33,15 +32,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.admin._acl import AclBindingFilter, AclOperation, AclPermissionType
-from confluent_kafka.admin._resource import ResourcePatternType, ResourceType
-from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+from confluent_kafka.admin._acl import AclOperation
 from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
-from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, eventually, logs_in
+from tests.kafka.proxy.conftest import api_versions_of
+from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, provision
 from tests.server.conftest import ServerHandle
 
 PROBE = Path(__file__).parent.parent / "ConsumerGroupProbe.java"
@@ -79,20 +76,7 @@ def prepare(side: Side, kafka: KafkaBroker) -> None:
             for i in range(PER_PARTITION):
                 producer.produce(side.name(topic), f"{topic}-{partition}-{i}".encode(), partition=partition)
     assert producer.flush(30) == 0
-    admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
-    upserts = [UserScramCredentialUpsertion(side.name(u), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
-                                            PASSWORD.encode()) for u in USERS]  # fmt: skip
-    for future in admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
-        future.result(60)
-    wanted = acls(side)
-    for future in admin.create_acls(wanted).values():
-        future.result(60)
-    anyone: Any = None
-    every = AclBindingFilter(ResourceType.ANY, anyone, ResourcePatternType.ANY, anyone, anyone, AclOperation.ANY,
-                             AclPermissionType.ANY)  # fmt: skip
-    eventually(lambda: sum(side.token in b.principal for b in admin.describe_acls(every).result(30)), len(wanted))
-    for user in USERS:
-        eventually(functools.partial(logs_in, side, side.name(user)), True)
+    provision(side, USERS, acls(side))
 
 
 def probe(kafka: KafkaBroker, side: Side, mode: str, user: str, group: str, topics: tuple[str, ...], expected: int,
@@ -155,23 +139,9 @@ def sides(proxy: ServerHandle, kafka: KafkaBroker) -> tuple[Side, Side]:
     return direct, proxied
 
 
-@pytest.fixture
-def forwarded(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
-    """(API key, version) of every request the proxy (in this process) forwards while the test runs."""
-    sent: list[tuple[int, int]] = []
-    real = UpstreamConnection.send
-
-    async def spy(self: UpstreamConnection, payload: bytes) -> None:
-        sent.append(struct.unpack_from(">hh", payload))
-        await real(self, payload)
-
-    monkeypatch.setattr(UpstreamConnection, "send", spy)
-    return sent
-
-
 @pytest.mark.timeout(900)
 def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
-    sides: tuple[Side, Side], kafka: KafkaBroker, forwarded: list[tuple[int, int]]
+    sides: tuple[Side, Side], kafka: KafkaBroker, upstream_requests: list[bytes]
 ):
     direct, proxied = sides
     expected = outcomes(kafka, direct)
@@ -192,7 +162,8 @@ def test_java_consumers_see_the_same_outcomes_through_the_proxy_as_on_kafka(
     for scenario, answer in expected.items():
         assert got[scenario] == answer, scenario
     kip848 = {(68, 0), (69, 0), (8, 9), (9, 9)}  # ConsumerGroupHeartbeat/Describe v0, OffsetCommit/OffsetFetch v9
-    assert kip848 <= set(forwarded), f"the proxied run did not use {kip848 - set(forwarded)}"
+    forwarded = set(api_versions_of(upstream_requests))
+    assert kip848 <= forwarded, f"the proxied run did not use {kip848 - forwarded}"
 
 
 @pytest.mark.timeout(300)
