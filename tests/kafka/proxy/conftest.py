@@ -8,7 +8,8 @@ ACLs on its clients. Its listener needs a fixed port with the node ports above i
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable, Iterator
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ import pytest
 
 from kafkaguard.bootstrap import Services
 from kafkaguard.protocol.listening import ListeningServer
+from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.proxy.app import ProxyServer
-from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
+from kafkaguard.proxy.upstream import UpstreamConnection
+from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaCluster
 from tests.server.conftest import ServerHandle, TlsFiles, start_server
 
 
@@ -41,7 +44,7 @@ def free_port_range(count: int = 8) -> int:
 
 def start_proxy(
     directory: Path,
-    kafka: KafkaBroker,
+    kafka: KafkaBroker | KafkaCluster,
     server_type: Callable[[Services], ListeningServer] = ProxyServer,
     **overrides: Any,
 ) -> ServerHandle:
@@ -61,6 +64,12 @@ def start_proxy(
     )
 
 
+def start_cluster_proxy(directory: Path, cluster: KafkaCluster) -> ServerHandle:
+    """A proxy in front of the open two-broker cluster (``kafka_cluster``: PLAINTEXT, no login upstream)."""
+    return start_proxy(directory, cluster, upstream=cluster.bootstrap, upstream_security_protocol="PLAINTEXT",
+                       upstream_user=None, upstream_password=None)  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def proxy(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """A proxy in front of ``kafka``: SASL_PLAINTEXT, kafkaguard's ``User:admin`` a super user, every decision
@@ -71,3 +80,53 @@ def proxy(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         handle.stop()
     assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
+
+
+# ---------------------------------------------------------------------- what an in-process proxy sends, both ways
+
+
+@pytest.fixture
+def upstream_requests(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """Every payload any proxy connection sends upstream while the test runs."""
+    sent: list[bytes] = []
+    real = UpstreamConnection.send  # every request the proxy sends upstream goes through it
+
+    async def spy(self: UpstreamConnection, payload: bytes) -> None:
+        sent.append(payload)
+        await real(self, payload)
+
+    monkeypatch.setattr(UpstreamConnection, "send", spy)
+    return sent
+
+
+def api_versions_of(payloads: Iterable[bytes]) -> list[tuple[int, int]]:
+    """(API key, version) of each request payload."""
+    return [struct.unpack_from(">hh", payload) for payload in payloads]
+
+
+class _Recording:
+    """Stands for a client socket's writer (``Outbox``'s, the one writer of every client socket): keeps what is
+    written."""
+
+    def __init__(self, writer: Any, sink: bytearray) -> None:
+        self._writer, self._sink = writer, sink
+
+    def write(self, data: bytes) -> None:
+        self._sink += data
+        self._writer.write(data)
+
+    async def drain(self) -> None:
+        await self._writer.drain()
+
+
+@pytest.fixture
+def to_clients(monkeypatch: pytest.MonkeyPatch) -> bytearray:
+    """Every byte the proxy writes to any client connection opened while the test runs."""
+    sink = bytearray()
+    real = Outbox.__init__
+
+    def recording(self: Outbox, writer: Any, **kwargs: Any) -> None:
+        real(self, _Recording(writer, sink), **kwargs)
+
+    monkeypatch.setattr(Outbox, "__init__", recording)
+    return sink

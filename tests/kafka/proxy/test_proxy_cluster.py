@@ -20,7 +20,7 @@ from kio.schema.types import TopicName
 from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.proxy.nodes import node_port
 from tests.kafka.broker import KafkaCluster
-from tests.kafka.proxy.conftest import start_proxy
+from tests.kafka.proxy.conftest import start_cluster_proxy
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, grant, sasl, unique, user
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire, encode_request
@@ -28,9 +28,7 @@ from tests.wire import Wire, encode_request
 
 @pytest.fixture(scope="module")
 def cluster_proxy(kafka_cluster: KafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    handle = start_proxy(tmp_path_factory.mktemp("proxy-cluster"), kafka_cluster,  # type: ignore[arg-type]
-                         upstream=kafka_cluster.bootstrap, upstream_security_protocol="PLAINTEXT",
-                         upstream_user=None, upstream_password=None)  # fmt: skip
+    handle = start_cluster_proxy(tmp_path_factory.mktemp("proxy-cluster"), kafka_cluster)
     try:
         yield handle
     finally:

@@ -34,7 +34,7 @@ def closed_port() -> int:
 def test_each_broker_is_read_from_itself_and_auto_creation_works(kafka_cluster: KafkaCluster, tmp_path: Path):
     first, second = kafka_cluster.broker(1), kafka_cluster.broker(2)
     upstream = f"127.0.0.1:{closed_port()},{second.address},{first.address}"
-    proxy = start_proxy(tmp_path, kafka_cluster, upstream=upstream, upstream_security_protocol="PLAINTEXT",  # type: ignore[arg-type]
+    proxy = start_proxy(tmp_path, kafka_cluster, upstream=upstream, upstream_security_protocol="PLAINTEXT",
                         upstream_user=None, upstream_password=None)  # fmt: skip
     try:
         nodes = proxy.server.nodes  # type: ignore[attr-defined]

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
@@ -29,20 +28,6 @@ def guarded(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Ite
     finally:
         handle.stop()
     assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
-
-
-@pytest.fixture
-def upstream_requests(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every payload any proxy connection sends upstream while the test runs."""
-    sent: list[bytes] = []
-    real = UpstreamConnection.send  # every request the proxy sends upstream goes through it
-
-    async def spy(self: UpstreamConnection, payload: bytes) -> None:
-        sent.append(payload)
-        await real(self, payload)
-
-    monkeypatch.setattr(UpstreamConnection, "send", spy)
-    return sent
 
 
 def offered(proxy: ServerHandle) -> list[tuple[int, int]]:

@@ -31,11 +31,9 @@ from kio.static.primitive import i32Timedelta
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.build import nested
-from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.proxy.nodes import node_port
-from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import KafkaBroker, KafkaCluster, java
-from tests.kafka.proxy.conftest import start_proxy
+from tests.kafka.proxy.conftest import start_cluster_proxy
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
 from tests.server.conftest import ServerHandle
 from tests.wire import Wire, decode_response, encode_request
@@ -54,48 +52,6 @@ def addresses_in(data: bytes, host: str, port: int) -> int:
     compact = bytes([len(raw) + 1]) + raw + _PORT.pack(port)
     legacy = struct.pack(">h", len(raw)) + raw + _PORT.pack(port)
     return data.count(compact) + data.count(legacy)
-
-
-class Recording:
-    """Stands for a client socket's writer (``Outbox``'s, the one writer of every client socket): keeps what is
-    written."""
-
-    def __init__(self, writer: Any, sink: bytearray) -> None:
-        self._writer, self._sink = writer, sink
-
-    def write(self, data: bytes) -> None:
-        self._sink += data
-        self._writer.write(data)
-
-    async def drain(self) -> None:
-        await self._writer.drain()
-
-
-@pytest.fixture
-def to_clients(monkeypatch: pytest.MonkeyPatch) -> bytearray:
-    """Every byte the proxy writes to any client connection opened while the test runs."""
-    sink = bytearray()
-    real = Outbox.__init__
-
-    def recording(self: Outbox, writer: Any, **kwargs: Any) -> None:
-        real(self, Recording(writer, sink), **kwargs)
-
-    monkeypatch.setattr(Outbox, "__init__", recording)
-    return sink
-
-
-@pytest.fixture
-def upstream_requests(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    """Every payload any proxy connection sends upstream while the test runs."""
-    sent: list[bytes] = []
-    real = UpstreamConnection.send
-
-    async def spy(self: UpstreamConnection, payload: bytes) -> None:
-        sent.append(payload)
-        await real(self, payload)
-
-    monkeypatch.setattr(UpstreamConnection, "send", spy)
-    return sent
 
 
 def produce_versions(payloads: list[bytes]) -> set[int]:
@@ -127,9 +83,7 @@ def test_a_librdkafka_producer_at_v10_plus_never_learns_the_brokers_address(
 
 @pytest.fixture(scope="module")
 def cluster_proxy(kafka_cluster: KafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
-    handle = start_proxy(tmp_path_factory.mktemp("proxy-kip951"), kafka_cluster,  # type: ignore[arg-type]
-                         upstream=kafka_cluster.bootstrap, upstream_security_protocol="PLAINTEXT",
-                         upstream_user=None, upstream_password=None)  # fmt: skip
+    handle = start_cluster_proxy(tmp_path_factory.mktemp("proxy-kip951"), kafka_cluster)
     try:
         yield handle
     finally:

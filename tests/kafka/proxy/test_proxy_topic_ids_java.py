@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import struct
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Producer
@@ -32,9 +30,8 @@ from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, Us
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.model import AclOperation as GuardOperation
 from kafkaguard.model import ResourceType as GuardResource
-from kafkaguard.protocol.outbox import Outbox
-from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, LOOPBACK, KafkaBroker, java
+from tests.kafka.proxy.conftest import api_versions_of
 from tests.kafka.proxy.test_proxy_clients import create_topics, grant, sasl, unique
 from tests.server.conftest import ServerHandle
 
@@ -43,46 +40,6 @@ pytestmark = pytest.mark.integration
 PROBE = Path(__file__).parent.parent / "TopicIdsProbe.java"
 PASSWORD = "topic-ids-pw"  # noqa: S105 - a test password
 RECORDS = 5
-
-
-class Taps:
-    """What the proxy wrote to its clients and sent upstream while a test ran (the proxy runs in this process)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.to_clients: list[bytes] = []
-        self.upstream: list[tuple[int, int]] = []  # (api key, version) of every request sent upstream
-
-
-class _TapWriter:
-    def __init__(self, writer: Any, taps: Taps) -> None:
-        self._writer, self._taps = writer, taps
-
-    def write(self, data: bytes) -> None:
-        with self._taps.lock:
-            self._taps.to_clients.append(bytes(data))
-        self._writer.write(data)
-
-    async def drain(self) -> None:
-        await self._writer.drain()
-
-
-@pytest.fixture
-def taps(monkeypatch: pytest.MonkeyPatch) -> Taps:
-    taps = Taps()
-    real_init, real_send = Outbox.__init__, UpstreamConnection.send
-
-    def init(self: Outbox, writer: Any, **kwargs: Any) -> None:
-        real_init(self, _TapWriter(writer, taps), **kwargs)
-
-    async def send(self: UpstreamConnection, payload: bytes) -> None:
-        with taps.lock:
-            taps.upstream.append(struct.unpack_from(">hh", payload))
-        await real_send(self, payload)
-
-    monkeypatch.setattr(Outbox, "__init__", init)
-    monkeypatch.setattr(UpstreamConnection, "send", send)
-    return taps
 
 
 def probe(kafka: KafkaBroker, bootstrap: str, user: str, password: str, mode: str, *args: str) -> list[str]:
@@ -156,12 +113,15 @@ def outcomes(kafka: KafkaBroker, bootstrap: str, topics: dict[str, str], name: s
 
 
 def test_java_clients_see_the_same_outcomes_by_id_through_the_proxy(
-    proxy: ServerHandle, kafka: KafkaBroker, sides: dict[str, tuple[str, dict[str, str], str]], taps: Taps
+    proxy: ServerHandle,
+    kafka: KafkaBroker,
+    sides: dict[str, tuple[str, dict[str, str], str]],
+    to_clients: bytearray,
+    upstream_requests: list[bytes],
 ):
     straight = outcomes(kafka, *sides["kafka"])
-    with taps.lock:
-        taps.upstream.clear()
-        taps.to_clients.clear()
+    upstream_requests.clear()
+    to_clients.clear()
     proxied = outcomes(kafka, *sides["proxy"])
     assert proxied == straight
     # not vacuous: what Kafka itself answers
@@ -173,8 +133,7 @@ def test_java_clients_see_the_same_outcomes_by_id_through_the_proxy(
                                       "2 ERROR UnknownTopicIdException"]  # fmt: skip
     assert straight["delete-ids-admin"] == ["0 OK", "1 ERROR UnknownTopicIdException"]
 
-    with taps.lock:
-        forwarded, answers = list(taps.upstream), b"".join(taps.to_clients)
+    forwarded, answers = api_versions_of(list(upstream_requests)), bytes(to_clients)
     assert any(key == ApiKey.FETCH and version >= 13 for key, version in forwarded), "the consumer fetched by id"
     assert (ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0) in forwarded, "describeTopics used DescribeTopicPartitions"
     assert (ApiKey.DELETE_TOPICS, 6) in forwarded, "deleteTopics by id used DeleteTopics v6"
