@@ -35,7 +35,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
@@ -46,7 +45,7 @@ from benchmarks.report import write_section
 from kafkaguard.cli.collect import Collector, consumer_config
 from kafkaguard.pipeline import collect_files
 from kafkaguard.pipeline.collect_plan import RangePlanner
-from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured
+from tests.kafka.broker import KafkaBroker, KafkaNotConfigured
 
 TOPIC = "audit-bench"
 PARTITIONS = 3
@@ -67,16 +66,6 @@ class Plan:
         return Plan(records=args.records or 1_200_000, rounds=args.rounds or 3, quick=False)
 
 
-def client(broker: KafkaBroker) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": broker.bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": ADMIN,
-        "sasl.password": ADMIN_PASSWORD,
-    }
-
-
 def envelope(i: int) -> bytes:
     when = (START + timedelta(milliseconds=i)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     data = {"version": 2, "time": when, "principal": f"User:svc-{i % 211}", "host": f"10.20.{i % 7}.{i % 251}",
@@ -93,9 +82,11 @@ def envelope(i: int) -> bytes:
 
 
 def produce(broker: KafkaBroker, records: int) -> None:
-    admin = AdminClient(client(broker))
+    admin = AdminClient(broker.client_config())
     admin.create_topics([NewTopic(TOPIC, num_partitions=PARTITIONS, replication_factor=1)])[TOPIC].result(30)
-    producer = Producer({**client(broker), "enable.idempotence": True, "linger.ms": 20, "compression.type": "lz4"})
+    producer = Producer(
+        {**broker.client_config(), "enable.idempotence": True, "linger.ms": 20, "compression.type": "lz4"}
+    )
     for i in range(records):
         while True:
             try:
@@ -113,7 +104,7 @@ def produce(broker: KafkaBroker, records: int) -> None:
 def warm_up(broker: KafkaBroker) -> None:
     """One group join and commit before anything is measured: the broker creates ``__consumer_offsets`` and loads
     its coordinator at the first, which would be charged to whichever reader came first."""
-    consumer = Consumer(consumer_config(client(broker), "warm-up"))
+    consumer = Consumer(consumer_config(broker.client_config(), "warm-up"))
     try:
         consumer.subscribe([TOPIC])
         while not (messages := [m for m in consumer.consume(num_messages=1, timeout=1.0) if m.error() is None]):
@@ -124,7 +115,7 @@ def warm_up(broker: KafkaBroker) -> None:
 
 
 def plain_consumer(broker: KafkaBroker, records: int, group: str) -> float:
-    consumer = Consumer(consumer_config(client(broker), group))
+    consumer = Consumer(consumer_config(broker.client_config(), group))
     try:
         started = time.monotonic()
         consumer.subscribe([TOPIC])
@@ -137,7 +128,7 @@ def plain_consumer(broker: KafkaBroker, records: int, group: str) -> float:
 
 
 def collect(broker: KafkaBroker, records: int, group: str, directory: Path) -> float:
-    consumer = Consumer(consumer_config(client(broker), group))
+    consumer = Consumer(consumer_config(broker.client_config(), group))
     dataset = collect_files.open_dataset(str(directory))
     planner = RangePlanner(max(1, records // (2 * PARTITIONS)), 3600.0)
     written = 0

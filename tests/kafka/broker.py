@@ -348,6 +348,12 @@ class KafkaBroker:
         """A --command-config file for Kafka's tools (and kafkaguard's CLI)."""
         return sasl_client_properties(path, user, password, mechanism)
 
+    def client_config(self, user: str = ADMIN, password: str = ADMIN_PASSWORD,
+                      mechanism: str = "SCRAM-SHA-512") -> ClientConfig:  # fmt: skip
+        """confluent-kafka (librdkafka) settings reaching the broker's SASL_PLAINTEXT listener as ``user``."""
+        return {"bootstrap.servers": self.bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+                "sasl.username": user, "sasl.password": password}  # fmt: skip
+
     def start(self) -> None:
         """Write the configuration, format the storage with the admin's SCRAM credentials, start, wait for ready.
 

@@ -24,7 +24,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.pipeline import collect_files
 from kafkaguard.pipeline.collect_plan import FileRange, overlaps
-from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
+from tests.kafka.broker import KafkaBroker
 from tests.kafka.java_tools import unique
 
 pytestmark = pytest.mark.integration
@@ -35,16 +35,6 @@ BATCHES = 4
 PER_BATCH = 400
 PER_FILE = 40
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def admin_config(kafka: KafkaBroker) -> dict[str, Any]:
-    return {
-        "bootstrap.servers": kafka.bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": ADMIN,
-        "sasl.password": ADMIN_PASSWORD,
-    }
 
 
 def envelope(i: int) -> bytes:
@@ -67,7 +57,7 @@ def envelope(i: int) -> bytes:
 
 def produce(kafka: KafkaBroker, topic: str) -> tuple[dict[tuple[int, int], bytes], set[tuple[int, int]]]:
     """Committed records by (partition, offset) → value, and the offsets of an aborted transaction's records."""
-    producer = Producer({**admin_config(kafka), "transactional.id": f"{topic}-tx", "linger.ms": 5})
+    producer = Producer({**kafka.client_config(), "transactional.id": f"{topic}-tx", "linger.ms": 5})
     producer.init_transactions(30)
     delivered: dict[tuple[int, int], bytes] = {}
 
@@ -137,7 +127,7 @@ def listing(dataset: Path) -> dict[str, int]:
 
 def test_collect_killed_at_several_points_holds_every_record_once(kafka: KafkaBroker, tmp_path: Path) -> None:
     topic = unique("audit.collect")
-    admin = AdminClient(admin_config(kafka))
+    admin = AdminClient(kafka.client_config())
     admin.create_topics([NewTopic(topic, num_partitions=PARTITIONS, replication_factor=1)])[topic].result(30)
     delivered, aborted = produce(kafka, topic)
     assert aborted and len(delivered) == BATCHES * PER_BATCH
@@ -196,7 +186,7 @@ def test_collect_killed_at_several_points_holds_every_record_once(kafka: KafkaBr
 
     # The group stands where the files end (even a partition whose last commit a kill prevented).
     resume = {p: max(r.last for r in ranges if r.partition == p) + 1 for p in range(PARTITIONS)}
-    probe = Consumer({**admin_config(kafka), "group.id": f"{topic}-collect"})
+    probe = Consumer({**kafka.client_config(), "group.id": f"{topic}-collect"})
     try:
         committed = probe.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
     finally:
@@ -225,9 +215,9 @@ def test_a_second_collector_on_the_same_directory_is_refused(kafka: KafkaBroker,
 def test_sigterm_writes_what_it_holds_and_exits(kafka: KafkaBroker, tmp_path: Path) -> None:
     """SIGTERM is not a crash: the open files are written and committed, the summary printed, exit code 0."""
     topic = unique("audit.term")
-    admin = AdminClient(admin_config(kafka))
+    admin = AdminClient(kafka.client_config())
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
-    producer = Producer(admin_config(kafka))
+    producer = Producer(kafka.client_config())
     for i in range(60):
         producer.produce(topic, envelope(i))
     assert producer.flush(30) == 0
