@@ -151,7 +151,9 @@ def test_an_unreadable_setting_is_logged_once_retried_and_never_taken_as_false(
 
             broker.describe_configs_error = None
             wait_for(lambda: nodes.auto_create_topics(address) is True)
-            assert any("after" in r.getMessage() and r.levelno == logging.INFO for r in caplog.records if r.name == LOG)
+            # The watch stores the setting before it logs the recovery: wait for the line rather than race it.
+            wait_for(lambda: any("after" in r.getMessage() and r.levelno == logging.INFO
+                                 for r in caplog.records if r.name == LOG))  # fmt: skip
         finally:
             proxy.stop()
     assert proxy.errors == []
