@@ -18,7 +18,7 @@ the top-level tagged field ``node_endpoints`` — only then (``KafkaApis.handleP
 10``). A client connects to them directly, so they are rewritten to the proxy's per-broker addresses
 (``addresses.rewrite_node_endpoints``, as Metadata's brokers) before any client sees them. On the fast path a v10+
 answer is held whole (a Produce answer is a few dozen bytes per partition, never records) and walked once up to
-its top-level tagged fields (``lengths.tagged_fields_at``: one Python step per field, nothing decoded); only when
+its top-level tagged fields (``produce_walk``: one Python step per element, nothing decoded); only when
 that section is not empty — an answer with leader changes — is it decoded, rewritten and re-encoded (unknown tags
 dropped). Cost against v9's relay: the walk, O(partitions) small steps, and the answer passed on in one write
 instead of as it arrives; no extra round trip and no change to pipelining (the request goes upstream at once).
@@ -41,15 +41,15 @@ from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
 from kafkaguard.protocol.build import rebuild, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
-from kafkaguard.protocol.lengths import LengthError, tagged_fields_at
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Close, Relayed, Reply
 from kafkaguard.proxy.builders import produce_response
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
+from kafkaguard.proxy.handlers.produce_walk import top_level_tags_at
 from kafkaguard.proxy.messages import ProduceRequest, ProduceResponse
 from kafkaguard.proxy.quotas import PRODUCE, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
-from kafkaguard.proxy.wire import UpstreamProtocolError, decode_response, response_header_size
+from kafkaguard.proxy.wire import decode_response
 
 TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 #: A v2 record batch: baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1) crc (4), then attributes.
@@ -141,20 +141,13 @@ async def _pass_on_proxied(scope: ProxyScope, relayed: Relayed, client: ClientWr
 def names_brokers(api_version: int, payload: bytes) -> bool:
     """Whether a Produce response payload (no length prefix) of ``api_version`` carries top-level tagged fields — in
     v10-v11 that is ``node_endpoints`` (tag 0), the only place a Produce answer names brokers. Walks the body up to
-    that section without decoding it.
+    that section without decoding it (``produce_walk``).
 
     :raises UpstreamProtocolError: a length in the answer does not fit its bytes.
     """
     if api_version < _ENDPOINTS_FROM:
         return False
-    try:
-        at = tagged_fields_at(response_schema(ApiKey.PRODUCE, api_version), payload,
-                              response_header_size(ApiKey.PRODUCE, api_version, payload))  # fmt: skip
-    except LengthError as e:
-        raise UpstreamProtocolError(f"malformed Produce v{api_version} response: {e}") from e
-    if at >= len(payload):
-        raise UpstreamProtocolError(f"malformed Produce v{api_version} response: it ends before its tagged fields")
-    return payload[at] != 0  # the section's count (an unsigned varint): zero is one 0 byte
+    return payload[top_level_tags_at(payload, api_version)] != 0  # the count (a uvarint): zero is one 0 byte
 
 
 async def _proxied(scope: ProxyScope, answer: ProduceResponse) -> ProduceResponse:
