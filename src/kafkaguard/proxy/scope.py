@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Upstream
 from kafkaguard.proxy.wire import decode_response, encode_request, request_correlation_id
+
+_INT16 = struct.Struct(">h")
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +88,13 @@ class ProxyScope(RequestScope):
         (``versions.FORWARDED_FROM``): what goes upstream is encoded, and the answer decoded, at that version. The
         client's own bytes are of another version: every forward through it names its body."""
         return dataclasses.replace(self, api_version=api_version, payload=b"")
+
+    def relabelled_at(self, api_version: int) -> ProxyScope:
+        """This request's scope as the proxy forwards it at ``api_version``, a version whose body is byte for byte
+        the client's (Fetch v16/v17 as v15): the client's bytes go up with only the header's version changed, never
+        decoded and re-encoded. Only for a version pair the handler has shown to be the same bytes."""
+        payload = self.payload[:2] + _INT16.pack(api_version) + self.payload[4:]  # header: api_key, api_version, …
+        return dataclasses.replace(self, api_version=api_version, payload=payload)
 
     def _payload_for(self, body: Any) -> bytes:
         if body is None:

@@ -173,6 +173,8 @@ def test_v16_and_v17_go_upstream_as_v15_and_their_answer_is_passed_on_as_it_came
     assert sent.request.header.api_version == 15
     assert sent.body == convert_request(decode_request(handled.payload, VERSIONS).body,
                                         request_schema(ApiKey.FETCH, 15))  # fmt: skip
+    # the client's bytes themselves, only the header's version changed: nothing decoded and re-encoded on the way
+    assert sent.payload == handled.payload[:2] + (15).to_bytes(2, "big") + handled.payload[4:]
     assert handled.client == [upstream.answered[-1][4:]], "the upstream's bytes, unchanged"
     assert upstream.passed_on == [correlation_id_of(handled.client[0])], "relayed as it arrived, never held"
     answer = handled.answer()  # read at the client's version
@@ -191,6 +193,7 @@ def test_a_v17_consumer_fetch_naming_a_replica_directory_goes_up_without_it(serv
     answer = handle(services, upstream, request, nodes=nodes).answer()
     [sent] = upstream.bodies(ApiKey.FETCH)
     assert [p.partition for t in sent.topics for p in t.partitions] == [partition.partition]
+    assert partition.replica_directory_id.bytes not in upstream.sent[-1].payload, "re-encoded at v15, without it"
     assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
 
 

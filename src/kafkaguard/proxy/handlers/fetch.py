@@ -24,8 +24,11 @@ Fetch v16–v17 (KIP-951) go upstream as v15. An answer of v16 may end with ``no
 leader of a partition answered NOT_LEADER_OR_FOLLOWER — an upstream address no client may learn, and the last field
 of an answer whose records come first, so rewriting it would mean holding every answer (tens of MiB) whole and giving
 up the splice. The v16 request is v15's (``FetchRequest.json``: "Version 16 is the same as version 15"); v17 adds
-only a follower's ``ReplicaDirectoryId`` (KIP-853), which a consumer never sends (and the proxy refuses followers):
-``convert_request`` refuses to drop it if set. The v15 answer, byte for byte, is a valid v16/v17 answer that names no
+only a follower's ``ReplicaDirectoryId`` (KIP-853, a partition's tagged field 0), which a consumer never sends and
+the proxy refuses followers before anything goes up. So on the fast path the client's bytes go up as they are with
+the header's version set to 15 (``ProxyScope.relabelled_at``: nothing decoded and re-encoded). A request the proxy
+rebuilds (sessionless, only the allowed topics, or one naming a directory) is converted to v15, any directory id
+dropped: no tag a v15 reader does not know goes up. The v15 answer, byte for byte, is a valid v16/v17 answer that names no
 broker: v16 adds only the top-level tagged ``node_endpoints`` and v17 changes only the request. The partitions keep
 their ``current_leader`` (id and epoch, tagged since v12), so a KIP-951 client still moves to the new leader without a
 Metadata round trip when it knows that node — from Metadata, at the proxy's address; Produce v10+'s endpoints are
@@ -85,8 +88,12 @@ _UNKNOWN_ID = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     if scope.api_version < _ENDPOINTS_FROM:
         return await _fetch(scope, request)
-    down = convert_request(_without_directory(request), request_schema(ApiKey.FETCH, _FORWARDED_AT))
-    reply = await _fetch(scope.forwarded_at(_FORWARDED_AT), down)
+    # v16/v17 go upstream as v15: without a directory id the client's bytes are a v15 request's (see the module
+    # docstring), so on the fast path they go up relabelled; a body the proxy makes is converted.
+    down = request_schema(ApiKey.FETCH, _FORWARDED_AT)
+    as_v15 = scope.forwarded_at if _without_directory(request) is not request else scope.relabelled_at
+    reply = await _fetch(as_v15(_FORWARDED_AT), request,
+                         outgoing=lambda body: convert_request(_without_directory(body), down))  # fmt: skip
     return _at_version(reply, response_schema(ApiKey.FETCH, scope.api_version))
 
 
@@ -115,7 +122,12 @@ def _at_version(reply: Reply, cls: type[FetchResponse]) -> Reply:
     return reply
 
 
-async def _fetch(scope: ProxyScope, request: Any) -> Reply:
+def _as_is(body: Any) -> Any:
+    return body
+
+
+async def _fetch(scope: ProxyScope, request: Any, outgoing: Callable[[Any], Any] = _as_is) -> Reply:
+    """``outgoing`` makes a body the proxy built from the client's request one of the scope's version."""
     meter = scope.meter
     charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
@@ -139,7 +151,7 @@ async def _fetch(scope: ProxyScope, request: Any) -> Reply:
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
         # the client's bytes go up as they are (not those of a request forwarded at another version: it has none)
         unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped and bool(scope.payload)
-        body = None if unchanged else _sessionless(request)
+        body = None if unchanged else outgoing(_sessionless(request))
         if limit is None:
             return await scope.relay(body)
         return await charge.relay(body)
@@ -153,7 +165,7 @@ async def _fetch(scope: ProxyScope, request: Any) -> Reply:
         return charge.local(_response(scope, refusals))
     # Only the allowed topics go upstream, sessionless: a rebuilt fetch names nothing the caller was not allowed,
     # and without a session (id 0, FINAL_EPOCH) the upstream adds no partition of an earlier fetch to it.
-    forwarded = await scope.forward(rebuild_request(_sessionless(request), topics=allowed))
+    forwarded = await scope.forward(outgoing(rebuild_request(_sessionless(request), topics=allowed)))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
