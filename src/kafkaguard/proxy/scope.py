@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 

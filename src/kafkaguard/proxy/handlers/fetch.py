@@ -21,16 +21,16 @@ Fast path: when every topic is allowed, the upstream's answer (the records) come
 and never held: it is spliced from the upstream's socket to the client's as it arrives.
 
 Fetch v16–v17 (KIP-951) go upstream as v15. An answer of v16 may end with ``node_endpoints``, the address of the new
-leader of a partition answered NOT_LEADER_OR_FOLLOWER — an upstream address no client may learn, and the last field
-of an answer whose records come first, so rewriting it would mean holding every answer (tens of MiB) whole and giving
-up the splice. The v16 request is v15's (``FetchRequest.json``: "Version 16 is the same as version 15"); v17 adds
-only a follower's ``ReplicaDirectoryId`` (KIP-853, a partition's tagged field 0), which a consumer never sends and
-the proxy refuses followers before anything goes up. So on the fast path the client's bytes go up as they are with
-the header's version set to 15 (``ProxyScope.relabelled_at``: nothing decoded and re-encoded). A request the proxy
-rebuilds (sessionless, only the allowed topics, or one naming a directory) is converted to v15, any directory id
-dropped: no tag a v15 reader does not know goes up. The v15 answer, byte for byte, is a valid v16/v17 answer that names no
-broker: v16 adds only the top-level tagged ``node_endpoints`` and v17 changes only the request. The partitions keep
-their ``current_leader`` (id and epoch, tagged since v12), so a KIP-951 client still moves to the new leader without a
+leader of a partition answered NOT_LEADER_OR_FOLLOWER — an upstream address no client may learn, and the last field of
+an answer whose records come first, so rewriting it would mean holding every answer (tens of MiB) whole and giving up
+the splice. The v16 request is v15's (``FetchRequest.json``: "Version 16 is the same as version 15"); v17 adds only a
+follower's ``ReplicaDirectoryId`` (KIP-853, a partition's tagged field 0), which a consumer never sends and the proxy
+refuses followers before anything goes up. So on the fast path the client's bytes go up as they are with the header's
+version set to 15 (``ProxyScope.relabelled_at``: nothing decoded and re-encoded). A request the proxy rebuilds
+(sessionless, only the allowed topics, or one naming a directory) is converted to v15, any directory id dropped: no tag
+a v15 reader does not know goes up. The v15 answer, byte for byte, is a valid v16/v17 answer that names no broker: v16
+adds only the top-level tagged ``node_endpoints`` and v17 changes only the request. The partitions keep their
+``current_leader`` (id and epoch, tagged since v12), so a KIP-951 client still moves to the new leader without a
 Metadata round trip when it knows that node — from Metadata, at the proxy's address; Produce v10+'s endpoints are
 rewritten (``handlers.produce``).
 
