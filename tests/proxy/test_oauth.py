@@ -28,6 +28,10 @@ class Clock:
     def __call__(self) -> float:
         return self.now
 
+    async def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        await asyncio.sleep(0)
+
 
 @pytest.fixture(scope="module")
 def key() -> SigningKey:
@@ -119,10 +123,14 @@ def test_without_a_token_a_failing_endpoint_is_retried_with_backoff_then_fails(
     endpoint: TokenEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     endpoint.fail_with = 503
-    tokens = AccessTokenSource(endpoint.url, CLIENT_ID, SECRET, retry_backoff=0.01, retry_backoff_max=0.1)
+    clock = Clock()  # advanced by the backoff's sleeps only: the count below does not depend on the machine's speed
+    tokens = AccessTokenSource(endpoint.url, CLIENT_ID, SECRET, clock=clock, sleep=clock.sleep, retry_backoff=0.01,
+                               retry_backoff_max=0.1)  # fmt: skip
     with caplog.at_level(logging.WARNING), pytest.raises(UpstreamUnavailable) as failure:
         asyncio.run(tokens.token())
-    assert len(endpoint.requests) >= 3  # 0.01 + 0.02 + 0.04 s of backoff fit under 0.1 s
+    # 0.01 + 0.02 + 0.04 s of backoff fit under 0.1 s; a fourth wait (0.08 s more) would not
+    assert len(endpoint.requests) == 4
+    assert clock.now == pytest.approx(1000.07)
     assert str(failure.value).startswith(f"cannot get an OAuth token from {endpoint.url} for client {CLIENT_ID}")
     assert "HTTP 503: temporarily_unavailable (down for a test)" in str(failure.value)
     assert SECRET not in caplog.text + str(failure.value)

@@ -37,7 +37,7 @@ import logging
 import ssl
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +90,7 @@ class AccessTokenSource:
         scope: str | None = None,
         verify: ssl.SSLContext | bool = True,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         refresh_window_factor: float = REFRESH_WINDOW_FACTOR,
         retry_backoff: float = RETRY_BACKOFF_SECONDS,
         retry_backoff_max: float = RETRY_BACKOFF_MAX_SECONDS,
@@ -102,7 +103,7 @@ class AccessTokenSource:
         ).decode("ascii")
         self._form = {"grant_type": "client_credentials"} | ({"scope": scope} if scope else {})
         self._verify = verify
-        self._clock = clock
+        self._clock, self._sleep = clock, sleep  # a test's clock advances by its own sleep
         self._refresh_window_factor = refresh_window_factor
         self._retry_backoff = retry_backoff
         self._retry_backoff_max = retry_backoff_max
@@ -171,7 +172,7 @@ class AccessTokenSource:
                     ) from None
                 log.warning("cannot get an upstream OAuth token from %s (client %s): %s; trying again in %.1f s",
                             self.url, self.client_id, e, delay)  # fmt: skip
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
             delay = min(delay * 2, self._retry_backoff_max)
 
     def _keep(self, token: AccessToken) -> AccessToken:
