@@ -114,7 +114,7 @@ def make_plan(args: argparse.Namespace) -> Plan:
     return Plan(
         messages=messages,
         warmup_messages=min(messages, 5_000 if quick else 50_000),
-        rounds=int(args.rounds or (1 if quick else 5)),
+        rounds=int(args.rounds or (1 if quick else 7)),
         quiet_s=1.0 if quick else 3.0,
     )
 
@@ -272,7 +272,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--base", default=DEFAULT_BASE, help=f"git revision to compare with (default {DEFAULT_BASE})")
     parser.add_argument("--quick", action="store_true", help="20k messages, one round (a demo, not a result)")
     parser.add_argument("--messages", type=int, help="messages in the topic, read by every run (default 500k)")
-    parser.add_argument("--rounds", type=int, help="rounds (default 5, --quick 1)")
+    parser.add_argument("--rounds", type=int, help="rounds (default 7, --quick 1)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--kafka-tgz", type=Path, help="Kafka tarball (default: KAFKA_TGZ/KAFKA_HOME, ../shared/kafka)")
     args = parser.parse_args(argv)
