@@ -49,6 +49,7 @@ from benchmarks.bench_proxy import (
     SIZE,
     TOPIC,
     USER,
+    ExtraAcl,
     ProxyFailed,
     ProxyProcess,
     Usage,
@@ -170,13 +171,14 @@ def _say(text: str) -> None:
 
 
 def start_variant(name: str, tmp: Path, broker: KafkaBroker, password_file: Path, kafkaguard: Path | None,
-                  audit: tuple[str | None, bool]) -> Variant:  # fmt: skip
+                  audit: tuple[str | None, bool], extra_acls: Sequence[ExtraAcl] = ()) -> Variant:  # fmt: skip
     """One proxy of the variant ``name`` in ``tmp/name``: bench_proxy's command line with ``audit`` (``--audit-mode``
-    or None for no audit trail, with a shadow ACL set)."""
+    or None for no audit trail, with a shadow ACL set), its data directory holding bench_proxy's ACLs and
+    ``extra_acls``."""
     audit_mode, shadow = audit
     workdir = tmp / name.replace("+", "-")
     workdir.mkdir()
-    prepare_proxy_data_dir(workdir / "proxy-data")
+    prepare_proxy_data_dir(workdir / "proxy-data", extra_acls)
     port = _free_port_pair(1 + NODE_ID)
     args = argparse.Namespace(audit_mode=audit_mode, enforcement="enforcing", shadow_acls=shadow,
                               kafkaguard=kafkaguard, proxy_arg=[])  # fmt: skip
@@ -200,10 +202,12 @@ ProxySpec = tuple[str, Path | None, tuple[str | None, bool]]
 
 
 @contextlib.contextmanager
-def proxies_before_a_broker(tmp: Path, kafka_tgz: Path | None,
-                            specs: Sequence[ProxySpec]) -> Iterator[tuple[KafkaBroker, list[Variant]]]:  # fmt: skip
-    """One Kafka broker set up as ``bench_proxy`` sets it up (user, topic, ACLs) and one proxy per spec in front of
-    it, all in ``tmp``; every proxy and the broker are stopped when the block ends, however it ends.
+def proxies_before_a_broker(
+    tmp: Path, kafka_tgz: Path | None, specs: Sequence[ProxySpec], extra_acls: Sequence[ExtraAcl] = ()
+) -> Iterator[tuple[KafkaBroker, list[Variant]]]:
+    """One Kafka broker set up as ``bench_proxy`` sets it up (user, topic, ACLs, and ``extra_acls`` on the broker and
+    in every proxy) and one proxy per spec in front of it, all in ``tmp``; every proxy and the broker are stopped when
+    the block ends, however it ends.
 
     :raises BenchFailed: no Kafka distribution (status 2), or a proxy that did not start (3, with its output).
     """
@@ -217,13 +221,13 @@ def proxies_before_a_broker(tmp: Path, kafka_tgz: Path | None,
         _say("starting the Kafka broker")
         broker = KafkaBroker(home, tmp / "broker")
         broker.start()
-        setup_broker(broker)
+        setup_broker(broker, extra_acls)
         password_file = tmp / "upstream-password"
         password_file.write_text(ADMIN_PASSWORD)
         password_file.chmod(0o600)
         try:
             for name, executable, audit in specs:
-                variants.append(start_variant(name, tmp, broker, password_file, executable, audit))
+                variants.append(start_variant(name, tmp, broker, password_file, executable, audit, extra_acls))
         except ProxyFailed as e:
             raise BenchFailed(f"{e}\n" + "\n".join(v.proxy.output_tail() for v in variants), 3) from e
         yield broker, variants

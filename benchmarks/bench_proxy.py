@@ -385,8 +385,18 @@ def _bench_acls() -> list[tuple[ResourceType, str, AclOperation]]:
     ]
 
 
-def setup_broker(broker: KafkaBroker) -> None:
-    """The bench topic, ``bench``'s SCRAM-SHA-512 credential and its ACLs on the real broker, as ``admin``."""
+#: An ACL for ``bench`` beyond ``_bench_acls``'s literal ones (a benchmark's own, e.g. a prefix of fresh group ids):
+#: resource type, name, operation, pattern type.
+ExtraAcl = tuple[ResourceType, str, AclOperation, PatternType]
+
+
+def _acls(extra: Sequence[ExtraAcl]) -> list[ExtraAcl]:
+    return [(kind, name, operation, PatternType.LITERAL) for kind, name, operation in _bench_acls()] + list(extra)
+
+
+def setup_broker(broker: KafkaBroker, extra_acls: Sequence[ExtraAcl] = ()) -> None:
+    """The bench topic, ``bench``'s SCRAM-SHA-512 credential and its ACLs (and ``extra_acls``) on the real broker, as
+    ``admin``."""
     admin = AdminClient(ClientSettings(broker.bootstrap, ADMIN, ADMIN_PASSWORD).config(log_level=4))
     config = {"retention.bytes": str(RETENTION_BYTES), "segment.bytes": str(SEGMENT_BYTES)}
     for future in admin.create_topics([NewTopic(TOPIC, 1, 1, config=config)]).values():
@@ -398,16 +408,17 @@ def setup_broker(broker: KafkaBroker) -> None:
         future.result(60)
     rd_types = {ResourceType.TOPIC: RdResourceType.TOPIC, ResourceType.GROUP: RdResourceType.GROUP}
     bindings = [
-        RdAclBinding(rd_types[kind], name, RdPatternType.LITERAL, f"User:{USER}", "*",
+        RdAclBinding(rd_types[kind], name, RdPatternType[pattern.name], f"User:{USER}", "*",
                      RdAclOperation[operation.name], RdAclPermissionType.ALLOW)
-        for kind, name, operation in _bench_acls()
+        for kind, name, operation, pattern in _acls(extra_acls)
     ]  # fmt: skip
     for future in admin.create_acls(bindings).values():
         future.result(60)
 
 
-def prepare_proxy_data_dir(data_dir: Path) -> None:
-    """``bench``'s credentials (both mechanisms) and the same ACLs in a fresh kafkaguard data directory."""
+def prepare_proxy_data_dir(data_dir: Path, extra_acls: Sequence[ExtraAcl] = ()) -> None:
+    """``bench``'s credentials (both mechanisms) and the same ACLs (and ``extra_acls``) in a fresh kafkaguard data
+    directory."""
     services = build_services(load_settings(None, data_dir=data_dir, super_users=f"User:{ADMIN}"))
     try:
         for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512):
@@ -416,10 +427,10 @@ def prepare_proxy_data_dir(data_dir: Path) -> None:
         outcomes = services.acls.create_acls(
             [
                 AclBinding(
-                    ResourcePattern(kind, name, PatternType.LITERAL),
+                    ResourcePattern(kind, name, pattern),
                     AccessControlEntry(f"User:{USER}", "*", operation, AclPermissionType.ALLOW),
                 )
-                for kind, name, operation in _bench_acls()
+                for kind, name, operation, pattern in _acls(extra_acls)
             ],
             actor=ACTOR,
         )

@@ -15,7 +15,8 @@ the same rounds, the proxy's exact CPU per 10,000 messages and the capacity rati
 slower than ``before`` beyond this machine's noise, read against 95%.
 
 The KIP-848 consumer is not measured here: the pinned librdkafka (2.16) speaks the consumer protocol only with
-ConsumerGroupHeartbeat v1 (Kafka 4.0), which a 3.9 broker does not serve.
+ConsumerGroupHeartbeat v1 (Kafka 4.0), which a 3.9 broker does not serve. ``benchmarks.bench_kip848`` measures it with
+Java's own ``KafkaConsumer``, against these two proxies' revisions.
 """
 
 from __future__ import annotations
