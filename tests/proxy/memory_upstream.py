@@ -46,12 +46,20 @@ from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.replies import ClientWriter, Close, NoResponse, Relayed, Reply, Throttled
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext, scope_fields
 from kafkaguard.proxy.dispatch import HANDLERS
+from kafkaguard.proxy.links import copy_walked
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.upstream import CLIENT_ID, Address, Upstream, UpstreamUnavailable
 from kafkaguard.proxy.versions import CAPS
-from kafkaguard.proxy.wire import correlation_id_of, decode_response, encode_request, request_correlation_id
+from kafkaguard.proxy.walks import AnswerEdit
+from kafkaguard.proxy.wire import (
+    UpstreamProtocolError,
+    correlation_id_of,
+    decode_response,
+    encode_request,
+    request_correlation_id,
+)
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import zero
 
@@ -62,6 +70,8 @@ UPSTREAM = Address("kafka-1.internal", 9092)
 LISTENER = Listener.parse("SASL_PLAINTEXT://127.0.0.1:19092")
 PROXY_HOST = "proxy.example"
 CLIENT_HOST = "10.0.0.7"
+#: An edited answer is read in pieces of this many bytes (odd: its pieces end inside fields).
+EDIT_PIECE = 7
 
 #: ``(api_key, api_version, decoded request body) -> response entity``, None for no answer.
 Answer = Callable[[ApiKey, int, Any], Any]
@@ -147,11 +157,27 @@ class MemoryUpstream:
         await self.send(payload)
         return self._next_answer(request_correlation_id(payload))[4:]
 
-    async def pass_answer_on(self, correlation_id: int, client: ClientWriter) -> None:
+    async def pass_answer_on(self, correlation_id: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
+        """With ``edit``, the answer is walked as the real connection's copy path walks it (``links.copy_walked``),
+        read in pieces of ``EDIT_PIECE`` bytes so that the walk asks for more on the way."""
         framed = self._next_answer(correlation_id)
         self.passed_on.append(correlation_id)
-        client.write(framed)
-        await client.drain()
+        if edit is None:
+            client.write(framed)
+            await client.drain()
+            return
+        position = [8]  # the frame's size and correlation id go first
+
+        async def read(size: int) -> bytes:
+            at = position[0]
+            position[0] = min(len(framed), at + min(size, EDIT_PIECE))
+            return framed[at : position[0]]
+
+        try:
+            await copy_walked(read, framed[:8], len(framed) - 8, client, edit)
+        except UpstreamProtocolError as e:  # as the real connection: the client's connection must close
+            self._failure = UpstreamUnavailable(str(e))
+            raise self._failure from e
 
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
         payload = encode_request(api_key, api_version, next(self._correlation), CLIENT_ID, body)

@@ -119,6 +119,38 @@ async def splice_exactly(
                 source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
 
 
+async def peek(source_socket: socket.socket, wanted: int, most: int) -> bytes:
+    """At least ``wanted`` and at most ``most`` of the bytes waiting on ``source_socket``, left there (``MSG_PEEK``):
+    a relayed answer's structure is looked at, then spliced on with what follows it. Waits, woken once ``wanted``
+    bytes have arrived (``SO_RCVLOWAT``), not per segment.
+
+    :raises asyncio.IncompleteReadError: the source ended before ``wanted`` bytes.
+    :raises OSError: the socket failed.
+    """
+    loop = asyncio.get_running_loop()
+    low_water, seen = 1, -1
+    try:
+        while True:
+            try:
+                data = source_socket.recv(most, socket.MSG_PEEK)
+            except BlockingIOError:
+                data = None
+            if data is not None:
+                if len(data) >= wanted:
+                    return data
+                if not data or len(data) == seen:  # readable with fewer than the low-water mark: it ended
+                    raise asyncio.IncompleteReadError(data, wanted)
+                seen = len(data)
+            if wanted != low_water:
+                source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wanted)
+                low_water = wanted
+            await _ready(loop, source_socket.fileno(), None)
+    finally:
+        if low_water != 1:
+            with contextlib.suppress(OSError):
+                source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+
+
 async def _ready(loop: asyncio.AbstractEventLoop, readable: int | None, writable: int | None) -> None:
     """Wait until ``readable`` can be read or ``writable`` written (whichever comes first)."""
     waiter = loop.create_future()
