@@ -62,6 +62,7 @@ from kafkaguard.proxy.wire import (
 )
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import zero
+from tests.proxy.fetch_answers import readable
 
 #: What the upstream decodes: every API the proxy forwards, from v0 to the proxy's cap (a forwarded request may be of
 #: another version than the client's: ``versions.FORWARDED_FROM``), and ApiVersions, which the proxy asks itself.
@@ -72,6 +73,8 @@ PROXY_HOST = "proxy.example"
 CLIENT_HOST = "10.0.0.7"
 #: An edited answer is read in pieces of this many bytes (odd: its pieces end inside fields).
 EDIT_PIECE = 7
+#: Fetch answers name brokers (``node_endpoints``) from this version.
+FETCH_ENDPOINTS_FROM = 16
 
 #: ``(api_key, api_version, decoded request body) -> response entity``, None for no answer.
 Answer = Callable[[ApiKey, int, Any], Any]
@@ -263,6 +266,8 @@ class Handled:
         (frame,) = self.client
         header = decode_request(self.payload, VERSIONS).header
         assert correlation_id_of(frame) == header.correlation_id
+        if header.api_key == ApiKey.FETCH and header.api_version >= FETCH_ENDPOINTS_FROM:
+            frame = readable(frame, header.api_version)  # the proxy's filler tags, which kio refuses
         return decode_response(ApiKey(header.api_key), header.api_version, frame)
 
 
