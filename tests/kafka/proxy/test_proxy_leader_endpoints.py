@@ -10,15 +10,19 @@ raw bytes, and on every byte the proxy wrote to any client meanwhile).
 
 from __future__ import annotations
 
+import os
+import socket
 import struct
 import time
 import uuid
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.proxy import splice
 from kafkaguard.proxy.nodes import node_port
 from tests.kafka.broker import LOOPBACK, KafkaCluster
 from tests.kafka.proxy.test_proxy_cluster import cluster_proxy, split_topic
@@ -86,3 +90,36 @@ def test_a_moved_leader_is_named_at_the_proxys_address(
     for node in (broker_1, broker_2):
         assert struct.pack(">i", node.port) not in raw, f"broker {node.node_id}'s port reached the client"
         assert struct.pack(">i", node.port) not in to_clients, f"broker {node.node_id}'s port reached a client"
+
+
+def test_a_large_v17_answer_streams_through_unchanged(
+    cluster_proxy: ServerHandle, kafka_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+):
+    """An answer of ~600 KB from the partition's leader: walked and spliced on (``links``: its structure peeked at),
+    the records the broker's own, byte for byte, and nothing but them changed."""
+    peeks: list[int] = []
+    real_peek = splice.peek
+
+    async def counting(sock: socket.socket, wanted: int, most: int) -> bytes:
+        peeks.append(wanted)
+        return await real_peek(sock, wanted, most)
+
+    monkeypatch.setattr(splice, "peek", counting)
+    topic = split_topic(kafka_cluster)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "compression.type": "none"})
+    for _ in range(60):
+        producer.produce(topic, os.urandom(10_000), partition=1)
+    assert producer.flush(30) == 0
+    broker_2 = kafka_cluster.broker(2)
+    with Wire(address(broker_2.address)) as direct:
+        [described] = metadata(direct, [topic], allow_auto_topic_creation=False).topics
+        _raw, straight = fetch_raw(direct, 17, described.topic_id)
+    listener_port = next(iter(cluster_proxy.ports.values()))
+    with Wire((LOOPBACK, node_port(listener_port, 2))) as wire:
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        raw, proxied = fetch_raw(wire, 17, described.topic_id)
+    assert len(raw) > 600_000
+    [partition] = proxied.responses[0].partitions
+    assert partition.error_code == ErrorCode.none and len(partition.records) > 600_000
+    assert proxied.responses == straight.responses
+    assert peeks, "spliced, its structure peeked at"
