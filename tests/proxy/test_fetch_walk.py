@@ -30,6 +30,7 @@ from kafkaguard.proxy.walks import NEED, PASS, TAIL
 from kafkaguard.proxy.wire import UpstreamProtocolError, decode_response
 from tests.proxy.fetch_answers import readable, tags_of
 from tests.proxy.memory_upstream import entity
+from tests.server.hostile import hostile_bodies
 
 st.register_type_strategy(Records, st.binary(max_size=16).map(Records))
 HEADER = 5  # correlation id, then an empty tag section
@@ -237,3 +238,19 @@ def test_a_walk_is_done_after_its_tail():
     assert walk.step(bytes(11) + b"\x01\x00") == (TAIL, 12, 1)
     with pytest.raises(TypeError):
         walk.step(b"")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_hostile_upstream_answer_is_a_protocol_error_not_an_allocation(version: int):
+    """Hostile first lengths (``tests.server.hostile``) in an answer walked as it streams: refused when the walk
+    reaches them, whatever they claim — the walk allocates nothing a length asks for."""
+    bodies = hostile_bodies(response_schema(ApiKey.FETCH, version))
+    assert len(bodies) > 3
+    for label, body in bodies:
+        payload = bytes(4) + b"\x00" + body  # correlation id, the flexible header's empty tag section
+        try:
+            drive(payload, version, random.Random(0))
+        except UpstreamProtocolError as e:
+            assert f"malformed Fetch v{version} response" in str(e)
+            continue
+        pytest.fail(f"Fetch v{version} {label}: walked")
