@@ -132,6 +132,8 @@ class MemoryUpstream:
         self._correlation = itertools.count(1)
         self._failure: UpstreamUnavailable | None = None
         self.closed = False
+        #: What becomes of an edited answer's framed bytes on the way (a test corrupts them).
+        self.corrupt: Callable[[bytes], bytes] = lambda framed: framed
 
     def close(self) -> None:
         """As ``UpstreamConnection.close`` (the client connection ended; ``ProxyDispatcher.close``)."""
@@ -165,6 +167,8 @@ class MemoryUpstream:
         read in pieces of ``EDIT_PIECE`` bytes so that the walk asks for more on the way."""
         framed = self._next_answer(correlation_id)
         self.passed_on.append(correlation_id)
+        if edit is not None:
+            framed = self.corrupt(framed)
         if edit is None:
             client.write(framed)
             await client.drain()

@@ -23,8 +23,10 @@ from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.protocol.outbox import OutboxClosed
+from kafkaguard.protocol.replies import Throttled
 from kafkaguard.proxy.nodes import NodeDirectory
-from kafkaguard.proxy.upstream import Address
+from kafkaguard.proxy.upstream import Address, UpstreamUnavailable
 from kafkaguard.proxy.wire import correlation_id_of, decode_response
 from tests.proxy.memory_upstream import (
     LISTENER,
@@ -36,6 +38,7 @@ from tests.proxy.memory_upstream import (
     entity,
     handle,
 )
+from tests.proxy.test_quotas import meter as quota_meter
 from tests.proxy.test_topic_ids import Cluster
 
 FEED, SECRET, OTHER, GONE = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
@@ -224,6 +227,40 @@ def test_node_endpoints_of_a_decoded_answer_are_rewritten_too(services: Services
     answer = handled.answer()
     assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [(2, PROXY_HOST, NODE_2_PORT)]
     assert fetched(answer)[SECRET] == (ErrorCode.topic_authorization_failed, -1)
+
+
+@pytest.mark.parametrize("quota", [1e9, 1.0])
+def test_under_a_consumer_quota_the_answer_is_walked_too(services: Services, quota: float):
+    """The metering writer (``_Charge.relay``) stands for the client: the walk copies through it. Within the quota the
+    client gets the rewritten endpoints; over it, Kafka's empty throttled answer — never the upstream's host."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    cluster.endpoints = ((2, "kafka-2.internal", 9092),)
+    handled = handle(services, upstream, fetch(16, FEED), nodes=nodes, meter=quota_meter(quota)[0])
+    assert upstream.passed_on, "relayed through the metering writer"
+    assert b"internal" not in handled.client[0]
+    answer = handled.answer()
+    if quota > 1:
+        assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [(2, PROXY_HOST, NODE_2_PORT)]
+        assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
+    else:
+        assert isinstance(handled.reply, Throttled)
+        assert answer.responses == () and answer.node_endpoints == ()
+
+
+def test_a_malformed_v16_answer_closes_the_clients_connection(services: Services):
+    """A records length that overruns the answer: the walk refuses it, the connection closes (as for a bad frame)
+    and the answer's end — where an upstream address would be — is never passed on."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    cluster.endpoints = ((2, "kafka-2.internal", 9092),)
+    # size, correlation id, header tags, throttle/error/session, 1 topic, its id, 1 partition, its head, no aborted
+    # transactions, replica: then the records' length, made 256 MiB in the same 4 bytes
+    at = 4 + 4 + 1 + 10 + 1 + 16 + 1 + 30 + 1 + 4
+    upstream.corrupt = lambda framed: framed[:at] + bytes.fromhex("ffffff7f") + framed[at + 4 :]
+    with pytest.raises(OutboxClosed, match="malformed Fetch v16 response: a field of 268435454 bytes overruns"):
+        handle(services, upstream, fetch(16, FEED), nodes=nodes)  # the connection closes on it
+    assert upstream.passed_on, "it was being passed on"
+    with pytest.raises(UpstreamUnavailable):  # and that upstream connection is done, as a real one after a bad frame
+        handle(services, upstream, fetch(16, FEED), nodes=nodes)
 
 
 def test_a_v17_consumer_fetch_naming_a_replica_directory_goes_up_as_it_came(services: Services):
