@@ -23,19 +23,20 @@ and never held: it is spliced from the upstream's socket to the client's as it a
 Leader discovery (Fetch v16–v17, KIP-951): they go upstream at the client's own version, so the upstream fills what
 a v16+ answer adds — each partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its new leader's id
 and epoch (``current_leader``, tagged, no address: passed on as it is), and the answer's last field, the top-level
-tagged ``node_endpoints``, gives those leaders' addresses (``KafkaApis.handleFetchRequest``, 3.9: ``if (versionId >=
-16) { … case Errors.NOT_LEADER_OR_FOLLOWER | Errors.FENCED_LEADER_EPOCH => … nodeEndpoints.put(node.id(), node)``). A client connects to them directly, so no upstream address may pass:
-on the fast path the answer is walked as it streams (``fetch_walk``, driven by ``links``: its structure peeked at,
-its records spliced on unread as before) and its last bytes — the top-level tagged section — are read and rewritten
-in place to the same length (the frame's size went out first): the endpoints at the proxy's per-broker addresses
-(``addresses.rewrite_node_endpoints``, new nodes learned as Metadata's), padded with an unknown tagged field that
-clients skip; when they cannot fit (a proxy host longer than the upstream's) the field is blanked — renumbered to an
-unknown tag, its bytes zeroed — and the client asks Metadata instead, as a client before KIP-951 does
-(``fetch_walk.tail_with``). An answer the proxy decodes (some topics refused) has its endpoints rewritten before it
-is encoded. A malformed answer closes the client's connection, as a bad frame does. Cost against an unedited relay:
-per answer a peek, then a peek and a splice round per partition whose records are spliced, the last few bytes read
-and written (two calls), and 2-4 µs of walk for one partition (``links``, ``fetch_walk``). v17 differs from
-v16 only in the request (a follower's ``ReplicaDirectoryId``, read only for a follower's fetch, which is refused).
+tagged ``node_endpoints``, gives those leaders' addresses (``KafkaApis.handleFetchRequest``, 3.9: ``if (versionId
+>= 16) { … case Errors.NOT_LEADER_OR_FOLLOWER | Errors.FENCED_LEADER_EPOCH => … nodeEndpoints.put(node.id(),
+node)``). A client connects to them directly, so no upstream address may pass: on the fast path the answer is walked
+as it streams (``fetch_walk``, driven by ``links``: its structure peeked at, its records spliced on unread as
+before) and its last bytes — the top-level tagged section — are read and rewritten in place to the same length (the
+frame's size went out first): the endpoints at the proxy's per-broker addresses (``addresses.rewrite_node_endpoints``,
+new nodes learned as Metadata's), padded with an unknown tagged field that clients skip; when they cannot fit (a
+proxy host longer than the upstream's) the field is blanked — renumbered to an unknown tag, its bytes zeroed — and
+the client asks Metadata instead, as a client before KIP-951 does (``fetch_walk.tail_with``). An answer the proxy
+decodes (some topics refused) has its endpoints rewritten before it is encoded. A malformed answer closes the
+client's connection, as a bad frame does. Cost against an unedited relay: per answer a peek, then a peek and a
+splice round per partition whose records are spliced, the last few bytes read and written (two calls), and 2-4 µs of
+walk for one partition (``links``, ``fetch_walk``). v17 differs from v16 only in the request (a follower's
+``ReplicaDirectoryId``, read only for a follower's fetch, which is refused).
 
 Client quotas (``proxy.quotas``), as Kafka's consumer fetch: when a ``consumer_byte_rate`` applies, the fetch's
 max_bytes is capped at what the quota allows in one go (``getMaxValueInQuotaWindow``), and the response's size is
