@@ -217,3 +217,24 @@ def test_an_answer_cut_inside_its_structure_raises_without_a_hang() -> None:
                 link.close()
 
     run(scenario)
+
+
+def test_peek_waits_for_what_it_wants_and_leaves_it_on_the_socket() -> None:
+    async def scenario() -> None:
+        writer_socket, source = tcp_pair()
+        loop = asyncio.get_running_loop()
+        try:
+            writer_socket.sendall(b"abc")
+            later = asyncio.create_task(asyncio.sleep(0.01))
+            later.add_done_callback(lambda _: writer_socket.sendall(b"defgh"))
+            assert await splice.peek(source, 6, 100) == b"abcdefgh", "woken once 6 were there: all 8 came together"
+            assert source.getsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT) == 1
+            assert await loop.sock_recv(source, 100) == b"abcdefgh", "nothing was taken"
+            writer_socket.sendall(b"xy")
+            writer_socket.close()
+            with pytest.raises(asyncio.IncompleteReadError):
+                await splice.peek(source, 3, 100)
+        finally:
+            source.close()
+
+    run(scenario)

@@ -138,8 +138,13 @@ async def peek(source_socket: socket.socket, wanted: int, most: int) -> bytes:
             if data is not None:
                 if len(data) >= wanted:
                     return data
-                if not data or len(data) == seen:  # readable with fewer than the low-water mark: it ended
+                if not data:
                     raise asyncio.IncompleteReadError(data, wanted)
+                if len(data) == seen:  # readable below the low-water mark without more: the end, or memory pressure
+                    if _peer_closed(source_socket):
+                        raise asyncio.IncompleteReadError(data, wanted)
+                    await asyncio.sleep(_PRESSED_WAIT)  # Linux signals a squeezed buffer readable early: poll it
+                    continue
                 seen = len(data)
             if wanted != low_water:
                 source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wanted)
@@ -149,6 +154,22 @@ async def peek(source_socket: socket.socket, wanted: int, most: int) -> bytes:
         if low_water != 1:
             with contextlib.suppress(OSError):
                 source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+
+
+#: TCP states in which the peer has sent its FIN (Linux ``tcp_states.h``): TIME_WAIT, CLOSE, CLOSE_WAIT, LAST_ACK,
+#: CLOSING.
+_PEER_CLOSED = frozenset({6, 7, 8, 9, 11})
+#: How long ``peek`` waits between looks while readiness is signalled below its low-water mark (not at the end: Linux
+#: reports a socket readable early when its receive buffer is under pressure). Bounded by the caller's timeout.
+_PRESSED_WAIT = 0.001
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    """Whether the peer has closed its side (``TCP_INFO``'s first byte is the connection's state)."""
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in _PEER_CLOSED
+    except OSError:
+        return True
 
 
 async def _ready(loop: asyncio.AbstractEventLoop, readable: int | None, writable: int | None) -> None:
