@@ -8,11 +8,11 @@ distribution) and git (the base revision is checked out into a temporary worktre
 Two ``kafkaguard proxy`` processes, each started from its own tree's ``src`` with the same command line
 (``bench_proxy.proxy_command``, no audit trail): ``before`` (``--base``, by default the last commit before issue 28,
 whose proxy offered Produce up to v9 and Fetch up to v12) and ``after`` (this tree: Produce v10–v11 with their answers
-held and walked for ``node_endpoints``, Fetch v16–v17 forwarded as v15). The clients are ``bench_proxy``'s
-(confluent-kafka), which ask each proxy for the highest versions it offers; the report says which those were. The
-rounds, the alternation and the measures are ``bench_audit``'s (``Bench``): messages/s, the ratio to ``before`` in
-the same rounds, the proxy's exact CPU per 10,000 messages and the capacity ratio. Target (issue 28): ``after`` no
-slower than ``before`` beyond this machine's noise, read against 95%.
+held and walked for ``node_endpoints``, Fetch v16–v17 at their own version, their answers walked as they stream).
+The clients are ``bench_proxy``'s (confluent-kafka), which ask each proxy for the highest versions it offers; the
+report says which those were. The rounds, the alternation and the measures are ``bench_audit``'s (``Bench``):
+messages/s, the ratio to ``before`` in the same rounds, the proxy's exact CPU per 10,000 messages and the capacity
+ratio. Target (issue 28): ``after`` no slower than ``before`` beyond this machine's noise, read against 95%.
 
 The KIP-848 consumer is not measured here: the pinned librdkafka (2.16) speaks the consumer protocol only with
 ConsumerGroupHeartbeat v1 (Kafka 4.0), which a 3.9 broker does not serve. ``benchmarks.bench_kip848`` measures it with
@@ -110,7 +110,8 @@ def render(o: Outcome, command: str, base: str, versions: dict[str, dict[str, in
         f"`before` (revision `{base}`) and `after` (this tree), no audit trail. The clients are `bench_proxy`'s "
         f"(confluent-kafka, SCRAM-SHA-512 over SASL_PLAINTEXT; producer linger.ms=5, batch.size=256 KiB, acks=all; "
         f"1 KiB messages to one partition); they took the highest versions each proxy offers — {shown} (Fetch v16+ "
-        f"goes upstream as v15 from `after`). After a warm-up, {o.plan.rounds} round(s) of "
+        f"goes upstream at its own version from `after`, its answer walked as it streams). After a warm-up, "
+        f"{o.plan.rounds} round(s) of "
         f"{o.plan.messages:,} messages produced, then consumed, through each proxy, the order alternating. Medians "
         "over the rounds; in brackets the range of the per-round ratios; proxy CPU exact (`schedstat`); capacity: "
         "messages per proxy CPU second over `before`'s in the same round.",

@@ -46,14 +46,23 @@ from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.replies import ClientWriter, Close, NoResponse, Relayed, Reply, Throttled
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext, scope_fields
 from kafkaguard.proxy.dispatch import HANDLERS
+from kafkaguard.proxy.links import copy_walked
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.upstream import CLIENT_ID, Address, Upstream, UpstreamUnavailable
 from kafkaguard.proxy.versions import CAPS
-from kafkaguard.proxy.wire import correlation_id_of, decode_response, encode_request, request_correlation_id
+from kafkaguard.proxy.walks import AnswerEdit
+from kafkaguard.proxy.wire import (
+    UpstreamProtocolError,
+    correlation_id_of,
+    decode_response,
+    encode_request,
+    request_correlation_id,
+)
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import zero
+from tests.proxy.fetch_answers import readable
 
 #: What the upstream decodes: every API the proxy forwards, from v0 to the proxy's cap (a forwarded request may be of
 #: another version than the client's: ``versions.FORWARDED_FROM``), and ApiVersions, which the proxy asks itself.
@@ -62,6 +71,10 @@ UPSTREAM = Address("kafka-1.internal", 9092)
 LISTENER = Listener.parse("SASL_PLAINTEXT://127.0.0.1:19092")
 PROXY_HOST = "proxy.example"
 CLIENT_HOST = "10.0.0.7"
+#: An edited answer is read in pieces of this many bytes (odd: its pieces end inside fields).
+EDIT_PIECE = 7
+#: Fetch answers name brokers (``node_endpoints``) from this version.
+FETCH_ENDPOINTS_FROM = 16
 
 #: ``(api_key, api_version, decoded request body) -> response entity``, None for no answer.
 Answer = Callable[[ApiKey, int, Any], Any]
@@ -119,6 +132,8 @@ class MemoryUpstream:
         self._correlation = itertools.count(1)
         self._failure: UpstreamUnavailable | None = None
         self.closed = False
+        #: What becomes of an edited answer's framed bytes on the way (a test corrupts them).
+        self.corrupt: Callable[[bytes], bytes] = lambda framed: framed
 
     def close(self) -> None:
         """As ``UpstreamConnection.close`` (the client connection ended; ``ProxyDispatcher.close``)."""
@@ -147,11 +162,29 @@ class MemoryUpstream:
         await self.send(payload)
         return self._next_answer(request_correlation_id(payload))[4:]
 
-    async def pass_answer_on(self, correlation_id: int, client: ClientWriter) -> None:
+    async def pass_answer_on(self, correlation_id: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
+        """With ``edit``, the answer is walked as the real connection's copy path walks it (``links.copy_walked``),
+        read in pieces of ``EDIT_PIECE`` bytes so that the walk asks for more on the way."""
         framed = self._next_answer(correlation_id)
         self.passed_on.append(correlation_id)
-        client.write(framed)
-        await client.drain()
+        if edit is not None:
+            framed = self.corrupt(framed)
+        if edit is None:
+            client.write(framed)
+            await client.drain()
+            return
+        position = [8]  # the frame's size and correlation id go first
+
+        async def read(size: int) -> bytes:
+            at = position[0]
+            position[0] = min(len(framed), at + min(size, EDIT_PIECE))
+            return framed[at : position[0]]
+
+        try:
+            await copy_walked(read, framed[:8], len(framed) - 8, client, edit)
+        except UpstreamProtocolError as e:  # as the real connection: the client's connection must close
+            self._failure = UpstreamUnavailable(str(e))
+            raise self._failure from e
 
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
         payload = encode_request(api_key, api_version, next(self._correlation), CLIENT_ID, body)
@@ -237,6 +270,8 @@ class Handled:
         (frame,) = self.client
         header = decode_request(self.payload, VERSIONS).header
         assert correlation_id_of(frame) == header.correlation_id
+        if header.api_key == ApiKey.FETCH and header.api_version >= FETCH_ENDPOINTS_FROM:
+            frame = readable(frame, header.api_version)  # the proxy's filler tags, which kio refuses
         return decode_response(ApiKey(header.api_key), header.api_version, frame)
 
 

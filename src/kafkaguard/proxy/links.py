@@ -11,12 +11,19 @@ relayed answer on to the client. Two kinds, because what is fastest differs:
 
 Either copies when the client side cannot take a splice (a TLS client listener, a quota's metering writer, or bytes
 still queued on the client's transport).
+
+An answer relayed with an ``AnswerEdit`` (Fetch v16+: ``walks``, ``fetch_walk``) is walked on the way: on the
+splice path its structure is peeked at (``splice.peek``, the bytes stay on the socket) and spliced on together with
+the records that follow it, so a 1-partition answer costs two peeks, a read and a write of its last few bytes more
+than an unedited one; copied, the walk looks at the bytes as they pass; small answers are read whole and walked in
+memory. Its last bytes (the tagged section the edit rewrites) are read into the process and written rewritten.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import socket
 import ssl
@@ -24,6 +31,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from kafkaguard.proxy import splice
+from kafkaguard.proxy.walks import NEED, PASS, AnswerEdit
+from kafkaguard.proxy.wire import UpstreamProtocolError
 
 #: Bytes a relayed answer is copied in at a time when it cannot be spliced (large enough to amortize the loop,
 #: small enough to stream).
@@ -35,6 +44,8 @@ STREAM_BUFFER = 1024 * 1024
 #: Answers up to this size are read whole and written at once; larger ones are spliced (a splice costs a few more
 #: calls than it saves on a small answer).
 SPLICE_FROM = 64 * 1024
+#: The most of an edited answer's structure peeked or read ahead at a time (a walk asks for less, usually).
+LOOK_AHEAD = 4096
 
 
 class ClientWriter(Protocol):
@@ -58,9 +69,12 @@ class Link(Protocol):
         :raises asyncio.IncompleteReadError: the upstream closed first.
         """
 
-    async def pass_on(self, head: bytes, count: int, client: ClientWriter) -> None:
+    async def pass_on(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
         """Write ``head`` (bytes of the answer already read), then move the next ``count`` bytes to ``client`` as
-        they arrive."""
+        they arrive; with ``edit``, walked and its last bytes rewritten (see the module docstring).
+
+        :raises UpstreamProtocolError: the walk found the answer malformed.
+        """
 
     def close(self) -> None: ...
 
@@ -120,23 +134,52 @@ class SocketLink:
             data += chunk
         return bytes(data)
 
-    async def pass_on(self, head: bytes, count: int, client: ClientWriter) -> None:
+    async def pass_on(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
         if count <= SPLICE_FROM:  # a small answer (a Produce's): read whole, one write
-            client.write(head + await self.read_exactly(count))
+            body = await self.read_exactly(count)
+            client.write(head + (body if edit is None else await edited(edit, body)))
             await client.drain()
             return
         target = _spliceable(client)
         if target is None:
-            await self._copy(head, count, client)
+            await self._copy(head, count, client, edit)
             return
         duplicate = os.dup(target)  # the loop will not watch a descriptor its transport owns; a duplicate it will
         try:
-            await splice.splice_exactly(self._sock, duplicate, count, self._pipe, prefix=head)
+            if edit is None:
+                await splice.splice_exactly(self._sock, duplicate, count, self._pipe, prefix=head)
+            else:
+                await self._splice_walked(head, count, duplicate, client, edit)
         finally:
             os.close(duplicate)
 
-    async def _copy(self, head: bytes, count: int, client: ClientWriter) -> None:
-        await copy_through(lambda size: self._loop.sock_recv(self._sock, size), head, count, client)
+    async def _splice_walked(
+        self, head: bytes, count: int, target: int, client: ClientWriter, edit: AnswerEdit
+    ) -> None:
+        """The splice path of an edited answer: structure peeked, spliced on with the records after it; the last
+        bytes read, rewritten and written through the client's transport (empty: everything spliced is out)."""
+        walk, prefix, left = edit.walk(count), head, count
+        step = walk.step(b"")
+        while True:
+            kind, seen, more = step
+            if kind == NEED:
+                step = walk.step(await splice.peek(self._sock, seen, min(left, max(seen, LOOK_AHEAD))))
+            elif kind == PASS:
+                await splice.splice_exactly(self._sock, target, seen + more, self._pipe, prefix=prefix)
+                prefix, left = b"", left - seen - more
+                step = walk.step(b"")
+            else:
+                last = await self.read_exactly(seen + more)
+                client.write(prefix + last[:seen] + await edit.tail(last[seen:]))
+                await client.drain()
+                return
+
+    async def _copy(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None) -> None:
+        read = functools.partial(self._loop.sock_recv, self._sock)
+        if edit is None:
+            await copy_through(read, head, count, client)
+        else:
+            await copy_walked(read, head, count, client, edit)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -161,8 +204,11 @@ class StreamLink:
     async def read_exactly(self, count: int) -> bytes:
         return await self._reader.readexactly(count)
 
-    async def pass_on(self, head: bytes, count: int, client: ClientWriter) -> None:
-        await copy_through(self._reader.read, head, count, client)
+    async def pass_on(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
+        if edit is None:
+            await copy_through(self._reader.read, head, count, client)
+        else:
+            await copy_walked(self._reader.read, head, count, client, edit)
 
     def close(self) -> None:
         """Abort, not TLS's graceful close: that waits (up to 30 s) for the broker's close_notify on a socket the
@@ -185,6 +231,68 @@ async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, cou
         client.write(chunk)
         remaining -= len(chunk)
         await client.drain()
+
+
+async def copy_walked(
+    read: Callable[[int], Awaitable[bytes]], head: bytes, count: int, client: ClientWriter, edit: AnswerEdit
+) -> None:
+    """``copy_through`` of an edited answer: the walk looks at the bytes as they pass (read ahead by at most
+    ``LOOK_AHEAD`` beyond what it asks); what it passes opaque is copied in chunks as ``copy_through`` does.
+
+    :raises asyncio.IncompleteReadError: ``read`` ended first.
+    :raises UpstreamProtocolError: the walk found the answer malformed.
+    """
+    client.write(head)
+    walk, window, left = edit.walk(count), b"", count  # left: not yet passed on
+    step = walk.step(window)
+    while True:
+        kind, seen, more = step
+        if kind == NEED:
+            while len(window) < seen:
+                chunk = await read(min(left, max(seen, LOOK_AHEAD)) - len(window))
+                if not chunk:
+                    raise asyncio.IncompleteReadError(window, seen)
+                window += chunk
+            step = walk.step(window)
+        elif kind == PASS:
+            moved = seen + more
+            if moved <= len(window):
+                client.write(window[:moved])
+                window = window[moved:]
+            else:
+                client.write(window)
+                await copy_through(read, b"", moved - len(window), client)
+                window = b""
+            left -= moved
+            await client.drain()
+            step = walk.step(window)
+        else:
+            while len(window) < left:
+                chunk = await read(left - len(window))
+                if not chunk:
+                    raise asyncio.IncompleteReadError(window, left)
+                window += chunk
+            client.write(window[:seen] + await edit.tail(window[seen:]))
+            await client.drain()
+            return
+
+
+async def edited(edit: AnswerEdit, body: bytes) -> bytes:
+    """An answer's ``count`` bytes after its correlation id, held whole, walked and its last bytes rewritten.
+
+    :raises UpstreamProtocolError: the walk found the answer malformed.
+    """
+    walk, view, at = edit.walk(len(body)), memoryview(body), 0
+    step = walk.step(view)
+    while True:
+        kind, seen, more = step
+        if kind == PASS:
+            at += seen + more
+            step = walk.step(view[at:])
+        elif kind == NEED:  # a walk given every byte there is asks for more only by mistake
+            raise UpstreamProtocolError(f"an answer walk asked for {seen} bytes of the {len(body) - at} left")
+        else:
+            return body[: at + seen] + await edit.tail(body[at + seen :])
 
 
 def _spliceable(client: ClientWriter) -> int | None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,9 +16,8 @@ from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Upstream
+from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response, encode_request, request_correlation_id
-
-_INT16 = struct.Struct(">h")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,18 +61,21 @@ class ProxyScope(RequestScope):
         await self.outbox.flushed()
         return Forwarded(self, await self.upstream.exchange(self._payload_for(body)))
 
-    async def relay(self, body: Any = None) -> Relayed:
+    async def relay(self, body: Any = None, edit: AnswerEdit | None = None) -> Relayed:
         """Send the request upstream (as ``forward``); its answer goes to the client unchanged, as it arrives, after
         the answers before it: the fast path of a request whose every resource is allowed. Returns once the request
-        is sent; the connection's outbox passes the answer on (``Upstream.pass_answer_on``)."""
+        is sent; the connection's outbox passes the answer on (``Upstream.pass_answer_on``; with ``edit``, walked
+        and its last bytes rewritten on the way)."""
         payload = self._payload_for(body)
         await self.upstream.send(payload)
-        return Relayed(functools.partial(self.upstream.pass_answer_on, request_correlation_id(payload)))
+        return Relayed(functools.partial(self.upstream.pass_answer_on, request_correlation_id(payload), edit=edit))
 
-    async def relay_through(self, through: Callable[[ClientWriter], ClientWriter], body: Any = None) -> None:
+    async def relay_through(
+        self, through: Callable[[ClientWriter], ClientWriter], body: Any = None, edit: AnswerEdit | None = None
+    ) -> None:
         """``relay``, its answer passed on through the writer ``through`` makes of the client's (a quota's metering
         writer), and waited for: the caller then knows what passed."""
-        relayed = await self.relay(body)
+        relayed = await self.relay(body, edit)
         self.outbox.relay(lambda client: relayed.pass_on(through(client)))
         await self.outbox.flushed()
 
@@ -88,13 +89,6 @@ class ProxyScope(RequestScope):
         (``versions.FORWARDED_FROM``): what goes upstream is encoded, and the answer decoded, at that version. The
         client's own bytes are of another version: every forward through it names its body."""
         return dataclasses.replace(self, api_version=api_version, payload=b"")
-
-    def relabelled_at(self, api_version: int) -> ProxyScope:
-        """This request's scope as the proxy forwards it at ``api_version``, a version whose body is byte for byte
-        the client's (Fetch v16/v17 as v15): the client's bytes go up with only the header's version changed, never
-        decoded and re-encoded. Only for a version pair the handler has shown to be the same bytes."""
-        payload = self.payload[:2] + _INT16.pack(api_version) + self.payload[4:]  # header: api_key, api_version, …
-        return dataclasses.replace(self, api_version=api_version, payload=payload)
 
     def _payload_for(self, body: Any) -> bytes:
         if body is None:

@@ -119,6 +119,59 @@ async def splice_exactly(
                 source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
 
 
+async def peek(source_socket: socket.socket, wanted: int, most: int) -> bytes:
+    """At least ``wanted`` and at most ``most`` of the bytes waiting on ``source_socket``, left there (``MSG_PEEK``):
+    a relayed answer's structure is looked at, then spliced on with what follows it. Waits, woken once ``wanted``
+    bytes have arrived (``SO_RCVLOWAT``), not per segment.
+
+    :raises asyncio.IncompleteReadError: the source ended before ``wanted`` bytes.
+    :raises OSError: the socket failed.
+    """
+    loop = asyncio.get_running_loop()
+    low_water, seen = 1, -1
+    try:
+        while True:
+            try:
+                data = source_socket.recv(most, socket.MSG_PEEK)
+            except BlockingIOError:
+                data = None
+            if data is not None:
+                if len(data) >= wanted:
+                    return data
+                if not data:
+                    raise asyncio.IncompleteReadError(data, wanted)
+                if len(data) == seen:  # readable below the low-water mark without more: the end, or memory pressure
+                    if _peer_closed(source_socket):
+                        raise asyncio.IncompleteReadError(data, wanted)
+                    await asyncio.sleep(_PRESSED_WAIT)  # Linux signals a squeezed buffer readable early: poll it
+                    continue
+                seen = len(data)
+            if wanted != low_water:
+                source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, wanted)
+                low_water = wanted
+            await _ready(loop, source_socket.fileno(), None)
+    finally:
+        if low_water != 1:
+            with contextlib.suppress(OSError):
+                source_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVLOWAT, 1)
+
+
+#: TCP states in which the peer has sent its FIN (Linux ``tcp_states.h``): TIME_WAIT, CLOSE, CLOSE_WAIT, LAST_ACK,
+#: CLOSING.
+_PEER_CLOSED = frozenset({6, 7, 8, 9, 11})
+#: How long ``peek`` waits between looks while readiness is signalled below its low-water mark (not at the end: Linux
+#: reports a socket readable early when its receive buffer is under pressure). Bounded by the caller's timeout.
+_PRESSED_WAIT = 0.001
+
+
+def _peer_closed(sock: socket.socket) -> bool:
+    """Whether the peer has closed its side (``TCP_INFO``'s first byte is the connection's state)."""
+    try:
+        return sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in _PEER_CLOSED
+    except OSError:
+        return True
+
+
 async def _ready(loop: asyncio.AbstractEventLoop, readable: int | None, writable: int | None) -> None:
     """Wait until ``readable`` can be read or ``writable`` written (whichever comes first)."""
     waiter = loop.create_future()

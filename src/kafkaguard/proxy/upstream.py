@@ -47,6 +47,7 @@ from kafkaguard.proxy.oauthbearer import (
     oauthbearer_error_status,
     oauthbearer_initial_response,
 )
+from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import (
     UpstreamProtocolError,
     correlation_id_of,
@@ -163,8 +164,9 @@ class Upstream(Protocol):
         """Send one request payload and return its response payload."""
         ...
 
-    async def pass_answer_on(self, correlation_id: int, client: ClientWriter) -> None:
-        """Pass the framed answer to the request sent with ``correlation_id`` on to ``client``, unchanged."""
+    async def pass_answer_on(self, correlation_id: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
+        """Pass the framed answer to the request sent with ``correlation_id`` on to ``client``, unchanged (with
+        ``edit``: walked as it passes, its last bytes rewritten, ``walks``)."""
         ...
 
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
@@ -296,10 +298,11 @@ class UpstreamConnection:
             )
         return response
 
-    async def pass_answer_on(self, correlation_id: int, client: ClientWriter) -> None:
+    async def pass_answer_on(self, correlation_id: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
         """Pass the answer to the request sent with ``correlation_id`` on to ``client`` unchanged, as it arrives,
         never held whole (a Fetch answer can be tens of MiB; nothing in it needs reading), under the timeout. The
-        correlation id is checked before its first byte goes out.
+        correlation id is checked before its first byte goes out. With ``edit`` the answer is walked on the way and
+        its last bytes rewritten (``links``, ``walks``); a malformed one fails the connection as a bad frame does.
 
         :raises UpstreamUnavailable: the upstream failed (the client may then hold part of an answer: its connection
             must close).
@@ -315,7 +318,7 @@ class UpstreamConnection:
                 if correlation_id_of(head[4:]) != correlation_id:
                     raise UpstreamProtocolError(f"upstream {self.address} answered correlation id "
                                                 f"{correlation_id_of(head[4:])}, not {correlation_id}")  # fmt: skip
-                await link.pass_on(head, size - 4, client)
+                await link.pass_on(head, size - 4, client, edit)
         except UpstreamProtocolError as e:
             raise self._fail(UpstreamUnavailable(str(e))) from e
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:

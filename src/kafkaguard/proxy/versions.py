@@ -2,12 +2,12 @@
 
 ``CAPS`` caps each forwarded API at the last version the proxy authorizes exactly with topic names (topics named
 by id are resolved to their names first, ``topic_ids``, and the name authorized) and without upstream addresses
-reaching a client. Produce v10-v11 answers may carry node endpoints for KIP-951 leader discovery, rewritten to the
-proxy's per-broker addresses (``handlers.addresses.rewrite_node_endpoints``); Fetch v16-v17 go upstream as v15,
-whose answer names no broker (``handlers.fetch``: it stays streamed); Produce v12 belongs to
-KIP-890's transactions v2 (partitions added to a transaction by the Produce itself), which the proxy does not
-authorize. By id: Fetch v13-v17, Metadata v12 by id, DeleteTopics v6; and DescribeTopicPartitions v0 (KIP-966),
-paged over what the caller may describe. OffsetCommit/OffsetFetch v10+ name topics by id and are not offered yet.
+reaching a client. Produce v10-v11 and Fetch v16-v17 answers may carry node endpoints for KIP-951 leader discovery,
+rewritten to the proxy's per-broker addresses (``handlers.addresses.rewrite_node_endpoints``; a Fetch answer's in
+place as it streams, ``handlers.fetch``, ``fetch_walk``); Produce v12 belongs to KIP-890's transactions v2
+(partitions added to a transaction by the Produce itself), which the proxy does not authorize. By id: Fetch v13-v17,
+Metadata v12 by id, DeleteTopics v6; and DescribeTopicPartitions v0 (KIP-966), paged over what the caller may
+describe. OffsetCommit/OffsetFetch v10+ name topics by id and are not offered yet.
 
 The KIP-848 consumer group protocol is offered at Kafka 3.9's versions: ConsumerGroupHeartbeat v0 and
 ConsumerGroupDescribe v0 (``handlers.groups``, ``handlers.group_admin``), and OffsetCommit v9 / OffsetFetch v9, the

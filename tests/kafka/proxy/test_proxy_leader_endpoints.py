@@ -2,26 +2,32 @@
 
 A partition led by broker 2, fetched from broker 1, is answered NOT_LEADER_OR_FOLLOWER with its ``current_leader``
 and, from v16, ``node_endpoints``: broker 2's address. Straight to the cluster that is broker 2's own listener.
-Through the proxy (which forwards Fetch v16+ as v15, so that answers stay streamed: ``handlers.fetch``) the client
-gets the same error and, as from a broker answering v15, no leader hint at all — never an upstream address (checked
-on the decoded answer and on its raw bytes); it finds the new leader through Metadata, at the proxy's port for it.
+Through the proxy (which forwards Fetch v16+ at the client's version and rewrites the answer's last section as it
+streams: ``handlers.fetch``, ``fetch_walk``) the client gets the same error and leader, and broker 2 at the proxy's
+port for it — the same address Metadata gives — never an upstream address (checked on the decoded answer, on its
+raw bytes, and on every byte the proxy wrote to any client meanwhile).
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import struct
 import time
 import uuid
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.proxy import splice
 from kafkaguard.proxy.nodes import node_port
 from tests.kafka.broker import LOOPBACK, KafkaCluster
 from tests.kafka.proxy.test_proxy_cluster import cluster_proxy, split_topic
 from tests.kafka.proxy.test_proxy_topic_ids import fetch_by_id
+from tests.proxy.fetch_answers import readable
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, decode_response, encode_request, metadata
 
@@ -39,12 +45,12 @@ def fetch_raw(wire: Wire, version: int, topic_id: uuid.UUID) -> tuple[bytes, Any
     wire.send_frame(encode_request(request, wire.next_correlation_id()))
     payload = wire.recv_frame()
     assert payload is not None
-    return payload, decode_response(payload, ApiKey.FETCH, version)[1]
+    return payload, decode_response(readable(payload, version), ApiKey.FETCH, version)[1]
 
 
 @pytest.mark.parametrize("version", [16, 17])
-def test_a_moved_leader_is_never_named_by_an_upstream_address(
-    cluster_proxy: ServerHandle, kafka_cluster: KafkaCluster, version: int
+def test_a_moved_leader_is_named_at_the_proxys_address(
+    cluster_proxy: ServerHandle, kafka_cluster: KafkaCluster, version: int, to_clients: bytearray
 ):
     topic = split_topic(kafka_cluster)
     broker_1, broker_2 = kafka_cluster.broker(1), kafka_cluster.broker(2)
@@ -70,13 +76,50 @@ def test_a_moved_leader_is_never_named_by_an_upstream_address(
         raw, proxied = fetch_raw(wire, version, topic_id)
     [answered] = proxied.responses[0].partitions
     assert answered.error_code == ErrorCode.not_leader_or_follower
-    assert answered.current_leader.leader_id == -1  # Kafka fills it from v16 only
-    assert proxied.node_endpoints == ()
+    assert answered.current_leader.leader_id == 2, "the upstream filled it: the fetch went up at the client's version"
+    assert [(e.node_id, e.host, e.port) for e in proxied.node_endpoints] == [
+        (2, LOOPBACK, node_port(listener_port, 2))
+    ], "broker 2 at the proxy's port for it"
     with Wire((LOOPBACK, node_port(listener_port, 1))) as wire:
         wire.login(ADMIN, ADMIN_PASSWORD)
         brokers = {
             (b.node_id, b.host, b.port) for b in metadata(wire, [topic], allow_auto_topic_creation=False).brokers
         }
-    assert (2, LOOPBACK, node_port(listener_port, 2)) in brokers  # where the client finds node 2
+    assert (2, LOOPBACK, node_port(listener_port, 2)) in brokers  # the same address Metadata gives
+    assert struct.pack(">i", node_port(listener_port, 2)) in raw
     for node in (broker_1, broker_2):
         assert struct.pack(">i", node.port) not in raw, f"broker {node.node_id}'s port reached the client"
+        assert struct.pack(">i", node.port) not in to_clients, f"broker {node.node_id}'s port reached a client"
+
+
+def test_a_large_v17_answer_streams_through_unchanged(
+    cluster_proxy: ServerHandle, kafka_cluster: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+):
+    """An answer of ~600 KB from the partition's leader: walked and spliced on (``links``: its structure peeked at),
+    the records the broker's own, byte for byte, and nothing but them changed."""
+    peeks: list[int] = []
+    real_peek = splice.peek
+
+    async def counting(sock: socket.socket, wanted: int, most: int) -> bytes:
+        peeks.append(wanted)
+        return await real_peek(sock, wanted, most)
+
+    monkeypatch.setattr(splice, "peek", counting)
+    topic = split_topic(kafka_cluster)
+    producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "compression.type": "none"})
+    for _ in range(60):
+        producer.produce(topic, os.urandom(10_000), partition=1)
+    assert producer.flush(30) == 0
+    broker_2 = kafka_cluster.broker(2)
+    with Wire(address(broker_2.address)) as direct:
+        [described] = metadata(direct, [topic], allow_auto_topic_creation=False).topics
+        _raw, straight = fetch_raw(direct, 17, described.topic_id)
+    listener_port = next(iter(cluster_proxy.ports.values()))
+    with Wire((LOOPBACK, node_port(listener_port, 2))) as wire:
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        raw, proxied = fetch_raw(wire, 17, described.topic_id)
+    assert len(raw) > 600_000
+    [partition] = proxied.responses[0].partitions
+    assert partition.error_code == ErrorCode.none and len(partition.records) > 600_000
+    assert proxied.responses == straight.responses
+    assert peeks, "spliced, its structure peeked at"

@@ -1,7 +1,8 @@
 """The handlers of requests that name topics by id, against an in-memory upstream whose topics the test sets:
 Fetch v13+ (ids resolved, READ checked on the name, UNKNOWN_TOPIC_ID / TOPIC_AUTHORIZATION_FAILED as Kafka, all
-allowed relayed unchanged; v16+ forwarded as v15, the answer spliced on as it came), DeleteTopics v6 and
-DescribeTopicPartitions v0 (pages cut over what the caller may describe; never an empty list upstream)."""
+allowed relayed unchanged; v16+ at their own version, their ``node_endpoints`` rewritten to the proxy's addresses),
+DeleteTopics v6 and DescribeTopicPartitions v0 (pages cut over what the caller may describe; never an empty list
+upstream)."""
 
 from __future__ import annotations
 
@@ -20,21 +21,24 @@ from kio.static.primitive import i32, i32Timedelta
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
-from kafkaguard.protocol.build import convert_request, nested
-from kafkaguard.protocol.codec import decode_request, request_schema, response_schema
+from kafkaguard.protocol.build import nested
+from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.protocol.outbox import OutboxClosed
+from kafkaguard.protocol.replies import Throttled
 from kafkaguard.proxy.nodes import NodeDirectory
-from kafkaguard.proxy.wire import correlation_id_of
+from kafkaguard.proxy.upstream import Address, UpstreamUnavailable
+from kafkaguard.proxy.wire import correlation_id_of, decode_response
 from tests.proxy.memory_upstream import (
     LISTENER,
     PROXY_HOST,
     UPSTREAM,
-    VERSIONS,
     MemoryUpstream,
     allow,
     answer_of,
     entity,
     handle,
 )
+from tests.proxy.test_quotas import meter as quota_meter
 from tests.proxy.test_topic_ids import Cluster
 
 FEED, SECRET, OTHER, GONE = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
@@ -165,36 +169,113 @@ def test_a_re_created_topic_never_lends_its_name_to_the_old_id(services: Service
 
 
 @pytest.mark.parametrize("version", [16, 17])
-def test_v16_and_v17_go_upstream_as_v15_and_their_answer_is_passed_on_as_it_came(services: Services, version: int):
-    """The v15 answer is spliced on unchanged: it is, byte for byte, a v16/v17 answer that names no broker."""
+def test_v16_and_v17_go_upstream_as_they_came_and_an_answer_naming_no_broker_passes_unchanged(
+    services: Services, version: int
+):
     _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
     handled = handle(services, upstream, fetch(version, FEED), nodes=nodes)
     [sent] = [s for s in upstream.sent if s.api_key is ApiKey.FETCH]
-    assert sent.request.header.api_version == 15
-    assert sent.body == convert_request(decode_request(handled.payload, VERSIONS).body,
-                                        request_schema(ApiKey.FETCH, 15))  # fmt: skip
-    # the client's bytes themselves, only the header's version changed: nothing decoded and re-encoded on the way
-    assert sent.payload == handled.payload[:2] + (15).to_bytes(2, "big") + handled.payload[4:]
+    assert sent.request.header.api_version == version, "at the client's version: the upstream fills KIP-951's fields"
+    assert sent.payload == handled.payload, "the client's bytes themselves"
     assert handled.client == [upstream.answered[-1][4:]], "the upstream's bytes, unchanged"
-    assert upstream.passed_on == [correlation_id_of(handled.client[0])], "relayed as it arrived, never held"
-    answer = handled.answer()  # read at the client's version
+    assert upstream.passed_on == [correlation_id_of(handled.client[0])], "relayed as it arrived, never decoded"
+    answer = handled.answer()
     assert answer.node_endpoints == ()
     assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
 
 
-def test_a_v17_consumer_fetch_naming_a_replica_directory_goes_up_without_it(services: Services):
-    """v17's ``ReplicaDirectoryId`` is a follower's; a follower is refused (below); a consumer's loses nothing by it."""
+@pytest.mark.parametrize("version", [16, 17])
+def test_node_endpoints_reach_the_client_at_the_proxys_addresses(services: Services, version: int):
+    """Walked as it streams (in pieces of 7 bytes here), the answer's last bytes rewritten to the same length: the
+    upstream's host never reaches the client, and every other byte is the upstream's."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    cluster.endpoints = ((2, "kafka-2.internal", 9092), (3, "kafka-3.internal", 9093))
+    handled = handle(services, upstream, fetch(version, FEED), nodes=nodes)
+    assert upstream.passed_on, "relayed, not decoded"
+    (client,) = handled.client
+    upstream_answer = upstream.answered[-1][4:]
+    assert len(client) == len(upstream_answer), "the same length: the frame's size went out first"
+    assert b"internal" not in client
+    answer = handled.answer()
+    assert [(e.node_id, e.host, e.port, e.rack) for e in answer.node_endpoints] == [
+        (2, PROXY_HOST, NODE_2_PORT, None), (3, PROXY_HOST, NODE_2_PORT + 1, None)
+    ]  # fmt: skip
+    assert nodes.address_of(2) == Address("kafka-2.internal", 9092), "the node learned before the client knows it"
+    upstream_body = decode_response(ApiKey.FETCH, version, upstream_answer)
+    assert dataclasses.replace(answer, node_endpoints=()) == dataclasses.replace(upstream_body, node_endpoints=())
+
+
+def test_node_endpoints_that_cannot_fit_are_blanked_never_passed_on(services: Services):
+    """A proxy host longer than the upstream's cannot fit in the answer's bytes: the field is blanked (an unknown tag
+    of zeros), and the client asks Metadata, as a client without KIP-951 does."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    cluster.endpoints = ((2, "k2", 9092),)
+    handled = handle(services, upstream, fetch(16, FEED), nodes=nodes)
+    (client,) = handled.client
+    assert b"k2" not in client
+    answer = handled.answer()
+    assert answer.node_endpoints == ()
+    assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
+
+
+def test_node_endpoints_of_a_decoded_answer_are_rewritten_too(services: Services):
+    """Some topics refused: the answer is decoded, merged with the refusals and encoded — endpoints rewritten."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED, "secret-b": SECRET})
+    cluster.endpoints = ((2, "k2", 9092),)
+    handled = handle(services, upstream, fetch(17, FEED, SECRET), nodes=nodes)
+    assert b"k2" not in handled.client[0]
+    answer = handled.answer()
+    assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [(2, PROXY_HOST, NODE_2_PORT)]
+    assert fetched(answer)[SECRET] == (ErrorCode.topic_authorization_failed, -1)
+
+
+@pytest.mark.parametrize("quota", [1e9, 1.0])
+def test_under_a_consumer_quota_the_answer_is_walked_too(services: Services, quota: float):
+    """The metering writer (``_Charge.relay``) stands for the client: the walk copies through it. Within the quota the
+    client gets the rewritten endpoints; over it, Kafka's empty throttled answer — never the upstream's host."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    cluster.endpoints = ((2, "kafka-2.internal", 9092),)
+    handled = handle(services, upstream, fetch(16, FEED), nodes=nodes, meter=quota_meter(quota)[0])
+    assert upstream.passed_on, "relayed through the metering writer"
+    assert b"internal" not in handled.client[0]
+    answer = handled.answer()
+    if quota > 1:
+        assert [(e.node_id, e.host, e.port) for e in answer.node_endpoints] == [(2, PROXY_HOST, NODE_2_PORT)]
+        assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
+    else:
+        assert isinstance(handled.reply, Throttled)
+        assert answer.responses == () and answer.node_endpoints == ()
+
+
+def test_a_malformed_v16_answer_closes_the_clients_connection(services: Services):
+    """A records length that overruns the answer: the walk refuses it, the connection closes (as for a bad frame)
+    and the answer's end — where an upstream address would be — is never passed on."""
+    cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    cluster.endpoints = ((2, "kafka-2.internal", 9092),)
+    # size, correlation id, header tags, throttle/error/session, 1 topic, its id, 1 partition, its head, no aborted
+    # transactions, replica: then the records' length, made 256 MiB in the same 4 bytes
+    at = 4 + 4 + 1 + 10 + 1 + 16 + 1 + 30 + 1 + 4
+    upstream.corrupt = lambda framed: framed[:at] + bytes.fromhex("ffffff7f") + framed[at + 4 :]
+    with pytest.raises(OutboxClosed, match="malformed Fetch v16 response: a field of 268435454 bytes overruns"):
+        handle(services, upstream, fetch(16, FEED), nodes=nodes)  # the connection closes on it
+    assert upstream.passed_on, "it was being passed on"
+    with pytest.raises(UpstreamUnavailable):  # and that upstream connection is done, as a real one after a bad frame
+        handle(services, upstream, fetch(16, FEED), nodes=nodes)
+
+
+def test_a_v17_consumer_fetch_naming_a_replica_directory_goes_up_as_it_came(services: Services):
+    """v17's ``ReplicaDirectoryId`` (KIP-853) is read only for a follower's fetch, and a follower is refused (below):
+    a consumer's fetch naming one gives the upstream nothing to act on."""
     _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
     request = fetch(17, FEED)
     [topic] = request.topics
     [partition] = topic.partitions
     partition = dataclasses.replace(partition, replica_directory_id=uuid.uuid4())
     request = dataclasses.replace(request, topics=(dataclasses.replace(topic, partitions=(partition,)),))
-    answer = handle(services, upstream, request, nodes=nodes).answer()
-    [sent] = upstream.bodies(ApiKey.FETCH)
-    assert [p.partition for t in sent.topics for p in t.partitions] == [partition.partition]
-    assert partition.replica_directory_id.bytes not in upstream.sent[-1].payload, "re-encoded at v15, without it"
-    assert fetched(answer) == {FEED: (ErrorCode.none, 100)}
+    handled = handle(services, upstream, request, nodes=nodes)
+    [sent] = [s for s in upstream.sent if s.api_key is ApiKey.FETCH]
+    assert sent.request.header.api_version == 17 and sent.payload == handled.payload
+    assert fetched(handled.answer()) == {FEED: (ErrorCode.none, 100)}
 
 
 @pytest.mark.parametrize("version", [13, 15, 17])

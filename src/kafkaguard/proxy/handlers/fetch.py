@@ -20,19 +20,23 @@ topic was deleted since is the upstream's UNKNOWN_TOPIC_ID, never another topic.
 Fast path: when every topic is allowed, the upstream's answer (the records) comes back unchanged, never decoded
 and never held: it is spliced from the upstream's socket to the client's as it arrives.
 
-Fetch v16–v17 (KIP-951) go upstream as v15. An answer of v16 may end with ``node_endpoints``, the address of the new
-leader of a partition answered NOT_LEADER_OR_FOLLOWER — an upstream address no client may learn, and the last field of
-an answer whose records come first, so rewriting it would mean holding every answer (tens of MiB) whole and giving up
-the splice. The v16 request is v15's (``FetchRequest.json``: "Version 16 is the same as version 15"); v17 adds only a
-follower's ``ReplicaDirectoryId`` (KIP-853, a partition's tagged field 0), which a consumer never sends and the proxy
-refuses followers before anything goes up. So on the fast path the client's bytes go up as they are with the header's
-version set to 15 (``ProxyScope.relabelled_at``: nothing decoded and re-encoded). A request the proxy rebuilds
-(sessionless, only the allowed topics, or one naming a directory) is converted to v15, any directory id dropped: no tag
-a v15 reader does not know goes up. The v15 answer, byte for byte, is a valid v16/v17 answer that names no broker: v16
-adds only the top-level tagged ``node_endpoints`` and v17 changes only the request. The partitions keep their
-``current_leader`` (id and epoch, tagged since v12), so a KIP-951 client still moves to the new leader without a
-Metadata round trip when it knows that node — from Metadata, at the proxy's address; Produce v10+'s endpoints are
-rewritten (``handlers.produce``).
+Leader discovery (Fetch v16–v17, KIP-951): they go upstream at the client's own version, so the upstream fills what
+a v16+ answer adds — each partition answered NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its new leader's id
+and epoch (``current_leader``, tagged, no address: passed on as it is), and the answer's last field, the top-level
+tagged ``node_endpoints``, gives those leaders' addresses (``KafkaApis.handleFetchRequest``, 3.9: ``if (versionId
+>= 16) { … case Errors.NOT_LEADER_OR_FOLLOWER | Errors.FENCED_LEADER_EPOCH => … nodeEndpoints.put(node.id(),
+node)``). A client connects to them directly, so no upstream address may pass: on the fast path the answer is walked
+as it streams (``fetch_walk``, driven by ``links``: its structure peeked at, its records spliced on unread as
+before) and its last bytes — the top-level tagged section — are read and rewritten in place to the same length (the
+frame's size went out first): the endpoints at the proxy's per-broker addresses (``addresses.rewrite_node_endpoints``,
+new nodes learned as Metadata's), padded with an unknown tagged field that clients skip; when they cannot fit (a
+proxy host longer than the upstream's) the field is blanked — renumbered to an unknown tag, its bytes zeroed — and
+the client asks Metadata instead, as a client before KIP-951 does (``fetch_walk.tail_with``). An answer the proxy
+decodes (some topics refused) has its endpoints rewritten before it is encoded. A malformed answer closes the
+client's connection, as a bad frame does. Cost against an unedited relay: per answer a peek, then a peek and a
+splice round per partition whose records are spliced, the last few bytes read and written (two calls), and 2-4 µs of
+walk for one partition (``links``, ``fetch_walk``). v17 differs from v16 only in the request (a follower's
+``ReplicaDirectoryId``, read only for a follower's fetch, which is refused).
 
 Client quotas (``proxy.quotas``), as Kafka's consumer fetch: when a ``consumer_byte_rate`` applies, the fetch's
 max_bytes is capped at what the quota allows in one go (``getMaxValueInQuotaWindow``), and the response's size is
@@ -46,6 +50,7 @@ Without a quota the fast path is untouched.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import struct
 from collections.abc import Callable
 from datetime import timedelta
@@ -53,18 +58,23 @@ from typing import Any
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, convert_request, convert_response, rebuild, rebuild_request
-from kafkaguard.protocol.codec import encode_response, request_schema, response_schema
-from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply, Throttled
+from kafkaguard.protocol.build import NO_THROTTLE, nested, rebuild, rebuild_request
+from kafkaguard.protocol.codec import encode_response, response_schema
+from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
 from kafkaguard.proxy.builders import fetch_response
+from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, NodeEndpoint, node_endpoints_in, tail_with
+from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import FetchRequest, FetchResponse
 from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import Forwarded, ProxyScope
+from kafkaguard.proxy.walks import AnswerEdit
 
 TOPIC = ResourceType.TOPIC
 #: Kafka's FetchMetadata: no session, and the epoch that asks for none.
@@ -79,55 +89,35 @@ _REFUSAL = PartitionRefusal(
 
 
 _REFUSAL_BY_ID = dataclasses.replace(_REFUSAL, topic="topic_id")
-#: Fetch names topics by id from v13 (KIP-516); its answers carry ``node_endpoints`` from v16 (KIP-951), so v16+ go
-#: upstream at the last version without them.
-_BY_ID_FROM, _ENDPOINTS_FROM, _FORWARDED_AT = 13, 16, 15
+#: Fetch names topics by id from v13 (KIP-516); its answers carry ``node_endpoints`` from v16 (KIP-951).
+_BY_ID_FROM, _ENDPOINTS_FROM = 13, 16
 _UNKNOWN_ID = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)
 
 
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
-    if scope.api_version < _ENDPOINTS_FROM:
-        return await _fetch(scope, request)
-    # v16/v17 go upstream as v15: without a directory id the client's bytes are a v15 request's (see the module
-    # docstring), so on the fast path they go up relabelled; a body the proxy makes is converted.
-    down = request_schema(ApiKey.FETCH, _FORWARDED_AT)
-    as_v15 = scope.forwarded_at if _without_directory(request) is not request else scope.relabelled_at
-    reply = await _fetch(as_v15(_FORWARDED_AT), request,
-                         outgoing=lambda body: convert_request(_without_directory(body), down))  # fmt: skip
-    return _at_version(reply, response_schema(ApiKey.FETCH, scope.api_version))
+    return await _fetch(scope, request)
 
 
-def _without_directory(request: Any) -> Any:
-    """A v17 fetch without ``ReplicaDirectoryId`` (KIP-853): a follower's directory, which the broker reads only for a
-    fetch from a replica — and a replica's fetch is refused whoever sends it (``replica_state`` survives the
-    conversion). Dropped from a consumer's fetch it takes no meaning away and gives none."""
-    if not any(getattr(p, "replica_directory_id", None) is not None for t in request.topics for p in t.partitions):
-        return request
-    topics = tuple(
-        rebuild_request(t, partitions=tuple(rebuild_request(p, replica_directory_id=None) for p in t.partitions))
-        for t in request.topics
-    )
-    return rebuild_request(request, topics=topics)
+def _edit(scope: ProxyScope) -> AnswerEdit | None:
+    """How a relayed v16+ answer is walked and its ``node_endpoints`` rewritten (see the module docstring)."""
+    version = scope.api_version
+    if version < _ENDPOINTS_FROM:
+        return None
+    return AnswerEdit(walk=lambda count: FetchAnswerWalk(count, version), tail=functools.partial(_proxied_tail, scope))
 
 
-def _at_version(reply: Reply, cls: type[FetchResponse]) -> Reply:
-    """A reply made at v15 for a v16/v17 request: an answer entity converted to ``cls`` (relayed or encoded bytes of
-    v15 are already valid ones of v16/v17, see the module docstring)."""
-    made_at = response_schema(ApiKey.FETCH, _FORWARDED_AT)
-    if isinstance(reply, Throttled):
-        inner = reply.reply
-        return dataclasses.replace(reply, reply=convert_response(inner, cls)) if isinstance(inner, made_at) else reply
-    if isinstance(reply, made_at):
-        return convert_response(reply, cls)
-    return reply
+async def _proxied_tail(scope: ProxyScope, tail: bytes) -> bytes:
+    """A v16+ answer's top-level tagged section with its ``node_endpoints`` at the proxy's addresses, same length."""
+    endpoints = node_endpoints_in(tail)
+    if endpoints is None:
+        return tail
+    cls = nested(response_schema(ApiKey.FETCH, scope.api_version), "NodeEndpoint")
+    upstream = [cls(node_id=BrokerId(e.node_id), host=e.host, port=i32(e.port), rack=e.rack) for e in endpoints]
+    proxied = await rewrite_node_endpoints(scope, upstream)
+    return tail_with(tail, [NodeEndpoint(int(p.node_id), p.host, int(p.port), p.rack) for p in proxied])
 
 
-def _as_is(body: Any) -> Any:
-    return body
-
-
-async def _fetch(scope: ProxyScope, request: Any, outgoing: Callable[[Any], Any] = _as_is) -> Reply:
-    """``outgoing`` makes a body the proxy built from the client's request one of the scope's version."""
+async def _fetch(scope: ProxyScope, request: Any) -> Reply:
     meter = scope.meter
     charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
@@ -151,10 +141,10 @@ async def _fetch(scope: ProxyScope, request: Any, outgoing: Callable[[Any], Any]
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
         # the client's bytes go up as they are (not those of a request forwarded at another version: it has none)
         unchanged = session == (NO_SESSION, FINAL_EPOCH) and not capped and bool(scope.payload)
-        body = None if unchanged else outgoing(_sessionless(request))
+        body = None if unchanged else _sessionless(request)
         if limit is None:
-            return await scope.relay(body)
-        return await charge.relay(body)
+            return await scope.relay(body, _edit(scope))
+        return await charge.relay(body, _edit(scope))
     key = _topic_key(scope)
     refused = [topic for topic in request.topics if getattr(topic, key) in denied]
     missing = [topic for topic in request.topics if getattr(topic, key) in unknown]
@@ -165,11 +155,14 @@ async def _fetch(scope: ProxyScope, request: Any, outgoing: Callable[[Any], Any]
         return charge.local(_response(scope, refusals))
     # Only the allowed topics go upstream, sessionless: a rebuilt fetch names nothing the caller was not allowed,
     # and without a session (id 0, FINAL_EPOCH) the upstream adds no partition of an earlier fetch to it.
-    forwarded = await scope.forward(outgoing(rebuild_request(_sessionless(request), topics=allowed)))
+    forwarded = await scope.forward(rebuild_request(_sessionless(request), topics=allowed))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
     answer: FetchResponse = forwarded.body()
+    endpoints = getattr(answer, "node_endpoints", ())  # v16+: at the proxy's addresses before any client sees them
+    if endpoints:
+        answer = rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
     answer = rebuild(answer, responses=answer.responses + refusals)
     return answer
 
@@ -237,7 +230,7 @@ class _Charge:
             return None
         return self.throttled(throttle_ms, _upstream_throttle(forwarded.payload, self.header_size - 4) or 0)
 
-    async def relay(self, body: Any) -> Reply:
+    async def relay(self, body: Any, edit: AnswerEdit | None) -> Reply:
         """``scope.relay`` through a writer that charges the answer's frame size before passing any of it on, and
         drops the answer instead when that throttles."""
         writers: list[_MeteringWriter] = []
@@ -246,7 +239,7 @@ class _Charge:
             writers.append(_MeteringWriter(client, self.record, self.header_size - 4))
             return writers[0]
 
-        await self.scope.relay_through(metering, body)  # the answer has been charged (and passed on or dropped)
+        await self.scope.relay_through(metering, body, edit)  # the answer has been charged (and passed on or dropped)
         writer = writers[0]
         if writer.throttle_ms:
             return self.throttled(writer.throttle_ms, writer.upstream_throttle_ms())

@@ -1,0 +1,69 @@
+"""Reading a Fetch v16+ answer the proxy rewrote, with kio.
+
+The proxy pads rewritten ``node_endpoints`` with an unknown top-level tagged field (or blanks the field into one),
+which Kafka's clients skip (Java keeps it as an unknown tag, librdkafka skips it) but kio's reader refuses.
+``readable`` drops those fields — checking first that they hold nothing but zeros — so kio can read the rest.
+"""
+
+from __future__ import annotations
+
+from kafkaguard.proxy.fetch_walk import FetchAnswerWalk
+from kafkaguard.proxy.walks import PASS, TAIL
+
+ENDPOINTS_TAG = 0
+
+
+def tail_at(payload: bytes, version: int) -> int:
+    """Where the top-level tagged section of a Fetch v16+ response payload (correlation id first) begins."""
+    body = memoryview(payload)[4:]
+    walk, at = FetchAnswerWalk(len(body), version), 0
+    step = walk.step(body)
+    while step[0] == PASS:
+        at += step[1] + step[2]
+        step = walk.step(body[at:])
+    assert step[0] == TAIL
+    return 4 + at + step[1]
+
+
+def tags_of(section: bytes) -> list[tuple[int, bytes]]:
+    """(tag, value) of a tagged-field section that fills ``section``."""
+    count, at = _uvarint(section, 0)
+    tags = []
+    for _ in range(count):
+        tag, at = _uvarint(section, at)
+        size, at = _uvarint(section, at)
+        tags.append((tag, section[at : at + size]))
+        at += size
+    assert at == len(section)
+    return tags
+
+
+def readable(payload: bytes, version: int) -> bytes:
+    """``payload`` without its unknown top-level tagged fields, each of which must be zeros (filler or blanked)."""
+    start = tail_at(payload, version)
+    tags = tags_of(payload[start:])
+    kept = [(tag, value) for tag, value in tags if tag == ENDPOINTS_TAG]
+    for tag, value in tags:
+        assert tag == ENDPOINTS_TAG or value == bytes(len(value)), f"unknown tag {tag} holds more than zeros"
+    section = _varint(len(kept)) + b"".join(_varint(t) + _varint(len(v)) + v for t, v in kept)
+    return payload[:start] + section
+
+
+def _uvarint(p: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = p[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
