@@ -90,6 +90,11 @@ class ProxyScope(RequestScope):
         client's own bytes are of another version: every forward through it names its body."""
         return dataclasses.replace(self, api_version=api_version, payload=b"")
 
+    def with_payload(self, payload: bytes) -> ProxyScope:
+        """This request's scope with ``payload`` as the bytes a forward without a body sends: the client's own,
+        changed in place by the handler at a field of fixed offset (Fetch's session epoch), never re-encoded."""
+        return dataclasses.replace(self, payload=payload)
+
     def _payload_for(self, body: Any) -> bytes:
         if body is None:
             if not self.payload:  # a scope of ``forwarded_at``: a bug of the handler, never client input

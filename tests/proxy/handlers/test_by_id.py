@@ -25,6 +25,7 @@ from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.outbox import OutboxClosed
 from kafkaguard.protocol.replies import Throttled
+from kafkaguard.proxy.handlers import fetch as fetch_handler
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.upstream import Address, UpstreamUnavailable
 from kafkaguard.proxy.wire import correlation_id_of, decode_response
@@ -109,6 +110,10 @@ def fetch(version: int, *ids: uuid.UUID) -> Any:
     return entity(schema, max_bytes=1 << 20, session_id=0, session_epoch=-1, topics=topics)
 
 
+def refuse_to_rebuild(_request: Any) -> Any:
+    raise AssertionError("rebuilt: the request was decoded and re-encoded")
+
+
 def fetched(answer: Any) -> dict[uuid.UUID, tuple[ErrorCode, int]]:
     return {t.topic_id: (p.error_code, int(p.high_watermark)) for t in answer.responses for p in t.partitions}
 
@@ -127,6 +132,24 @@ def test_an_allowed_fetch_by_id_is_relayed_after_one_lookup(services: Services, 
     again = handle(services, upstream, fetch(version, FEED), nodes=nodes)
     assert [s.api_key for s in upstream.sent[2:]] == [ApiKey.FETCH], "a known id costs no lookup"
     assert fetched(again.answer()) == {FEED: (ErrorCode.none, 100)}
+
+
+@pytest.mark.parametrize("version", [13, 14, 15, 16, 17])
+def test_javas_request_for_a_new_session_goes_up_relayed_with_only_its_epoch_changed(
+    services: Services, version: int, monkeypatch: pytest.MonkeyPatch
+):
+    """Session id 0, epoch 0 (what Java sends after every answer that made no session) at each body layout: v13-v14
+    have ``replica_id`` before the session fields, v15+ do not."""
+    _cluster, upstream, nodes = upstream_of(**{"feed-a": FEED})
+    monkeypatch.setattr(fetch_handler, "_sessionless", refuse_to_rebuild)  # the bytes are patched, not rebuilt
+    request = dataclasses.replace(fetch(version, FEED), session_epoch=0)
+    handled = handle(services, upstream, request, nodes=nodes)
+    relayed = upstream.sent[-1]
+    assert relayed.body == dataclasses.replace(request, session_epoch=-1)
+    assert len(relayed.payload) == len(handled.payload)
+    assert sum(a != b for a, b in zip(relayed.payload, handled.payload, strict=True)) == 4  # the int32 0 -> -1
+    assert upstream.passed_on, "relayed, not decoded"
+    assert fetched(handled.answer()) == {FEED: (ErrorCode.none, 100)}
 
 
 @pytest.mark.parametrize("version", [13, 16, 17])

@@ -5,6 +5,7 @@ goes upstream; an upstream that fails ends the request with ``UpstreamUnavailabl
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -15,8 +16,19 @@ from kio.schema.fetch.v12 import response as fetch_response
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
+from kafkaguard.protocol.codec import decode_request
+from kafkaguard.proxy.handlers import fetch as fetch_handler
 from kafkaguard.proxy.upstream import UpstreamUnavailable
-from tests.proxy.memory_upstream import MemoryUpstream, allow, answer_of, assert_relayed, entity, handle, unavailable
+from tests.proxy.memory_upstream import (
+    VERSIONS,
+    MemoryUpstream,
+    allow,
+    answer_of,
+    assert_relayed,
+    entity,
+    handle,
+    unavailable,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -31,6 +43,10 @@ def fetch(*topics: str, session: tuple[int, int] = (0, -1), replica_id: int = -1
     )
     return entity(fetch_request.FetchRequest, replica_id=replica_id, max_bytes=1 << 20, session_id=session[0],
                   session_epoch=session[1], topics=wanted)  # fmt: skip
+
+
+def refuse_to_rebuild(_request: Any) -> Any:
+    raise AssertionError("rebuilt: the request was decoded and re-encoded")
 
 
 def fetched(api_key: ApiKey, version: int, request: Any) -> Any:
@@ -61,6 +77,24 @@ def test_a_fetch_in_a_session_goes_upstream_sessionless(services: Services):
     (sent,) = upstream.bodies(ApiKey.FETCH)
     assert (sent.session_id, sent.session_epoch) == (0, -1)
     assert upstream.sent[0].payload != handled.payload
+    assert partitions(handled.answer()) == {"feed-a": (ErrorCode.none, 100)}
+
+
+def test_a_request_for_a_new_session_goes_up_as_the_client_sent_it_but_sessionless(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+):
+    """Java asks for a new session (id 0, epoch 0) after every answer that made none: the client's bytes go up with
+    only the epoch set to -1 (FINAL: no session), not decoded and rebuilt."""
+    upstream = MemoryUpstream(fetched)
+    monkeypatch.setattr(fetch_handler, "_sessionless", refuse_to_rebuild)  # the bytes are patched, not rebuilt
+    handled = handle(services, upstream, fetch("feed-a", session=(0, 0)))
+    (sent,) = upstream.bodies(ApiKey.FETCH)
+    assert (sent.session_id, sent.session_epoch) == (0, -1)
+    assert sent == dataclasses.replace(decode_request(handled.payload, VERSIONS).body, session_epoch=-1)
+    differing = [i for i, (a, b) in enumerate(zip(upstream.sent[0].payload, handled.payload, strict=True)) if a != b]
+    assert len(differing) == 4 and differing[-1] - differing[0] == 3  # one int32 changed in place: the epoch 0 -> -1
+    assert upstream.sent[0].payload[differing[0] : differing[-1] + 1] == b"\xff" * 4
+    assert upstream.passed_on, "relayed, not decoded"
     assert partitions(handled.answer()) == {"feed-a": (ErrorCode.none, 100)}
 
 
