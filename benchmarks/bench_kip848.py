@@ -24,9 +24,11 @@ offset, each with a fresh group id (``bench`` may READ groups with the prefix ``
   proxy before issue 28 (the proxy offered no KIP-848 and Fetch up to v12, so the client used JoinGroup and Fetch
   v12);
 - ``consumer@after``: ``group.protocol=consumer`` through ``after``, the new thing (ConsumerGroupHeartbeat, Fetch
-  v17, which ``after`` forwards as v15);
+  v17);
 - ``classic@after``: ``group.protocol=classic`` through ``after``: the same tree, the protocol's own cost isolated;
-- ``consumer@direct``: ``group.protocol=consumer`` straight to the broker, a reference (no proxy, no proxy CPU).
+- ``consumer@direct`` and ``classic@direct``: each protocol straight to the broker, references (no proxy, no proxy
+  CPU): their ratio is the client's own cost of the consumer protocol, to read ``consumer@after`` against
+  ``classic@after`` by.
 
 After a warm-up run of each (traced: the versions the client really sent are read from its own log), ``--rounds``
 rounds of every run, the order reversed every other round. Measured as ``bench_audit`` measures (its ``Outcome``,
@@ -97,6 +99,7 @@ RUNS = {
     "consumer@after": Spec("consumer", "after", "the new protocol through this tree"),
     "classic@after": Spec("classic", "after", "the same client on this tree: the protocol's own cost"),
     "consumer@direct": Spec("consumer", DIRECT, "reference: no proxy"),
+    "classic@direct": Spec("classic", DIRECT, "reference: no proxy, the client's own protocol cost"),
 }
 BASELINE = "classic@before"
 NEW = "consumer@after"
