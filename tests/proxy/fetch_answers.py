@@ -7,8 +7,9 @@ which Kafka's clients skip (Java keeps it as an unknown tag, librdkafka skips it
 
 from __future__ import annotations
 
+from kafkaguard.protocol.header import uvarint_bytes
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk
-from kafkaguard.proxy.walks import PASS, TAIL
+from kafkaguard.proxy.walks import PASS, TAIL, uvarint
 
 ENDPOINTS_TAG = 0
 
@@ -27,11 +28,11 @@ def tail_at(payload: bytes, version: int) -> int:
 
 def tags_of(section: bytes) -> list[tuple[int, bytes]]:
     """(tag, value) of a tagged-field section that fills ``section``."""
-    count, at = _uvarint(section, 0)
+    count, at = uvarint(section, 0)
     tags = []
     for _ in range(count):
-        tag, at = _uvarint(section, at)
-        size, at = _uvarint(section, at)
+        tag, at = uvarint(section, at)
+        size, at = uvarint(section, at)
         tags.append((tag, section[at : at + size]))
         at += size
     assert at == len(section)
@@ -45,25 +46,5 @@ def readable(payload: bytes, version: int) -> bytes:
     kept = [(tag, value) for tag, value in tags if tag == ENDPOINTS_TAG]
     for tag, value in tags:
         assert tag == ENDPOINTS_TAG or value == bytes(len(value)), f"unknown tag {tag} holds more than zeros"
-    section = _varint(len(kept)) + b"".join(_varint(t) + _varint(len(v)) + v for t, v in kept)
+    section = uvarint_bytes(len(kept)) + b"".join(uvarint_bytes(t) + uvarint_bytes(len(v)) + v for t, v in kept)
     return payload[:start] + section
-
-
-def _uvarint(p: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = p[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

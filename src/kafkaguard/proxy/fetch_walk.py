@@ -61,7 +61,8 @@ import struct
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
-from kafkaguard.proxy.walks import NEED, PASS, TAIL, Step
+from kafkaguard.protocol.header import uvarint_bytes
+from kafkaguard.proxy.walks import NEED, PASS, TAIL, Malformed, Step, uvarint
 from kafkaguard.proxy.wire import UpstreamProtocolError
 
 #: Records (or a tagged field's value) of at least this size pass opaque; smaller ones stay in the window.
@@ -74,10 +75,6 @@ ELEMENT = 64
 MAX_TAIL = 1024 * 1024
 #: throttle_time_ms, error_code, session_id; a partition's fixed head; an aborted transaction; a topic id.
 _TOP, _PARTITION_HEAD, _ABORTED, _TOPIC_ID, _REPLICA = 10, 30, 16, 16, 4
-
-
-class _Malformed(Exception):
-    """A length or count that does not fit the answer (becomes ``UpstreamProtocolError``)."""
 
 
 class FetchAnswerWalk:
@@ -97,7 +94,7 @@ class FetchAnswerWalk:
                 self._steps = self._walk(window)
                 return next(self._steps)
             return self._steps.send(window)
-        except _Malformed as e:
+        except Malformed as e:
             raise UpstreamProtocolError(f"malformed Fetch v{self._version} response: {e}") from e
         except StopIteration as e:  # a step after TAIL: a bug of the driver, never the upstream's
             raise TypeError("the Fetch answer's walk is done") from e
@@ -105,13 +102,13 @@ class FetchAnswerWalk:
     def _need(self, w: bytes | memoryview, at: int) -> Step:
         left = self._left
         if len(w) >= left:
-            raise _Malformed("it ends inside a field")
+            raise Malformed("it ends inside a field")
         return NEED, min(left, max(at + ELEMENT, 2 * len(w))), 0
 
     def _pass(self, structural: int, opaque: int) -> Step:
         moved = structural + opaque
         if moved > self._left:
-            raise _Malformed(f"a field of {opaque} bytes overruns the answer")
+            raise Malformed(f"a field of {opaque} bytes overruns the answer")
         self._left -= moved
         return PASS, structural, opaque
 
@@ -119,22 +116,22 @@ class FetchAnswerWalk:
         while True:  # header tags, throttle, error, session, responses
             try:
                 at = _skip_tags(w, 0) + _TOP
-                topics, at = _uvarint(w, at)
+                topics, at = uvarint(w, at)
                 break
             except IndexError:
                 w = yield self._need(w, 0)
         if topics == 0:
-            raise _Malformed("responses is null")
+            raise Malformed("responses is null")
         for _ in range(topics - 1):
             start = at
             while True:
                 try:
-                    partitions, at = _uvarint(w, start + _TOPIC_ID)
+                    partitions, at = uvarint(w, start + _TOPIC_ID)
                     break
                 except IndexError:
                     w = yield self._need(w, start)
             if partitions == 0:
-                raise _Malformed("partitions is null")
+                raise Malformed("partitions is null")
             for _ in range(partitions - 1):
                 if at >= FLUSH_AT:
                     w = yield self._pass(at, 0)
@@ -142,10 +139,10 @@ class FetchAnswerWalk:
                 start = at
                 while True:
                     try:
-                        aborted, at = _uvarint(w, start + _PARTITION_HEAD)
+                        aborted, at = uvarint(w, start + _PARTITION_HEAD)
                         for _ in range(aborted - 1):  # 0 (null) and 1 (empty) list none
                             at = _skip_tags(w, at + _ABORTED)
-                        size, at = _uvarint(w, at + _REPLICA)
+                        size, at = uvarint(w, at + _REPLICA)
                         if 0 < size <= OPAQUE_FROM:  # small records stay in the window; null (0) has none
                             at += size - 1
                             if size > 1:
@@ -160,9 +157,9 @@ class FetchAnswerWalk:
             w, at = yield from self._tags(w, at)
         tail = self._left - at
         if tail < 1:
-            raise _Malformed("it ends before its tagged fields")
+            raise Malformed("it ends before its tagged fields")
         if tail > MAX_TAIL:
-            raise _Malformed(f"its top-level tagged fields of {tail} bytes exceed {MAX_TAIL}")
+            raise Malformed(f"its top-level tagged fields of {tail} bytes exceed {MAX_TAIL}")
         self._left = 0
         yield TAIL, at, tail
 
@@ -172,7 +169,7 @@ class FetchAnswerWalk:
         """A tagged-field section: small values kept in the window, large ones passed opaque."""
         while True:
             try:
-                count, after = _uvarint(w, at)
+                count, after = uvarint(w, at)
                 break
             except IndexError:
                 w = yield self._need(w, at)
@@ -180,8 +177,8 @@ class FetchAnswerWalk:
         for _ in range(count):
             while True:
                 try:
-                    _, after = _uvarint(w, at)
-                    size, after = _uvarint(w, after)
+                    _, after = uvarint(w, at)
+                    size, after = uvarint(w, after)
                     if size < OPAQUE_FROM and size:
                         w[after + size - 1]  # the value in the window
                     break
@@ -195,28 +192,12 @@ class FetchAnswerWalk:
         return w, at
 
 
-def _uvarint(p: bytes | memoryview, at: int) -> tuple[int, int]:
-    byte = p[at]
-    if byte < 0x80:  # the common case: a count or length below 128
-        return byte, at + 1
-    value, shift = byte & 0x7F, 7
-    while True:
-        at += 1
-        byte = p[at]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at + 1
-        shift += 7
-        if shift > 28:
-            raise _Malformed("a varint longer than 5 bytes")
-
-
 def _skip_tags(p: bytes | memoryview, at: int) -> int:
     """A small tagged-field section in the window (a header's, an aborted transaction's): its end."""
-    count, at = _uvarint(p, at)
+    count, at = uvarint(p, at)
     for _ in range(count):
-        _, at = _uvarint(p, at)
-        size, at = _uvarint(p, at)
+        _, at = uvarint(p, at)
+        size, at = uvarint(p, at)
         at += size
         if size:
             p[at - 1]  # the value in the window (IndexError asks for more)
@@ -250,22 +231,22 @@ def node_endpoints_in(tail: bytes) -> tuple[NodeEndpoint, ...] | None:
         if _ENDPOINTS_TAG not in tags:
             return None
         start, end = tags[_ENDPOINTS_TAG][1:]
-        count, at = _uvarint(tail, start)
+        count, at = uvarint(tail, start)
         if count == 0:
-            raise _Malformed("node_endpoints is null")
+            raise Malformed("node_endpoints is null")
         endpoints = []
         for _ in range(count - 1):
             (node_id,) = _INT32.unpack_from(tail, at)
             host, at = _string(tail, at + 4, end)
             if host is None:
-                raise _Malformed("a node's host is null")
+                raise Malformed("a node's host is null")
             (port,) = _INT32.unpack_from(tail, at)
             rack, at = _string(tail, at + 4, end)
             at = _skip_tags(tail, at)
             endpoints.append(NodeEndpoint(node_id, host, port, rack))
         if at != end:
-            raise _Malformed("node_endpoints does not end where its tagged field does")
-    except (_Malformed, IndexError, struct.error, UnicodeDecodeError) as e:
+            raise Malformed("node_endpoints does not end where its tagged field does")
+    except (Malformed, IndexError, struct.error, UnicodeDecodeError) as e:
         why = "it ends inside a field" if isinstance(e, IndexError | struct.error) else str(e)
         raise UpstreamProtocolError(f"malformed Fetch response tagged fields: {why}") from e
     return tuple(endpoints)
@@ -279,15 +260,15 @@ def tail_with(tail: bytes, endpoints: Sequence[NodeEndpoint]) -> bytes:
     unused tag and its bytes zeroed, so the client learns no endpoint and asks Metadata, as without KIP-951."""
     tags = _tags_of(tail)
     others = [bytes(tail[first:end]) for tag, (first, _, end) in sorted(tags.items()) if tag != _ENDPOINTS_TAG]
-    value = bytearray(_varint(len(endpoints) + 1))
+    value = bytearray(uvarint_bytes(len(endpoints) + 1))
     for e in endpoints:
         value += _INT32.pack(e.node_id) + _compact_string(e.host) + _INT32.pack(e.port) + _compact_string(e.rack)
         value += b"\x00"  # no tagged fields of its own
-    body = b"".join([_varint(_ENDPOINTS_TAG), _varint(len(value)), bytes(value), *others])
+    body = b"".join([uvarint_bytes(_ENDPOINTS_TAG), uvarint_bytes(len(value)), bytes(value), *others])
     unused = max(tags) + 1
-    if len(_varint(len(tags))) + len(body) == len(tail):
-        return _varint(len(tags)) + body
-    count = _varint(len(tags) + 1)
+    if len(uvarint_bytes(len(tags))) + len(body) == len(tail):
+        return uvarint_bytes(len(tags)) + body
+    count = uvarint_bytes(len(tags) + 1)
     gap = len(tail) - len(count) - len(body)
     filler = _filler(gap, unused)
     if filler is not None:
@@ -298,11 +279,11 @@ def tail_with(tail: bytes, endpoints: Sequence[NodeEndpoint]) -> bytes:
 def _filler(gap: int, lowest: int) -> bytes | None:
     """A tagged field numbered ``lowest`` or above of exactly ``gap`` bytes, None if there is none."""
     for number in (lowest, max(lowest, 0x80)):  # a 1-byte and a 2-byte tag number: between them every gap >= 2
-        tag = _varint(number)
+        tag = uvarint_bytes(number)
         for size_bytes in (1, 2, 3):
             size = gap - len(tag) - size_bytes
-            if size >= 0 and len(_varint(size)) == size_bytes:
-                return tag + _varint(size) + bytes(size)
+            if size >= 0 and len(uvarint_bytes(size)) == size_bytes:
+                return tag + uvarint_bytes(size) + bytes(size)
     return None
 
 
@@ -320,42 +301,33 @@ def _unused_small(tags: dict[int, tuple[int, int, int]]) -> int:
 
 def _tags_of(tail: bytes) -> dict[int, tuple[int, int, int]]:
     """Each tag's (first byte, first byte of its value, end) in a tagged section that must fill ``tail``."""
-    count, at = _uvarint(tail, 0)
+    count, at = uvarint(tail, 0)
     tags: dict[int, tuple[int, int, int]] = {}
     for _ in range(count):
         first = at
-        tag, at = _uvarint(tail, at)
-        size, at = _uvarint(tail, at)
+        tag, at = uvarint(tail, at)
+        size, at = uvarint(tail, at)
         if tag in tags:
-            raise _Malformed(f"tag {tag} twice")
+            raise Malformed(f"tag {tag} twice")
         tags[tag] = first, at, at + size
         at += size
     if at != len(tail):
-        raise _Malformed(f"the tagged fields end at {at} of {len(tail)} bytes")
+        raise Malformed(f"the tagged fields end at {at} of {len(tail)} bytes")
     return tags
 
 
 def _string(p: bytes, at: int, end: int) -> tuple[str | None, int]:
-    length, at = _uvarint(p, at)
+    length, at = uvarint(p, at)
     if length == 0:
         return None, at
     stop = at + length - 1
     if stop > end:
-        raise _Malformed(f"a string of {length - 1} bytes overruns node_endpoints")
+        raise Malformed(f"a string of {length - 1} bytes overruns node_endpoints")
     return bytes(p[at:stop]).decode(), stop
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
 
 
 def _compact_string(value: str | None) -> bytes:
     if value is None:
         return b"\x00"
     data = value.encode()
-    return _varint(len(data) + 1) + data
+    return uvarint_bytes(len(data) + 1) + data

@@ -34,3 +34,26 @@ class AnswerEdit:
 
     walk: Callable[[int], AnswerWalk]
     tail: Callable[[bytes], Awaitable[bytes]]
+
+
+class Malformed(Exception):
+    """A length or count that does not fit the answer a walk reads (the walk raises ``UpstreamProtocolError``)."""
+
+
+def uvarint(p: bytes | memoryview, at: int) -> tuple[int, int]:
+    """The unsigned varint at ``at`` and the offset after it; ``IndexError`` past the end of ``p`` (a walk's caller
+    turns it into "it ends inside a field"), ``Malformed`` beyond 5 bytes. Written for the walks' hot loops: a
+    count or length below 128, the common case, is one comparison."""
+    byte = p[at]
+    if byte < 0x80:
+        return byte, at + 1
+    value, shift = byte & 0x7F, 7
+    while True:
+        at += 1
+        byte = p[at]
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, at + 1
+        shift += 7
+        if shift > 28:
+            raise Malformed("a varint longer than 5 bytes")

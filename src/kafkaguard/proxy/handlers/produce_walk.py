@@ -36,6 +36,7 @@ at the payload's end).
 
 from __future__ import annotations
 
+from kafkaguard.proxy.walks import Malformed, uvarint
 from kafkaguard.proxy.wire import UpstreamProtocolError
 
 #: A partition's fixed-size head: index, error_code, base_offset, log_append_time_ms, log_start_offset.
@@ -43,10 +44,6 @@ _PARTITION_HEAD = 4 + 2 + 8 + 8 + 8
 _BATCH_INDEX = 4
 _HEADER = 4  # correlation_id
 _THROTTLE = 4
-
-
-class _Malformed(Exception):
-    """A length or count that does not fit the answer's bytes (becomes ``UpstreamProtocolError``)."""
 
 
 def top_level_tags_at(payload: bytes, api_version: int) -> int:
@@ -57,7 +54,7 @@ def top_level_tags_at(payload: bytes, api_version: int) -> int:
     """
     try:
         at = _walk(payload, len(payload))
-    except (_Malformed, IndexError) as e:
+    except (Malformed, IndexError) as e:
         why = "it ends inside a field" if isinstance(e, IndexError) else str(e)
         raise UpstreamProtocolError(f"malformed Produce v{api_version} response: {why}") from e
     if at >= len(payload):
@@ -67,19 +64,19 @@ def top_level_tags_at(payload: bytes, api_version: int) -> int:
 
 def _walk(p: bytes, end: int) -> int:
     at = _tags(p, _HEADER, end)
-    topics, at = _uvarint(p, at)
+    topics, at = uvarint(p, at)
     if topics == 0:
-        raise _Malformed("responses is null")
+        raise Malformed("responses is null")
     for _ in range(topics - 1):
         at = _string(p, at, end, nullable=False)
-        partitions, at = _uvarint(p, at)
+        partitions, at = uvarint(p, at)
         if partitions == 0:
-            raise _Malformed("partition_responses is null")
+            raise Malformed("partition_responses is null")
         for _ in range(partitions - 1):
             at += _PARTITION_HEAD
-            errors, at = _uvarint(p, at)  # reads p[at]: an IndexError past the end
+            errors, at = uvarint(p, at)  # reads p[at]: an IndexError past the end
             if errors == 0:
-                raise _Malformed("record_errors is null")
+                raise Malformed("record_errors is null")
             for _ in range(errors - 1):
                 at = _string(p, at + _BATCH_INDEX, end, nullable=True)
                 at = _tags(p, at, end)
@@ -89,40 +86,24 @@ def _walk(p: bytes, end: int) -> int:
     return at + _THROTTLE
 
 
-def _uvarint(p: bytes, at: int) -> tuple[int, int]:
-    byte = p[at]
-    if byte < 0x80:  # the common case: a count or length below 128
-        return byte, at + 1
-    value, shift = byte & 0x7F, 7
-    while True:
-        at += 1
-        byte = p[at]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at + 1
-        shift += 7
-        if shift > 28:
-            raise _Malformed("a varint longer than 5 bytes")
-
-
 def _string(p: bytes, at: int, end: int, *, nullable: bool) -> int:
-    length, at = _uvarint(p, at)
+    length, at = uvarint(p, at)
     if length == 0:
         if not nullable:
-            raise _Malformed("a non-nullable string is null")
+            raise Malformed("a non-nullable string is null")
         return at
     at += length - 1
     if at > end:
-        raise _Malformed(f"a string of {length - 1} bytes overruns the answer")
+        raise Malformed(f"a string of {length - 1} bytes overruns the answer")
     return at
 
 
 def _tags(p: bytes, at: int, end: int) -> int:
-    count, at = _uvarint(p, at)
+    count, at = uvarint(p, at)
     for _ in range(count):
-        _, at = _uvarint(p, at)
-        size, at = _uvarint(p, at)
+        _, at = uvarint(p, at)
+        size, at = uvarint(p, at)
         at += size
         if at > end:
-            raise _Malformed(f"a tagged field of {size} bytes overruns the answer")
+            raise Malformed(f"a tagged field of {size} bytes overruns the answer")
     return at
