@@ -16,7 +16,8 @@ from kio.schema.fetch.v12 import response as fetch_response
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.model import AclOperation, ResourceType
-from kafkaguard.protocol.codec import decode_request
+from kafkaguard.protocol.build import nested
+from kafkaguard.protocol.codec import decode_request, request_schema
 from kafkaguard.proxy.handlers import fetch as fetch_handler
 from kafkaguard.proxy.upstream import UpstreamUnavailable
 from tests.proxy.memory_upstream import (
@@ -96,6 +97,23 @@ def test_a_request_for_a_new_session_goes_up_as_the_client_sent_it_but_sessionle
     assert upstream.sent[0].payload[differing[0] : differing[-1] + 1] == b"\xff" * 4
     assert upstream.passed_on, "relayed, not decoded"
     assert partitions(handled.answer()) == {"feed-a": (ErrorCode.none, 100)}
+
+
+@pytest.mark.parametrize("version", range(7, 13))
+def test_a_new_session_is_declined_in_place_at_every_layout_by_name(
+    services: Services, version: int, monkeypatch: pytest.MonkeyPatch
+):
+    """v7-v11 (header v1, no tagged fields) and v12 (flexible): the epoch found at the same body offset."""
+    monkeypatch.setattr(fetch_handler, "_sessionless", refuse_to_rebuild)
+    schema = request_schema(ApiKey.FETCH, version)
+    topic = entity(nested(schema, "FetchTopic"), topic="feed-a", partitions=(entity(nested(schema, "FetchPartition"),
+                                                                                    partition=0),))  # fmt: skip
+    request = entity(schema, replica_id=-1, max_bytes=1 << 20, session_id=0, session_epoch=0, topics=(topic,))
+    upstream = MemoryUpstream(fetched)
+    handled = handle(services, upstream, request)
+    (sent,) = upstream.bodies(ApiKey.FETCH)
+    assert sent == dataclasses.replace(request, session_epoch=-1)
+    assert sum(a != b for a, b in zip(upstream.sent[0].payload, handled.payload, strict=True)) == 4
 
 
 def test_a_denied_topic_is_refused_and_only_the_allowed_ones_go_upstream(services: Services):
