@@ -8,11 +8,12 @@ distribution) and git (the base revision is checked out into a temporary worktre
 Two ``kafkaguard proxy`` processes, each started from its own tree's ``src`` with the same command line
 (``bench_proxy.proxy_command``, no audit trail): ``before`` (``--base``, by default the last commit before issue 28,
 whose proxy offered Produce up to v9 and Fetch up to v12) and ``after`` (this tree: Produce v10–v11 with their answers
-held and walked for ``node_endpoints``, Fetch v16–v17 at their own version, their answers walked as they stream).
-The clients are ``bench_proxy``'s (confluent-kafka), which ask each proxy for the highest versions it offers; the
-report says which those were. The rounds, the alternation and the measures are ``bench_audit``'s (``Bench``):
-messages/s, the ratio to ``before`` in the same rounds, the proxy's exact CPU per 10,000 messages and the capacity
-ratio. Target (issue 28): ``after`` no slower than ``before`` beyond this machine's noise, read against 95%.
+held and walked for ``node_endpoints``, Fetch v16–v17 at their own version, their answers walked as they stream). The
+clients are ``bench_proxy``'s (confluent-kafka), which use the highest versions each proxy offers that librdkafka knows
+(Produce v10, Fetch v16 from ``after``); the report says what each proxy offered. The rounds, the alternation and the
+measures are ``bench_audit``'s (``Bench``): messages/s, the ratio to ``before`` in the same rounds, the proxy's exact
+CPU per 10,000 messages and the capacity ratio. Target (issue 28): ``after`` no slower than ``before`` beyond this
+machine's noise, read against 95%.
 
 The KIP-848 consumer is not measured here: the pinned librdkafka (2.16) speaks the consumer protocol only with
 ConsumerGroupHeartbeat v1 (Kafka 4.0), which a 3.9 broker does not serve. ``benchmarks.bench_kip848`` measures it with
@@ -109,8 +110,10 @@ def render(o: Outcome, command: str, base: str, versions: dict[str, dict[str, in
         f"One Kafka 3.9 broker and two `kafkaguard proxy` processes in front of it with the same command line: "
         f"`before` (revision `{base}`) and `after` (this tree), no audit trail. The clients are `bench_proxy`'s "
         f"(confluent-kafka, SCRAM-SHA-512 over SASL_PLAINTEXT; producer linger.ms=5, batch.size=256 KiB, acks=all; "
-        f"1 KiB messages to one partition); they took the highest versions each proxy offers — {shown} (Fetch v16+ "
-        f"goes upstream at its own version from `after`, its answer walked as it streams). After a warm-up, "
+        f"1 KiB messages to one partition). The proxies offer {shown}; the clients use the highest of those they know "
+        f"(librdkafka 2.16: Produce up to v10, Fetch up to v16, as `tests/kafka/proxy/test_proxy_client_versions.py` "
+        f"reads from its protocol log). Fetch v16+ goes upstream at its own version from `after`, its answer walked as "
+        f"it streams. After a warm-up, "
         f"{o.plan.rounds} round(s) of "
         f"{o.plan.messages:,} messages produced, then consumed, through each proxy, the order alternating. Medians "
         "over the rounds; in brackets the range of the per-round ratios; proxy CPU exact (`schedstat`); capacity: "
