@@ -415,12 +415,17 @@ def render(o: Outcome, command: str) -> str:
         "|---|---:|---:|",
         *audit_rows,
         "",
-        "Other load on the machine just before the runs: "
-        + (f"{min(o.loads):.2f}–{max(o.loads):.2f} cores (median {_median(o.loads):.2f})." if o.loads else "–"),
+        other_load(o),
     ])  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------ main
+
+
+def other_load(o: Outcome) -> str:
+    """The report's line on what else ran on the machine just before the runs (``wait_for_quiet``'s samples)."""
+    spread = f"{min(o.loads):.2f}–{max(o.loads):.2f} cores (median {_median(o.loads):.2f})." if o.loads else "–"
+    return f"Other load on the machine just before the runs: {spread}"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

@@ -62,6 +62,7 @@ from benchmarks.bench_audit import (
     capacity,
     capacity_ratios,
     cpu_per_10k,
+    other_load,
     proxies_before_a_broker,
     ratio,
     round_ratios,
@@ -265,8 +266,7 @@ def render(o: Outcome, command: str, base: str, seen: dict[str, dict[str, set[in
         f"Target (issue 28, \"no regression against today's figures in the same run\", read against {TARGET:.0%}): "
         f"{verdict}.",
         "",
-        "Other load on the machine just before the runs: "
-        + (f"{min(o.loads):.2f}–{max(o.loads):.2f} cores (median {_median(o.loads):.2f})." if o.loads else "–"),
+        other_load(o),
     ])  # fmt: skip
 
 
