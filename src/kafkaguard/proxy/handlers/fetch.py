@@ -61,17 +61,15 @@ from typing import Any
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
-from kio.schema.types import BrokerId
-from kio.static.primitive import i32
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.header import decode_header
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
 from kafkaguard.proxy.builders import fetch_response
-from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, NodeEndpoint, node_endpoints_in, tail_with
+from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, node_endpoints_in, tail_with
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import FetchRequest, FetchResponse
@@ -100,10 +98,6 @@ _REPLICA_STATE_FROM = 15
 _UNKNOWN_ID = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)
 
 
-async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
-    return await _fetch(scope, request)
-
-
 def _edit(scope: ProxyScope) -> AnswerEdit | None:
     """How a relayed v16+ answer is walked and its ``node_endpoints`` rewritten (see the module docstring)."""
     version = scope.api_version
@@ -113,17 +107,15 @@ def _edit(scope: ProxyScope) -> AnswerEdit | None:
 
 
 async def _proxied_tail(scope: ProxyScope, tail: bytes) -> bytes:
-    """A v16+ answer's top-level tagged section with its ``node_endpoints`` at the proxy's addresses, same length."""
+    """A v16+ answer's top-level tagged section with its ``node_endpoints`` at the proxy's addresses, same length
+    (the walk's ``NodeEndpoint`` has the fields ``rewrite_node_endpoints`` reads and replaces)."""
     endpoints = node_endpoints_in(tail)
     if endpoints is None:
         return tail
-    cls = nested(response_schema(ApiKey.FETCH, scope.api_version), "NodeEndpoint")
-    upstream = [cls(node_id=BrokerId(e.node_id), host=e.host, port=i32(e.port), rack=e.rack) for e in endpoints]
-    proxied = await rewrite_node_endpoints(scope, upstream)
-    return tail_with(tail, [NodeEndpoint(int(p.node_id), p.host, int(p.port), p.rack) for p in proxied])
+    return tail_with(tail, await rewrite_node_endpoints(scope, endpoints))
 
 
-async def _fetch(scope: ProxyScope, request: Any) -> Reply:
+async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     meter = scope.meter
     charge = _Charge(scope, meter, user_of(scope.context.principal), scope.client_id or "")
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
