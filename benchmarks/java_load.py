@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.kafka_load import ClientSettings, LoadError, Throughput
+from tests.kafka.broker import CLIENT_LOG4J, write_properties
 
 SOURCE = Path(__file__).with_name("ConsumeLoad.java")
 MAIN = "ConsumeLoad"
@@ -37,16 +38,6 @@ PROTOCOLS = ("classic", "consumer")
 JVM_OPTIONS = ["-XX:+UseSerialGC", "-Xms256m", "-Xmx512m", "-Djava.awt.headless=true"]
 COMPILE_TIMEOUT = 120.0
 
-_LOG4J = [
-    "status = error",
-    "appender.console.type = Console",
-    "appender.console.name = STDERR",
-    "appender.console.target = SYSTEM_ERR",
-    "appender.console.layout.type = PatternLayout",
-    "appender.console.layout.pattern = %p %m%n",
-    "rootLogger.level = WARN",
-    "rootLogger.appenderRef.stderr.ref = STDERR",
-]
 _TRACE = ["logger.network.name = org.apache.kafka.clients.NetworkClient", "logger.network.level = DEBUG"]
 #: NetworkClient.doSend's DEBUG line (Kafka 3.9): "Sending FETCH request with header RequestHeader(apiKey=FETCH,
 #: apiVersion=17, clientId=…".
@@ -87,13 +78,11 @@ class JavaConsumer:
         )  # fmt: skip
         if compiled.returncode != 0:
             raise LoadError(f"javac {SOURCE.name} failed:\n{compiled.stdout}{compiled.stderr}")
-        self.quiet = self._log4j("log4j2-quiet.properties", _LOG4J)
-        self.traced = self._log4j("log4j2-trace.properties", _LOG4J + _TRACE)
+        self.quiet = self._log4j("log4j2-quiet.properties", CLIENT_LOG4J)
+        self.traced = self._log4j("log4j2-trace.properties", [*CLIENT_LOG4J, *_TRACE])
 
     def _log4j(self, name: str, lines: Sequence[str]) -> Path:
-        path = self.directory / name
-        path.write_text("\n".join([*lines, ""]))
-        return path
+        return write_properties(self.directory / name, lines)
 
     def command(self, settings: ClientSettings, topic: str, group: str, protocol: str, count: int,
                 trace: bool = False) -> list[str]:  # fmt: skip

@@ -175,20 +175,21 @@ def write_server_log4j(workdir: Path, authorizer_log: Path) -> Path:
     )
 
 
+#: Log4j 2 for a Java client or tool run beside the tests: warnings and errors on stderr, level first.
+CLIENT_LOG4J = (
+    "status = error",
+    "appender.console.type = Console",
+    "appender.console.name = STDERR",
+    "appender.console.target = SYSTEM_ERR",
+    "appender.console.layout.type = PatternLayout",
+    "appender.console.layout.pattern = %p %m%n",
+    "rootLogger.level = WARN",
+    "rootLogger.appenderRef.stderr.ref = STDERR",
+)
+
+
 def write_tools_log4j(workdir: Path) -> Path:
-    return write_properties(
-        workdir / "tools-log4j2.properties",
-        [
-            "status = error",
-            "appender.console.type = Console",
-            "appender.console.name = STDERR",
-            "appender.console.target = SYSTEM_ERR",
-            "appender.console.layout.type = PatternLayout",
-            "appender.console.layout.pattern = %p %m%n",
-            "rootLogger.level = WARN",
-            "rootLogger.appenderRef.stderr.ref = STDERR",
-        ],
-    )
+    return write_properties(workdir / "tools-log4j2.properties", CLIENT_LOG4J)
 
 
 def format_storage(run: Sequence[str], cluster_id: str, properties: Path, *extra: str) -> None:
