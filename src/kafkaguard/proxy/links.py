@@ -248,11 +248,7 @@ async def copy_walked(
     while True:
         kind, seen, more = step
         if kind == NEED:
-            while len(window) < seen:
-                chunk = await read(min(left, max(seen, LOOK_AHEAD)) - len(window))
-                if not chunk:
-                    raise asyncio.IncompleteReadError(window, seen)
-                window += chunk
+            window = await _read_to(read, window, seen, min(left, max(seen, LOOK_AHEAD)))
             step = walk.step(window)
         elif kind == PASS:
             moved = seen + more
@@ -267,14 +263,24 @@ async def copy_walked(
             await client.drain()
             step = walk.step(window)
         else:
-            while len(window) < left:
-                chunk = await read(left - len(window))
-                if not chunk:
-                    raise asyncio.IncompleteReadError(window, left)
-                window += chunk
+            window = await _read_to(read, window, left, left)
             client.write(window[:seen] + await edit.tail(window[seen:]))
             await client.drain()
             return
+
+
+async def _read_to(read: Callable[[int], Awaitable[bytes]], window: bytes, least: int, most: int) -> bytes:
+    """``window`` with bytes from ``read`` added until it holds at least ``least`` (each read asks for what would
+    bring it to ``most``).
+
+    :raises asyncio.IncompleteReadError: ``read`` ended first.
+    """
+    while len(window) < least:
+        chunk = await read(most - len(window))
+        if not chunk:
+            raise asyncio.IncompleteReadError(window, least)
+        window += chunk
+    return window
 
 
 async def edited(edit: AnswerEdit, body: bytes) -> bytes:
