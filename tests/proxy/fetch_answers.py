@@ -7,7 +7,12 @@ which Kafka's clients skip (Java keeps it as an unknown tag, librdkafka skips it
 
 from __future__ import annotations
 
+import socket
+
+import pytest
+
 from kafkaguard.protocol.header import uvarint_bytes
+from kafkaguard.proxy import splice
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk
 from kafkaguard.proxy.walks import PASS, TAIL, uvarint
 
@@ -48,3 +53,16 @@ def readable(payload: bytes, version: int) -> bytes:
         assert tag == ENDPOINTS_TAG or value == bytes(len(value)), f"unknown tag {tag} holds more than zeros"
     section = uvarint_bytes(len(kept)) + b"".join(uvarint_bytes(t) + uvarint_bytes(len(v)) + v for t, v in kept)
     return payload[:start] + section
+
+
+def counted_peeks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """``splice.peek`` spied on for the test: the list fills with the bytes each peek waited for."""
+    peeks: list[int] = []
+    real_peek = splice.peek
+
+    async def counting(sock: socket.socket, wanted: int, most: int) -> bytes:
+        peeks.append(wanted)
+        return await real_peek(sock, wanted, most)
+
+    monkeypatch.setattr(splice, "peek", counting)
+    return peeks

@@ -22,7 +22,7 @@ from kafkaguard.proxy import links, splice
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, NodeEndpoint, node_endpoints_in, tail_with
 from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import UpstreamProtocolError
-from tests.proxy.fetch_answers import tail_at
+from tests.proxy.fetch_answers import counted_peeks, tail_at
 from tests.proxy.memory_upstream import entity
 from tests.proxy.test_relay_pipeline import Collecting, client_pair, read_answer, run, tcp_pair
 
@@ -93,14 +93,7 @@ SHAPES = {
 @pytest.mark.parametrize("sizes", SHAPES.values(), ids=SHAPES.keys())
 @pytest.mark.parametrize("seed", [1, 2])
 def test_spliced_with_peeks(sizes: tuple[int, ...], seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    peeks: list[int] = []
-    real_peek = splice.peek
-
-    async def counting(sock: socket.socket, wanted: int, most: int) -> bytes:
-        peeks.append(wanted)
-        return await real_peek(sock, wanted, most)
-
-    monkeypatch.setattr(splice, "peek", counting)
+    peeks = counted_peeks(monkeypatch)
 
     async def scenario() -> None:
         framed = answer(*sizes)

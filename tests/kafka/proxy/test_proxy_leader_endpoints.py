@@ -11,7 +11,6 @@ raw bytes, and on every byte the proxy wrote to any client meanwhile).
 from __future__ import annotations
 
 import os
-import socket
 import struct
 import time
 import uuid
@@ -22,12 +21,11 @@ from confluent_kafka import Producer
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
-from kafkaguard.proxy import splice
 from kafkaguard.proxy.nodes import node_port
 from tests.kafka.broker import LOOPBACK, KafkaCluster
 from tests.kafka.proxy.test_proxy_cluster import cluster_proxy, split_topic
 from tests.kafka.proxy.test_proxy_topic_ids import fetch_by_id
-from tests.proxy.fetch_answers import readable
+from tests.proxy.fetch_answers import counted_peeks, readable
 from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, decode_response, encode_request, metadata
 
@@ -97,14 +95,7 @@ def test_a_large_v17_answer_streams_through_unchanged(
 ):
     """An answer of ~600 KB from the partition's leader: walked and spliced on (``links``: its structure peeked at),
     the records the broker's own, byte for byte, and nothing but them changed."""
-    peeks: list[int] = []
-    real_peek = splice.peek
-
-    async def counting(sock: socket.socket, wanted: int, most: int) -> bytes:
-        peeks.append(wanted)
-        return await real_peek(sock, wanted, most)
-
-    monkeypatch.setattr(splice, "peek", counting)
+    peeks = counted_peeks(monkeypatch)
     topic = split_topic(kafka_cluster)
     producer = Producer({"bootstrap.servers": kafka_cluster.bootstrap, "compression.type": "none"})
     for _ in range(60):
