@@ -88,6 +88,7 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.types import GroupId, TopicName, TransactionalId
 from kio.static.primitive import i8, i32Timedelta
 
+from benchmarks.abuse_findings import FINDINGS, FindingContext, FindingRow, before_tree, render_findings, run_findings
 from benchmarks.bench_server import CachedScramClient, KafkaConn, _CachedLogin, complete_frames, pct, wait_for_quiet
 from benchmarks.report import write_section
 from kafkaguard import (
@@ -1418,9 +1419,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="shorter windows and fewer attacks (a demo, not a result)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--target", choices=["serve", "proxy"], action="append", help="only this target (repeatable)")
-    attacks = [*ITEM_ARRAYS, "idle", "idle-hello", *PREAUTH_FRAMES]
+    attacks = [*ITEM_ARRAYS, "idle", "idle-hello", *PREAUTH_FRAMES, *FINDINGS]
     parser.add_argument("--only", action="append", default=[], choices=attacks,
-                        help="only this attack (repeatable)")  # fmt: skip
+                        help="only this attack or issue 36 finding (repeatable)")  # fmt: skip
     parser.add_argument("--setting", action="append", default=[], metavar="KEY=VALUE",
                         help="a kafkaguard setting for every target process (its config file key)")  # fmt: skip
     parser.add_argument("--kafkaguard", type=Path, help="the kafkaguard executable (default: beside this Python)")
@@ -1472,8 +1473,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 targets.remove("proxy")
         setup = Setup(tmp, target_cpu, kafkaguard_executable(args.kafkaguard), broker, settings,
                       args.server_pythonpath)  # fmt: skip
-        plan_list = schedule(plan, targets, args.only)
-        rows = asyncio.run(run_all(plan, setup, plan_list, client_cpu))
+        only_attacks = [key for key in args.only if key not in FINDINGS]
+        only_findings = [key for key in args.only if key in FINDINGS]
+        rows: list[Row] = []
+        if only_attacks or not only_findings:
+            rows = asyncio.run(run_all(plan, setup, schedule(plan, targets, only_attacks), client_cpu))
+        finding_rows: list[FindingRow] = []
+        before = None
+        if not args.server_pythonpath and (only_findings or not only_attacks):
+            before = before_tree(tmp)
+            finding_rows = run_findings(
+                FindingContext(tmp, setup.executable, broker, plan.quick, before), only_findings
+            )
     finally:
         if broker is not None:
             broker.stop()
@@ -1482,10 +1493,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         shutil.rmtree(tmp, ignore_errors=True)
     base = bool(args.server_pythonpath)
     context = Context(plan, affinity, args.label or code_label(args.server_pythonpath), base, settings, notes)
-    markdown = render(rows, context)
-    print(markdown)
-    if not (args.no_write or args.quick or args.only or args.target):
-        write_section("abuse-base" if base else "abuse", markdown)
+    write = not (args.no_write or args.quick or args.only or args.target)
+    if rows:
+        markdown = render(rows, context)
+        print(markdown)
+        if write:
+            write_section("abuse-base" if base else "abuse", markdown)
+    if finding_rows:
+        findings = render_findings(finding_rows, before=before)
+        print(findings)
+        if write or (not args.no_write and not args.quick and only_findings == list(FINDINGS)):
+            write_section("abuse-findings", findings)
     return 0
 
 

@@ -221,6 +221,14 @@ class Settings(BaseSettings):
         description="After a connection is closed for bytes no Kafka client sends (a dishonest length, too many "
         "items, an oversized frame before login), its address may not connect for this long (0: off).",
     )
+    ipv6_prefix_length: int = Field(
+        64,
+        ge=1,
+        le=128,
+        description="IPv6 clients are counted per block of this prefix length by the connection limits, the "
+        "protocol-violation penalty and the login failure budgets (one host holds a whole /64; 128: each address "
+        "apart). IPv4 clients are counted per address.",
+    )
     max_request_items: int = Field(
         10_000,
         ge=100,

@@ -7,7 +7,16 @@ from kafkaguard.model.actor import INTERNAL_ACTOR, Actor
 from kafkaguard.model.binding import AclBinding, AclBindingFilter, AclId, StoredAcl, validate_new_binding
 from kafkaguard.model.entry import WILDCARD_HOST, AccessControlEntry, AccessControlEntryFilter
 from kafkaguard.model.enums import AclOperation, AclPermissionType, KafkaEnum, PatternType, ResourceType
-from kafkaguard.model.host import CidrBlock, cidr_error, host_matches, is_cidr, java_host, parse_address, parse_cidr
+from kafkaguard.model.host import (
+    CidrBlock,
+    cidr_error,
+    client_key,
+    host_matches,
+    is_cidr,
+    java_host,
+    parse_address,
+    parse_cidr,
+)
 from kafkaguard.model.item_error import ItemError, KafkaErrorCode
 from kafkaguard.model.management import HistoryQuery, ManagementEvent
 from kafkaguard.model.principal import (
@@ -59,6 +68,7 @@ __all__ = [
     "cidr_error",
     "host_matches",
     "is_cidr",
+    "client_key",
     "java_host",
     "parse_address",
     "parse_cidr",

@@ -52,6 +52,33 @@ def java_host(address: str) -> str:
     return str(ip)
 
 
+#: The prefix length an IPv6 client is counted by (``Settings.ipv6_prefix_length``'s default): one host holds a
+#: whole /64 (RFC 6177), so counting each of its 2^64 addresses apart would give one host 2^64 budgets.
+DEFAULT_IPV6_PREFIX_LENGTH = 64
+
+
+@lru_cache(maxsize=4096)
+def client_key(address: str, ipv6_prefix_length: int = DEFAULT_IPV6_PREFIX_LENGTH) -> str:
+    """What limits and budgets count a client address by: an IPv4 address (or IPv4-mapped IPv6) as itself, an IPv6
+    address as its ``/ipv6_prefix_length`` block (``2001:db8:0:1::/64``; ``/128``: the address itself, as
+    ``java_host`` prints it), anything else unchanged. Cached like ``java_host``.
+
+    Worked example: ``2001:db8:0:1:aaaa::1`` and ``2001:db8:0:1:bbbb::2`` are both ``2001:db8:0:1::/64``, one
+    client; ``::ffff:10.0.0.7`` is ``10.0.0.7``.
+    """
+    parsed = parse_address(address.split("%", 1)[0])
+    if parsed is None:
+        return address
+    version, value = parsed
+    if version == 4:
+        return str(ipaddress.IPv4Address(value))
+    if ipv6_prefix_length >= 128:
+        return java_host(address)
+    shift = 128 - ipv6_prefix_length
+    network = ipaddress.IPv6Address((value >> shift) << shift)
+    return f"{network.compressed}/{ipv6_prefix_length}"
+
+
 def is_cidr(host: str) -> bool:
     """Whether an ACL host is a CIDR block (valid or not): it contains ``/``."""
     return "/" in host
