@@ -47,7 +47,7 @@ from kafkaguard.protocol.audit_trail import audit_trail
 from kafkaguard.protocol.collector import Collector
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.descriptors import reserve_descriptors
-from kafkaguard.protocol.identity import Identity
+from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
 from kafkaguard.protocol.login_events import record_login_event
 from kafkaguard.protocol.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.protocol.rollout import AclFileLoader, RolloutWatch
@@ -137,6 +137,8 @@ class ListeningServer(ABC):
         # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
         record_served_settings(self.services.settings, self.SERVED_BY)
         await self.identity.start()  # before the first connection: the identity provider's keys
+        for warning in certificate_super_user_warnings(self.services.settings, self.identity.ssl_mapper):
+            log.warning("%s", warning)
         # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
         reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
         if self.audit is not None:
