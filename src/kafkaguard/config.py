@@ -226,8 +226,8 @@ class Settings(BaseSettings):
     protocol_violation_penalty_max_seconds: float = Field(
         30.0,
         ge=0,
-        description="The longest refusal for protocol violations in a row (below protocol_violation_penalty_seconds: "
-        "that one).",
+        description="The longest refusal for protocol violations in a row (a value below "
+        "protocol_violation_penalty_seconds: every refusal lasts protocol_violation_penalty_seconds).",
     )
     protocol_violations_per_address: int = Field(
         10,
