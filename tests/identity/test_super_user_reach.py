@@ -91,3 +91,9 @@ def test_rules_that_cannot_make_admin_report_nothing(rules: str):
 def test_whole_match_and_repeats_with_a_minimum():
     assert set(reach("RULE:^CN=([0-9]{3,5})$/u$1/", "User:u123", "User:u12", "User:u123456")) == {"User:u123"}
     assert reach("RULE:^CN=.*$/$0/", "User:CN=admin")["User:CN=admin"].subject == "CN=admin"
+
+
+def test_a_pattern_the_construction_cannot_build_is_not_seen_and_does_not_fail():
+    """A minimum of 2^31 - 1 characters is not built (it would take the memory): that rule is simply not seen."""
+    assert reach("RULE:^CN=(a{2147483647})$/$1/", "User:admin") == {}
+    assert set(reach("RULE:^CN=(a{2147483647})$/$1/,RULE:^CN=(.*)$/$1/", "User:admin")) == {"User:admin"}

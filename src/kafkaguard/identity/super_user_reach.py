@@ -22,9 +22,10 @@ How, per rule (in order) and super user name:
    round-trips through an X.501 name, ``x500.rfc2253_from_name_der``) is preferred in the report.
 
 So each super user reported is certain: the subject shown maps to it under the real rules (whether a CA of
-``ssl_cafile`` would sign that subject is for the operator to know). What the check cannot see, so that a super user
-not reported is no proof: a subject this construction does not build — a match that needs a repeat other than its
-minimum or one filler, a lookaround's demand, a character class that admits none of the characters tried, more than
+``ssl_cafile`` would sign that subject is for the operator to know; a subject Java could not write for any
+certificate is reported as such). What the check cannot see, so that a super user not reported is no proof: a
+subject this construction does not build — a match that needs a repeat other than its minimum or one filler (or a
+minimum above 256), a lookaround's demand, a character class that admits none of the characters tried, more than
 ``MAX_CANDIDATES`` combinations in one rule, a capture that must be a case form other than the four tried, case
 folding beyond ASCII, a replacement that ``replaceAll`` applies twice (a pattern that also matches the empty string
 at the end) — and a subject that an earlier rule takes while another subject would have reached the later rule.
@@ -46,8 +47,8 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from re import _constants as sre  # type: ignore[attr-defined]
-from re import _parser  # type: ignore[attr-defined]
+from re import _constants as sre
+from re import _parser
 from typing import Any
 
 from cryptography import x509
@@ -62,6 +63,8 @@ from kafkaguard.identity.x500 import rfc2253_from_name_der
 
 #: Candidate subjects per rule and super user, at most (the combinations of a pattern's branches and repeats).
 MAX_CANDIDATES = 64
+#: The longest minimum of a repeat the construction builds.
+_MAX_REPEAT = 256
 #: Ways to split a name over a replacement's groups, at most.
 _MAX_SPLITS = 16
 #: What a filled repeat holds, where its character class admits it: the rest of a subject a CA would sign.
@@ -90,8 +93,8 @@ def certificate_super_users(mapper: SslPrincipalMapper, super_users: Iterable[st
     each with one such subject (see the module docstring for what the search cannot see)."""
     found = []
     for super_user in super_users:
-        if not super_user.startswith(_USER):
-            continue  # Group: and other types: a certificate only ever makes a User
+        if not super_user.startswith(_USER) or super_user == _USER:
+            continue  # Group: and other types: a certificate only ever makes a User (and one with a name)
         reach = _reach(mapper, super_user, super_user[len(_USER) :])
         if reach is not None:
             found.append(reach)
@@ -101,7 +104,7 @@ def certificate_super_users(mapper: SslPrincipalMapper, super_users: Iterable[st
 def _reach(mapper: SslPrincipalMapper, super_user: str, name: str) -> SuperUserReach | None:
     witness: SuperUserReach | None = None
     for rule in mapper.rules:
-        for subject in _candidates(rule, name):
+        for subject in _built(rule, name):
             try:
                 mapped = mapper.name_of(subject)
             except PrincipalMappingError:
@@ -130,6 +133,15 @@ def _java_writes(subject: str) -> bool:
     return rfc2253_from_name_der(name.public_bytes()) == subject
 
 
+def _built(rule: Rule, name: str) -> list[str]:
+    """``_candidates``, or none when this Python's parse tree holds what the construction does not expect: the check
+    must never keep the server from starting (that rule is then not seen)."""
+    try:
+        return list(_candidates(rule, name))
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError, RecursionError, MemoryError):
+        return []
+
+
 def _candidates(rule: Rule, name: str) -> Iterator[str]:
     """Subjects that may make ``rule`` give ``name`` (steps 1 and 2 of the module docstring)."""
     if rule.compiled is None:  # DEFAULT: the subject itself is the name
@@ -140,7 +152,7 @@ def _candidates(rule: Rule, name: str) -> Iterator[str]:
     try:
         parts = _replacement_parts(escape_literal_back_references(rule.replacement, compiled.groups), compiled.groups)
         tree = _parser.parse(compiled.pattern, compiled.flags)
-    except (PrincipalMappingError, re.error, ValueError, TypeError, AttributeError):
+    except (PrincipalMappingError, re.error):
         return  # a replacement Java cannot expand maps nothing; a tree this Python cannot give: not seen
     fold: Fold = str.lower if rule.to_lower else str.upper if rule.to_upper else None
     if fold is not None and fold(name) != name:
@@ -276,6 +288,8 @@ def _node_texts(op: Any, arg: Any, build: _Build) -> list[str]:
 
 
 def _repeat_texts(least: int, most: int, sub: Any, build: _Build) -> list[str]:
+    if least > _MAX_REPEAT:
+        return []  # a subject that long is not built (``a{2147483647}`` would take the memory): not seen
     items = list(sub)
     if len(items) == 1 and _is_single(items[0]):
         item = items[0]
