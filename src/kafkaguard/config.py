@@ -218,8 +218,30 @@ class Settings(BaseSettings):
     protocol_violation_penalty_seconds: float = Field(
         1.0,
         ge=0,
-        description="After a connection is closed for bytes no Kafka client sends (a dishonest length, too many "
-        "items, an oversized frame before login), its address may not connect for this long (0: off).",
+        description="A connection closed for bytes no Kafka client sends (a dishonest length, too many items, an "
+        "oversized frame before login) is charged to its logged-in principal, whose new logins are then refused for "
+        "this long, or else to its address, refused this long once it is over protocol_violations_per_address; each "
+        "refusal in a row lasts twice the last, up to protocol_violation_penalty_max_seconds (0: off).",
+    )
+    protocol_violation_penalty_max_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="The longest refusal for protocol violations in a row (a value below "
+        "protocol_violation_penalty_seconds: every refusal lasts protocol_violation_penalty_seconds).",
+    )
+    protocol_violations_per_address: int = Field(
+        10,
+        ge=0,
+        description="Protocol violations an address (IPv6: its ipv6_prefix_length block) may make without a login "
+        "within protocol_violation_window_seconds before its new connections are refused: one buggy client behind a "
+        "NAT does not lock out its neighbours (0: refused at the first).",
+    )
+    protocol_violation_window_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="The window of protocol_violations_per_address (a bucket of that many refilled over this long), "
+        "and how long an offender must stay clean after a refusal before its next refusal starts again from "
+        "protocol_violation_penalty_seconds.",
     )
     ipv6_prefix_length: int = Field(
         64,

@@ -1,7 +1,8 @@
 """The proxy passes on only the Metadata topics a client asked for and may describe, whatever the upstream answers:
 a topic the upstream names unasked is dropped, and one it leaves out is simply not answered (before, the handler
 raised KeyError on it and closed the connection). An upstream answer the proxy cannot read closes the client's
-connection, but the client is not to blame: its address is not kept out (``protocol_violation_penalty_seconds``)."""
+connection, but the client is not to blame: nothing is charged to it (neither its principal nor its address is
+refused, ``protocol_violation_penalty_seconds``)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ def test_an_unreadable_upstream_answer_closes_the_connection_without_penalizing_
         broker.garbage_for = {ApiKey.METADATA}  # from now on: the proxy's own discovery at start read it well
         try:
             proxy.add_user("reader", PASSWORD)
-            for _ in range(2):  # the second connection is admitted at once: no penalty for the upstream's fault
+            for _ in range(2):  # the second logs in at once: no penalty for the upstream's fault
                 with Wire(proxy.sasl, source="127.0.0.77") as wire:
                     wire.login("reader", PASSWORD)
                     wire.send_frame(encode_request(metadata_request(["feed-a"]), correlation_id=9))

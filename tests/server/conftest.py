@@ -200,7 +200,7 @@ def start_server(
         # production default (100 a second) is proven by tests/server/test_connection_limits.py, which sets its own.
         "max_connection_creation_rate_per_ip": 100_000.0,
         # Likewise, those suites break the protocol on purpose from 127.0.0.1 example after example; the penalty is
-        # proven by tests/server/test_bounded_work.py and test_admission.py.
+        # proven by tests/server/test_violation_penalty.py, test_bounded_work.py and test_protocol_violations.py.
         "protocol_violation_penalty_seconds": 0.0,
     }
     options.update(overrides)

@@ -1,10 +1,12 @@
 """AdmissionControl: connections per address (with overrides by address and CIDR block), per listener and in all,
-the creation rate per address (the setting, or the stored ip quotas), in the documented order."""
+the creation rate per address (the setting, or the stored ip quotas), in the documented order; IPv6 addresses counted
+per block (``ipv6_prefix_length``); addresses refused for protocol violations first."""
 
 from __future__ import annotations
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.protocol.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
+from kafkaguard.protocol.violations import ProtocolViolations, ViolationPolicy
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store.memory import MemoryQuotaStore
 from tests.actors import ACTOR
@@ -21,9 +23,15 @@ class Clock:
         return self.now
 
 
-def control(clock: Clock | None = None, **limits: object) -> AdmissionControl:
+def control(
+    clock: Clock | None = None, violations: ProtocolViolations | None = None, **limits: object
+) -> AdmissionControl:
     options: dict[str, object] = {"max_connections": 10_000, "per_ip": 500, "creation_rate": 1_000_000.0, **limits}
-    return AdmissionControl(ConnectionLimits(**options), clock=clock or Clock())  # type: ignore[arg-type]
+    return AdmissionControl(
+        ConnectionLimits(**options),  # type: ignore[arg-type]
+        violations=violations,
+        clock=clock or Clock(),
+    )
 
 
 def reason(decision: Admission | Refusal) -> RefusalReason | None:
@@ -171,18 +179,72 @@ def test_buckets_of_addresses_gone_quiet_are_forgotten():
     assert gate.open_connections == 1
 
 
-def test_a_penalized_address_is_refused_first_and_only_until_its_penalty_ends():
+def test_an_address_refused_for_protocol_violations_is_refused_first_and_only_until_its_refusal_ends():
     clock = Clock()
-    gate = control(clock)
-    gate.penalize("10.0.0.7", 1.0)
+    violations = ProtocolViolations(ViolationPolicy(penalty_seconds=1.0, per_address=0), clock=clock)
+    gate = control(clock, violations, per_ip=0)  # per_ip 0 refuses everything else: the violation is checked first
+    violations.charge("10.0.0.7", None)
     refused = gate.admit(SASL, "10.0.0.7")
     assert reason(refused) is RefusalReason.PROTOCOL_VIOLATION
     assert isinstance(refused, Refusal)
-    assert "protocol_violation_penalty_seconds" in refused.detail  # says what to change
-    assert isinstance(gate.admit(SASL, "10.0.0.8"), Admission)  # only that address
-    clock.now += 0.5
-    gate.penalize("10.0.0.7", 0.1)  # a shorter penalty never shortens a longer one
-    assert reason(gate.admit(SASL, "10.0.0.7")) is RefusalReason.PROTOCOL_VIOLATION
-    clock.now += 0.51
+    assert "protocol_violations_per_address" in refused.detail  # says what to change
+    assert "protocol_violation_penalty_seconds" in refused.detail
+    assert reason(gate.admit(SASL, "10.0.0.8")) is RefusalReason.MAX_CONNECTIONS_PER_IP  # only that address
+    clock.now += 1.01
+    assert reason(gate.admit(SASL, "10.0.0.7")) is RefusalReason.MAX_CONNECTIONS_PER_IP  # the refusal is over
+
+
+def test_ipv6_addresses_of_one_block_share_its_connections_and_other_blocks_have_their_own():
+    gate = control(per_ip=3)  # ipv6_prefix_length 64, the default
+    held = [gate.admit(SASL, address) for address in ("2001:db8:0:1::a", "2001:db8:0:1::b", "2001:db8:0:1:ffff::1")]
+    assert all(isinstance(a, Admission) for a in held)
+    refused = gate.admit(SASL, "2001:db8:0:1::c")
+    assert reason(refused) is RefusalReason.MAX_CONNECTIONS_PER_IP
+    assert isinstance(refused, Refusal)
+    assert "this address's block 2001:db8:0:1::/64" in refused.detail
+    assert isinstance(gate.admit(SASL, "2001:db8:0:2::a"), Admission)  # the next /64
+    assert gate.open_from("2001:db8:0:1::dead") == 3
+    first = held[0]
+    assert isinstance(first, Admission)
+    gate.release(first)  # released under the block, whichever address it came from
+    assert gate.open_from("2001:db8:0:1::b") == 2
+    assert isinstance(gate.admit(SASL, "2001:db8:0:1::c"), Admission)
+
+
+def test_ipv6_prefix_length_sets_the_block_and_128_counts_each_address_apart():
+    wide = control(per_ip=1, ipv6_prefix_length=48)
+    assert isinstance(wide.admit(SASL, "2001:db8:0:1::a"), Admission)
+    assert reason(wide.admit(SASL, "2001:db8:0:2::a")) is RefusalReason.MAX_CONNECTIONS_PER_IP  # one /48
+    apart = control(per_ip=1, ipv6_prefix_length=128)
+    assert isinstance(apart.admit(SASL, "2001:db8:0:1::a"), Admission)
+    assert isinstance(apart.admit(SASL, "2001:db8:0:1::b"), Admission)
+    assert reason(apart.admit(SASL, "2001:db8:0:1::a")) is RefusalReason.MAX_CONNECTIONS_PER_IP
+
+
+def test_ipv4_addresses_are_counted_one_by_one_and_an_ipv4_mapped_address_is_its_ipv4():
+    gate = control(per_ip=1)
     assert isinstance(gate.admit(SASL, "10.0.0.7"), Admission)
-    assert gate.open_from("10.0.0.7") == 1  # refusals counted nothing
+    assert isinstance(gate.admit(SASL, "10.0.0.8"), Admission)  # a /64 means nothing for IPv4
+    assert reason(gate.admit(SASL, "::ffff:10.0.0.7")) is RefusalReason.MAX_CONNECTIONS_PER_IP
+
+
+def test_an_ipv6_block_shares_one_creation_bucket():
+    clock = Clock()
+    gate = control(clock, creation_rate=2.0)
+    assert isinstance(gate.admit(SASL, "2001:db8:0:1::a"), Admission)
+    assert isinstance(gate.admit(SASL, "2001:db8:0:1::b"), Admission)
+    refused = gate.admit(SASL, "2001:db8:0:1::c")
+    assert reason(refused) is RefusalReason.CONNECTION_CREATION_RATE  # 2^64 addresses, one bucket
+    assert isinstance(refused, Refusal)
+    assert "2001:db8:0:1::/64" in refused.detail
+    assert isinstance(gate.admit(SASL, "2001:db8:0:2::a"), Admission)
+
+
+def test_an_override_matches_the_connecting_address_and_holds_its_block_to_that_limit():
+    """Overrides still name addresses and CIDR blocks; the count they limit is the block's."""
+    gate = control(per_ip=1, per_ip_overrides={"2001:db8:0:1::a": 3})
+    assert [reason(gate.admit(SASL, "2001:db8:0:1::a")) for _ in range(4)] == [None] * 3 + [
+        RefusalReason.MAX_CONNECTIONS_PER_IP
+    ]
+    # another address of the block has no override: the default 1, and the block already holds 3
+    assert reason(gate.admit(SASL, "2001:db8:0:1::b")) is RefusalReason.MAX_CONNECTIONS_PER_IP

@@ -75,7 +75,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles) -> Ite
     # One fresh connection per hostile frame, hundreds a second from 127.0.0.1: above the default creation rate per
     # address (tests/server/test_connection_limits.py proves that limit).
     env["KAFKAGUARD_MAX_CONNECTION_CREATION_RATE_PER_IP"] = "100000"
-    # Each of them breaks the protocol on purpose: no penalty (tests/server/test_bounded_work.py proves it).
+    # Each of them breaks the protocol on purpose: no penalty (tests/server/test_violation_penalty.py proves it).
     env["KAFKAGUARD_PROTOCOL_VIOLATION_PENALTY_SECONDS"] = "0"
     subprocess.run(
         [str(KAFKAGUARD), "users", "add", "admin", "--password", PASSWORD, "--data-dir", str(data_dir)],

@@ -15,23 +15,26 @@ The limits, checked in this order; the first one exceeded refuses the connection
    listener (for the proxy, with that listener's per-broker ports).
 4. ``max_connections``: connections open in the process.
 
-Loopback is an address like any other: it is exempt only through an override.
+Loopback is an address like any other: it is exempt only through an override. **IPv6 clients are counted per
+block** of ``ipv6_prefix_length`` bits (default /64, ``model.client_key``): one host holds a whole /64, so counting
+its addresses apart would give it 2^64 budgets. The open connections, the creation bucket and the violation refusal
+are the block's; an override (and a stored ip quota's rate) still matches the connecting address itself, by address
+or CIDR block, and sets the limit its block is held to. IPv4 addresses are counted one by one.
 
-Before all of them, an address whose connection was just closed for a protocol violation (bytes no Kafka client
-sends: a dishonest length, a request of more than ``max_request_items`` items, an oversized frame before login) is
-refused for ``protocol_violation_penalty_seconds`` (``penalize``). Refusing such a request costs little, but an
-attacker who reconnects, logs in and sends it again at the creation rate from 16 addresses kept the loop 90% busy
-(``bench_abuse``); with the penalty each address gets one attempt a second.
+Before all of them, an address refused for protocol violations (``violations.ProtocolViolations``: bytes no Kafka
+client sends, more than ``protocol_violations_per_address`` times in a window before login) is refused.
 
 Worked example (per ip 500, override ``10.1.0.0/16:50``, rate 100/s): 10.0.0.7 opens 600 idle connections in 2 s.
 The first 500 are admitted (its bucket holds 100 tokens and regains 100 a second, so the burst is spread over the
 first second and a half); the next 100 find 500 open and are refused ``max_connections_per_ip``. 10.1.2.3 may hold
-50 (the /16 override), 10.0.0.8 its own 500: one address cannot take the others' connections.
+50 (the /16 override), 10.0.0.8 its own 500: one address cannot take the others' connections. 2001:db8:0:1::a
+and 2001:db8:0:1::b hold 500 together (both are 2001:db8:0:1::/64); 2001:db8:0:2::a has its own 500.
 
 Cost model: ``admit`` is O(1) dict operations plus one probe per distinct prefix length among the overrides (as the
-authorizer's index probes prefixes: ``overrides`` of any size cost a handful of lookups); ``release`` O(1). Memory:
-one entry per address with a connection open, plus a bucket per address that connected in the last second or so
-(buckets that have refilled are swept once a second when there are many), whatever the number of attempts.
+authorizer's index probes prefixes: ``overrides`` of any size cost a handful of lookups), and ``client_key`` (cached);
+``release`` O(1). Memory: one entry per address (IPv6: per block) with a connection open, plus a bucket per address
+that connected in the last second or so (buckets that have refilled are swept once a second when there are many),
+whatever the number of attempts.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ from dataclasses import dataclass, field
 
 from kafkaguard.audit.refusals import RefusalReason
 from kafkaguard.config import Settings
-from kafkaguard.model import java_host, parse_address, parse_cidr
+from kafkaguard.model import client_key, java_host, parse_address, parse_cidr
+from kafkaguard.protocol.violations import ProtocolViolations
 from kafkaguard.service.quotas import IP, QuotaService
 
 #: Buckets kept before refilled ones are swept (at most once a second).
@@ -77,6 +81,8 @@ class ConnectionLimits:
     #: Listener (as configured) → limit; listeners not named have none of their own.
     per_listener: Mapping[str, int] = field(default_factory=dict)
     creation_rate: float = 100.0
+    #: IPv6 clients are counted per block of this many bits (``Settings.ipv6_prefix_length``; 128: per address).
+    ipv6_prefix_length: int = 64
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ConnectionLimits:
@@ -86,6 +92,7 @@ class ConnectionLimits:
             per_ip_overrides=dict(settings.max_connections_per_ip_overrides),
             per_listener=dict(settings.max_connections_per_listener),
             creation_rate=settings.max_connection_creation_rate_per_ip,
+            ipv6_prefix_length=settings.ipv6_prefix_length,
         )
 
 
@@ -169,7 +176,8 @@ class IpQuotaRates:
 
 
 class AdmissionControl:
-    """The connections open per address, per listener and in all, and each address's creation bucket.
+    """The connections open per address (IPv6: per block), per listener and in all, and each address's creation
+    bucket; ``violations``: the addresses refused for protocol violations (None: none are).
 
     Not thread-safe: one event loop admits and releases."""
 
@@ -178,26 +186,32 @@ class AdmissionControl:
         limits: ConnectionLimits,
         *,
         rate_for: Callable[[str], tuple[float, str] | None] = lambda _address: None,
+        violations: ProtocolViolations | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.limits = limits
+        self.violations = violations
         self._overrides = _Overrides(limits.per_ip_overrides)
         self._rate_for = rate_for
         self._clock = clock
+        #: Keyed by ``client_key``: an IPv4 address, or an IPv6 address's block.
         self._per_ip: dict[str, int] = {}
         self._per_listener: dict[str, int] = {}
         self._total = 0
         self._buckets: dict[str, _Bucket] = {}
         self._last_sweep = clock()
-        #: Address → until when it is refused (``penalize``); expired entries go at the next sweep.
-        self._penalized: dict[str, float] = {}
 
     @property
     def open_connections(self) -> int:
         return self._total
 
+    def key_of(self, address: str) -> str:
+        """What ``address`` is counted as: itself (IPv4), or its IPv6 block (``model.client_key``)."""
+        return client_key(address, self.limits.ipv6_prefix_length)
+
     def open_from(self, address: str) -> int:
-        return self._per_ip.get(address, 0)
+        """Connections open from ``address``'s key: the address, or every address of its IPv6 block."""
+        return self._per_ip.get(self.key_of(address), 0)
 
     def open_on(self, listener: str) -> int:
         return self._per_listener.get(listener, 0)
@@ -210,52 +224,43 @@ class AdmissionControl:
     def admit(self, listener: str, address: str) -> Admission | Refusal:
         """Let a connection from ``address`` (Java's form, as ``java_host`` gives it) on ``listener`` in, counting
         it, or say which limit refuses it (nothing is counted then but the creation attempt)."""
-        refusal = self._penalty(address) or self._take_token(address) or self._check_caps(listener, address)
+        key = self.key_of(address)
+        refusal = self._violation(address) or self._take_token(key, address) or self._check_caps(listener, key, address)
         if refusal is not None:
             return refusal
-        self._per_ip[address] = self._per_ip.get(address, 0) + 1
+        self._per_ip[key] = self._per_ip.get(key, 0) + 1
         self._per_listener[listener] = self._per_listener.get(listener, 0) + 1
         self._total += 1
         return Admission(listener, address)
 
-    def penalize(self, address: str, seconds: float) -> None:
-        """Refuse new connections from ``address`` for ``seconds`` (one of its connections broke the protocol)."""
-        self._penalized[address] = max(self._penalized.get(address, 0.0), self._clock() + seconds)
-
-    def _penalty(self, address: str) -> Refusal | None:
-        until = self._penalized.get(address)
-        if until is None:
+    def _violation(self, address: str) -> Refusal | None:
+        if self.violations is None:
             return None
-        left = until - self._clock()
-        if left <= 0:
-            del self._penalized[address]
-            return None
-        return Refusal(
-            RefusalReason.PROTOCOL_VIOLATION,
-            f"a connection from this address sent bytes no Kafka client sends; refused for {left:.1f} s more "
-            "(protocol_violation_penalty_seconds)",
-        )
+        detail = self.violations.address_refusal(address)
+        return None if detail is None else Refusal(RefusalReason.PROTOCOL_VIOLATION, detail)
 
     def release(self, admission: Admission) -> None:
         """A connection admitted by ``admit`` has ended."""
-        left = self._per_ip.get(admission.address, 0) - 1
+        key = self.key_of(admission.address)
+        left = self._per_ip.get(key, 0) - 1
         if left > 0:
-            self._per_ip[admission.address] = left
+            self._per_ip[key] = left
         else:
-            self._per_ip.pop(admission.address, None)
+            self._per_ip.pop(key, None)
         self._per_listener[admission.listener] = max(0, self._per_listener.get(admission.listener, 0) - 1)
         self._total = max(0, self._total - 1)
 
-    def _check_caps(self, listener: str, address: str) -> Refusal | None:
+    def _check_caps(self, listener: str, key: str, address: str) -> Refusal | None:
         limits = self.limits
         override = self._overrides.limit_of(address)
         per_ip = limits.per_ip if override is None else override
-        open_here = self._per_ip.get(address, 0)
+        open_here = self._per_ip.get(key, 0)
         if open_here >= per_ip:
             source = "its max_connections_per_ip_overrides entry" if override is not None else "max_connections_per_ip"
+            whose = f"this address's block {key} (ipv6_prefix_length)" if "/" in key else "this address"
             return Refusal(
                 RefusalReason.MAX_CONNECTIONS_PER_IP,
-                f"{open_here} connection(s) open from this address, the limit of {per_ip} set by {source}; if this "
+                f"{open_here} connection(s) open from {whose}, the limit of {per_ip} set by {source}; if this "
                 "client is legitimate, list its address in max_connections_per_ip_overrides",
             )
         cap = limits.per_listener.get(listener)
@@ -271,23 +276,24 @@ class AdmissionControl:
             )
         return None
 
-    def _take_token(self, address: str) -> Refusal | None:
+    def _take_token(self, key: str, address: str) -> Refusal | None:
         now = self._clock()
         stored = self._rate_for(address)
         rate, source = stored if stored is not None else (self.limits.creation_rate,
                                                           "max_connection_creation_rate_per_ip")  # fmt: skip
         capacity = max(rate, 1.0)
-        bucket = self._buckets.get(address)
+        bucket = self._buckets.get(key)
         if bucket is None:
             self._sweep(now)
-            bucket = self._buckets[address] = _Bucket(capacity, now, now)
+            bucket = self._buckets[key] = _Bucket(capacity, now, now)
         else:
             bucket.tokens = min(capacity, bucket.tokens + (now - bucket.updated) * rate)
             bucket.updated = now
         if bucket.tokens < 1.0:
+            whose = f"this address's block {key} (ipv6_prefix_length)" if "/" in key else "this address"
             return Refusal(
                 RefusalReason.CONNECTION_CREATION_RATE,
-                f"more than {rate:g} new connection(s) a second from this address, the rate set by {source}",
+                f"more than {rate:g} new connection(s) a second from {whose}, the rate set by {source}",
             )
         bucket.tokens -= 1.0
         bucket.full_at = now + (capacity - bucket.tokens) / rate
@@ -299,5 +305,4 @@ class AdmissionControl:
         if len(self._buckets) <= _SWEEP_ABOVE or now - self._last_sweep < 1.0:
             return
         self._last_sweep = now
-        self._buckets = {address: bucket for address, bucket in self._buckets.items() if bucket.full_at > now}
-        self._penalized = {address: until for address, until in self._penalized.items() if until > now}
+        self._buckets = {key: bucket for key, bucket in self._buckets.items() if bucket.full_at > now}

@@ -122,12 +122,14 @@ class Connection:
         self.outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=writer.close, peer=self.host)
         settings = self.services.settings
         self.identity = context.identity or Identity.from_services(self.services)
+        violations = context.violations
         self.sasl = (
             SaslState(
                 settings.listener_mechanisms(self.listener),
                 self.identity.mechanisms,
                 self.host,
                 session_lifetime_ms=settings.connections_max_reauth_ms,
+                refuse_login=None if violations is None else violations.login_refusal,
             )
             if self.listener.protocol.uses_sasl
             else None
@@ -141,7 +143,8 @@ class Connection:
         #: When a SASL listener's client must have logged in (``time.monotonic()``); the server moves it to the TCP
         #: accept, so that a TLS handshake counts.
         self.login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
-        #: Closed for bytes no Kafka client sends (a ``ProtocolError``): the server keeps the address out a moment.
+        #: Closed for bytes no Kafka client sends (a ``ProtocolError``): the server charges it to its principal or
+        #: its address (``accountable_principal``, ``violations``).
         self.violated = False
         #: The logged-in session once SASL completed (registered with the server's ``SessionRegistry``).
         self.session: Session | None = None
@@ -158,6 +161,16 @@ class Connection:
         return f"User:{self.sasl.user}"
 
     @property
+    def accountable_principal(self) -> str | None:
+        """Whom a protocol violation of this connection is charged to: its logged-in principal (SASL, or a mapped
+        client certificate), or None before login and for ``User:ANONYMOUS`` (every client of a PLAINTEXT listener
+        is that one: its address answers for it then)."""
+        if not self.authenticated or self.unidentified is not None:
+            return None
+        principal = self.principal
+        return None if principal == ANONYMOUS_PRINCIPAL else principal
+
+    @property
     def groups(self) -> tuple[str, ...]:
         """The groups the login's token carried (``Group:NAME``), beside those the store keeps."""
         login = None if self.sasl is None else self.sasl.login
@@ -168,18 +181,28 @@ class Connection:
         tls = writer.get_extra_info("ssl_object")
         certificate = tls.getpeercert(binary_form=True) if tls is not None else None
         try:
-            self.peer_principal = self.identity.certificate_principal(certificate)
+            principal = self.identity.certificate_principal(certificate)
         except CertificateNotMapped as e:
-            self.unidentified = str(e)
-            record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", e, succeeded=False)
-            record_login_event(self.context.audit, succeeded=False, mechanism="SSL", listener=str(self.listener),
-                               host=self.host, error=str(e))  # fmt: skip
+            self._unidentified(str(e))
             return
+        violations = self.context.violations
+        refusal = None if violations is None else violations.login_refusal(principal)
+        if refusal is not None:  # refused as a certificate no rule maps is: no principal, closed at once
+            self._unidentified(refusal)
+            return
+        self.peer_principal = principal
         if certificate is not None:
             record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal,
                               succeeded=True)  # fmt: skip
             record_login_event(self.context.audit, succeeded=True, mechanism="SSL", listener=str(self.listener),
                                host=self.host, principal=self.peer_principal)  # fmt: skip
+
+    def _unidentified(self, reason: str) -> None:
+        """An SSL listener's client gets no principal (``reason``): a failed login, and the connection closes."""
+        self.unidentified = reason
+        record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", reason, succeeded=False)
+        record_login_event(self.context.audit, succeeded=False, mechanism="SSL", listener=str(self.listener),
+                           host=self.host, error=reason)  # fmt: skip
 
     @property
     def authenticated(self) -> bool:

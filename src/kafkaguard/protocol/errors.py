@@ -8,8 +8,9 @@ from kafkaguard.errors import KafkaguardError
 class ProtocolError(KafkaguardError):
     """Bytes that are not a valid Kafka request; the connection is closed with a log line."""
 
-    #: The client sent the bytes (its address is then kept out a moment, ``admission.penalize``); False for bytes
-    #: that came from elsewhere, such as an upstream broker's answer to the proxy.
+    #: The client sent the bytes (the violation is then charged to its principal or its address,
+    #: ``protocol.violations``); False for bytes that came from elsewhere, such as an upstream broker's answer to the
+    #: proxy.
     sent_by_client = True
 
 

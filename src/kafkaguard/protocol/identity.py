@@ -3,18 +3,22 @@ listeners can offer (``mechanisms``: SCRAM, PLAIN's password check, OAUTHBEARER'
 provider's keys) and the rules that turn a client certificate into a principal.
 
 The connection (``protocol.connection``) asks: after the TLS handshake of an SSL listener, ``certificate_principal``;
-after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike.
+after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike. At start the server warns
+of every super user a client certificate can log in as (``certificate_super_user_warnings``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkaguard.authorizer import parse_super_users
 from kafkaguard.bootstrap import Services
+from kafkaguard.config import SecurityProtocol, Settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError, OAuthBearerError
 from kafkaguard.identity.jwks import JwksSource
 from kafkaguard.identity.oauth import TokenExpectations
 from kafkaguard.identity.ssl_mapping import PrincipalMappingError, SslPrincipalMapper
+from kafkaguard.identity.super_user_reach import certificate_super_users
 from kafkaguard.identity.x500 import rfc2253_name
 from kafkaguard.model import ANONYMOUS_PRINCIPAL
 from kafkaguard.passwords.checker import PasswordChecker
@@ -97,3 +101,23 @@ class Identity:
             await self.tokens.keys.close()
         if self.pool is not None:
             self.pool.close()
+
+
+def certificate_super_user_warnings(settings: Settings, mapper: SslPrincipalMapper) -> list[str]:
+    """One sentence per super user that a client certificate on an SSL listener can log in as: some subject maps to
+    it under ``ssl_principal_mapping_rules`` (``identity.super_user_reach``, which says what the search cannot see).
+    None without an SSL listener that asks for certificates (``ssl_client_auth`` ``none``: the rules never run)."""
+    listeners = [str(listener) for listener in settings.parsed_listeners if listener.protocol is SecurityProtocol.SSL]
+    if not listeners or settings.ssl_client_auth == "none":
+        return []
+    warnings = []
+    for reach in certificate_super_users(mapper, sorted(parse_super_users(settings.super_users))):
+        confirmed = "" if reach.writable else " (a subject string the check could not confirm a certificate can carry)"
+        warnings.append(
+            f"super user {reach.super_user} can log in with a client certificate on {', '.join(listeners)}: "
+            f"ssl_principal_mapping_rules map the subject {reach.subject!r}{confirmed} to it (rule {reach.rule}), so "
+            "any certificate with such a subject from a CA of ssl_cafile is a super user's. Map certificates to names "
+            "no super user has (for example RULE:^CN=([^,]*),OU=ServiceUsers,.*$/cert-$1/L) or give super users "
+            "names no rule makes (README: Keeping super users off certificate logins)"
+        )
+    return warnings

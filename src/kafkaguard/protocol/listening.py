@@ -47,13 +47,14 @@ from kafkaguard.protocol.audit_trail import audit_trail
 from kafkaguard.protocol.collector import Collector
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.descriptors import reserve_descriptors
-from kafkaguard.protocol.identity import Identity
+from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
 from kafkaguard.protocol.login_events import record_login_event
 from kafkaguard.protocol.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.protocol.rollout import AclFileLoader, RolloutWatch
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
 from kafkaguard.protocol.sessions import SessionRegistry
 from kafkaguard.protocol.trusted import TrustedProxies
+from kafkaguard.protocol.violations import ProtocolViolations, ViolationPolicy
 
 log = logging.getLogger(__name__)
 
@@ -103,9 +104,11 @@ class ListeningServer(ABC):
         self.cluster_id = services.topics.cluster_id()  # from memory: this may run on the event loop
         #: The logged-in sessions, by user: those whose credential is deleted or changed are closed.
         self.sessions = SessionRegistry(services.credentials)
+        #: Who is refused for protocol violations: principals (their logins) and addresses (their connections).
+        self.violations = ProtocolViolations(ViolationPolicy.from_settings(settings))
         #: Connections open per address, per listener and in all, and each address's creation rate.
         self.admission = AdmissionControl(
-            ConnectionLimits.from_settings(settings), rate_for=IpQuotaRates(services.quotas)
+            ConnectionLimits.from_settings(settings), rate_for=IpQuotaRates(services.quotas), violations=self.violations
         )
         self._bound: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -134,6 +137,8 @@ class ListeningServer(ABC):
         # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
         record_served_settings(self.services.settings, self.SERVED_BY)
         await self.identity.start()  # before the first connection: the identity provider's keys
+        for warning in certificate_super_user_warnings(self.services.settings, self.identity.ssl_mapper):
+            log.warning("%s", warning)
         # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
         reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
         if self.audit is not None:
@@ -221,7 +226,8 @@ class ListeningServer(ABC):
         not the socket's peer: a PROXY header's)."""
         client_listener = self.counted_as(listener)
         broker = self.broker_for(client_listener)
-        context = ListenerContext(self.services, client_listener, broker, self.audit, self.sessions, self.identity)
+        context = ListenerContext(self.services, client_listener, broker, self.audit, self.sessions, self.identity,
+                                  self.violations)  # fmt: skip
         return Connection(context, self.dispatcher(listener, context), reader, writer, host=host)
 
     @property
@@ -329,8 +335,8 @@ class ListeningServer(ABC):
             connection = self.connection(listener, reader, writer, host=admission.address)
             connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
             await connection.run()
-            if connection.violated and settings.protocol_violation_penalty_seconds > 0:
-                self.admission.penalize(admission.address, settings.protocol_violation_penalty_seconds)
+            if connection.violated:
+                self._charge_violation(admission, connection.accountable_principal)
         except asyncio.CancelledError:
             pass  # stop() cancels open connections; the socket is closed below
         except Exception:
@@ -343,6 +349,16 @@ class ListeningServer(ABC):
                 writer.close()
             if admitted:
                 self.admission.release(admission)
+
+    def _charge_violation(self, admission: Admission, principal: str | None) -> None:
+        """A connection was closed for bytes no Kafka client sends: charge its principal or its address
+        (``violations``), and say so once when that starts a refusal."""
+        charge = self.violations.charge(admission.address, principal)
+        if charge is not None and charge.refused_seconds is not None and not charge.already_refused:
+            what = "logins of" if charge.principal else "connections from"
+            log.info("protocol violations: refusing %s %s for %g s (refusal %d in a row; the last from /%s on %s)",
+                     what, charge.offender, charge.refused_seconds, charge.strikes, admission.address,
+                     admission.listener)  # fmt: skip
 
     async def _read_proxy_header(self, sock: socket.socket, via: Admission) -> Admission | None:
         """A trusted proxy's connection: the client's address from its PROXY header (the proxy's own for a LOCAL

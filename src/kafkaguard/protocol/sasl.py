@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum, auto
@@ -76,10 +77,13 @@ class SaslState:
         *,
         session_lifetime_ms: int = 0,
         renewing: SaslState | None = None,
+        refuse_login: Callable[[str], str | None] | None = None,
     ) -> None:
         """``enabled``: the mechanisms this listener offers; ``client``: the client's address. ``session_lifetime_ms``:
         ``connections_max_reauth_ms`` (0: sessions never expire, unless their token does). ``renewing``: the
-        authenticated state this one re-authenticates (``reauthentication()``)."""
+        authenticated state this one re-authenticates (``reauthentication()``). ``refuse_login``: why a principal
+        whose login proved who it is may not log in now, or None (``violations.ProtocolViolations.login_refusal``);
+        asked of new logins only, never of a re-authentication."""
         self.stage = SaslStage.HANDSHAKE
         self.raw_tokens = False  # after a v0 handshake, tokens come as raw frames
         #: The finished login, once authenticated.
@@ -95,6 +99,7 @@ class SaslState:
         self._server: MechanismServer | None = None
         #: The (user, mechanism) a re-authentication must keep; only the names, so that states do not chain.
         self._renewing = None if renewing is None else (renewing.user, renewing.mechanism)
+        self._refuse_login = refuse_login
 
     @property
     def authenticated(self) -> bool:
@@ -195,6 +200,11 @@ class SaslState:
         if renewing is not None and login.user != renewing[0]:
             return self._fail(f"Cannot change principals during re-authentication from User.{renewing[0]}: "
                               f"User.{login.user}")  # fmt: skip
+        if renewing is None and self._refuse_login is not None:
+            # Asked only now that the proof has passed: the refusal tells nobody but this principal that it exists.
+            refusal = self._refuse_login(f"User:{login.user}")
+            if refusal is not None:
+                return self._fail(refusal)
         self.login = login
         self.session_lifetime_ms = _lifetime_ms(self._reauth_ms, login.expires_at_ms)
         self.stage = SaslStage.AUTHENTICATED

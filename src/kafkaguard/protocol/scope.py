@@ -32,6 +32,7 @@ from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest
 from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.sessions import SessionRegistry
+from kafkaguard.protocol.violations import ProtocolViolations
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ class ListenerContext:
     sessions: SessionRegistry | None = None
     #: How clients are identified (None only in unit tests of one connection: then it is made from the settings).
     identity: Identity | None = None
+    violations: ProtocolViolations | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ _CORRELATION = struct.Struct(">i")
 class UpstreamProtocolError(ProtocolError):
     """An upstream answer the proxy cannot read: it closes the client connection it belongs to, nothing more."""
 
-    sent_by_client = False  # the client is not to blame: its address is not penalized
+    sent_by_client = False  # the client is not to blame: nothing is charged to it
 
 
 def encode_request(api_key: ApiKey, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
