@@ -169,6 +169,7 @@ class ListeningServer(ABC):
         await self.collector.stop()
         await self.identity.close()
         self.services.refusals.flush()
+        self.services.refused.flush()
         self._bound.clear()
         self._stopped.set()
 
