@@ -31,6 +31,7 @@ FINDINGS: dict[str, str] = {
     "user-guesses": "benchmarks.abuse_user_guesses",
     "junk-neighbour": "benchmarks.abuse_junk_neighbour",
     "spool-fairness": "benchmarks.abuse_spool_fairness",
+    "refused-history": "benchmarks.abuse_refused_history",
 }
 
 

@@ -155,6 +155,11 @@ class Wire:
         self._correlation += 1
         return self._correlation
 
+    @property
+    def last_correlation_id(self) -> int:
+        """The correlation id of the last request sent (0 before the first)."""
+        return self._correlation
+
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
 

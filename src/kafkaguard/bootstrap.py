@@ -27,6 +27,7 @@ from kafkaguard.service.credentials import CredentialService
 from kafkaguard.service.events import EventRelay
 from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
+from kafkaguard.service.refused import RefusalLimits, RefusedChanges
 from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
 from kafkaguard.store.files import tighten, write_private
@@ -59,6 +60,8 @@ class Services:
     server_secret: bytes = field(repr=False)  # derives SCRAM decoys: never in a repr
     quotas: QuotaService
     groups: GroupService
+    #: Changes refused by authorization, as management events: bounded per request, rate-limited per principal.
+    refused: RefusedChanges
     #: Logins of this process (Kafka listeners and console), shared by the server and the console.
     logins: LoginStatistics = field(default_factory=LoginStatistics)
     #: Connections refused or closed before login (limits, login deadline), counted and logged rate-limited.
@@ -102,8 +105,11 @@ def build_services(settings: Settings) -> Services:
     credentials = CredentialService(store, events=events)
     topics = TopicService(store, default_partitions=settings.default_partitions, events=events)
     quotas = QuotaService(store, events=events)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, events=events,
-                        rollout=Rollout(settings.enforcement))  # fmt: skip
+    limits = RefusalLimits(settings.refused_changes_per_request, settings.refused_changes_burst,
+                           settings.refused_changes_per_minute)  # fmt: skip
+    refused = RefusedChanges(store, events, limits)
+    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, refused,
+                        events=events, rollout=Rollout(settings.enforcement))  # fmt: skip
     _bootstrap_admin(services)
     return services
 

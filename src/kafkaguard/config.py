@@ -257,6 +257,24 @@ class Settings(BaseSettings):
         description="Items (topics, partitions, groups, ids … all arrays together) one request may carry; a request "
         "with more closes its connection. Kafka's clients stay far below; raise it for a client that names more.",
     )
+    refused_changes_per_request: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Items of one request refused by authorization (ACLs, users, quotas, topics, members) that each "
+        "get a management event; the rest of that request's are counted in one summary event.",
+    )
+    refused_changes_burst: int = Field(
+        100,
+        ge=1,
+        description="Management events a principal's refused changes may make at once (a token bucket; beyond it "
+        "they are counted in kafkaguard_refused_changes_total and logged, not recorded).",
+    )
+    refused_changes_per_minute: float = Field(
+        100.0,
+        gt=0,
+        description="Management events of refused changes a principal regains per minute after refused_changes_burst.",
+    )
     max_connections: int = Field(10_000, ge=1, description="Connections accepted at once, all listeners together.")
     max_connections_per_ip: int = Field(
         500,

@@ -2,7 +2,10 @@
 
 Authorization: DESCRIBE on the cluster for DescribeAcls, ALTER for the other two; denied requests get
 CLUSTER_AUTHORIZATION_FAILED (top level, or on every result). Changes go through the ACL service on a worker thread
-(the store commits synchronously), so the event loop never waits on the disk.
+(the store commits synchronously), so the event loop never waits on the disk. A refused CreateAcls or DeleteAcls is
+recorded in the management history (``service.refused``: an ``acl.created`` event per binding as sent, an
+``acl.deleted`` per filter, bounded per request and per principal), and so is a DeleteAcls filter refused for an
+unknown code; the answer is the same either way.
 
 Deliberate differences (§16.3): where Kafka closes the connection on the code 0 (UNKNOWN), kafkaguard answers
 INVALID_REQUEST naming the field and the code. Codes that are merely unrecognised (a newer client's) are answered
@@ -56,6 +59,7 @@ from kafkaguard.protocol.messages import (
 )
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.protocol.wire_errors import error_fields
+from kafkaguard.service.events import acl_fields_event, acl_filter_event
 
 
 def not_authorized_message(scope: RequestScope) -> str:
@@ -96,6 +100,38 @@ def _filter_codes(request: Any) -> dict[str, tuple[int, type[Any]]]:
         "pattern_type": (request.pattern_type_filter, PatternType),
         "operation": (request.operation, AclOperation),
         "permission_type": (request.permission_type, AclPermissionType),
+    }
+
+
+def _name(enum: type[Any], code: int) -> str:
+    """A wire code's name for an event: ``TOPIC``, or ``UNKNOWN(42)`` for a code this version does not know."""
+    member = enum.from_code(code)
+    return f"UNKNOWN({code})" if member.is_unknown else str(member.name)
+
+
+def creation_fields(creation: Any) -> dict[str, str | None]:
+    """A CreateAcls creation's fields as sent, for the event of a refused one (never validated: it was refused)."""
+    return {
+        "principal": creation.principal,
+        "host": creation.host,
+        "resource_type": _name(ResourceType, creation.resource_type),
+        "resource_name": creation.resource_name,
+        "pattern_type": _name(PatternType, creation.resource_pattern_type),
+        "operation": _name(AclOperation, creation.operation),
+        "permission_type": _name(AclPermissionType, creation.permission_type),
+    }
+
+
+def filter_fields(wire: Any) -> dict[str, str | None]:
+    """A DeleteAcls filter's fields as sent (None: any), for the event of a refused one."""
+    return {
+        "principal": wire.principal_filter,
+        "host": wire.host_filter,
+        "resource_type": _name(ResourceType, wire.resource_type_filter),
+        "resource_name": wire.resource_name_filter,
+        "pattern_type": _name(PatternType, wire.pattern_type_filter),
+        "operation": _name(AclOperation, wire.operation),
+        "permission_type": _name(AclPermissionType, wire.permission_type),
     }
 
 
@@ -177,7 +213,12 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
         return create_acls_response(cls, throttle_time=NO_THROTTLE, results=results)
 
     if not scope.authorize(REQUIREMENTS[ApiKey.CREATE_ACLS]).request_allowed:
-        return every(_denied(scope))
+        denied, actor = _denied(scope), scope.actor()
+        await scope.refuse(
+            request.creations,
+            lambda creation: acl_fields_event("acl.created", actor, creation_fields(creation), denied),
+        )
+        return every(denied)
     bindings = [_binding_from_wire(creation) for creation in request.creations]
     valid = [binding for binding in bindings if binding is not None]
     if len(valid) != len(bindings):
@@ -192,13 +233,24 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
 
 async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:
     cls: type[DeleteAclsResponse] = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
+    actor = scope.actor()
     if not scope.authorize(REQUIREMENTS[ApiKey.DELETE_ACLS]).request_allowed:
-        denied = error_fields(_denied(scope))
+        error = _denied(scope)
+        await scope.refuse(
+            request.filters,
+            lambda wire: acl_filter_event(actor, filter_fields(wire), error),
+        )
+        denied = error_fields(error)
         results = tuple(delete_acls_filter_result(cls, **denied, matching_acls=()) for _ in request.filters)
         return delete_acls_response(cls, throttle_time=NO_THROTTLE, filter_results=results)
     parsed = [filter_from_wire(wire) for wire in request.filters]
     valid = [acl_filter for acl_filter in parsed if not isinstance(acl_filter, str)]
-    actor = scope.actor()
+    invalid = [(wire, reason) for wire, reason in zip(request.filters, parsed, strict=True) if isinstance(reason, str)]
+    if invalid:
+        await scope.refuse(
+            invalid,
+            lambda item: acl_filter_event(actor, filter_fields(item[0]), _invalid(item[1])),
+        )
     outcomes = iter(await asyncio.to_thread(scope.services.acls.delete_acls, valid, actor=actor) if valid else [])
     results_out = []
     for acl_filter in parsed:

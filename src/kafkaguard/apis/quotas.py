@@ -1,10 +1,14 @@
 """DescribeClientQuotas and AlterClientQuotas (API keys 48, 49; KIP-546), as Kafka 3.9's KRaft broker and controller
 answer them (see ``service.quotas``). Describe answers from the quota service's in-memory snapshot on the event
-loop; alter runs on a worker thread (it may resolve an ip entity's host name, and it writes to the store)."""
+loop; alter runs on a worker thread (it may resolve an ip entity's host name, and it writes to the store). A refused
+AlterClientQuotas is recorded in the management history (``service.refused``: a ``quota.altered`` event per entity
+as sent, with every key it asked for), bounded per request and per principal; the answer is the same either way."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from typing import Any
 
 from kio.static.primitive import f64
 
@@ -29,7 +33,9 @@ from kafkaguard.protocol.messages import (
 )
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.protocol.wire_errors import error_fields
-from kafkaguard.service.quotas import QuotaAlteration, QuotaFilterComponent, QuotaOp
+from kafkaguard.service.events import quota_entity_event
+from kafkaguard.service.quotas import QuotaAlteration, QuotaFilterComponent, QuotaOp, java_entity
+from kafkaguard.store.ports import quota_entity
 
 _DENIED = ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 
@@ -81,6 +87,17 @@ async def alter_client_quotas(scope: RequestScope, request: AlterClientQuotasReq
                 ),
             )
             for entry in request.entries
+        )
+        actor = scope.actor()
+        entries: Sequence[Any] = request.entries
+        await scope.refuse(
+            entries,
+            lambda entry: quota_entity_event(
+                actor,
+                quota_entity(java_entity([(e.entity_type, e.entity_name) for e in entry.entity])),
+                {op.key: None if op.remove else float(op.value) for op in entry.ops},
+                _DENIED,
+            ),
         )
         return alter_client_quotas_response(cls, throttle_time=NO_THROTTLE, entries=denied)
     alterations = [

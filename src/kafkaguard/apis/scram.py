@@ -1,5 +1,9 @@
 """DescribeUserScramCredentials and AlterUserScramCredentials (API keys 50, 51), KIP-554 as SEMANTICS.md §11.3,
-§11.4 and §16.5–§16.6 describe them. Only mechanisms and iteration counts ever leave the server."""
+§11.4 and §16.5–§16.6 describe them. Only mechanisms and iteration counts ever leave the server.
+
+A refused AlterUserScramCredentials is recorded in the management history (``service.refused``): a
+``scram.deleted`` or ``scram.upserted`` event per deletion and upsertion as sent (user, mechanism, iterations; never
+the salt or salted password it carried), bounded per request and per principal; the answer is the same either way."""
 
 from __future__ import annotations
 
@@ -26,7 +30,8 @@ from kafkaguard.protocol.messages import (
 )
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.protocol.wire_errors import error_fields
-from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion
+from kafkaguard.service.credentials import ScramDeletion, ScramUpsertion, mechanism_name
+from kafkaguard.service.events import scram_event
 
 
 async def describe_user_scram_credentials(
@@ -87,6 +92,16 @@ async def alter_user_scram_credentials(
             KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             f"Request {ApiKey.ALTER_USER_SCRAM_CREDENTIALS.api_name} is not authorized.",
         )
+        actor = scope.actor()
+        # (user, mechanism, iterations): what an event may say of an item; None iterations for a deletion.
+        items = [(d.name, int(d.mechanism), None) for d in request.deletions] + [
+            (u.name, int(u.mechanism), int(u.iterations)) for u in request.upsertions
+        ]
+        await scope.refuse(
+            items,
+            lambda item: scram_event("scram.deleted" if item[2] is None else "scram.upserted", actor, item[0],
+                                     mechanism_name(item[1]), item[2], denied),
+        )  # fmt: skip
         results = tuple(alter_user_scram_credentials_result(cls, user=user, **error_fields(denied)) for user in users)
         return alter_user_scram_credentials_response(cls, throttle_time=NO_THROTTLE, results=results)
     deletions = [ScramDeletion(user=d.name, mechanism=int(d.mechanism)) for d in request.deletions]

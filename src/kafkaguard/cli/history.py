@@ -3,13 +3,16 @@ PostgreSQL store sees every node's changes), newest first.
 
 Answers "who gave bob access to pii-orders, and when": ``kafkaguard acls history --principal User:bob --resource
 pii-orders``. Every door writes the same events (Kafka's CreateAcls/DeleteAcls, the console's REST API, ``users``,
-``groups``, ``store migrate``), refused attempts included; ``--action`` narrows to a kind (``acl.``, ``scram.``).
+``groups``, ``store migrate``), refused attempts included — those refused by authorization too (``service.refused``),
+a refused deletion shown by its filter and a request's refused items beyond the first few by one summary row;
+``--action`` narrows to a kind (``acl.``, ``scram.``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -18,6 +21,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from kafkaguard.bootstrap import open_store
 from kafkaguard.cli.output import fail
@@ -25,6 +29,7 @@ from kafkaguard.config import load_settings
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import HistoryQuery, ManagementEvent
 from kafkaguard.model.management import event_time
+from kafkaguard.service.events import describe_item
 
 _RELATIVE = re.compile(r"^(\d+)([mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
@@ -114,27 +119,21 @@ def history_table(events: list[ManagementEvent]) -> Table:
         actor = event.actor
         via = actor.interface + (f" ({actor.request_id})" if actor.request_id else "")
         result = event.result if event.succeeded else f"{event.result}: {event.error_message or ''}"
-        table.add_row(
-            event.time.strftime("%Y-%m-%d %H:%M:%S"), event.action, actor.principal, actor.address or "-", via,
-            describe_item(event), result,
-        )  # fmt: skip
+        cells = (event.time.strftime("%Y-%m-%d %H:%M:%S"), event.action, actor.principal, actor.address or "-", via,
+                 describe_item(event), result)  # fmt: skip
+        table.add_row(*(printable(cell) for cell in cells))
     return table
 
 
-def describe_item(event: ManagementEvent) -> str:
-    """The changed item in a few words: an ACL as Kafka's CLI prints one, else the subject and its details."""
-    details = event.details
-    acl = details.get("acl")
-    if isinstance(acl, dict):
-        return (f"{acl['permission_type']} {acl['principal']} {acl['operation']} from {acl['host']} on "
-                f"{acl['resource_type']}:{acl['pattern_type']}:{acl['resource_name']}")  # fmt: skip
-    if "mechanism" in details:
-        iterations = f" ({details['iterations']} iterations)" if "iterations" in details else ""
-        return f"{event.subject} {details['mechanism']}{iterations}"
-    if "member" in details:
-        return f"{details['member']} in {event.subject}"
-    if "quota" in details:
-        return f"{event.subject} {json.dumps(details['quota'])}"
-    if "partitions" in details:
-        return f"{event.subject} ({details['partitions']} partitions)"
-    return event.subject
+def printable(text: str) -> Text:
+    """A cell as plain text: never Rich markup (``[link=…]`` in a name), and every control or format character
+    escaped (``\\x1b``, ``\\u202e``) — a refused request's names are any caller's, and an escape sequence in one
+    must not reach the terminal of whoever reads the history."""
+    return Text("".join(_escaped(char) for char in text))
+
+
+def _escaped(char: str) -> str:
+    if unicodedata.category(char) not in ("Cc", "Cf"):
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -73,6 +73,7 @@ def create_app(
         services.refusals,
         services.audit_trail,
         services.rollout,
+        services.refused,
     )
     pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
     budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)

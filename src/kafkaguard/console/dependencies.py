@@ -4,7 +4,9 @@ Every ``/api`` route names the Kafka API it stands for and that API's cluster ch
 reading ACLs or users needs DESCRIBE on ``Cluster:kafka-cluster``, changing them ALTER, exactly as on the Kafka
 protocol, decided by the same authorizer (so super users, DENY ACLs and ``allow.everyone.if.no.acl.found`` work
 the same way). No credentials, or wrong ones → 401 with ``WWW-Authenticate``; not allowed → 403 saying only
-"not authorized", as Kafka does (the deciding rule goes to the audit log, not to the caller); both audited. A login
+"not authorized", as Kafka does (the deciding rule goes to the audit log, not to the caller); both audited. A 403 on
+a change route is also a management event per item the request named (``console.refusals``, through
+``service.refused``: bounded per request and per principal, stored on a worker thread before the 403 is sent). A login
 that would need a PBKDF2 derivation the console cannot afford now → 429 with ``Retry-After``, counted in the
 metrics but not audited (a flood of them would flood the audit log). 401s and 429s alike — no credentials,
 malformed ones, an unknown user, a wrong password — are answered ``console_login_failure_seconds`` after the
@@ -16,6 +18,7 @@ The caller's host is the client address uvicorn gives the app: the socket's peer
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
@@ -31,7 +34,17 @@ from kafkaguard.console.audit import audit_authentication_failure, audit_decisio
 from kafkaguard.console.auth import Caller, parse_basic
 from kafkaguard.console.failure_timing import wait_for_fixed_time
 from kafkaguard.console.metrics import ConsoleMetrics
-from kafkaguard.model import CLUSTER_NAME, Action, PatternType, ResourcePattern, ResourceType, java_host
+from kafkaguard.console.refusals import RefusedChange, RefusedRequest
+from kafkaguard.model import (
+    CLUSTER_NAME,
+    Action,
+    ItemError,
+    KafkaErrorCode,
+    PatternType,
+    ResourcePattern,
+    ResourceType,
+    java_host,
+)
 from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.passwords.throttle import LoginThrottledError
 
@@ -105,9 +118,31 @@ def _unauthorized(request: Request, reason: str) -> HTTPException:
     return HTTPException(401, reason, headers={"WWW-Authenticate": f'{scheme} realm="{REALM}", charset="UTF-8"'})
 
 
-def require(api: ApiKey) -> Callable[..., Awaitable[Caller]]:
+async def _record_refusal(
+    state: ConsoleState, request: Request, caller: Caller, api: str, change: RefusedChange
+) -> None:
+    """The management events of a change refused with 403 (``console.refusals``), stored before the answer."""
+    body: object = None
+    if change.reads_body:
+        try:
+            body = await request.json()  # parsed by FastAPI before the dependencies ran: cached, not parsed again
+        except ValueError:  # not JSON (FastAPI answers it 422 once authorized): no item to read from it
+            body = None
+    actor = caller.actor()
+    error = ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED, f"Request {api} is not authorized.")
+    items, event_of = change.describe(
+        RefusedRequest(body, request.path_params, request.query_params, actor, error, state.services)
+    )
+    route = getattr(request.scope.get("route"), "path", request.url.path)
+    refused = state.services.refused
+    events = refused.events_for(actor, f"{request.method} {route}", items, event_of)
+    if events:
+        await asyncio.to_thread(refused.record, events)
+
+
+def require(api: ApiKey, *, refused: RefusedChange | None = None) -> Callable[..., Awaitable[Caller]]:
     """The dependency of a route standing for Kafka API ``api``: authenticate, then check the API's cluster
-    operation; returns the caller."""
+    operation; returns the caller. ``refused``: the route is a change, and a 403 records the items it named."""
     requirement = REQUIREMENTS[api]
     check = requirement.cluster
     if check is None:  # pragma: no cover - the console's APIs all have a cluster check
@@ -137,6 +172,8 @@ def require(api: ApiKey) -> Callable[..., Awaitable[Caller]]:
         state.metrics.decisions.labels(decision.result.value).inc()
         audit_decision(decision, requirement.name)
         if not decision.allowed:
+            if refused is not None:
+                await _record_refusal(state, request, caller, requirement.name, refused)
             raise HTTPException(403, NOT_AUTHORIZED)
         return caller
 

@@ -15,7 +15,11 @@
   (``Services.audit_trail``, read at scrape time; present only when ``audit_trail`` is given);
 * ``kafkaguard_connections_refused_total{listener,reason}``: Kafka connections refused or closed before login
   (``Services.refusals``: connection limits, the login deadline, oversized pre-login frames), read at scrape time;
-  present only when ``refusals`` is given.
+  present only when ``refusals`` is given;
+* ``kafkaguard_refused_changes_total{outcome}``: items of changes refused by authorization (``Services.refused``,
+  ``service.refused``) by what became of them: ``recorded`` (an event each), ``summarized`` (counted in their
+  request's summary event), ``rate_limited`` (not recorded: their principal was over refused_changes_burst /
+  refused_changes_per_minute), read at scrape time; present only when ``refused`` is given.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.audit.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer.rollout import Rollout
+from kafkaguard.service.refused import RefusedChanges
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -44,8 +49,11 @@ class ConsoleMetrics:
         refusals: ConnectionRefusals | None = None,
         audit_trail: AuditTrailStatistics | None = None,
         rollout: Rollout | None = None,
+        refused: RefusedChanges | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
+        if refused is not None:
+            self.registry.register(RefusedChangesCollector(refused))
         if audit_trail is not None:
             self.registry.register(AuditTrailCollector(audit_trail))
         if rollout is not None:
@@ -153,6 +161,25 @@ class RefusalCollector(Collector):
         )
         for key, count in self._refusals.counts().items():
             family.add_metric([key.listener, key.reason], count)
+        yield family
+
+
+class RefusedChangesCollector(Collector):
+    """``kafkaguard_refused_changes_total{outcome}`` from a ``RefusedChanges``, read at each scrape."""
+
+    def __init__(self, refused: RefusedChanges) -> None:
+        self._refused = refused
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_refused_changes",
+            "Items of changes refused by authorization, by outcome: recorded (a management event each), summarized "
+            "(counted in their request's summary event), rate_limited (not recorded: the principal's "
+            "refused_changes_burst / refused_changes_per_minute was used up).",
+            labels=["outcome"],
+        )
+        for outcome, count in self._refused.counts().items():
+            family.add_metric([outcome], count)
         yield family
 
 

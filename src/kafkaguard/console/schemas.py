@@ -467,8 +467,13 @@ class HistoryFilterIn(BaseModel):
 
 class ActorOut(BaseModel):
     principal: str
-    address: str | None = Field(description="The client's address (the machine's name for a CLI run).")
-    interface: str = Field(description="kafka:<listener>, rest, cli, migrate (the door the change came through).")
+    address: str | None = Field(
+        description="The client's address; local for a CLI command that wrote the store itself (users, groups, "
+        "store migrate); null for kafkaguard's own changes (the bootstrap admin)."
+    )
+    interface: str = Field(
+        description="kafka:<listener>, rest, cli, migrate, internal (the door the change came through)."
+    )
     request_id: str | None = Field(description="The request's id in that interface (Kafka: client id/correlation id).")
 
 

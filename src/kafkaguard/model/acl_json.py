@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from kafkaguard.errors import InvalidAclError, InvalidNameError
-from kafkaguard.model.binding import AclBinding, StoredAcl, validate_new_binding
+from kafkaguard.model.binding import AclBinding, AclBindingFilter, StoredAcl, validate_new_binding
 from kafkaguard.model.entry import AccessControlEntry
 from kafkaguard.model.enums import AclOperation, AclPermissionType, KafkaEnum, PatternType, ResourceType
 from kafkaguard.model.resource import ResourcePattern
@@ -61,6 +61,21 @@ def binding_to_dict(binding: AclBinding, acl_id: str | None = None) -> dict[str,
         permission_type=entry.permission_type.name,
     )
     return out
+
+
+def filter_to_dict(acl_filter: AclBindingFilter) -> dict[str, str | None]:
+    """A binding filter with ``binding_to_dict``'s keys: None where it matches any name, principal or host, ``ANY``
+    (or ``MATCH``) as its enum fields say."""
+    pattern, entry = acl_filter.pattern_filter, acl_filter.entry_filter
+    return {
+        "principal": entry.principal,
+        "host": entry.host,
+        "resource_type": pattern.resource_type.name,
+        "resource_name": pattern.name,
+        "pattern_type": pattern.pattern_type.name,
+        "operation": entry.operation.name,
+        "permission_type": entry.permission_type.name,
+    }
 
 
 def acls_to_document(acls: Iterable[AclBinding | StoredAcl]) -> dict[str, list[dict[str, str]]]:

@@ -1,9 +1,12 @@
 """Who made a management change, and through which door: the actor every change method of the services takes.
 
 An ``Actor`` is what an audit trail says about the caller of a change (spec: issue 27, section 3): the principal it
-acted as (``User:alice``; a CLI run is ``User:<OS login>``), the address it came from (a client's host, the console
-client's address; None where there is none, as for a local CLI run), the interface (``kafka:<listener>``, ``rest``,
-``cli``, ``apply``, ``migrate``) and the request's id in that interface (``<client id>/<correlation id>`` on the wire).
+acted as (``User:alice``; a CLI run is ``User:<OS login>``), the address it came from (a Kafka client's address, the
+console client's address; ``local`` for a CLI command that writes the store itself, ``users add``, ``groups``,
+``store migrate``, which came from no network address — ``cli.actor``; None for kafkaguard's own changes,
+``INTERNAL_ACTOR``), the interface (``kafka:<listener>``, ``rest``, ``cli``, ``migrate``, ``internal``) and the
+request's id in that interface (``<client id>/<correlation id>`` on the wire, a random id per REST request or CLI
+run). The CLI's ``acls`` and ``apply`` go through Kafka: they are actors of the Kafka door.
 It is a pure value: the doors build it from what they know, the services copy it into each management event.
 """
 

@@ -174,6 +174,7 @@ class ListeningServer(ABC):
         await self.collector.stop()
         await self.identity.close()
         self.services.refusals.flush()
+        self.services.refused.flush()
         self._bound.clear()
         self._stopped.set()
 

@@ -12,12 +12,13 @@ from that one snapshot, even if an ACL change swaps the authorizer's snapshot me
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from kafkaguard.audit.record import AuditRecord, record_from_decision
 from kafkaguard.audit.shadow import shadow_data
@@ -27,12 +28,14 @@ from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Require
 from kafkaguard.authorizer.rollout import Rollout, flips, permitted
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
-from kafkaguard.model import Actor, AuthorizationResult, RequestContext, ResourceType
+from kafkaguard.model import Actor, AuthorizationResult, ManagementEvent, RequestContext, ResourceType
 from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest
 from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.sessions import SessionRegistry
 from kafkaguard.protocol.violations import ProtocolViolations
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,15 @@ class RequestScope:
     #: Permissive enforcement (``authorizer.rollout``): set by the proxy for the requests it forwards only, never
     #: for kafkaguard's own APIs (ACLs, SCRAM users, quotas), which stay enforced.
     permissive: bool = False
+
+    async def refuse(self, items: Sequence[_T], event_of: Callable[[_T], ManagementEvent]) -> None:
+        """Record the items of this request that were refused (``service.refused``: bounded per request, rate-limited
+        per principal): admitted and made here, stored on a worker thread, before the handler answers (so that the
+        history has them when the client has its answer). ``event_of`` makes one item's event."""
+        refused = self.services.refused
+        events = refused.events_for(self.actor(), self.api_key.api_name, items, event_of)
+        if events:
+            await asyncio.to_thread(refused.record, events)
 
     def authorize(
         self, requirement: Requirement, resources: Mapping[ResourceType, Sequence[str]] | None = None

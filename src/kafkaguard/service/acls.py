@@ -27,7 +27,7 @@ from kafkaguard.authorizer import AclCreateResult, AclDeleteResult, StandardAuth
 from kafkaguard.authorizer.mutation import plan_creation, plan_deletion
 from kafkaguard.model import AclBinding, AclBindingFilter, Actor, ManagementEvent, StoredAcl
 from kafkaguard.model.acl_json import AclJsonError, AclJsonProblem, acls_from_document, acls_to_document
-from kafkaguard.service.events import MANAGEMENT, EventRelay, acl_event, store_refused
+from kafkaguard.service.events import MANAGEMENT, EventRelay, acl_event, acl_filter_event, store_refused
 from kafkaguard.service.outage import unavailable
 from kafkaguard.store import AclCreation, AclDeletion, AclDelta, AclStore, StoreUnavailableError
 
@@ -152,8 +152,8 @@ class AclService:
         one transaction. A filter with an UNKNOWN code gets Kafka's "Unknown patternFilter." /
         "Unknown entryFilter." error and matches nothing.
 
-        Events: one ``acl.deleted`` per ACL removed (the removed binding and its id), written with the removal. A
-        refused filter is not an ACL, so it is logged but has no event.
+        Events: one ``acl.deleted`` per ACL removed (the removed binding and its id), written with the removal; one
+        per refused filter, with the filter's fields instead of an ACL (``acl_filter_event``) and its error.
 
         :raises StoreError: nothing was removed.
         """
@@ -166,18 +166,22 @@ class AclService:
             events[:] = [acl_event("acl.deleted", actor, acl) for acl in removed]
             return events
 
-        for acl_filter, error in zip(plan.filters, plan.errors, strict=True):
-            if error is not None:
-                log.info("refused ACL deletion filter %s by %s: %s", acl_filter, actor.describe(), error)
+        refused = [
+            acl_filter_event(actor, acl_filter, error)
+            for acl_filter, error in zip(plan.filters, plan.errors, strict=True)
+            if error is not None
+        ]
         if plan.valid:
             try:
                 with self._lock:
                     deletion = self._store.delete_acls(plan.valid, history=history)
                     self._apply(deletion.delta)
             except StoreUnavailableError as e:
+                self._refused(refused + [acl_filter_event(actor, f, unavailable(e)) for f in plan.valid])
                 return plan.failed(unavailable(e))
             matched = deletion.matched
         self._events.publish(events)
+        self._refused(refused)
         return plan.results(matched)
 
     def describe_acls(self, acl_filter: AclBindingFilter = AclBindingFilter.ANY) -> list[StoredAcl]:

@@ -122,7 +122,7 @@ def _mechanism(code: int | ScramMechanism) -> ScramMechanism | None:
         return None
 
 
-def _mechanism_name(code: int | ScramMechanism) -> str:
+def mechanism_name(code: int | ScramMechanism) -> str:
     """The mechanism's name for an event, or its unknown wire code."""
     mechanism = _mechanism(code)
     return mechanism.mechanism_name if mechanism is not None else f"UNKNOWN({_code(code)})"
@@ -223,11 +223,11 @@ class CredentialService:
         results = self._alter(deletions, upsertions, actor)
         errors = {result.user: result.error for result in results if result.error is not None}
         refused = [
-            scram_event("scram.deleted", actor, d.user, _mechanism_name(d.mechanism), None, errors[d.user])
+            scram_event("scram.deleted", actor, d.user, mechanism_name(d.mechanism), None, errors[d.user])
             for d in deletions
             if d.user in errors
         ] + [
-            scram_event("scram.upserted", actor, u.user, _mechanism_name(u.mechanism), u.iterations, errors[u.user])
+            scram_event("scram.upserted", actor, u.user, mechanism_name(u.mechanism), u.iterations, errors[u.user])
             for u in upsertions
             if u.user in errors
         ]
@@ -339,7 +339,7 @@ class CredentialService:
         resolved = _mechanism(mechanism)
         if error is not None or resolved is None:
             error = error or ItemError(KafkaErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM)
-            refused = [scram_event("scram.upserted", actor, user, _mechanism_name(mechanism), iterations, error)]
+            refused = [scram_event("scram.upserted", actor, user, mechanism_name(mechanism), iterations, error)]
             store_refused(self._store, refused)
             self._events.publish(refused)
             return UserAlterationResult(user, error)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Depends, HTTPException, Query
 from pydantic import Discriminator, Tag
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.console import refusals
 from kafkaguard.console.auth import Caller
 from kafkaguard.console.dependencies import ConsoleState, console_state, require
 from kafkaguard.console.item_errors import raise_for
@@ -56,7 +57,7 @@ def list_acls(
 def create_acls(
     body: Annotated[OneOrMany, Body()],
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS, refused=refusals.ACL_CREATIONS))],
 ) -> AclCreateOut:
     """CreateAcls (needs ALTER on the cluster): one result per binding, in order. A binding Kafka would refuse
     (CLUSTER not named kafka-cluster, empty name, principal not ``Type:Name``) fails alone with Kafka's
@@ -83,7 +84,7 @@ def create_acls(
 )
 def delete_acls(
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS, refused=refusals.ACL_DELETION))],
     acl_filter: Annotated[AclFilterIn | None, Body()] = None,
     delete_all: Annotated[
         bool, Query(alias="all", description="Needed to delete with an empty filter (every ACL).")

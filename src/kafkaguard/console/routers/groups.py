@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.console import refusals
 from kafkaguard.console.auth import Caller
 from kafkaguard.console.dependencies import ConsoleState, console_state, require
 from kafkaguard.console.schemas import ErrorOut, GroupListOut, GroupOut, MembersIn, Principal, Text
@@ -47,7 +48,7 @@ def add_members(
     name: GroupName,
     body: MembersIn,
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.CREATE_ACLS, refused=refusals.MEMBER_ADDITIONS))],
 ) -> GroupOut:
     """Add principals (creating the group). Refused with 422 and what to fix: a bad group name, ``User:*``, or a
     group as a member (groups do not nest)."""
@@ -60,7 +61,7 @@ def remove_member(
     name: GroupName,
     principal: Annotated[Principal, Path()],
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS, refused=refusals.MEMBER_REMOVAL))],
 ) -> GroupOut:
     """Remove one principal (a principal not in the group is no error); returns the group afterwards."""
     state.services.groups.remove_members(name, [principal], actor=caller.actor())
@@ -71,7 +72,7 @@ def remove_member(
 def delete_group(
     name: GroupName,
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.DELETE_ACLS, refused=refusals.GROUP_DELETION))],
 ) -> GroupOut:
     """Remove every member; returns the members it had. The group's ACLs stay and apply to no one."""
     removed = state.services.groups.delete_group(name, actor=caller.actor())

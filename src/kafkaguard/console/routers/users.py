@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.console import refusals
 from kafkaguard.console.auth import Caller
 from kafkaguard.console.dependencies import ConsoleState, console_state, require
 from kafkaguard.console.item_errors import raise_for
@@ -64,7 +65,7 @@ def set_password(
     name: UserName,
     body: PasswordIn,
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, refused=refusals.PASSWORD))],
 ) -> UserOut:
     """AlterUserScramCredentials upsertion (needs ALTER on the cluster). The server draws a random salt and
     derives the keys; the password is not stored. Returns the user's credentials afterwards."""
@@ -85,7 +86,7 @@ def set_password(
 def delete_user(
     name: UserName,
     state: Annotated[ConsoleState, Depends(console_state)],
-    caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS))],
+    caller: Annotated[Caller, Depends(require(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, refused=refusals.USER_DELETION))],
     mechanism: Annotated[MechanismName | None, Query(description="Only this mechanism (default: all).")] = None,
 ) -> UserDeletedOut:
     """AlterUserScramCredentials deletions (needs ALTER on the cluster): the named mechanism, or every mechanism

@@ -373,6 +373,16 @@ function historyItem(event) {
       el("code", {}, a.principal), ` ${a.operation} from ${a.host} on ${a.resource_type}:${a.pattern_type}:`,
       el("code", {}, a.resource_name));
   }
+  if (d.filter) {
+    // a refused deletion names a filter, not an ACL: null is "any"
+    const f = d.filter, any = (v) => (v === null || v === undefined ? "<any>" : v);
+    return el("span", {}, "filter ", el("span", { class: "pill " + f.permission_type }, f.permission_type), " ",
+      el("code", {}, any(f.principal)), ` ${f.operation} from ${any(f.host)} on ${event.subject}`);
+  }
+  if (d.summary) {
+    const s = d.summary;
+    return el("span", {}, `${s.not_recorded} more refused item(s) of this ${s.request} request (${s.items} in all), not recorded one by one`);
+  }
   if (d.mechanism) return el("span", {}, el("code", {}, event.subject), ` ${d.mechanism}` + (d.iterations ? ` · ${d.iterations}` : ""));
   if (d.member) return el("span", {}, el("code", {}, d.member), " in ", el("code", {}, event.subject));
   if (d.quota) return el("span", {}, el("code", {}, event.subject), " " + JSON.stringify(d.quota));

@@ -5,6 +5,10 @@ topic (explicitly named unauthorized topics get TOPIC_AUTHORIZATION_FAILED, unau
 out of "all topics"); auto-creation of a missing topic needs AUTO_CREATE (KIP-755) on the cluster or the topic and
 ``auto_create_topics`` on; CreateTopics needs CREATE on the cluster or the topic; DeleteTopics DELETE on the
 cluster, or DESCRIBE and DELETE on the topic.
+
+A topic CreateTopics or DeleteTopics refuses for authorization is recorded in the management history
+(``service.refused``): one ``topic.created``/``topic.deleted`` event per refused topic with the error answered for it
+(a deletion by id names the topic and its id), bounded per request and per principal; the answer is the same.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from kafkaguard.protocol.messages import (
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.protocol.wire_errors import ErrorFields, error_fields, wire_error
 from kafkaguard.service import NewTopic, TopicDescription
+from kafkaguard.service.events import topic_event
 from kafkaguard.store import TopicRecord
 from kafkaguard.store.uuids import ZERO_UUID
 
@@ -230,11 +235,16 @@ async def create_topics(scope: RequestScope, request: CreateTopicsRequest) -> Cr
         for t in allowed
     ]
     validate_only = bool(getattr(request, "validate_only", False))
+    actor = scope.actor()
+    await scope.refuse(
+        [name for name in names if not outcome.allows(TOPIC, name)],
+        lambda name: topic_event("topic.created", actor, name, None, CREATE_DENIED),
+    )
     created = (
         {
             r.name: r
             for r in await asyncio.to_thread(
-                scope.services.topics.create_topics, new_topics, actor=scope.actor(), validate_only=validate_only
+                scope.services.topics.create_topics, new_topics, actor=actor, validate_only=validate_only
             )
         }
         if new_topics
@@ -358,11 +368,22 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     results.extend(
         deletable_topic_result(cls, name=None, topic_id=ZERO_UUID, **deletion_error(_NAMELESS)) for _ in range(nameless)
     )
+    actor = scope.actor()
+    # (name, id, the error answered): a topic denied by name (absent ones answered as missing), or by id
+    refused: list[tuple[str, uuid.UUID | None, ItemError]] = [
+        (name, None, _UNKNOWN_TOPIC if name in absent else _DELETE_DENIED) for name in names
+        if name not in deletable_names
+    ] + [(id_names[i], i, _DELETE_DENIED) for i in ids if i not in deletable_ids]  # fmt: skip
+    await scope.refuse(
+        refused,
+        lambda item: topic_event("topic.deleted", actor, item[0], None, item[2],
+                                 topic_id=None if item[1] is None else str(item[1])),
+    )  # fmt: skip
     deleted = []
     if deletable_names:
-        deleted += await asyncio.to_thread(service.delete_topics, deletable_names, actor=scope.actor())
+        deleted += await asyncio.to_thread(service.delete_topics, deletable_names, actor=actor)
     if deletable_ids:
-        deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids, actor=scope.actor())
+        deleted += await asyncio.to_thread(service.delete_topics_by_id, deletable_ids, actor=actor)
     for result in deleted:
         results.append(
             deletable_topic_result(cls, name=result.name, topic_id=result.topic_id, **deletion_error(result.error))
