@@ -28,10 +28,16 @@ from kafkaguard.identity.jwks import (
     MISSING_KEY_ID_CACHE_MAX_ENTRIES,
     MISSING_KEY_ID_MAX_KEY_LENGTH,
     JwksSource,
+    JwksStatistics,
     JwksUnavailableError,
+    RefreshReason,
+    SkipReason,
     parse_jwks,
 )
 from tests.identity.tokens import jwks_document, public_jwk, session_keys, write_jwks
+
+#: kafkaguard's limit for the whole source out of the way, for the tests of Kafka's per-kid rule alone.
+KAFKAS_RULE_ONLY = 10_000
 
 
 class FakeClock:
@@ -122,7 +128,7 @@ def test_unknown_kid_refreshes_at_most_once_a_minute_per_kid(tmp_path: Path) -> 
     clock = FakeClock()
 
     async def scenario() -> None:
-        source = JwksSource(f"file:{path}", clock=clock)
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=KAFKAS_RULE_ONLY)
         await source.start()
         try:
             await source.keys_for("ghost")
@@ -146,7 +152,7 @@ def test_missing_kid_cache_holds_16_kids_least_recently_asked_first_out(tmp_path
     clock = FakeClock()
 
     async def scenario() -> None:
-        source = JwksSource(f"file:{path}", clock=clock)
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=KAFKAS_RULE_ONLY)
         await source.start()
         try:
             for number in range(MISSING_KEY_ID_CACHE_MAX_ENTRIES):
@@ -171,7 +177,7 @@ def test_a_kid_found_by_a_refresh_is_forgotten(tmp_path: Path) -> None:
     clock = FakeClock()
 
     async def scenario() -> None:
-        source = JwksSource(f"file:{path}", clock=clock)
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=KAFKAS_RULE_ONLY)
         await source.start()
         try:
             await source.keys_for("rsa-2")  # not there yet: read, remembered
@@ -250,6 +256,127 @@ def test_unreadable_file_later_keeps_the_keys(tmp_path: Path) -> None:
             await source.close()
 
     asyncio.run(scenario())
+
+
+# --- kafkaguard's limit for the whole source (issue 36) -------------------------------------------------------------
+
+
+def test_new_kids_refresh_at_most_the_limit_in_any_minute(tmp_path: Path) -> None:
+    """A new kid every time passes Kafka's per-kid rule every time; the source's limit does not: 10 new kids, limit 3,
+    3 refreshes and 7 refused without a read. A minute after the first refresh, one more is allowed."""
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    clock, statistics = FakeClock(), JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=3, statistics=statistics)
+        await source.start()
+        try:
+            for number in range(10):
+                assert (await source.keys_for(f"forged-{number}")).key_ids() == {"rsa-1", "ec-1"}
+                clock.now += 1
+            assert source.fetches == 1 + 3
+            assert statistics.count(RefreshReason.UNKNOWN_KID) == 3
+            assert statistics.count(SkipReason.RATE_LIMITED) == 7
+            clock.now += 49.9  # 59.9 s after the first refresh: still three in the last minute
+            await source.keys_for("forged-late")
+            assert source.fetches == 4
+            clock.now += 0.1  # 60 s after it: one may go
+            await source.keys_for("forged-later")
+            assert source.fetches == 5
+            assert statistics.count(RefreshReason.UNKNOWN_KID) == 4
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_kid_refused_by_the_limit_is_not_remembered(tmp_path: Path) -> None:
+    """A real new key's kid that came while the limit was used up is refreshed for as soon as the limit allows (Kafka's
+    per-kid rule would otherwise hold it back another minute)."""
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    clock, statistics = FakeClock(), JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=1, statistics=statistics)
+        await source.start()
+        try:
+            await source.keys_for("forged")  # uses the minute's one refresh
+            write_jwks(path, jwks_document())  # the identity provider rotates rsa-2 in
+            assert "rsa-2" not in (await source.keys_for("rsa-2")).key_ids()  # refused: no read
+            assert source.fetches == 2
+            clock.now += 60
+            assert "rsa-2" in (await source.keys_for("rsa-2")).key_ids()  # not held back by the per-kid rule
+            assert source.fetches == 3
+            assert statistics.counts() == {RefreshReason.UNKNOWN_KID: 2, SkipReason.RATE_LIMITED: 1}
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_limit_of_zero_never_refreshes_for_an_unknown_kid(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    statistics = JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", expedited_refreshes_per_minute=0, statistics=statistics)
+        await source.start()
+        try:
+            for number in range(3):
+                await source.keys_for(f"kid-{number}")
+            assert source.fetches == 1
+            assert statistics.counts() == {SkipReason.RATE_LIMITED: 3}
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_kafkas_per_kid_rule_still_applies_within_the_limit_and_is_counted(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    clock, statistics = FakeClock(), JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", clock=clock, statistics=statistics)  # the default limit, 6
+        await source.start()
+        try:
+            for _ in range(4):
+                await source.keys_for("ghost")
+            await source.keys_for("k" * (MISSING_KEY_ID_MAX_KEY_LENGTH + 1))
+            assert source.fetches == 2
+            assert statistics.counts() == {
+                RefreshReason.UNKNOWN_KID: 1,
+                SkipReason.KID_RECENTLY_ASKED: 3,
+                SkipReason.KID_TOO_LONG: 1,
+            }
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_scheduled_refreshes_are_counted_apart(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    statistics = JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", refresh_ms=50, statistics=statistics)
+        await source.start()
+        try:
+            deadline = time.monotonic() + 5
+            while statistics.count(RefreshReason.SCHEDULED) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert statistics.count(RefreshReason.SCHEDULED) >= 2
+            assert statistics.count(RefreshReason.UNKNOWN_KID) == 0
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_negative_limit_is_refused() -> None:
+    with pytest.raises(JwksUnavailableError, match="expedited_refreshes_per_minute"):
+        JwksSource("file:/nowhere", expedited_refreshes_per_minute=-1)
 
 
 # --- https: ---------------------------------------------------------------------------------------------------------
@@ -435,6 +562,28 @@ def test_concurrent_callers_share_one_refresh(jwks_server: JwksServer) -> None:
             results = await asyncio.gather(*(source.keys_for("rsa-2") for _ in range(8)))
             assert all("rsa-2" in keys.key_ids() for keys in results)  # all waited for the one refresh
             assert jwks_server.hits == 2
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_callers_sharing_a_running_refresh_do_not_use_up_the_limit(jwks_server: JwksServer) -> None:
+    """With a limit of one a minute, eight different unknown kids at once: one fetch, all eight wait for it (none is
+    refused by the limit: the refresh they share was already on its way)."""
+    statistics = JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(jwks_server.url, cafile=jwks_server.cafile, expedited_refreshes_per_minute=1,
+                            statistics=statistics)  # fmt: skip
+        await source.start()
+        try:
+            jwks_server.serve(jwks_document(), delay=0.3)
+            kids = ["rsa-2", *(f"other-{number}" for number in range(7))]
+            results = await asyncio.gather(*(source.keys_for(kid) for kid in kids))
+            assert all("rsa-2" in keys.key_ids() for keys in results)
+            assert jwks_server.hits == 2
+            assert statistics.counts() == {RefreshReason.UNKNOWN_KID: 1}
         finally:
             await source.close()
 
