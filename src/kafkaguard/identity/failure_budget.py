@@ -41,7 +41,7 @@ alice's password as fast as they can. The first 20 guesses are checked and fail,
 failing; later guesses from them are refused with "retry after 6 s" (alice's next token), and one is checked every
 6 s. An address that had not failed yet gets one check, then is failing too. Alice, logging in from her own
 address, is checked and succeeds: ~10 guesses a minute against alice (plus one per address new to the flood each
-failure memory) instead of the ~8,000 a minute before, and no lockout.
+failure memory), where per-address budgets alone allowed 16 × 30, and no lockout.
 
 Memory is bounded: at most ``max_keys`` addresses, user names and known pairs each (least recently used forgotten
 first; a forgotten key starts again with a full bucket, which is the state it was converging to). A user name is

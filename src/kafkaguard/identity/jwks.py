@@ -32,8 +32,8 @@ Where this differs from Kafka:
 * kafkaguard's addition: **at most ``expedited_refreshes_per_minute`` expedited refreshes in any 60 s, for the whole
   source** (``sasl_oauthbearer_jwks_expedited_refreshes_per_minute``, default 6). Kafka's rule is per kid, so a
   token with a new kid every time (anyone can make one: the kid is read before the signature is checked) made a
-  refresh every time: 200 attempts, 200 reads of a ``file:`` JWKS; 518 attempts from one address, 98 fetches from
-  the identity provider. Kafka's per-kid rule still applies within the limit; an unknown kid beyond it gets no
+  refresh every time, a read of a ``file:`` JWKS or a fetch from the identity provider per attempt. Kafka's per-kid
+  rule still applies within the limit; an unknown kid beyond it gets no
   refresh (the token fails as one signed by an unknown key does, and its kid is not remembered, so a real new key's
   kid is refreshed for as soon as the limit allows). A refresh already running is shared, whatever the limit says.
 

@@ -445,10 +445,9 @@ class Connection:
             return  # a renewed session is no new login
         error = None if ok else sasl.failure or "authentication failed"
         if not ok and sasl.throttled:
+            # the budget's (login_failures_per_address_*, login_failures_per_user_*) or a full PLAIN derivation pool
             self.services.refusals.record(str(self.listener), RefusalReason.LOGIN_FAILURES, self.host,
-                                          f"{sasl.mechanism} login refused unchecked: {error}; raise "
-                                          "login_failures_per_address_* or login_failures_per_user_* if this "
-                                          "client is legitimate")  # fmt: skip
+                                          f"{sasl.mechanism} login refused unchecked: {error}")  # fmt: skip
             error = THROTTLED_EVENT_ERROR  # without its "retry after N s": identical refusals collapse in the trail
         record_login_event(self.context.audit, succeeded=ok, mechanism=sasl.mechanism or "none",
                            listener=str(self.listener), host=self.host,
