@@ -20,6 +20,8 @@ from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.config import Settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.identity.failure_budget import LoginFailureBudget
+from kafkaguard.identity.jwks import JwksStatistics
 from kafkaguard.model import INTERNAL_ACTOR
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.service.acls import AclService
@@ -74,6 +76,11 @@ class Services:
     events: EventRelay = field(default_factory=EventRelay)
     #: Permissive enforcement and the shadow ACL set (``authorizer.rollout``), read by the console's health too.
     rollout: Rollout = field(default_factory=Rollout)
+    #: Failed logins per address and per user name, for every mechanism of every listener and the console
+    #: (``identity.failure_budget``): one per process, so that the console and the Kafka listeners share it.
+    login_budget: LoginFailureBudget = field(default_factory=LoginFailureBudget)
+    #: The JWKS refreshes of the process's OAUTHBEARER key sources, by reason (the console's ``/metrics``).
+    jwks: JwksStatistics = field(default_factory=JwksStatistics)
 
     def close(self) -> None:
         self.store.close()
@@ -109,9 +116,23 @@ def build_services(settings: Settings) -> Services:
                            settings.refused_changes_per_minute)  # fmt: skip
     refused = RefusedChanges(store, events, limits)
     services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, refused,
-                        events=events, rollout=Rollout(settings.enforcement))  # fmt: skip
+                        events=events, rollout=Rollout(settings.enforcement),
+                        login_budget=login_budget(settings))  # fmt: skip
     _bootstrap_admin(services)
     return services
+
+
+def login_budget(settings: Settings) -> LoginFailureBudget:
+    """The failed-login budget ``settings`` describe (``login_failures_*``, ``login_*_memory_seconds``)."""
+    return LoginFailureBudget(
+        address_burst=settings.login_failures_per_address_burst,
+        address_per_minute=settings.login_failures_per_address_per_minute,
+        user_burst=settings.login_failures_per_user_burst,
+        user_per_minute=settings.login_failures_per_user_per_minute,
+        failure_memory_seconds=settings.login_failure_memory_seconds,
+        success_memory_seconds=settings.login_success_memory_seconds,
+        ipv6_prefix_length=settings.ipv6_prefix_length,
+    )
 
 
 def open_store(settings: Settings) -> Store:

@@ -178,6 +178,13 @@ class Settings(BaseSettings):
     sasl_oauthbearer_jwks_endpoint_cafile: Path | None = Field(
         None, description="PEM CA bundle to verify an https JWKS endpoint (default: the system's)."
     )
+    sasl_oauthbearer_jwks_expedited_refreshes_per_minute: int = Field(
+        6,
+        ge=0,
+        description="Refreshes of the JWKS for tokens naming an unknown kid, at most this many in any 60 s for the "
+        "whole key set (kafkaguard's addition beside Kafka's once-per-kid-a-minute rule, which stays): beyond it a "
+        "token with an unknown kid fails without a fetch. 0: never refresh for an unknown kid.",
+    )
     sasl_oauthbearer_expected_audience: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Kafka's sasl.oauthbearer.expected.audience (comma-separated): a token must name one of them "
@@ -409,9 +416,38 @@ class Settings(BaseSettings):
     console_login_max_pending: int = Field(
         4, ge=1, description="Console PBKDF2 derivations running or waiting at once; beyond that logins get 429."
     )
-    console_login_failure_burst: int = Field(10, ge=1, description="Failed console logins a client may make at once.")
-    console_login_failures_per_minute: float = Field(
-        30.0, gt=0, description="Failed console logins a client regains per minute (after the burst: 429)."
+    login_failures_per_address_burst: int = Field(
+        10,
+        ge=1,
+        description="Failed logins one client address (an IPv6 client: its ipv6_prefix_length block) may make at "
+        "once, every mechanism together (SCRAM, PLAIN, OAUTHBEARER, client certificates, the console); past it and "
+        "its rate, its logins are refused (SASL_AUTHENTICATION_FAILED / HTTP 429, 'retry after N s') unchecked.",
+    )
+    login_failures_per_address_per_minute: float = Field(
+        30.0, gt=0, description="Failed logins a client address regains per minute after its burst."
+    )
+    login_failures_per_user_burst: int = Field(
+        20,
+        ge=1,
+        description="Failed logins claiming one user name (SCRAM, PLAIN, the console; known or not) at once, from "
+        "every address together; past it and its rate, that name's logins from addresses that failed within "
+        "login_failure_memory_seconds are refused. A clean address is always checked: no lockout.",
+    )
+    login_failures_per_user_per_minute: float = Field(
+        10.0, gt=0, description="Failed logins a user name regains per minute after its burst."
+    )
+    login_failure_memory_seconds: float = Field(
+        600.0,
+        ge=0,
+        description="How long an address that failed a login counts as failing: a user name whose budget is spent "
+        "is refused from failing addresses only.",
+    )
+    login_success_memory_seconds: float = Field(
+        86_400.0,
+        ge=0,
+        description="How long a user that logged in from an address stays exempt there from that address's spent "
+        "budget (its neighbours behind a NAT keep logging in while one client fails; PLAIN and the console only "
+        "with the same password). 0: no exemption.",
     )
     console_login_failure_seconds: float = Field(
         0.25,

@@ -47,7 +47,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
      ├── SettingUnreadable                proxy.broker_settings an upstream broker did not tell a setting
-     ├── LoginThrottledError              passwords.throttle a console login refused before checking (HTTP 429)
+     ├── LoginThrottledError              identity.failure_budget a login refused unchecked (budget, pool; 429)
      ├── ItemRefusedError                 console.item_errors a per-item Kafka error answered over REST
      ├── CliError                         cli.client        reported by the CLI as one line, with an exit code
      │    ├── KafkaCallError              cli.client        the cluster answered a call with a Kafka error

@@ -124,6 +124,9 @@ def start_console(data_dir: Path, *, with_kafka: bool = False, **overrides: Any)
         "super_users": f"User:{ADMIN}",
         "auth_failure_delay_ms": 1,
         "console_login_failure_seconds": 0.01,  # refused logins answered fast; test_failure_timing sets its own
+        # Wrong passwords from 127.0.0.1 all along; test_login_throttle sets the budget it tests.
+        "login_failures_per_address_burst": 1_000_000,
+        "login_failures_per_user_burst": 1_000_000,
         "sync_interval_seconds": 0.2,
     }
     options.update(overrides)

@@ -86,7 +86,7 @@ def fixed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
     handle = start_console(
         tmp_path_factory.mktemp("fixed"),
         console_login_failure_seconds=FIXED,
-        console_login_failure_burst=100_000,
+        login_failures_per_address_burst=100_000,
         console_login_max_pending=2 * CLIENTS,
     )
     heavy = handle.services.credentials.upsert_password(

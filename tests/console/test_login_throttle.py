@@ -85,7 +85,7 @@ def one_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleH
         tmp_path_factory.mktemp("pool"),
         console_login_workers=1,
         console_login_max_pending=2,
-        console_login_failure_burst=10_000,
+        login_failures_per_address_burst=10_000,
     )
     try:
         yield handle
@@ -184,8 +184,8 @@ def budgeted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle
     failed logins answered FAILURE_DELAY_MS after they arrived."""
     handle = start_console(
         tmp_path_factory.mktemp("budget"),
-        console_login_failure_burst=3,
-        console_login_failures_per_minute=1,
+        login_failures_per_address_burst=3,
+        login_failures_per_address_per_minute=1,
         trusted_proxies=["127.0.0.1"],
         console_login_failure_seconds=FAILURE_DELAY_MS / 1000,
     )

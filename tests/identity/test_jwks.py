@@ -6,32 +6,29 @@ running while a fetch is slow."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
 import logging
-import ssl
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from kafkaguard.identity.jwks import (
     MISSING_KEY_ID_CACHE_MAX_ENTRIES,
     MISSING_KEY_ID_MAX_KEY_LENGTH,
     JwksSource,
+    JwksStatistics,
     JwksUnavailableError,
+    RefreshReason,
+    SkipReason,
     parse_jwks,
 )
+from tests.identity.jwks_server import JwksServer, jwks_endpoint
 from tests.identity.tokens import jwks_document, public_jwk, session_keys, write_jwks
+
+#: kafkaguard's limit for the whole source out of the way, for the tests of Kafka's per-kid rule alone.
+KAFKAS_RULE_ONLY = 10_000
 
 
 class FakeClock:
@@ -122,7 +119,7 @@ def test_unknown_kid_refreshes_at_most_once_a_minute_per_kid(tmp_path: Path) -> 
     clock = FakeClock()
 
     async def scenario() -> None:
-        source = JwksSource(f"file:{path}", clock=clock)
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=KAFKAS_RULE_ONLY)
         await source.start()
         try:
             await source.keys_for("ghost")
@@ -146,7 +143,7 @@ def test_missing_kid_cache_holds_16_kids_least_recently_asked_first_out(tmp_path
     clock = FakeClock()
 
     async def scenario() -> None:
-        source = JwksSource(f"file:{path}", clock=clock)
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=KAFKAS_RULE_ONLY)
         await source.start()
         try:
             for number in range(MISSING_KEY_ID_CACHE_MAX_ENTRIES):
@@ -171,7 +168,7 @@ def test_a_kid_found_by_a_refresh_is_forgotten(tmp_path: Path) -> None:
     clock = FakeClock()
 
     async def scenario() -> None:
-        source = JwksSource(f"file:{path}", clock=clock)
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=KAFKAS_RULE_ONLY)
         await source.start()
         try:
             await source.keys_for("rsa-2")  # not there yet: read, remembered
@@ -252,102 +249,134 @@ def test_unreadable_file_later_keeps_the_keys(tmp_path: Path) -> None:
     asyncio.run(scenario())
 
 
+# --- kafkaguard's limit for the whole source (issue 36) -------------------------------------------------------------
+
+
+def test_new_kids_refresh_at_most_the_limit_in_any_minute(tmp_path: Path) -> None:
+    """A new kid every time passes Kafka's per-kid rule every time; the source's limit does not: 10 new kids, limit 3,
+    3 refreshes and 7 refused without a read. A minute after the first refresh, one more is allowed."""
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    clock, statistics = FakeClock(), JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=3, statistics=statistics)
+        await source.start()
+        try:
+            for number in range(10):
+                assert (await source.keys_for(f"forged-{number}")).key_ids() == {"rsa-1", "ec-1"}
+                clock.now += 1
+            assert source.fetches == 1 + 3
+            assert statistics.count(RefreshReason.UNKNOWN_KID) == 3
+            assert statistics.count(SkipReason.RATE_LIMITED) == 7
+            clock.now += 49.9  # 59.9 s after the first refresh: still three in the last minute
+            await source.keys_for("forged-late")
+            assert source.fetches == 4
+            clock.now += 0.1  # 60 s after it: one may go
+            await source.keys_for("forged-later")
+            assert source.fetches == 5
+            assert statistics.count(RefreshReason.UNKNOWN_KID) == 4
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_kid_refused_by_the_limit_is_not_remembered(tmp_path: Path) -> None:
+    """A real new key's kid that came while the limit was used up is refreshed for as soon as the limit allows (Kafka's
+    per-kid rule would otherwise hold it back another minute)."""
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    clock, statistics = FakeClock(), JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", clock=clock, expedited_refreshes_per_minute=1, statistics=statistics)
+        await source.start()
+        try:
+            await source.keys_for("forged")  # uses the minute's one refresh
+            write_jwks(path, jwks_document())  # the identity provider rotates rsa-2 in
+            assert "rsa-2" not in (await source.keys_for("rsa-2")).key_ids()  # refused: no read
+            assert source.fetches == 2
+            clock.now += 60
+            assert "rsa-2" in (await source.keys_for("rsa-2")).key_ids()  # not held back by the per-kid rule
+            assert source.fetches == 3
+            assert statistics.counts() == {RefreshReason.UNKNOWN_KID: 2, SkipReason.RATE_LIMITED: 1}
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_limit_of_zero_never_refreshes_for_an_unknown_kid(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    statistics = JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", expedited_refreshes_per_minute=0, statistics=statistics)
+        await source.start()
+        try:
+            for number in range(3):
+                await source.keys_for(f"kid-{number}")
+            assert source.fetches == 1
+            assert statistics.counts() == {SkipReason.RATE_LIMITED: 3}
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_kafkas_per_kid_rule_still_applies_within_the_limit_and_is_counted(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    clock, statistics = FakeClock(), JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", clock=clock, statistics=statistics)  # the default limit, 6
+        await source.start()
+        try:
+            for _ in range(4):
+                await source.keys_for("ghost")
+            await source.keys_for("k" * (MISSING_KEY_ID_MAX_KEY_LENGTH + 1))
+            assert source.fetches == 2
+            assert statistics.counts() == {
+                RefreshReason.UNKNOWN_KID: 1,
+                SkipReason.KID_RECENTLY_ASKED: 3,
+                SkipReason.KID_TOO_LONG: 1,
+            }
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_scheduled_refreshes_are_counted_apart(tmp_path: Path) -> None:
+    path = write_jwks(tmp_path / "jwks.json", first_two_keys())
+    statistics = JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(f"file:{path}", refresh_ms=50, statistics=statistics)
+        await source.start()
+        try:
+            deadline = time.monotonic() + 5
+            while statistics.count(RefreshReason.SCHEDULED) < 2 and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert statistics.count(RefreshReason.SCHEDULED) >= 2
+            assert statistics.count(RefreshReason.UNKNOWN_KID) == 0
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_negative_limit_is_refused() -> None:
+    with pytest.raises(JwksUnavailableError, match="expedited_refreshes_per_minute"):
+        JwksSource("file:/nowhere", expedited_refreshes_per_minute=-1)
+
+
 # --- https: ---------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class JwksServer:
-    port: int
-    cafile: Path
-    document: bytes = b""
-    status: int = 200
-    delay: float = 0.0
-    hits: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}/jwks"
-
-    def serve(self, document: object, status: int = 200, delay: float = 0.0) -> None:
-        with self.lock:
-            self.document, self.status, self.delay = json.dumps(document).encode(), status, delay
-
-
-def _certificates(directory: Path) -> tuple[Path, Path, Path]:
-    """A test CA and a server certificate for 127.0.0.1 signed by it: (ca.pem, server.pem, server.key)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kafkaguard test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    server_key = ec.generate_private_key(ec.SECP256R1())
-    server = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
-        .issuer_name(ca_name)
-        .public_key(server_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = directory / "ca.pem", directory / "server.pem", directory / "server.key"
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        server_key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return paths
 
 
 @pytest.fixture
 def jwks_server(tmp_path: Path) -> Iterator[JwksServer]:
-    cafile, certfile, keyfile = _certificates(tmp_path)
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(certfile, keyfile)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            with state.lock:
-                state.hits += 1
-                body, status, delay = state.document, state.status, state.delay
-            time.sleep(delay)
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    state = JwksServer(port=httpd.server_address[1], cafile=cafile)
-    state.serve(first_two_keys())
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+    with jwks_endpoint(tmp_path, first_two_keys()) as server:
+        yield server
 
 
 def test_https_source_loads_with_the_test_ca(jwks_server: JwksServer) -> None:
@@ -435,6 +464,28 @@ def test_concurrent_callers_share_one_refresh(jwks_server: JwksServer) -> None:
             results = await asyncio.gather(*(source.keys_for("rsa-2") for _ in range(8)))
             assert all("rsa-2" in keys.key_ids() for keys in results)  # all waited for the one refresh
             assert jwks_server.hits == 2
+        finally:
+            await source.close()
+
+    asyncio.run(scenario())
+
+
+def test_callers_sharing_a_running_refresh_do_not_use_up_the_limit(jwks_server: JwksServer) -> None:
+    """With a limit of one a minute, eight different unknown kids at once: one fetch, all eight wait for it (none is
+    refused by the limit: the refresh they share was already on its way)."""
+    statistics = JwksStatistics()
+
+    async def scenario() -> None:
+        source = JwksSource(jwks_server.url, cafile=jwks_server.cafile, expedited_refreshes_per_minute=1,
+                            statistics=statistics)  # fmt: skip
+        await source.start()
+        try:
+            jwks_server.serve(jwks_document(), delay=0.3)
+            kids = ["rsa-2", *(f"other-{number}" for number in range(7))]
+            results = await asyncio.gather(*(source.keys_for(kid) for kid in kids))
+            assert all("rsa-2" in keys.key_ids() for keys in results)
+            assert jwks_server.hits == 2
+            assert statistics.counts() == {RefreshReason.UNKNOWN_KID: 1}
         finally:
             await source.close()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafkaguard.identity import oauth
-from kafkaguard.identity.jwks import JwksSource
+from kafkaguard.identity.jwks import JwksSource, RefreshReason
 from kafkaguard.identity.oauth import TokenRejected
 from kafkaguard.protocol import mechanisms
 from kafkaguard.protocol.mechanisms import TokenCheck
@@ -43,7 +43,7 @@ def test_a_valid_token_is_checked_once_until_the_keys_change(tmp_path: Path, mon
         assert len(checked) == 1
         # the identity provider drops rsa-1: after the refresh the same token is checked again, and refused
         write_jwks(jwks, [public_jwk(session_keys().ec_1, "ec-1")])
-        await source._refresh()  # the scheduled refresh, now
+        await source._refresh(RefreshReason.SCHEDULED)  # the scheduled refresh, now
         with pytest.raises(TokenRejected):
             await check.validate(token)
         assert len(checked) == 2

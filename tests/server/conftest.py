@@ -202,6 +202,10 @@ def start_server(
         # Likewise, those suites break the protocol on purpose from 127.0.0.1 example after example; the penalty is
         # proven by tests/server/test_violation_penalty.py, test_bounded_work.py and test_protocol_violations.py.
         "protocol_violation_penalty_seconds": 0.0,
+        # And they fail logins on purpose from 127.0.0.1 (confluent-kafka retrying each); the failure budget's
+        # defaults are proven against real processes by tests/server/test_login_budgets.py.
+        "login_failures_per_address_burst": 1_000_000,
+        "login_failures_per_user_burst": 1_000_000,
     }
     options.update(overrides)
     services = build_services(load_settings(None, **options))

@@ -42,7 +42,7 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory, tls_files: TlsFiles) 
         tmp_path_factory.mktemp("plain"),
         tls_files,
         sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"],
-        console_login_failure_burst=10_000,  # confluent-kafka retries a refused login every 50 ms
+        login_failures_per_address_burst=10_000,  # confluent-kafka retries a refused login every 50 ms
     )
     try:
         yield handle

@@ -52,6 +52,8 @@ class RefusalReason(Enum):
     PRE_LOGIN_FRAME_SIZE = "pre_login_frame_size"
     PROTOCOL_VIOLATION = "protocol_violation"
     PROXY_PROTOCOL = "proxy_protocol"
+    #: A login refused unchecked by the failed-login budget (``login_failures_per_address_*``, ``…_per_user_*``).
+    LOGIN_FAILURES = "login_failures"
 
 
 @dataclass(frozen=True, slots=True, order=True)

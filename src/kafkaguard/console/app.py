@@ -48,7 +48,7 @@ from kafkaguard.errors import (
 )
 from kafkaguard.following import follow_store
 from kafkaguard.passwords.checker import PasswordChecker
-from kafkaguard.passwords.throttle import DerivationPool, FailedLoginBudget
+from kafkaguard.passwords.throttle import DerivationPool
 from kafkaguard.store.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -74,12 +74,16 @@ def create_app(
         services.audit_trail,
         services.rollout,
         services.refused,
+        services.login_budget,
+        services.jwks,
     )
     pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
-    budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)
+    # The process's one failed-login budget: a client failing on the Kafka listener beside it is failing here too.
+    checker = PasswordChecker(services.credentials, pool, services.login_budget, mechanism="console",
+                              ttl_seconds=login_cache_seconds)  # fmt: skip
     state = ConsoleState(
         services=services,
-        authenticator=PasswordChecker(services.credentials, pool, budget, ttl_seconds=login_cache_seconds),
+        authenticator=checker,
         metrics=metrics,
         failure_seconds=settings.console_login_failure_seconds,
     )

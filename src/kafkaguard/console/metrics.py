@@ -19,7 +19,14 @@
 * ``kafkaguard_refused_changes_total{outcome}``: items of changes refused by authorization (``Services.refused``,
   ``service.refused``) by what became of them: ``recorded`` (an event each), ``summarized`` (counted in their
   request's summary event), ``rate_limited`` (not recorded: their principal was over refused_changes_burst /
-  refused_changes_per_minute), read at scrape time; present only when ``refused`` is given.
+  refused_changes_per_minute), read at scrape time; present only when ``refused`` is given;
+* ``kafkaguard_login_throttled_total{mechanism,key}``: logins refused unchecked by the process's failed-login budget
+  (``Services.login_budget``), by mechanism (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER, SSL, console) and by
+  the bucket that was spent (address, user); present only when ``login_budget`` is given;
+* ``kafkaguard_jwks_refreshes_total{reason}`` (scheduled, unknown_kid) and
+  ``kafkaguard_jwks_refreshes_skipped_total{reason}`` (rate_limited, kid_recently_asked, kid_too_long): the
+  OAUTHBEARER key set's refreshes and the unknown-kid refreshes it did not make (``Services.jwks``); present only when
+  ``jwks`` is given.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
 from kafkaguard.audit.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer.rollout import Rollout
+from kafkaguard.identity.failure_budget import LoginFailureBudget
+from kafkaguard.identity.jwks import JwksStatistics, RefreshReason, SkipReason
 from kafkaguard.service.refused import RefusedChanges
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -50,10 +59,16 @@ class ConsoleMetrics:
         audit_trail: AuditTrailStatistics | None = None,
         rollout: Rollout | None = None,
         refused: RefusedChanges | None = None,
+        login_budget: LoginFailureBudget | None = None,
+        jwks: JwksStatistics | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
         if refused is not None:
             self.registry.register(RefusedChangesCollector(refused))
+        if login_budget is not None:
+            self.registry.register(ThrottleCollector(login_budget))
+        if jwks is not None:
+            self.registry.register(JwksCollector(jwks))
         if audit_trail is not None:
             self.registry.register(AuditTrailCollector(audit_trail))
         if rollout is not None:
@@ -110,6 +125,54 @@ class LoginCollector(Collector):
         yield family
 
 
+class ThrottleCollector(Collector):
+    """``kafkaguard_login_throttled_total{mechanism,key}`` from a ``LoginFailureBudget``, read at each scrape."""
+
+    def __init__(self, budget: LoginFailureBudget) -> None:
+        self._budget = budget
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_login_throttled",
+            "Logins refused unchecked by the failed-login budget, by mechanism and the bucket that was spent "
+            "(address: login_failures_per_address_*; user: login_failures_per_user_*).",
+            labels=["mechanism", "key"],
+        )
+        for (mechanism, key), count in self._budget.throttled_counts().items():
+            family.add_metric([mechanism, key], count)
+        yield family
+
+
+class JwksCollector(Collector):
+    """``kafkaguard_jwks_refreshes_total{reason}`` and ``kafkaguard_jwks_refreshes_skipped_total{reason}`` from a
+    ``JwksStatistics``, read at each scrape."""
+
+    def __init__(self, statistics: JwksStatistics) -> None:
+        self._statistics = statistics
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        counts = self._statistics.counts()
+        refreshes = CounterMetricFamily(
+            "kafkaguard_jwks_refreshes",
+            "Refreshes of the OAUTHBEARER JWKS, by reason (scheduled: every sasl_oauthbearer_jwks_endpoint_refresh_ms; "
+            "unknown_kid: a token named a kid the keys do not have).",
+            labels=["reason"],
+        )
+        for reason in RefreshReason:
+            refreshes.add_metric([reason.value], counts.get(reason, 0))
+        yield refreshes
+        skipped = CounterMetricFamily(
+            "kafkaguard_jwks_refreshes_skipped",
+            "Unknown-kid refreshes not made, by reason (rate_limited: "
+            "sasl_oauthbearer_jwks_expedited_refreshes_per_minute used up; kid_recently_asked: Kafka's once per kid a "
+            "minute; kid_too_long: Kafka's 1000-character bound).",
+            labels=["reason"],
+        )
+        for skip in SkipReason:
+            skipped.add_metric([skip.value], counts.get(skip, 0))
+        yield skipped
+
+
 class RolloutCollector(Collector):
     """Permissive enforcement and the shadow ACL set (``authorizer.rollout``), read at each scrape:
     ``kafkaguard_enforcement_permissive`` (1 while requests the ACLs deny are forwarded),
@@ -156,7 +219,7 @@ class RefusalCollector(Collector):
             "kafkaguard_connections_refused",
             "Kafka connections refused or closed before login, by listener and reason (the setting that refused "
             "them: max_connections, max_connections_per_listener, max_connections_per_ip, connection_creation_rate, "
-            "sasl_login_timeout, pre_login_frame_size).",
+            "sasl_login_timeout, pre_login_frame_size, protocol_violation, proxy_protocol, login_failures).",
             labels=["listener", "reason"],
         )
         for key, count in self._refusals.counts().items():

@@ -29,6 +29,19 @@ Where this differs from Kafka:
   for a kid the keys do not have: a known kid's keys do not change by fetching them again.
 * A token without ``kid`` that no key matches: Kafka's resolver throws a NullPointerException (caught by jose4j:
   the token is refused); here it is refused too, and asks for no refresh either.
+* kafkaguard's addition: **at most ``expedited_refreshes_per_minute`` expedited refreshes in any 60 s, for the whole
+  source** (``sasl_oauthbearer_jwks_expedited_refreshes_per_minute``, default 6). Kafka's rule is per kid, so a
+  token with a new kid every time (anyone can make one: the kid is read before the signature is checked) made a
+  refresh every time, a read of a ``file:`` JWKS or a fetch from the identity provider per attempt. Kafka's per-kid
+  rule still applies within the limit; an unknown kid beyond it gets no
+  refresh (the token fails as one signed by an unknown key does, and its kid is not remembered, so a real new key's
+  kid is refreshed for as soon as the limit allows). A refresh already running is shared, whatever the limit says.
+
+Counted in ``JwksStatistics`` (``Services.jwks``; the console exports ``kafkaguard_jwks_refreshes_total{reason}`` —
+``scheduled``, ``unknown_kid`` — and ``kafkaguard_jwks_refreshes_skipped_total{reason}`` — ``rate_limited``,
+``kid_recently_asked``, ``kid_too_long``). Worked example (limit 6): 40 tokens, each with a new kid, in 10 s: the
+first 6 each wait for a refresh, the other 34 are refused without one (``rate_limited`` 34); a minute after the
+first refresh, the next unknown kid may refresh again.
 """
 
 from __future__ import annotations
@@ -38,9 +51,11 @@ import contextlib
 import json
 import logging
 import ssl
+import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -63,6 +78,51 @@ DEFAULT_RETRY_BACKOFF_MS = 100
 DEFAULT_RETRY_BACKOFF_MAX_MS = 10_000
 #: Largest JWKS document read, in bytes.
 MAX_DOCUMENT_BYTES = 1 << 20
+#: kafkaguard's limit on expedited (unknown-kid) refreshes of one source in any 60 s (the setting's default).
+DEFAULT_EXPEDITED_REFRESHES_PER_MINUTE = 6
+_MINUTE = 60.0
+
+
+class RefreshReason(Enum):
+    """Why a refresh ran; the value is the metric label."""
+
+    SCHEDULED = "scheduled"
+    UNKNOWN_KID = "unknown_kid"
+
+
+class SkipReason(Enum):
+    """Why a token's unknown kid got no refresh; the value is the metric label."""
+
+    RATE_LIMITED = "rate_limited"  # kafkaguard's: expedited_refreshes_per_minute already used in the last 60 s
+    KID_RECENTLY_ASKED = "kid_recently_asked"  # Kafka's: this kid asked for one within 60 s
+    KID_TOO_LONG = "kid_too_long"  # Kafka's: a kid above MISSING_KEY_ID_MAX_KEY_LENGTH characters
+
+
+class JwksStatistics:
+    """Refreshes run by reason, and unknown-kid refreshes skipped by reason, of every JWKS source of a process
+    (``Services.jwks``). Thread-safe; counts only grow."""
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[RefreshReason | SkipReason, int] = {}
+
+    def __repr__(self) -> str:
+        return f"JwksStatistics({', '.join(f'{k.value}={v}' for k, v in self.counts().items())})"
+
+    def record(self, what: RefreshReason | SkipReason) -> None:
+        with self._lock:
+            self._counts[what] = self._counts.get(what, 0) + 1
+
+    def count(self, what: RefreshReason | SkipReason) -> int:
+        with self._lock:
+            return self._counts.get(what, 0)
+
+    def counts(self) -> dict[RefreshReason | SkipReason, int]:
+        """A copy of every count so far."""
+        with self._lock:
+            return dict(self._counts)
 
 
 class JwksUnavailableError(OAuthBearerError):
@@ -113,9 +173,11 @@ class JwksSource:
     :param url: Kafka's sasl.oauthbearer.jwks.endpoint.url.
     :param refresh_ms: Kafka's sasl.oauthbearer.jwks.endpoint.refresh.ms.
     :param cafile: PEM CA bundle for an https endpoint (default: the system's trust store); TLS is always verified.
+    :param expedited_refreshes_per_minute: kafkaguard's limit on unknown-kid refreshes in any 60 s (0: none).
+    :param statistics: where refreshes and skipped refreshes are counted (``Services.jwks``).
     :param transport: for tests: an httpx transport to use instead of the network (TLS settings then unused).
     :param clock: monotonic seconds, injected so tests can move time.
-    :raises JwksUnavailableError: a URL that is neither https:// nor file:.
+    :raises JwksUnavailableError: a URL that is neither https:// nor file:, or a negative limit.
     """
 
     def __init__(
@@ -127,6 +189,8 @@ class JwksSource:
         retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS,
         retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS,
         timeout_seconds: float = 10.0,
+        expedited_refreshes_per_minute: int = DEFAULT_EXPEDITED_REFRESHES_PER_MINUTE,
+        statistics: JwksStatistics | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -135,6 +199,8 @@ class JwksSource:
             raise JwksUnavailableError(f"JWKS URL {url!r} is neither https://… nor file:/path")
         if refresh_ms <= 0 or retry_backoff_ms < 0 or retry_backoff_max_ms < retry_backoff_ms:
             raise JwksUnavailableError("JWKS refresh_ms must be positive and 0 <= retry_backoff_ms <= its maximum")
+        if expedited_refreshes_per_minute < 0:
+            raise JwksUnavailableError("JWKS expedited_refreshes_per_minute must be 0 or more")
         self._url = url
         self._file = Path(unquote(parts.path)) if parts.scheme.lower() == "file" else None
         self._refresh_ms = refresh_ms
@@ -151,6 +217,10 @@ class JwksSource:
             )
         self._keys: KeySet | None = None
         self._missing: OrderedDict[str, float] = OrderedDict()  # kid -> next time (clock seconds) it may refresh
+        #: When the expedited refreshes of the last 60 s started (clock seconds), at most the limit's number.
+        self._expedited: deque[float] = deque(maxlen=max(1, expedited_refreshes_per_minute))
+        self._expedited_limit = expedited_refreshes_per_minute
+        self.statistics = statistics if statistics is not None else JwksStatistics()
         self._refreshing: asyncio.Task[None] | None = None
         self._scheduler: asyncio.Task[None] | None = None
         #: How many fetches completed (successful or not), for tests and metrics.
@@ -196,47 +266,63 @@ class JwksSource:
 
     async def keys_for(self, kid: str | None) -> KeySet:
         """The keys to validate a token with ``kid``: the current ones; when ``kid`` is unknown, the keys after one
-        refresh: a new one if the missing-kid cache allows it, else the one already running, if any."""
+        refresh: the one already running, if any, else a new one if Kafka's missing-kid cache and the source's limit
+        allow it (else the current keys: the token fails as one signed by an unknown key)."""
         keys = self.keys
         if kid is None or kid in keys.key_ids():
             return keys
-        if self._may_expedite(kid):
+        running = self._refreshing is not None and not self._refreshing.done()
+        skipped = self._why_not_expedite(kid, sharing=running)
+        if skipped is None:
             log.debug("JWKS %s: unknown kid %r; refreshing now", self._url, kid)
-            await asyncio.shield(self._refresh())
-        elif self._refreshing is not None and not self._refreshing.done():
+            await asyncio.shield(self._refresh(RefreshReason.UNKNOWN_KID))
+            return self.keys
+        if running and self._refreshing is not None:
             await asyncio.shield(self._refreshing)  # another caller's refresh, already on its way: share it
+        else:
+            self.statistics.record(skipped)
         return self.keys
 
-    def _may_expedite(self, kid: str) -> bool:
-        """Kafka's ``maybeExpediteRefresh``: at most once per kid per in-flight period, for 16 kids, LRU."""
+    def _why_not_expedite(self, kid: str, *, sharing: bool) -> SkipReason | None:
+        """None when ``kid`` may have an expedited refresh now (and then it is counted against both limits), else
+        why not: Kafka's ``maybeExpediteRefresh`` (at most once per kid per in-flight period, for 16 kids, LRU),
+        then kafkaguard's limit for the whole source (a refresh already running is shared, so it is not asked)."""
         if len(kid) > MISSING_KEY_ID_MAX_KEY_LENGTH:
             log.warning(
                 "Key ID %s (trimmed to first %d characters out of %d total) was too long to cache",
                 kid[:MISSING_KEY_ID_MAX_KEY_LENGTH], MISSING_KEY_ID_MAX_KEY_LENGTH, len(kid),
             )  # fmt: skip
-            return False
+            return SkipReason.KID_TOO_LONG
         now = self._clock()
         next_check = self._missing.get(kid)
         if next_check is not None:
             self._missing.move_to_end(kid)  # access order, as Kafka's LinkedHashMap
             if next_check > now:
-                return False
+                return SkipReason.KID_RECENTLY_ASKED
+        if not sharing:
+            expedited = self._expedited
+            while expedited and expedited[0] <= now - _MINUTE:
+                expedited.popleft()
+            if self._expedited_limit == 0 or len(expedited) >= self._expedited_limit:
+                return SkipReason.RATE_LIMITED  # not remembered: a real new kid may refresh once the limit allows
+            expedited.append(now)
         self._missing[kid] = now + MISSING_KEY_ID_CACHE_IN_FLIGHT_MS / 1000
         self._missing.move_to_end(kid)
         while len(self._missing) > MISSING_KEY_ID_CACHE_MAX_ENTRIES:
             self._missing.popitem(last=False)
-        return True
+        return None
 
-    def _refresh(self) -> asyncio.Task[None]:
-        """The running refresh, or a new one: concurrent askers share it."""
+    def _refresh(self, reason: RefreshReason) -> asyncio.Task[None]:
+        """The running refresh, or a new one (counted under ``reason``): concurrent askers share it."""
         if self._refreshing is None or self._refreshing.done():
+            self.statistics.record(reason)
             self._refreshing = asyncio.create_task(self._refresh_with_retry(), name=f"jwks-fetch {self._url}")
         return self._refreshing
 
     async def _refresh_periodically(self) -> None:
         while True:
             await asyncio.sleep(self._refresh_ms / 1000)
-            await asyncio.shield(self._refresh())
+            await asyncio.shield(self._refresh(RefreshReason.SCHEDULED))
 
     async def _refresh_with_retry(self) -> None:
         """Kafka's ``Retry.execute``: attempts until ``retry_backoff_max_ms`` has passed, sleeping

@@ -19,9 +19,12 @@ mechanism's, or, with none left, treated as unknown. An unknown user still costs
 stored credentials (``scram.decoy``): it takes the same failed login from the budget and the same place on the pool as
 a wrong password would, so neither a 429 nor a late answer under load tells whether the user exists.
 
-Every derivation, real or decoy, runs on a bounded ``DerivationPool`` and first takes one of the client's failed
-logins from its ``FailedLoginBudget`` (``kafkaguard.passwords.throttle``); a cached login uses neither, so a flood of
-wrong passwords cannot slow down users who are logged in.
+Every derivation, real or decoy, runs on a bounded ``DerivationPool`` (``kafkaguard.passwords.throttle``) and first
+takes its failed login from the process's ``LoginFailureBudget`` (``kafkaguard.identity.failure_budget``), per client
+address and per user name, given back when the password was right; a cached login uses neither, so a flood of wrong
+passwords cannot slow down users who are logged in. The budget's known pairs are keyed with an HMAC of the password
+as well (``secret``): only the right password is exempt from a spent address budget, so a refusal or its absence
+tells nothing about the name.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkaguard.passwords.throttle import DerivationPool, FailedLoginBudget, LoginThrottledError
+from kafkaguard.identity.failure_budget import Attempt, LoginFailureBudget
+from kafkaguard.passwords.throttle import DerivationPool, LoginThrottledError
 from kafkaguard.scram import ScramCredential, ScramMechanism, decoy_credential, salted_password
 from kafkaguard.scram.credential import stored_key_of
 from kafkaguard.service.credentials import CredentialService
@@ -70,14 +74,16 @@ def stored_key_for(credential: ScramCredential, password: str) -> bytes:
 
 
 class PasswordChecker:
-    """Checks user/password pairs against a CredentialService; for one event loop."""
+    """Checks user/password pairs against a CredentialService; for one event loop. ``mechanism``: what its failures
+    are counted as in the budget (``console``, ``PLAIN``)."""
 
     def __init__(
         self,
         credentials: CredentialService,
         pool: DerivationPool,
-        budget: FailedLoginBudget,
+        budget: LoginFailureBudget,
         *,
+        mechanism: str,
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_entries: int = DEFAULT_MAX_ENTRIES,
         clock: Callable[[], float] = time.monotonic,
@@ -85,6 +91,7 @@ class PasswordChecker:
         self._credentials = credentials
         self.pool = pool
         self._budget = budget
+        self._mechanism = mechanism
         self._ttl = ttl_seconds
         self._max_entries = max_entries
         self._clock = clock
@@ -109,10 +116,11 @@ class PasswordChecker:
 
     async def verify(self, user: str, password: str, client: str) -> ScramCredential | None:
         """The stored credential ``password`` is right for — ``user``'s of the strongest mechanism it has — or None
-        when it is wrong or the user is unknown; ``client`` is the caller's address, whose failed logins are counted.
+        when it is wrong or the user is unknown; ``client`` is the caller's address. Failures are counted against
+        ``client`` and ``user`` in the budget.
 
-        :raises LoginThrottledError: checking needs a derivation, and ``client`` has no failed login left or the
-            pool is full (never for a login the cache answers).
+        :raises LoginThrottledError: checking needs a derivation, and the budget refuses it (``client`` or ``user``
+            has no failed login left) or the pool is full (never for a login the cache answers).
         """
         key = self._cache_key(user, password)
         self.refuse_early(user, password, client)
@@ -151,13 +159,15 @@ class PasswordChecker:
             # the same budget and pool place, so that neither a 429 nor load reveals whether the user exists.
             mechanism = PREFERENCE[0]
             decoy = decoy_credential(self._key, mechanism, user, self._credentials.decoy_profile(mechanism))
-            await self._derive(decoy, password, client)
+            _derived, attempt = await self._derive(key, decoy, password, client)
+            self._budget.failed(attempt)
             return None
-        derived = await self._derive(credential, password, client)
+        derived, attempt = await self._derive(key, credential, password, client)
         self.derivations += 1
         if not hmac.compare_digest(derived, credential.stored_key):
+            self._budget.failed(attempt)
             return None
-        self._budget.give_back(client)  # only failures use up the budget
+        self._budget.succeeded(attempt)  # only failures use up the budget
         self._remember(key, credential, now)
         return credential
 
@@ -175,23 +185,26 @@ class PasswordChecker:
 
         :raises LoginThrottledError: as said.
         """
-        if self._cache_key(user, password) not in self._cache:
-            self._budget.check(client)
+        key = self._cache_key(user, password)
+        if key not in self._cache:
+            self._budget.check(self._mechanism, client, user, secret=key[1])
 
     def _cache_key(self, user: str, password: str) -> tuple[str, bytes]:
         return user, hmac.digest(self._key, password.encode("utf-8", "surrogatepass"), "sha256")
 
-    async def _derive(self, credential: ScramCredential, password: str, client: str) -> bytes:
-        """The StoredKey ``password`` yields under ``credential``, derived on the pool and paid for with one of
-        ``client``'s failed logins (the caller gives it back if the password was right).
+    async def _derive(
+        self, key: tuple[str, bytes], credential: ScramCredential, password: str, client: str
+    ) -> tuple[bytes, Attempt]:
+        """The StoredKey ``password`` yields under ``credential``, derived on the pool and paid for with a failed
+        login of ``client`` and the user (the caller says how the check ended: ``succeeded`` gives it back).
 
-        :raises LoginThrottledError: ``client`` has no failed login left, or the pool is full.
+        :raises LoginThrottledError: the budget refuses, or the pool is full.
         """
-        self._budget.take(client)
+        attempt = self._budget.take(self._mechanism, client, key[0], secret=key[1])
         try:
-            return await self.pool.run(stored_key_for, credential, password)
+            return await self.pool.run(stored_key_for, credential, password), attempt
         except LoginThrottledError:
-            self._budget.give_back(client)  # nothing was checked
+            self._budget.cancelled(attempt)  # the pool is full: nothing was checked
             raise
 
     def _remember(self, key: tuple[str, bytes], credential: ScramCredential, now: float) -> None:

@@ -58,6 +58,9 @@ BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, A
 LARGE_FRAME = 256 * 1024
 
 
+#: The audit trail's error for a login the failure budget refused unchecked.
+THROTTLED_EVENT_ERROR = "Authentication failed: too many failed logins (refused unchecked by the failure budget)"
+
 #: Relayed answers a connection may have queued before its next request is read (Kafka's Java producer keeps at most
 #: 5 requests in flight by default; the proxy then holds back no one).
 MAX_QUEUED_ANSWERS = 5
@@ -458,16 +461,21 @@ class Connection:
             self.session.renew(login.credential, _bounded_lifetime(sasl.session_lifetime_ms, login), time.monotonic())
 
     def _record_login(self, sasl: SaslState, *, ok: bool) -> None:
-        """Count a finished SASL login in ``Services.logins`` and log it (a failure at INFO, as Kafka does); a
-        re-authentication is logged, not counted."""
+        """Count a finished SASL login in ``Services.logins`` and log it (a failure at INFO, as Kafka does; one the
+        failure budget refused as a refusal, rate-limited); a re-authentication is logged, not counted."""
         record_login(self.services.logins, str(self.listener), self.host, sasl, succeeded=ok)
         if ok and sasl.reauthenticating:
             return  # a renewed session is no new login
+        error = None if ok else sasl.failure or "authentication failed"
+        if not ok and sasl.throttled:
+            # the budget's (login_failures_per_address_*, login_failures_per_user_*) or a full PLAIN derivation pool
+            self.services.refusals.record(str(self.listener), RefusalReason.LOGIN_FAILURES, self.host,
+                                          f"{sasl.mechanism} login refused unchecked: {error}")  # fmt: skip
+            error = THROTTLED_EVENT_ERROR  # without its "retry after N s": identical refusals collapse in the trail
         record_login_event(self.context.audit, succeeded=ok, mechanism=sasl.mechanism or "none",
                            listener=str(self.listener), host=self.host,
                            principal=f"User:{sasl.user}" if ok and sasl.user is not None else None,
-                           attempted_name=sasl.claimed_user,
-                           error=None if ok else sasl.failure or "authentication failed")  # fmt: skip
+                           attempted_name=sasl.claimed_user, error=error)  # fmt: skip
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.

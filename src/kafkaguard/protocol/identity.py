@@ -3,8 +3,10 @@ listeners can offer (``mechanisms``: SCRAM, PLAIN's password check, OAUTHBEARER'
 provider's keys) and the rules that turn a client certificate into a principal.
 
 The connection (``protocol.connection``) asks: after the TLS handshake of an SSL listener, ``certificate_principal``;
-after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike. At start the server warns
-of every super user a client certificate can log in as (``certificate_super_user_warnings``).
+after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike. Every mechanism draws on
+the process's one failed-login budget, ``Services.login_budget`` (the TLS handshake's share is taken by
+``protocol.listening``). At start the server warns of every super user a client certificate can log in as
+(``certificate_super_user_warnings``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from kafkaguard.identity.super_user_reach import certificate_super_users
 from kafkaguard.identity.x500 import rfc2253_name
 from kafkaguard.model import ANONYMOUS_PRINCIPAL
 from kafkaguard.passwords.checker import PasswordChecker
-from kafkaguard.passwords.throttle import DerivationPool, FailedLoginBudget
+from kafkaguard.passwords.throttle import DerivationPool
 from kafkaguard.protocol.mechanisms import Mechanisms, TokenCheck
 
 
@@ -65,8 +67,7 @@ class Identity:
             # Shares the console's bounds: a PLAIN login costs what a console login costs (one PBKDF2 derivation).
             pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending,
                                   name="sasl-plain-pbkdf2")  # fmt: skip
-            budget = FailedLoginBudget(settings.console_login_failure_burst, settings.console_login_failures_per_minute)
-            checker = PasswordChecker(services.credentials, pool, budget)
+            checker = PasswordChecker(services.credentials, pool, services.login_budget, mechanism="PLAIN")
         tokens = None
         url = settings.sasl_oauthbearer_jwks_endpoint_url
         if "OAUTHBEARER" in settings.sasl_mechanisms and url is not None:
@@ -78,11 +79,16 @@ class Identity:
                 clock_skew_seconds=settings.sasl_oauthbearer_clock_skew_seconds,
                 groups_claim=settings.sasl_oauthbearer_groups_claim_name,
             )
-            keys = JwksSource(url, refresh_ms=settings.sasl_oauthbearer_jwks_endpoint_refresh_ms,
-                              cafile=settings.sasl_oauthbearer_jwks_endpoint_cafile)  # fmt: skip
+            keys = JwksSource(
+                url,
+                refresh_ms=settings.sasl_oauthbearer_jwks_endpoint_refresh_ms,
+                cafile=settings.sasl_oauthbearer_jwks_endpoint_cafile,
+                expedited_refreshes_per_minute=settings.sasl_oauthbearer_jwks_expedited_refreshes_per_minute,
+                statistics=services.jwks,
+            )
             tokens = TokenCheck(keys, expectations)
         mapper = SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules)
-        mechanisms = Mechanisms(services.credentials, services.server_secret, checker, tokens)
+        mechanisms = Mechanisms(services.credentials, services.server_secret, services.login_budget, checker, tokens)
         return cls(mechanisms, tokens, mapper, pool)
 
     async def start(self) -> None:

@@ -15,6 +15,13 @@ request). An admitted connection waits as a bare file descriptor until it sends 
 bytes (``accept.Doorway``), and only then gets streams, a TLS handshake and a task. A SASL listener's client must
 log in within ``sasl_login_timeout_seconds`` of its TCP accept, the wait and the TLS handshake included.
 
+**Client certificates and the failure budget.** On a listener that verifies client certificates (``ssl_client_auth``
+or ``sasl_ssl_client_auth`` requested or required) the TLS handshake is a login: it takes a failed login of the
+client's address from ``Services.login_budget`` before it starts, gives it back when the certificate was accepted and
+maps to a principal, keeps it when the handshake fails (no, unknown or revoked certificate) or no mapping rule
+applies. An address with no failed login left is closed before its handshake (no CPU spent on it), counted and logged
+as a ``login_failures`` refusal.
+
 A server is started and stopped by its owner (tests start it on port 0 and read ``bound_listeners``);
 ``serve(settings, server_type)`` is what ``kafkaguard serve`` and ``kafkaguard proxy`` call: it serves until
 SIGTERM/SIGINT, then stops accepting, lets in-flight requests finish (every acknowledged write is already committed)
@@ -40,6 +47,7 @@ from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, SecurityProtocol, Settings, record_served_settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
+from kafkaguard.identity.failure_budget import Attempt, LoginThrottledError
 from kafkaguard.model import java_host
 from kafkaguard.protocol.accept import Doorway, open_streams
 from kafkaguard.protocol.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
@@ -305,8 +313,10 @@ class ListeningServer(ABC):
         accepted_at: float,
     ) -> None:
         settings = self.services.settings
+        budget = self.services.login_budget
         login_deadline = accepted_at + settings.sasl_login_timeout_seconds
         writer: asyncio.StreamWriter | None = None
+        attempt: Attempt | None = None  # the handshake's failed login, while it is undecided
         admitted = self._admitted_at_accept(admission.address)
         try:
             if not admitted:
@@ -314,6 +324,14 @@ class ListeningServer(ABC):
                 if client is None:
                     return
                 admission, admitted = client, True
+            if tls is not None and tls.verify_mode != ssl.CERT_NONE:
+                try:
+                    attempt = budget.take("SSL", admission.address)
+                except LoginThrottledError as e:
+                    detail = f"TLS handshake refused unchecked: {e}; raise login_failures_per_address_* if legitimate"
+                    self.services.refusals.record(admission.listener, RefusalReason.LOGIN_FAILURES, admission.address,
+                                                  detail)  # fmt: skip
+                    return
             try:
                 async with asyncio.timeout_at(self._loop_time_of(login_deadline) if tls is not None else None):
                     reader, writer = await open_streams(sock, tls, limit=_STREAM_LIMIT)
@@ -324,6 +342,9 @@ class ListeningServer(ABC):
                 return
             except ssl.SSLError as e:
                 # Kafka counts a failed TLS handshake (no, unknown or revoked client certificate) as a failed login.
+                if attempt is not None:
+                    budget.failed(attempt)
+                    attempt = None
                 self.services.logins.record(str(listener), "SSL", succeeded=False)
                 record_login_event(self.audit, succeeded=False, mechanism="SSL", listener=str(listener),
                                    host=admission.address, error=f"SSL handshake failed: {e.reason or e}")  # fmt: skip
@@ -334,6 +355,12 @@ class ListeningServer(ABC):
                 log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
                 return
             connection = self.connection(listener, reader, writer, host=admission.address)
+            if attempt is not None:
+                if connection.unidentified is None:
+                    budget.succeeded(attempt)
+                else:  # a certificate no mapping rule maps: no principal, a failed login
+                    budget.failed(attempt)
+                attempt = None
             connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
             await connection.run()
             if connection.violated:
@@ -344,6 +371,8 @@ class ListeningServer(ABC):
             # The last line of defence: a bug in a handler must close one connection, not the server.
             log.exception("unexpected error on a connection from %s", admission.address)
         finally:
+            if attempt is not None:  # the handshake was not decided (timed out, the client went away, stop())
+                budget.cancelled(attempt)
             if writer is None:  # never handed over (a failed handshake, or stop() during it)
                 sock.close()
             else:  # the connection closes its stream itself; this only covers a connection that failed to start

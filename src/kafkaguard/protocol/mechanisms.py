@@ -8,14 +8,20 @@ in a ``Login`` or a failure whose message is safe to send to the client.
     await server.step(b"\\x00alice\\x00wrong")          # Failed("Authentication failed: Invalid username or ...")
 
 - **SCRAM-SHA-256/512** (``kafkaguard.scram.server``): two tokens; the credential proved must still be the stored one
-  when the proof arrives.
+  when the proof arrives. The proof is checked cheaply on the loop, but each check is a guess: the failure budget
+  is asked at client-first (a refused client gets no salt) and pays at client-final, before the proof is compared.
 - **PLAIN** (Kafka's ``PlainSaslServer``: its token format, checks and messages): one token, the password checked
-  against the stored SCRAM credential by ``passwords.checker`` — PBKDF2 on a bounded pool off the event loop, a
-  budget of failures per address, recent successes cached. Kafka reads PLAIN users from JAAS; kafkaguard has one
-  user store (a deliberate difference, SEMANTICS.md §16).
+  against the stored SCRAM credential by ``passwords.checker`` — PBKDF2 on a bounded pool off the event loop, the
+  failure budget per address and per user name, recent successes cached. Kafka reads PLAIN users from JAAS;
+  kafkaguard has one user store (a deliberate difference, SEMANTICS.md §16).
 - **OAUTHBEARER** (Kafka's ``OAuthBearerSaslServer`` with ``OAuthBearerValidatorCallbackHandler``): the token
   validated against the identity provider's keys (``identity.oauth``); a bad token gets Kafka's error challenge,
-  and the client's ``%x01`` answer to it fails the login.
+  and the client's ``%x01`` answer to it fails the login. A token's check pays with a failed login of the client's
+  address before its key is looked up, so an address whose budget is spent cannot make the JWKS refresh.
+
+Every mechanism draws on the process's one ``LoginFailureBudget`` (``identity.failure_budget``): a refused login
+fails with "Authentication failed: Too many failed logins …; retry after N s" (``Failed.throttled``), whether or not
+the user exists.
 
 A ``Login`` says who logged in and what bounds the session: the stored credential it proved (SCRAM, PLAIN: the
 session ends when that credential is deleted or changed) or the token's expiry (OAUTHBEARER: the session ends then),
@@ -37,6 +43,7 @@ from kafkaguard.errors import (
     ScramAuthenticationError,
     ScramStateError,
 )
+from kafkaguard.identity.failure_budget import LoginFailureBudget, LoginThrottledError
 from kafkaguard.identity.jwks import JwksSource
 from kafkaguard.identity.oauth import (
     KeySet,
@@ -48,7 +55,6 @@ from kafkaguard.identity.oauth import (
 )
 from kafkaguard.identity.oauthbearer import OAuthBearerServerSession, OAuthBearerServerStage
 from kafkaguard.passwords.checker import PasswordChecker
-from kafkaguard.passwords.throttle import LoginThrottledError
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
 from kafkaguard.service.credentials import CredentialService
@@ -87,9 +93,16 @@ class Authenticated:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """The login failed; ``message`` is safe to send to the client."""
+    """The login failed; ``message`` is safe to send to the client. ``throttled``: refused unchecked by the failure
+    budget (or a full derivation pool)."""
 
     message: str
+    throttled: bool = False
+
+
+def throttled(error: LoginThrottledError) -> Failed:
+    """The failure a login refused by the budget ends in (Kafka's "Authentication failed: " prefix)."""
+    return Failed(f"Authentication failed: {error}", throttled=True)
 
 
 Step = Challenge | Authenticated | Failed
@@ -111,12 +124,22 @@ class MechanismServer(Protocol):
 
 
 class ScramServer:
-    """SCRAM-SHA-256/512: ``kafkaguard.scram.server``'s state machine, and the stored-credential check at the end."""
+    """SCRAM-SHA-256/512: ``kafkaguard.scram.server``'s state machine, the failure budget around the proof, and the
+    stored-credential check at the end."""
 
     def __init__(
-        self, mechanism: ScramMechanism, credentials: CredentialService, secret: bytes, *, reauthentication: bool
+        self,
+        mechanism: ScramMechanism,
+        credentials: CredentialService,
+        secret: bytes,
+        budget: LoginFailureBudget,
+        client: str,
+        *,
+        reauthentication: bool,
     ) -> None:
         self._credentials = credentials
+        self._budget = budget
+        self._client = client
         self._reauthentication = reauthentication
         self._session = ScramServerSession(
             mechanism,
@@ -136,18 +159,31 @@ class ScramServer:
 
     async def step(self, token: bytes) -> Step:
         session = self._session
+        name = self.name
         try:
             if session.stage is ScramServerStage.CLIENT_FIRST:
-                return Challenge(session.receive_client_first(token))
+                server_first = session.receive_client_first(token)
+                # A refused client gets no salt: the same answer for every name, known or not.
+                self._budget.check(name, self._client, session.username)
+                return Challenge(server_first)
+            attempt = self._budget.take(name, self._client, session.username)  # before the proof is compared
+        except LoginThrottledError as e:
+            return throttled(e)
+        except (ScramAuthenticationError, ScramStateError) as e:
+            return Failed(str(e))
+        try:
             reply = session.receive_client_final(token)
         except (ScramAuthenticationError, ScramStateError) as e:
+            self._budget.failed(attempt)
             return Failed(str(e))
         user, mechanism, credential = session.authenticated_user, session.mechanism, session.authenticated_credential
         if not self._credentials.is_current(user, mechanism, credential):
             # Deleted or replaced since client-first: the client proved a credential that no longer exists. Said
             # as a wrong password is, so the answer tells nothing about when the password changed.
+            self._budget.failed(attempt)
             return Failed(authentication_failed_message(mechanism, reauthentication=self._reauthentication))
-        return Authenticated(reply, Login(user, self.name, credential=credential))
+        self._budget.succeeded(attempt)
+        return Authenticated(reply, Login(user, name, credential=credential))
 
 
 #: Kafka's PlainSaslServer messages.
@@ -187,8 +223,8 @@ class PlainServer:
             return Failed(_PLAIN_NO_PASSWORD)
         try:
             credential = await self._checker.verify(user, password, self._client)
-        except LoginThrottledError as e:  # no failed login left for this address, or too many checks under way
-            return Failed(f"Authentication failed: {e}")
+        except LoginThrottledError as e:  # no failed login left for this address or name, or too many checks
+            return throttled(e)
         if credential is None:
             return Failed(_PLAIN_WRONG)
         if authorization_id and authorization_id != user:
@@ -249,8 +285,9 @@ class OAuthBearerServer:
 
     name = "OAUTHBEARER"
 
-    def __init__(self, check: TokenCheck, client: str) -> None:
+    def __init__(self, check: TokenCheck, budget: LoginFailureBudget, client: str) -> None:
         self._check = check
+        self._budget = budget
         self._client = client
         self._session = OAuthBearerServerSession()
         self._principal: str | None = None
@@ -264,14 +301,21 @@ class OAuthBearerServer:
         try:
             response = session.receive_client_response(token)
             outcome: ValidatedToken | TokenRejected
+            # Per address only: a token is not guessed name by name. Before the key lookup, so that an address
+            # whose budget is spent cannot make the JWKS refresh at all.
+            attempt = self._budget.take(self.name, self._client)
             try:
                 outcome = await self._check.validate(response.token.value)
             except TokenRejected as e:
                 log.info("OAUTHBEARER token from /%s refused: %s", self._client, e)  # never the token
+                self._budget.failed(attempt)
                 outcome = e
             else:
+                self._budget.succeeded(attempt)
                 self._principal = outcome.principal_name
             challenge = session.receive_validation(outcome)
+        except LoginThrottledError as e:
+            return throttled(e)
         except OAuthBearerAuthenticationError as e:
             return Failed(e.client_message)
         except OAuthBearerError as e:  # a step out of order: no Kafka client does this
@@ -291,12 +335,15 @@ class Mechanisms:
         self,
         credentials: CredentialService,
         secret: bytes,
+        budget: LoginFailureBudget,
         passwords: PasswordChecker | None = None,
         tokens: TokenCheck | None = None,
     ) -> None:
-        """``passwords``: what checks PLAIN's passwords; ``tokens``: OAUTHBEARER's (None: not enabled)."""
+        """``budget``: the process's failed-login budget (``Services.login_budget``); ``passwords``: what checks
+        PLAIN's passwords (drawing on the same budget); ``tokens``: OAUTHBEARER's (None: not enabled)."""
         self._credentials = credentials
         self._secret = secret
+        self._budget = budget
         self._passwords = passwords
         self._tokens = tokens
 
@@ -308,6 +355,7 @@ class Mechanisms:
         if name == PlainServer.name and self._passwords is not None:
             return PlainServer(self._passwords, client)
         if name == OAuthBearerServer.name and self._tokens is not None:
-            return OAuthBearerServer(self._tokens, client)
+            return OAuthBearerServer(self._tokens, self._budget, client)
         mechanism = ScramMechanism.from_name(name)
-        return ScramServer(mechanism, self._credentials, self._secret, reauthentication=reauthentication)
+        return ScramServer(mechanism, self._credentials, self._secret, self._budget, client,
+                           reauthentication=reauthentication)  # fmt: skip

@@ -22,7 +22,10 @@ expires) is the connection's business (``protocol.sessions``).
 
 ``record_login`` counts a finished login (``Services.logins``) and logs it as Kafka's ``Selector`` does: a failure
 at INFO, ``Failed authentication with /<address> (...)``, naming the listener, the mechanism, the user name the
-client claimed and the reason sent to the client (never a password, a proof or a key); a success at DEBUG.
+client claimed and the reason sent to the client (never a password, a proof or a key); a success at DEBUG. A login
+the failure budget refused unchecked (``SaslState.throttled``) is counted as failed too but logged at DEBUG: the
+connection reports it through ``Services.refusals`` instead, one line per address a minute, since a flood of them
+would otherwise be a flood of lines.
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ class SaslState:
         self.login: Login | None = None
         #: Why the login failed (the message sent to the client), once it has.
         self.failure: str | None = None
+        #: Whether the failure budget refused the login unchecked (``mechanisms.Failed.throttled``).
+        self.throttled = False
         #: How long the session lasts once authenticated, in ms; 0: until the connection closes.
         self.session_lifetime_ms = session_lifetime_ms
         self._reauth_ms = session_lifetime_ms
@@ -195,6 +200,7 @@ class SaslState:
         if isinstance(step, Challenge):
             return step.token, None
         if isinstance(step, Failed):
+            self.throttled = step.throttled
             return self._fail(step.message)
         login, renewing = step.login, self._renewing
         if renewing is not None and login.user != renewing[0]:
@@ -299,6 +305,9 @@ def record_login(logins: LoginStatistics, listener: str, host: str, sasl: SaslSt
     if succeeded:
         log.debug("Successfully %s with /%s (listener %s, mechanism %s, user %r)", what, host, listener, mechanism,
                   claimed)  # fmt: skip
+    elif sasl.throttled:  # reported rate-limited by the connection (Services.refusals)
+        log.debug("Refused %s with /%s (listener %s, mechanism %s, user %r): %s", what, host, listener, mechanism,
+                  claimed, sasl.failure)  # fmt: skip
     else:
         log.info("Failed %s with /%s (listener %s, mechanism %s, user %r): %s",
                  "re-authentication" if sasl.reauthenticating else "authentication", host, listener, mechanism,
