@@ -123,3 +123,18 @@ def test_spool_files_are_private(tmp_path: Path):
         "00000000000000000001.seg": 0o600,
         "committed": 0o600,
     }
+
+
+def test_a_small_spool_with_the_cluster_up_never_fills_with_records_already_sent(tmp_path: Path):
+    """The smallest bound (64 KiB): its tail rolls at a quarter of it, so sent records leave the disk. (Before, its
+    one segment was as large as the bound and filled with acknowledged records: 1,844 of 2,000 new ones dropped.)"""
+    spool = Spool(tmp_path, max_bytes=64 * 1024)
+    spool.open()
+    dropped = 0
+    for n in range(2000):  # ten times the bound, each record acknowledged at once
+        dropped += spool.append([item(n, 400)])
+        if found := spool.read(10):
+            spool.commit(found[-1][0])
+    assert dropped == 0 and spool.size_bytes <= 16 * 1024 + 500
+    assert spool.segment_bytes == 16 * 1024
+    spool.close()

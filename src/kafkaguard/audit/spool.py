@@ -10,6 +10,7 @@ duplicates, and they carry the same CloudEvents id).
 Layout (one directory, owner-only files)::
 
     00000000000000000001.seg   append-only segments of frames; a new one when the tail reaches segment_bytes
+                               (max_bytes / 8 within 64 KiB..16 MiB, and at most max_bytes / 4)
     00000000000000000002.seg
     committed                  "<segment> <offset>": everything before it was acknowledged
 
@@ -124,7 +125,11 @@ class Spool:
             raise InvalidConfigError(f"the audit spool's bound ({max_bytes} bytes) is below 1024 bytes")
         self.directory = directory
         self.max_bytes = max_bytes
-        self.segment_bytes = segment_bytes or max(64 * 1024, min(16 * 1024 * 1024, max_bytes // 8))
+        # At most a quarter of the bound: the tail must roll (and, once sent, be deleted) well before the bound is
+        # reached, or a tail full of acknowledged records would refuse every new one.
+        self.segment_bytes = min(
+            segment_bytes or max(64 * 1024, min(16 * 1024 * 1024, max_bytes // 8)), max(256, max_bytes // 4)
+        )
         self.fsync_seconds = fsync_seconds
         self._clock = clock
         self._lock = threading.Lock()
