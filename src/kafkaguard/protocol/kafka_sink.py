@@ -152,11 +152,11 @@ class KafkaSink:
             return
         dropped = self.spool.append(items)
         if self._unreachable:
-            self.statistics.count(self.name, SPOOLED, len(items) - dropped)
+            self.statistics.count(self.name, SPOOLED, len(items) - dropped.refused)
         if dropped:
-            self.statistics.count(self.name, DROPPED, dropped)
+            self.statistics.count(self.name, DROPPED, dropped.total)
             with self._drops_lock:
-                self._unwarned_drops += dropped
+                self._unwarned_drops += dropped.total
             self._warn_drops()
         self._wake.set()
 
