@@ -146,7 +146,8 @@ class KafkaSink:
             if topic is None:
                 routed_drop += 1
                 continue
-            items.append(SpoolItem(topic, event.subject.encode("utf-8"), event.line.encode("utf-8")))
+            items.append(SpoolItem(topic, event.subject.encode("utf-8"), event.line.encode("utf-8"), event.principal,
+                                   event.category))  # fmt: skip
         self.statistics.count(self.name, ROUTED_DROP, routed_drop)
         if not items:
             return
