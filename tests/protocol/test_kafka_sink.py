@@ -99,3 +99,50 @@ def test_a_full_spool_counts_and_logs_its_drops(tmp_path: Path, caplog):
     assert 0 < dropped < 200 and dropped == sink.spool.dropped
     assert any(f"{dropped} record(s) dropped" in r.getMessage() for r in caplog.records)
     sink.spool.close()
+
+
+def noisy_and_quiet(count: int) -> list[Outgoing]:
+    """``count`` events of User:noisy's requests, one in 50 a login of User:quiet (each ~400 bytes)."""
+    events = []
+    for n in range(count):
+        if n % 50 == 0:
+            events.append(Outgoing("authentication", "User:quiet", {"result": "SUCCESS"}, f"q{n:05d}".ljust(400, "."),
+                                   "User:quiet"))  # fmt: skip
+        else:
+            events.append(Outgoing("authorization", "TOPIC:t", {"principal": "User:noisy"}, f"n{n:05d}".ljust(400, "."),
+                                   "User:noisy"))  # fmt: skip
+    return events
+
+
+class UnreachableProducer(ScriptedProducer):
+    """Every delivery fails, as with the cluster down; counts the records produced per round (per poll that
+    answers)."""
+
+    def __init__(self) -> None:
+        super().__init__(set())
+        self.rounds: list[int] = []
+
+    def poll(self, _timeout: float = 0) -> int:
+        waiting, self._waiting = self._waiting, []
+        if waiting:
+            self.rounds.append(len(waiting))
+        for _value, callback in waiting:
+            callback("_TRANSPORT", None)
+        return len(waiting)
+
+
+def test_while_the_cluster_is_unreachable_only_a_probe_is_in_flight(tmp_path: Path):
+    producer = UnreachableProducer()
+    sink = sink_with(tmp_path, producer, max_bytes=64 * 1024)
+    sink.start()
+    try:
+        sink.write(noisy_and_quiet(100))
+        wait_for(lambda: len(producer.rounds) >= 4)
+        sink.write(noisy_and_quiet(1000))  # the spool is full: it makes room in all but the probe
+        wait_for(lambda: len(producer.rounds) >= 6)
+    finally:
+        sink.close()
+    # the first round: a batch (the cluster was not known to be down), at most a quarter of the spool
+    assert 1 < producer.rounds[0] <= (64 * 1024 // 4) // 400
+    assert set(producer.rounds[1:]) == {1}  # then one record at a time
+    assert sink.spool.dropped > 0 and sink.spool.evicted == sink.spool.dropped

@@ -10,7 +10,14 @@ commits what the cluster acknowledged. Every producer call is in that thread; no
 or the local queue is full: the records stay in the spool, the sender waits ``retry_backoff_seconds`` and tries
 again from the first unacknowledged record, skipping those acknowledged after it (no duplicates while the process
 lives). Records arriving meanwhile are appended behind the backlog, so once the cluster is back everything goes out
-in the order it was recorded, the backlog first. The spool is bounded in bytes: beyond it records are dropped,
+in the order it was recorded, the backlog first. While the cluster is unreachable each round sends only the first
+unacknowledged record (a probe): the rest of the spool is not in flight, so the spool may make room in it. A round
+never has more than a quarter of the spool in flight (``_batch_bytes``), and after a failed round the sink releases
+what it read (``Spool.release``) but the positions it still holds.
+
+**The spool's bound is fair** (``audit.spool``): each record carries the principal who caused it
+(``Outgoing.principal``) and when the spool is full the principals with the largest share lose their oldest records
+first, so one client flooding the trail during an outage cannot push the others' records out. What is lost is
 counted (``dropped``) and logged as a WARNING with the count, at most once per ``_WARN_SECONDS``.
 
 **A crash.** The spool survives it: the next start sends from the last commit. Records acknowledged after that
@@ -38,6 +45,10 @@ _BATCH_RECORDS = 5000
 _WARN_SECONDS = 30.0
 #: How long close() lets the sender finish its round (what is left stays in the spool for the next start).
 _CLOSE_SECONDS = 10.0
+#: Bytes a round reads at most (and at most a quarter of the spool: what is in flight cannot make room).
+_BATCH_BYTES = 4 * 1024 * 1024
+#: Records a round sends while the cluster is unreachable: a probe, so that the rest of the spool is not in flight.
+_PROBE_RECORDS = 1
 
 
 class _LibrdkafkaLog:
@@ -105,6 +116,7 @@ class KafkaSink:
         self._drops_lock = threading.Lock()
         self._drops_warned_at = -_WARN_SECONDS
         self._unwarned_drops = 0
+        self._batch_bytes = max(1, min(_BATCH_BYTES, spool.max_bytes // 4))
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -182,7 +194,7 @@ class KafkaSink:
         acknowledged prefix. False when there was nothing to send."""
         if self._fatal:
             self._renew_producer()
-        batch = self.spool.read(_BATCH_RECORDS)
+        batch = self.spool.read(_PROBE_RECORDS if self._unreachable else _BATCH_RECORDS, self._batch_bytes)
         if not batch:
             self._producer.poll(0)
             return False
@@ -241,6 +253,8 @@ class KafkaSink:
         if commit is not None:
             self.spool.commit(commit)
             self._delivered = {p for p in self._delivered if p > commit}
+        # The next round reads again from the commit: only the positions acknowledged after it stay pinned.
+        self.spool.release(max(self._delivered, default=None))
         if failure is None:
             if self._unreachable:
                 log.info("audit topic sink: the cluster takes records again; the spool's backlog is being sent")
@@ -264,6 +278,7 @@ class KafkaSink:
             self._producer.flush(1.0)
         self._producer = self._factory(self._config)
         self._delivered.clear()
+        self.spool.release()
         self._fatal = False
 
     def _on_error(self, error: Any) -> None:
