@@ -38,9 +38,11 @@ no longer holds (after a failed round it reads again from the commit), ``commit`
 
 **Compaction.** The victims of one step are cut out of their segments: each affected segment is rewritten from its
 first victim on without the victims (the frames before that offset keep their offsets), into a temporary file
-(``<segment>.seg.tmp``) that is fsynced and renamed over the segment, the directory fsynced. A crash leaves either
-the old segment (and a stale temporary file, deleted at ``open``) or the new one, never a torn one: a kill loses
-nothing that was not chosen as a victim. A segment left with no pending frame is deleted (the tail is kept).
+(``<segment>.seg.tmp``) that is fsynced and renamed over the segment. A crash leaves either the old segment (and a
+stale temporary file, deleted at ``open``) or the new one, never a torn one: a kill loses nothing that was not
+chosen as a victim. The directory is not fsynced after the rename: a power loss may undo it, and then the old
+segment is back whole (the victims are sent after all, nothing else is lost). A segment left with no pending frame
+is deleted (the tail is kept).
 ``open`` rebuilds the index by reading every frame after the commit (the owner is in the frame).
 
 Worked example: ``max_bytes`` 64 KiB (segments of 16 KiB, ``slack`` 4 KiB), the cluster down. User:noisy floods
@@ -54,7 +56,7 @@ them; the next 6 appends fit without eviction. Quiet's records all stay; noisy k
 three array appends. A step of eviction costs a scan of the pinned frames, a sort of the principals with evictable
 records (and a binary search of the level over them, stopping at the first share below it), a scan from the oldest
 evictable frame to the last victim, and a rewrite of each affected segment from its first victim on (at most
-``segment_bytes`` each, a temporary file, two fsyncs); it frees at least ``slack`` (``max_bytes / 16``, at most half
+``segment_bytes`` each, a temporary file, one fsync); it frees at least ``slack`` (``max_bytes / 16``, at most half
 a segment) bytes. In a flood whose victims sit in the oldest segment
 that is about ``segment_bytes / slack`` (2) bytes rewritten per byte evicted. The index costs about 24 bytes of
 memory per pending record (a full 1 GiB spool of 700-byte records: ~37 MB) plus one entry per owner; ``open`` reads
@@ -532,8 +534,8 @@ class Spool:
 
     def _compact(self, segment: _Segment, victims: list[int], counts: dict[Owner, int]) -> None:
         """Rewrite ``segment`` from its first victim on without the victims (indices of its pending frames, in
-        order), crash-safe: a temporary file, fsynced, renamed over it, the directory fsynced. A segment left with no
-        pending frame is deleted instead (never the tail).
+        order), crash-safe: a temporary file, fsynced, renamed over it. A segment left with no pending frame is
+        deleted instead (never the tail).
 
         :raises OSError: the temporary file cannot be written or renamed (then the segment is as it was).
         """
@@ -597,10 +599,6 @@ class Spool:
         self._bytes -= segment.size - offset
         segment.size = offset
         self.compactions += 1
-        try:
-            self._fsync_directory()
-        except OSError as e:  # the rename is done; only its durability across a power loss is in doubt
-            log.warning("audit spool %s: cannot fsync the directory after a compaction: %s", self.directory, e)
 
     def _take(self, segment: _Segment, victims: list[int], counts: dict[Owner, int]) -> None:
         """Count ``victims`` as dropped and take them out of the shares (their index entries are rebuilt)."""
@@ -619,13 +617,6 @@ class Spool:
     def _open_tail(self) -> BinaryIO:
         path = self._path(self._segments[-1].seq)
         return os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _PRIVATE), "ab")
-
-    def _fsync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     def _owner_id(self, owner: Owner) -> int:
         found = self._owner_ids.get(owner)
