@@ -9,7 +9,9 @@ The audit writer asks once per event (``protocol.audit_log``) and hands the answ
 (``Outgoing.principal``), so no sink parses JSON. A principal name is client input (a claimed name, a certificate's
 subject): it is bounded to ``MAX_OWNER_BYTES`` of UTF-8, as the spool's frames hold it. A longer one keeps its first
 bytes and ends in ``…`` and 12 hex digits of a BLAKE2b digest of the whole name, so two long names that share a
-prefix stay two principals::
+prefix stay two principals. (A failed login's name is claimed, not proven: a client that claims many names spreads
+its events over as many principals of one share each, so the spool's fairness holds between the names, not
+between the clients behind them.) For example::
 
     >>> bounded_principal("User:alice")
     'User:alice'

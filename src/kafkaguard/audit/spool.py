@@ -42,8 +42,9 @@ first victim on without the victims (the frames before that offset keep their of
 stale temporary file, deleted at ``open``) or the new one, never a torn one: a kill loses nothing that was not
 chosen as a victim. The directory is not fsynced after the rename: a power loss may undo it, and then the old
 segment is back whole (the victims are sent after all, nothing else is lost). A segment left with no pending frame
-is deleted (the tail is kept).
-``open`` rebuilds the index by reading every frame after the commit (the owner is in the frame).
+is deleted (the tail is kept); one thinned to a few records stays until the commit passes it, so a long outage with
+a flood leaves about one small file per ``segment_bytes`` the flood wrote, holding the others' records. ``open``
+rebuilds the index by reading every frame after the commit (the owner is in the frame).
 
 Worked example: ``max_bytes`` 64 KiB (segments of 16 KiB, ``slack`` 4 KiB), the cluster down. User:noisy floods
 700-byte records while User:quiet records a few. At the append that does not fit, noisy holds 63,700 bytes and quiet
@@ -57,8 +58,8 @@ three array appends. A step of eviction costs a scan of the pinned frames, a sor
 records (and a binary search of the level over them, stopping at the first share below it), a scan from the oldest
 evictable frame to the last victim, and a rewrite of each affected segment from its first victim on (at most
 ``segment_bytes`` each, a temporary file, one fsync); it frees at least ``slack`` (``max_bytes / 16``, at most half
-a segment) bytes. In a flood whose victims sit in the oldest segment
-that is about ``segment_bytes / slack`` (2) bytes rewritten per byte evicted. The index costs about 24 bytes of
+a segment) bytes. In a flood whose victims sit in the oldest segments that is about ``segment_bytes / slack`` (2)
+bytes rewritten per byte evicted. The index costs about 24 bytes of
 memory per pending record (a full 1 GiB spool of 700-byte records: ~37 MB) plus one entry per owner; ``open`` reads
 every pending byte once. ``read`` reads exactly the bytes of the frames it returns.
 
