@@ -5,6 +5,7 @@ failure is not sent again, routing drops never reach the spool, and a full spool
 from __future__ import annotations
 
 import logging
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -99,3 +100,84 @@ def test_a_full_spool_counts_and_logs_its_drops(tmp_path: Path, caplog):
     assert 0 < dropped < 200 and dropped == sink.spool.dropped
     assert any(f"{dropped} record(s) dropped" in r.getMessage() for r in caplog.records)
     sink.spool.close()
+
+
+def noisy_and_quiet(count: int) -> list[Outgoing]:
+    """``count`` events of User:noisy's requests, one in 50 a login of User:quiet (each ~400 bytes)."""
+    events = []
+    for n in range(count):
+        if n % 50 == 0:
+            events.append(Outgoing("authentication", "User:quiet", {"result": "SUCCESS"}, f"q{n:05d}".ljust(400, "."),
+                                   "User:quiet"))  # fmt: skip
+        else:
+            events.append(Outgoing("authorization", "TOPIC:t", {"principal": "User:noisy"}, f"n{n:05d}".ljust(400, "."),
+                                   "User:noisy"))  # fmt: skip
+    return events
+
+
+def test_a_full_spool_takes_from_the_noisy_and_counts_per_principal_and_category(tmp_path: Path, caplog):
+    producer = ScriptedProducer(set())
+    sink = sink_with(tmp_path, producer, max_bytes=64 * 1024)
+    sink.spool.open()  # no sender: nothing leaves the spool
+    with caplog.at_level(logging.WARNING, logger="kafkaguard.protocol.kafka_sink"):
+        for event_ in noisy_and_quiet(1000):
+            sink.write([event_])
+        sink._warn_drops(force=True)
+    drops = sink.statistics.spool_drops()
+    assert set(drops) == {("User:noisy", "authorization")}  # the quiet principal lost nothing
+    assert drops["User:noisy", "authorization"] == sink.statistics.get("kafka", DROPPED) == sink.spool.dropped > 800
+    warnings = [r.getMessage() for r in caplog.records if "spool is full" in r.getMessage()]
+    counts = [int(found.group(1)) for w in warnings if (found := re.search(r": (\d+) record\(s\) dropped", w))]
+    assert sum(counts) == sink.spool.dropped  # the first at once, the rest at the next (here: forced)
+    for warning, count in zip(warnings, counts, strict=True):
+        assert warning.endswith(f"lost the most: User:noisy {count} (authorization {count})")
+    values = [item.value[:6] for _, item in sink.spool.read(10_000, max_bytes=1 << 30)]
+    assert [v for v in values if v.startswith(b"q")] == [f"q{n:05d}".encode() for n in range(0, 1000, 50)]
+    sink.spool.close()
+
+
+def test_a_principal_in_a_warning_is_printable(tmp_path: Path, caplog):
+    sink = sink_with(tmp_path, ScriptedProducer(set()), max_bytes=4 * 1024)
+    sink.spool.open()
+    evil = "User:x\nWARNING forged line"
+    with caplog.at_level(logging.WARNING, logger="kafkaguard.protocol.kafka_sink"):
+        sink.write([Outgoing("authorization", "TOPIC:t", {}, "v" * 500, evil) for _ in range(20)])
+        sink._warn_drops(force=True)
+    [warning] = [r.getMessage() for r in caplog.records if "spool is full" in r.getMessage()]
+    assert "\n" not in warning and "User:x\\nWARNING forged line" in warning
+    sink.spool.close()
+
+
+class UnreachableProducer(ScriptedProducer):
+    """Every delivery fails, as with the cluster down; counts the records produced per round (per poll that
+    answers)."""
+
+    def __init__(self) -> None:
+        super().__init__(set())
+        self.rounds: list[int] = []
+
+    def poll(self, _timeout: float = 0) -> int:
+        waiting, self._waiting = self._waiting, []
+        if waiting:
+            self.rounds.append(len(waiting))
+        for _value, callback in waiting:
+            callback("_TRANSPORT", None)
+        return len(waiting)
+
+
+def test_while_the_cluster_is_unreachable_only_a_probe_is_in_flight(tmp_path: Path):
+    producer = UnreachableProducer()
+    sink = sink_with(tmp_path, producer, max_bytes=64 * 1024)
+    sink.start()
+    try:
+        sink.write(noisy_and_quiet(100))
+        wait_for(lambda: len(producer.rounds) >= 4)
+        sink.write(noisy_and_quiet(1000))  # the spool is full: it makes room in all but the probe
+        wait_for(lambda: len(producer.rounds) >= 6)
+    finally:
+        sink.close()
+    # the first round: a batch (the cluster was not known to be down), at most a quarter of the spool
+    assert 1 < producer.rounds[0] <= (64 * 1024 // 4) // 400
+    assert set(producer.rounds[1:]) == {1}  # then one record at a time
+    assert sink.spool.dropped > 0 and sink.spool.evicted == sink.spool.dropped
+    assert ("User:quiet", "authentication") not in sink.statistics.spool_drops()

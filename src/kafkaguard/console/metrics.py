@@ -11,8 +11,10 @@
 * ``kafkaguard_logins_total{listener,mechanism,result}``: the process's logins (``Services.logins``: Kafka
   listeners, and the console when it records there), read at scrape time; present only when ``logins`` is given;
 * ``kafkaguard_audit_records_total{sink,outcome}``: the audit trail's records per sink (file, kafka) and outcome
-  (sent, spooled, dropped, routed_drop), and ``kafkaguard_audit_spool_bytes``: the Kafka sink's spool on disk
-  (``Services.audit_trail``, read at scrape time; present only when ``audit_trail`` is given);
+  (sent, spooled, dropped, routed_drop), ``kafkaguard_audit_spool_dropped_records_total{principal,category}``: what
+  the full spool lost, by who caused it (the ten principals that lost the most, the rest as ``(others)``), and
+  ``kafkaguard_audit_spool_bytes``: the Kafka sink's spool on disk (``Services.audit_trail``, read at scrape time;
+  present only when ``audit_trail`` is given);
 * ``kafkaguard_connections_refused_total{listener,reason}``: Kafka connections refused or closed before login
   (``Services.refusals``: connection limits, the login deadline, oversized pre-login frames), read at scrape time;
   present only when ``refusals`` is given;
@@ -39,7 +41,7 @@ from prometheus_client.registry import Collector
 
 from kafkaguard.audit.logins import LoginStatistics
 from kafkaguard.audit.refusals import ConnectionRefusals
-from kafkaguard.audit.trail_statistics import AuditTrailStatistics
+from kafkaguard.audit.trail_statistics import OTHERS, TOP_PRINCIPALS, AuditTrailStatistics
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.identity.failure_budget import LoginFailureBudget
 from kafkaguard.identity.jwks import JwksStatistics, RefreshReason, SkipReason
@@ -264,6 +266,15 @@ class AuditTrailCollector(Collector):
         for (sink, outcome), count in self._statistics.counts().items():
             family.add_metric([sink, outcome], count)
         yield family
+        drops = CounterMetricFamily(
+            "kafkaguard_audit_spool_dropped_records",
+            "Audit records the Kafka sink's full spool lost, by the principal who caused them and category: the "
+            f"{TOP_PRINCIPALS} principals that lost the most by name, the rest together as {OTHERS}.",
+            labels=["principal", "category"],
+        )
+        for (principal, category), count in self._statistics.spool_drops().items():
+            drops.add_metric([principal, category], count)
+        yield drops
         size = self._statistics.spool_bytes
         if size is not None:
             yield GaugeMetricFamily(

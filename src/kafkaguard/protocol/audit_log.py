@@ -18,6 +18,9 @@ at ``stop``. The event loop's part stays one append per request; the folding is 
 Management and authentication events come through ``record_event(category, subject, data)`` (any thread). Failed
 logins are collapsed per window (``audit.login_failures``): a flood of identical failures is one event with a count.
 
+Each event goes to the sinks with the principal who caused it (``audit.event_principal``: the request's, the actor's,
+the login's; bounded), found once here: the Kafka sink's spool shares its room out by it when the cluster is away.
+
 The log says who asked for what, from where, and the answer: its files are readable by their owner only.
 """
 
@@ -36,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkaguard.audit.cloudevents import AUTHENTICATION, AUTHORIZATION, CATEGORIES, SHADOW, envelope, source_of, to_json
+from kafkaguard.audit.event_principal import event_principal
 from kafkaguard.audit.login_failures import FailureWindows
 from kafkaguard.audit.record import AuditRecord, to_dict
 from kafkaguard.audit.shadow import shadow_subject
@@ -224,7 +228,8 @@ class AuditLog:
         def add(events: Sequence[Event]) -> None:
             for event in events:
                 made = envelope(event.category, event.subject, event.data, source=self.source, time=event.time)
-                outgoing.append(Outgoing(event.category, event.subject, event.data, to_json(made)))
+                principal = event_principal(event.category, event.subject, event.data)
+                outgoing.append(Outgoing(event.category, event.subject, event.data, to_json(made), principal))
 
         usage = self.usage
         for entry in entries:

@@ -23,13 +23,15 @@ from kafkaguard.store.files import open_private_append, tighten
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One event as the sinks get it: its category (None: a note for the file only, such as a gap), subject, data
-    and JSON line (the envelope, without the newline)."""
+    """One event as the sinks get it: its category (None: a note for the file only, such as a gap), subject, data,
+    JSON line (the envelope, without the newline) and the principal who caused it (``audit.event_principal``,
+    bounded; "" for a note): the Kafka sink's spool shares its room out by it."""
 
     category: str | None
     subject: str
     data: dict[str, Any]
     line: str
+    principal: str = ""
 
 
 class Sink(Protocol):

@@ -10,8 +10,16 @@ commits what the cluster acknowledged. Every producer call is in that thread; no
 or the local queue is full: the records stay in the spool, the sender waits ``retry_backoff_seconds`` and tries
 again from the first unacknowledged record, skipping those acknowledged after it (no duplicates while the process
 lives). Records arriving meanwhile are appended behind the backlog, so once the cluster is back everything goes out
-in the order it was recorded, the backlog first. The spool is bounded in bytes: beyond it records are dropped,
-counted (``dropped``) and logged as a WARNING with the count, at most once per ``_WARN_SECONDS``.
+in the order it was recorded, the backlog first. While the cluster is unreachable each round sends only the first
+unacknowledged record (a probe): the rest of the spool is not in flight, so the spool may make room in it. A round
+never has more than a quarter of the spool in flight (``_batch_bytes``), and after a failed round the sink releases
+what it read (``Spool.release``) but the positions it still holds.
+
+**The spool's bound is fair** (``audit.spool``): each record carries the principal who caused it
+(``Outgoing.principal``) and when the spool is full the principals with the largest share lose their oldest records
+first, so one client flooding the trail during an outage cannot push the others' records out. What is lost is
+counted (``dropped``; per principal and category in ``AuditTrailStatistics.spool_drops``) and logged as a WARNING
+at most once per ``_WARN_SECONDS``, with the count and the principals that lost the most.
 
 **A crash.** The spool survives it: the next start sends from the last commit. Records acknowledged after that
 commit are sent again: duplicates, never losses (each keeps its CloudEvents id, so readers can drop them).
@@ -27,7 +35,7 @@ from typing import Any
 
 from kafkaguard.audit.routing import Router
 from kafkaguard.audit.spool import Position, Spool, SpoolItem
-from kafkaguard.audit.trail_statistics import DROPPED, ROUTED_DROP, SENT, SPOOLED, AuditTrailStatistics
+from kafkaguard.audit.trail_statistics import DROPPED, ROUTED_DROP, SENT, SPOOLED, AuditTrailStatistics, DropCounts
 from kafkaguard.protocol.audit_sinks import Outgoing
 
 log = logging.getLogger(__name__)
@@ -38,6 +46,17 @@ _BATCH_RECORDS = 5000
 _WARN_SECONDS = 30.0
 #: How long close() lets the sender finish its round (what is left stays in the spool for the next start).
 _CLOSE_SECONDS = 10.0
+#: Bytes a round reads at most (and at most a quarter of the spool: what is in flight cannot make room).
+_BATCH_BYTES = 4 * 1024 * 1024
+#: Records a round sends while the cluster is unreachable: a probe, so that the rest of the spool is not in flight.
+_PROBE_RECORDS = 1
+#: Principals a WARNING about the spool's drops names (those that lost the most since the last one).
+_WARN_PRINCIPALS = 3
+
+
+def printable(name: str) -> str:
+    """A client-chosen name for a log line: control and other unprintable characters escaped."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in name)
 
 
 class _LibrdkafkaLog:
@@ -104,7 +123,8 @@ class KafkaSink:
         self._warned_at = -_WARN_SECONDS
         self._drops_lock = threading.Lock()
         self._drops_warned_at = -_WARN_SECONDS
-        self._unwarned_drops = 0
+        self._unwarned_drops = DropCounts()
+        self._batch_bytes = max(1, min(_BATCH_BYTES, spool.max_bytes // 4))
 
     # ------------------------------------------------------------------------------------------------ lifecycle
 
@@ -146,17 +166,20 @@ class KafkaSink:
             if topic is None:
                 routed_drop += 1
                 continue
-            items.append(SpoolItem(topic, event.subject.encode("utf-8"), event.line.encode("utf-8")))
+            items.append(SpoolItem(topic, event.subject.encode("utf-8"), event.line.encode("utf-8"), event.principal,
+                                   event.category))  # fmt: skip
         self.statistics.count(self.name, ROUTED_DROP, routed_drop)
         if not items:
             return
         dropped = self.spool.append(items)
         if self._unreachable:
-            self.statistics.count(self.name, SPOOLED, len(items) - dropped)
+            self.statistics.count(self.name, SPOOLED, len(items) - dropped.refused)
         if dropped:
-            self.statistics.count(self.name, DROPPED, dropped)
+            self.statistics.count(self.name, DROPPED, dropped.total)
+            self.statistics.count_spool_drops(dropped.counts)
             with self._drops_lock:
-                self._unwarned_drops += dropped
+                for (principal, category), records in dropped.counts.items():
+                    self._unwarned_drops.add(principal, category, records)
             self._warn_drops()
         self._wake.set()
 
@@ -181,7 +204,7 @@ class KafkaSink:
         acknowledged prefix. False when there was nothing to send."""
         if self._fatal:
             self._renew_producer()
-        batch = self.spool.read(_BATCH_RECORDS)
+        batch = self.spool.read(_PROBE_RECORDS if self._unreachable else _BATCH_RECORDS, self._batch_bytes)
         if not batch:
             self._producer.poll(0)
             return False
@@ -240,6 +263,8 @@ class KafkaSink:
         if commit is not None:
             self.spool.commit(commit)
             self._delivered = {p for p in self._delivered if p > commit}
+        # The next round reads again from the commit: only the positions acknowledged after it stay pinned.
+        self.spool.release(max(self._delivered, default=None))
         if failure is None:
             if self._unreachable:
                 log.info("audit topic sink: the cluster takes records again; the spool's backlog is being sent")
@@ -263,6 +288,7 @@ class KafkaSink:
             self._producer.flush(1.0)
         self._producer = self._factory(self._config)
         self._delivered.clear()
+        self.spool.release()
         self._fatal = False
 
     def _on_error(self, error: Any) -> None:
@@ -281,13 +307,20 @@ class KafkaSink:
 
     def _warn_drops(self, *, force: bool = False) -> None:
         """Drops since the last warning, in one WARNING at most every ``_WARN_SECONDS`` (at close: whatever is left),
-        so a count is never left unsaid."""
+        so a count is never left unsaid; it names the principals that lost the most (``_WARN_PRINCIPALS``)."""
         with self._drops_lock:
             now = time.monotonic()
-            if not self._unwarned_drops or (not force and now - self._drops_warned_at < _WARN_SECONDS):
+            if not self._unwarned_drops.total or (not force and now - self._drops_warned_at < _WARN_SECONDS):
                 return
-            dropped, self._unwarned_drops, self._drops_warned_at = self._unwarned_drops, 0, now
+            dropped, self._unwarned_drops, self._drops_warned_at = self._unwarned_drops, DropCounts(), now
+        most = "; ".join(
+            f"{printable(principal)} {records} ("
+            + ", ".join(f"{category or 'unknown'} {n}" for category, n in dropped.of(principal).items())
+            + ")"
+            for principal, records in dropped.principals(_WARN_PRINCIPALS)
+        )
         log.warning(
             "audit topic sink: the spool is full (audit_spool_max_bytes %d): %d record(s) dropped (%d in all since "
-            "start)", self.spool.max_bytes, dropped, self.spool.dropped,
+            "start), the oldest of the principals with the largest share first; lost the most: %s",
+            self.spool.max_bytes, dropped.total, self.spool.dropped, most,
         )  # fmt: skip
