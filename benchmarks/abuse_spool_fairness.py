@@ -21,6 +21,8 @@ Run: ``.venv/bin/python -m benchmarks.bench_abuse --only spool-fairness --no-wri
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import os
 import shutil
@@ -33,7 +35,6 @@ from typing import Any
 
 from benchmarks.abuse_findings import FindingContext, FindingRow
 from benchmarks.bench_abuse import ATTACKER, ATTACKER_PASSWORD, HOST, PASSWORD, USER, Setup, Target, free_port_pair
-from kafkaguard.audit.spool import Spool
 from tests.wire import Wire, metadata
 
 FINDING = "spool-fairness"
@@ -85,8 +86,20 @@ def file_events(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.startswith('{"specversion"')]
 
 
+def _spool_module() -> Any:
+    """The spool module of the code this process runs: ``kafkaguard.audit.records.spool``, or
+    ``kafkaguard.audit.spool`` before issue 37 moved it (this module is imported by the code before too, so it
+    imports neither at its top)."""
+    for name in ("kafkaguard.audit.records.spool", "kafkaguard.audit.spool"):
+        with contextlib.suppress(ImportError):
+            return importlib.import_module(name)
+    raise ImportError("no kafkaguard audit spool module in this tree")
+
+
 def spool_ids(directory: Path, copy: Path) -> set[str]:
     """The events still in a spool's segments (read from a copy, with this tree's reader)."""
+    from kafkaguard.audit.records.spool import Spool
+
     shutil.copytree(directory, copy)
     reader = Spool(copy, max_bytes=1 << 40)
     reader.open()
@@ -161,17 +174,18 @@ def metadata_request(topic: str) -> Any:
 def append_rate(directory: str, records: int) -> dict[str, float]:
     """In a child process running one code's spool: fill a ``SPOOL_BYTES`` spool (nothing leaves it), then append
     ``records`` more in batches of ``APPEND_BATCH`` and time them. Works with the spool before owners too."""
-    from kafkaguard.audit.spool import Spool, SpoolItem
+    spool_module = _spool_module()
+    spool_class, item_class = spool_module.Spool, spool_module.SpoolItem
 
-    owned = "principal" in SpoolItem.__dataclass_fields__
+    owned = "principal" in item_class.__dataclass_fields__
 
-    def item(n: int) -> SpoolItem:
+    def item(n: int) -> Any:
         principal = "User:quiet" if n % 50 == 0 else "User:noisy"
         fields: dict[str, Any] = {"principal": principal, "category": "authorization"} if owned else {}
         value = f"{n:010d}".encode().ljust(APPEND_FRAME_BYTES - 70, b".")
-        return SpoolItem("audit", b"TOPIC:t", value, **fields)
+        return item_class("audit", b"TOPIC:t", value, **fields)
 
-    spool = Spool(Path(directory), max_bytes=SPOOL_BYTES)
+    spool = spool_class(Path(directory), max_bytes=SPOOL_BYTES)
     spool.open()
     n = 0
     while spool.size_bytes + APPEND_FRAME_BYTES < SPOOL_BYTES:

@@ -6,7 +6,7 @@ a Zipf-distributed handful of "home" topics from one host (plus 2% random noise 
 and prefixed allows per service, wildcard and prefixed denies, ~6% deny); a proposed set that drops 5% of the
 ACLs and adds 300. The same records are written in three formats, 8 plain files each, built column-wise by Arrow:
 
-* ``json``: kafkaguard's audit log, JSON lines exactly as ``kafkaguard.audit.record.to_json_line`` writes them
+* ``json``: kafkaguard's audit log, JSON lines exactly as ``kafkaguard.audit.records.record.to_json_line`` writes them
   (what kafkaguard's server writes; ``--format kafkaguard``);
 * ``kafka-log``: Kafka's kafka-authorizer.log, KRaft form (``--format kafka-log``);
 * ``parquet``: the records as Parquet columns (no server writes this; kept for comparison).
@@ -48,7 +48,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.report import write_section
-from kafkaguard.audit import AuditRecord, from_json_line, parse_kafka_log_line, to_json_line
+from kafkaguard.audit.records import AuditRecord, from_json_line, parse_kafka_log_line, to_json_line
 from kafkaguard.pipeline.acls import AclSet, acl_set_from_text
 from kafkaguard.pipeline.jobs import simulate
 from kafkaguard.pipeline.jobs.common import JobResult, JobRun
@@ -129,7 +129,8 @@ def _times(batch: Batch) -> pa.Array:
 
 
 def make_records(batch: Batch) -> pa.Table:
-    """The batch as kafkaguard audit records with the columns of ``kafkaguard.audit.record.FIELDS`` (Parquet)."""
+    """The batch as kafkaguard audit records with the columns of ``kafkaguard.audit.records.record.FIELDS``
+    (Parquet)."""
     n = len(batch)
 
     def constant(value: str) -> pa.Array:
@@ -157,7 +158,7 @@ def _join(*parts: pa.Array | str) -> pa.Array:
 
 
 def json_lines(batch: Batch) -> pa.Array:
-    """The same records as ``make_records``, each exactly as ``kafkaguard.audit.record.to_json_line`` writes it,
+    """The same records as ``make_records``, each exactly as ``kafkaguard.audit.records.record.to_json_line`` writes it,
     with its newline (built column-wise by Arrow: no Python per record)."""
     return _join(
         '{"version":1,"time":"',

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from kafkaguard.audit.trail.from_settings import audit_trail, producer_config
 from kafkaguard.config import load_settings
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.protocol.audit_trail import audit_trail, producer_config
 
 
 def settings(tmp_path: Path, **overrides: object):

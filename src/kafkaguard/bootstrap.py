@@ -1,4 +1,4 @@
-"""L4: the composition root. ``build_services(settings)`` opens the store, loads the authorizer and wires the
+"""The composition root. ``build_services(settings)`` opens the store, loads the authorizer and wires the
 services; the server, the console and the CLI all start from here, so they agree on what a data directory holds.
 
 The store is SQLite in the data directory, or the PostgreSQL database that ``store`` names
@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kafkaguard.audit.logins import LoginStatistics
-from kafkaguard.audit.refusals import ConnectionRefusals
-from kafkaguard.audit.trail_statistics import AuditTrailStatistics
+from kafkaguard.audit.records.logins import LoginStatistics
+from kafkaguard.audit.records.refusals import ConnectionRefusals
+from kafkaguard.audit.records.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.config import Settings

@@ -1,4 +1,4 @@
-"""L4: every setting of kafkaguard, from (highest first) command-line flags, ``KAFKAGUARD_*`` environment variables,
+"""Every setting of kafkaguard, from (highest first) command-line flags, ``KAFKAGUARD_*`` environment variables,
 a YAML config file, then defaults that work out of the box (SQLite in ./data, SASL_PLAINTEXT on 127.0.0.1:9092).
 
 Each setting is a field here, so each flag is also a config-file key (``super_users: "User:admin"``) and an
@@ -26,7 +26,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from kafkaguard.audit.routing import parse_routes, topic_name_error
+from kafkaguard.audit.records.routing import parse_routes, topic_name_error
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.identity.ssl_mapping import SslPrincipalMapper

@@ -38,11 +38,12 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── FrameError                  protocol.errors   a bad or oversized frame length, or a cut frame
      │    │    └── FrameTooLargeError     protocol.errors   a frame above its limit (per API before login)
      │    ├── HeaderError                 protocol.errors   a request header that cannot be decoded
-     │    ├── ProxyHeaderError            protocol.proxy_header a malformed or refused PROXY protocol header
+     │    ├── ProxyHeaderError            node.proxy_header a malformed or refused PROXY protocol header
      │    ├── LengthError                 protocol.lengths  a declared length or count the bytes cannot hold
      │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
      │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
-     │    └── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
+     │    ├── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
+     │    └── VarintTooLong               protocol.errors   a varint beyond 5 bytes (each reader turns it into its own)
      ├── CertificateNotMapped             protocol.identity no mapping rule applies to a client certificate
      ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer

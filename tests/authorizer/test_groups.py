@@ -119,7 +119,7 @@ def test_groups_from_a_login_token_join_the_stored_ones_for_that_caller_only():
 def test_the_audit_record_names_the_groups_the_login_brought():
     from datetime import UTC, datetime
 
-    from kafkaguard.audit.record import record_from_decision, to_dict
+    from kafkaguard.audit.records.record import record_from_decision, to_dict
 
     authorizer = make(binding("Group:payments"))
     action = Action(READ, ResourcePattern(TOPIC, "orders"))

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kafkaguard.config import SecurityProtocol
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)

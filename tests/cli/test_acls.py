@@ -11,7 +11,7 @@ from typer.testing import CliRunner, Result
 
 from kafkaguard.cli.main import app
 from tests.cli.conftest import CLI_PASSWORD, CLI_USER, cluster_acls, unique, write_properties
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 pytestmark = [
     pytest.mark.integration,

@@ -12,7 +12,7 @@ from typer.testing import CliRunner, Result
 
 from kafkaguard.cli.main import app
 from kafkaguard.config import SecurityProtocol
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 
 ACLS = """\
 principals:

@@ -14,7 +14,7 @@ from kafkaguard.cli.configs import parse_add_config
 from kafkaguard.cli.main import app
 from kafkaguard.scram import ScramMechanism
 from tests.cli.conftest import CLI_PASSWORD, CLI_USER, unique, write_properties
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 pytestmark = [
     pytest.mark.integration,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kafkaguard.audit.record import AuditRecord, to_json_line
-from kafkaguard.audit.shadow import shadow_event
+from kafkaguard.audit.records.record import AuditRecord, to_json_line
+from kafkaguard.audit.records.shadow import shadow_event
 from kafkaguard.cli.main import app
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 

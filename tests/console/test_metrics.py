@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from kafkaguard.audit.logins import LoginStatistics
+from kafkaguard.audit.records.logins import LoginStatistics
 from kafkaguard.console.metrics import ConsoleMetrics
 
 SASL = "SASL_PLAINTEXT://127.0.0.1:9092"

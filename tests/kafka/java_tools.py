@@ -13,7 +13,7 @@ from pathlib import Path
 
 from kafkaguard.config import SecurityProtocol
 from tests.kafka.broker import KafkaBroker
-from tests.server.conftest import ServerHandle, sasl_server
+from tests.serving import ServerHandle, sasl_server
 
 TOOL_TIMEOUT = 120
 

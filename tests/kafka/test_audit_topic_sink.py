@@ -23,8 +23,8 @@ from confluent_kafka import Consumer, KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from kafkaguard.audit.spool import Spool
-from kafkaguard.audit.trail_statistics import SENT, SPOOLED
+from kafkaguard.audit.records.spool import Spool
+from kafkaguard.audit.records.trail_statistics import SENT, SPOOLED
 from kafkaguard.pipeline import collect_files
 from kafkaguard.pipeline.collect_plan import overlaps
 from tests.kafka.broker import ADMIN_PASSWORD as KAFKA_ADMIN_PASSWORD
@@ -32,8 +32,8 @@ from tests.kafka.broker import KafkaBroker, KafkaCluster, free_port
 from tests.kafka.proxy.conftest import free_port_range
 from tests.kafka.test_audit_collect import env as collect_env
 from tests.kafka.test_audit_collect import run_and_kill
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.server.test_cli_serve import wait_until_listening
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, metadata
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "audit-event.schema.json").read_text("utf-8"))

@@ -21,13 +21,13 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kafkaguard.audit.kafka_log import parse_kafka_log_line
-from kafkaguard.audit.record import AuditRecord
+from kafkaguard.audit.records.kafka_log import parse_kafka_log_line
+from kafkaguard.audit.records.record import AuditRecord
 from tests.identity.certs import CertificateSet, write_certificates
 from tests.identity.tokens import AUDIENCE, CASES, ISSUER, SKEW, TokenCase, jwks_document, session_keys, write_jwks
 from tests.kafka.broker import KafkaBroker, OAuthBearerValidation, TlsIdentity, free_port
 from tests.kafka.proxy.conftest import free_port_range, start_proxy
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.serving import ServerHandle, TlsFiles, start_server
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)

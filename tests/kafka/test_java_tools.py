@@ -22,7 +22,7 @@ from tests.kafka.java_tools import (
     unique,
 )
 from tests.kafka.proxy.conftest import start_proxy
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 pytestmark = pytest.mark.integration
 

@@ -32,7 +32,7 @@ from kio.static.primitive import f64, i8
 from kafkaguard.config import SecurityProtocol
 from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
-from tests.server.conftest import ServerHandle, sasl_server
+from tests.serving import ServerHandle, sasl_server
 from tests.wire import Wire
 
 OUTSIDER = "quota-outsider"

@@ -20,7 +20,7 @@ import pytest
 from kafkaguard.config import SecurityProtocol
 from tests.kafka.broker import KafkaBroker, java
 from tests.kafka.proxy.conftest import start_proxy
-from tests.server.conftest import ServerHandle, sasl_server
+from tests.serving import ServerHandle, sasl_server
 
 pytestmark = pytest.mark.integration
 

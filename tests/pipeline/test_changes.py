@@ -18,14 +18,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kafkaguard import AclOperation, Action, RequestContext, ResourcePattern, ResourceType
-from kafkaguard.audit import AuditRecord, to_json_line
+from kafkaguard.audit.records import AuditRecord, to_json_line
 from kafkaguard.model import AuthorizationResult
 from kafkaguard.pipeline.acls import AclSet, acl_set_from_text
 from kafkaguard.pipeline.changes import AclChange
 from kafkaguard.pipeline.errors import PipelineError
 from kafkaguard.pipeline.jobs import simulate
 from kafkaguard.pipeline.jobs.common import JobRun
-from tests.audit.test_record import T
+from tests.audit.records.test_record import T
 from tests.pipeline.test_differential import HOSTS, NAMES, OPS, PRINCIPALS, TYPES, acl_rows, log_records
 from tests.pipeline.test_jobs_cli import acl
 

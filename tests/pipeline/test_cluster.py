@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.audit import to_json_line
+from kafkaguard.audit.records import to_json_line
 from tests.pipeline.test_jobs_cli import CURRENT, PROPOSED, records
 
 pytestmark = [pytest.mark.spark, pytest.mark.integration]

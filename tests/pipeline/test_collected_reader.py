@@ -17,7 +17,7 @@ from kafkaguard.pipeline.acls import acl_set_from_text
 from kafkaguard.pipeline.collect_plan import RangePlanner, to_row
 from kafkaguard.pipeline.jobs import usage
 from kafkaguard.pipeline.readers import read_records
-from tests.audit.test_record import T
+from tests.audit.records.test_record import T
 from tests.pipeline.test_jobs_cli import CURRENT
 
 pytestmark = pytest.mark.spark

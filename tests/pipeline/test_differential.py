@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkaguard import AclOperation, Action, RequestContext, ResourcePattern, ResourceType
-from kafkaguard.audit import AuditRecord, to_json_line
+from kafkaguard.audit.records import AuditRecord, to_json_line
 from kafkaguard.model import AuthorizationResult
 from kafkaguard.pipeline import transforms
 from kafkaguard.pipeline.acls import acl_set_from_text
 from kafkaguard.pipeline.readers import parse_json_lines
-from tests.audit.test_record import T
+from tests.audit.records.test_record import T
 
 pytestmark = pytest.mark.spark
 

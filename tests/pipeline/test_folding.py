@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkaguard.audit import kafka_log
+from kafkaguard.audit.records import kafka_log
 from kafkaguard.pipeline import folding, readers, transforms
 from tests.pipeline.test_readers import kafka_log_lines
 

@@ -11,12 +11,12 @@ import pytest
 from typer.testing import CliRunner
 
 from kafkaguard import AclId, Action, RequestContext, ResourcePattern, StandardAuthorizer, StoredAcl
-from kafkaguard.audit import AuditRecord, to_json_line
+from kafkaguard.audit.records import AuditRecord, to_json_line
 from kafkaguard.cli.main import app
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 from kafkaguard.model.acl_json import acls_from_document
-from tests.audit.kafka_lines import kafka_line
-from tests.audit.test_record import T
+from tests.audit.records.kafka_lines import kafka_line
+from tests.audit.records.test_record import T
 
 pytestmark = pytest.mark.spark
 

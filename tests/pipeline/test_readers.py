@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.audit import (
+from kafkaguard.audit.records import (
     NOT_A_RECORD,
     AuditRecord,
     LineError,
@@ -21,7 +21,7 @@ from kafkaguard.audit import (
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 from kafkaguard.pipeline.errors import PipelineError
 from kafkaguard.pipeline.readers import parse_json_lines, parse_kafka_log, read_records
-from tests.audit.kafka_lines import kafka_line
+from tests.audit.records.kafka_lines import kafka_line
 
 pytestmark = pytest.mark.spark
 

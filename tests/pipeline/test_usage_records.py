@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafkaguard.audit import to_dict, to_json_line
-from kafkaguard.audit.usage import UsageAggregator
+from kafkaguard.audit.records import to_dict, to_json_line
+from kafkaguard.audit.records.usage import UsageAggregator
 from kafkaguard.cli.main import app
 from kafkaguard.model import AuthorizationResult
 from tests.pipeline.test_jobs_cli import CURRENT, PROPOSED, records

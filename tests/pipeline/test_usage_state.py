@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.audit import AuditRecord, to_json_line
+from kafkaguard.audit.records import AuditRecord, to_json_line
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
 from kafkaguard.pipeline.errors import PipelineError
 from kafkaguard.pipeline.jobs.entry import main
 from kafkaguard.pipeline.jobs.usage_state import LogFile, parse_window, plan
-from tests.audit.test_record import T
+from tests.audit.records.test_record import T
 from tests.pipeline.test_jobs_cli import CURRENT
 
 pytestmark = pytest.mark.spark

@@ -30,22 +30,32 @@ class Closing:
         self.calls += 1
 
 
-def answer(data: bytes, gate: asyncio.Event | None = None) -> Callable[[ClientWriter], Awaitable[None]]:
+class Answer:
+    """A ``RelayedAnswer`` whose passing on is ``pass_on``."""
+
+    def __init__(self, pass_on: Callable[[ClientWriter], Awaitable[None]]) -> None:
+        self._pass_on = pass_on
+
+    async def pass_on(self, client: ClientWriter) -> None:
+        await self._pass_on(client)
+
+
+def answer(data: bytes, gate: asyncio.Event | None = None) -> Answer:
     async def pass_on(client: ClientWriter) -> None:
         if gate is not None:
             await gate.wait()
         client.write(data)
         await client.drain()
 
-    return pass_on
+    return Answer(pass_on)
 
 
-def failing(error: Exception) -> Callable[[ClientWriter], Awaitable[None]]:
+def failing(error: Exception) -> Answer:
     async def pass_on(client: ClientWriter) -> None:
         client.write(b"part of an answer")
         raise error
 
-    return pass_on
+    return Answer(pass_on)
 
 
 def run(scenario: Callable[[], Awaitable[None]]) -> None:

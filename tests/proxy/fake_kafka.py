@@ -42,7 +42,7 @@ from kafkaguard.protocol.lengths import unwrap
 from kafkaguard.proxy.app import ProxyServer
 from kafkaguard.proxy.versions import CAPS
 from tests.kafka.proxy.conftest import free_port_range
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.serving import ServerHandle, TlsFiles, start_server
 
 _SIZE = struct.Struct(">i")
 #: What the fake decodes: every forwarded API from v0 to the proxy's cap, and the ones the proxy asks itself.
@@ -282,7 +282,7 @@ def zero_value(annotation: Any) -> Any:
 
 
 def start_proxy(directory: Path, upstream: str, **overrides: Any) -> ServerHandle:
-    """``kafkaguard proxy`` (in-process, as ``tests.server.conftest.start_server`` runs it) on one SASL_PLAINTEXT
+    """``kafkaguard proxy`` (in-process, as ``tests.serving.start_server`` runs it) on one SASL_PLAINTEXT
     listener, in front of ``upstream`` (bootstrap servers) over PLAINTEXT."""
     return start_server(
         directory, TlsFiles(directory / "unused.pem", directory / "unused.key"), server_type=ProxyServer,

@@ -11,10 +11,10 @@ import socket
 
 import pytest
 
-from kafkaguard.protocol.header import uvarint_bytes
+from kafkaguard.protocol.varint import uvarint, uvarint_bytes
 from kafkaguard.proxy import splice
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk
-from kafkaguard.proxy.walks import PASS, TAIL, uvarint
+from kafkaguard.proxy.walks import PASS, TAIL
 
 ENDPOINTS_TAG = 0
 

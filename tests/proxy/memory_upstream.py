@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkaguard.audit.trail.writer import AuditLog
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, load_settings
@@ -39,14 +40,13 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
-from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
 from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.replies import ClientWriter, Close, NoResponse, Relayed, Reply, Throttled
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext, scope_fields
 from kafkaguard.proxy.dispatch import HANDLERS
-from kafkaguard.proxy.links import copy_walked
+from kafkaguard.proxy.links import pass_on_edited
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
@@ -163,7 +163,7 @@ class MemoryUpstream:
         return self._next_answer(request_correlation_id(payload))[4:]
 
     async def pass_answer_on(self, correlation_id: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
-        """With ``edit``, the answer is walked as the real connection's copy path walks it (``links.copy_walked``),
+        """With ``edit``, the answer is walked as the real connection's copy path walks it (``links.pass_on_edited``),
         read in pieces of ``EDIT_PIECE`` bytes so that the walk asks for more on the way."""
         framed = self._next_answer(correlation_id)
         self.passed_on.append(correlation_id)
@@ -181,7 +181,7 @@ class MemoryUpstream:
             return framed[at : position[0]]
 
         try:
-            await copy_walked(read, framed[:8], len(framed) - 8, client, edit)
+            await pass_on_edited(read, framed[:8], len(framed) - 8, client, edit)
         except UpstreamProtocolError as e:  # as the real connection: the client's connection must close
             self._failure = UpstreamUnavailable(str(e))
             raise self._failure from e
@@ -340,7 +340,7 @@ def handle(
         handled = Handled(payload, reply)
         answered = reply.reply if isinstance(reply, Throttled) else reply
         if isinstance(answered, Relayed):
-            outbox.relay(answered.pass_on)
+            outbox.relay(answered.answer)
         elif not isinstance(answered, NoResponse | Close):
             await outbox.send(encode_response(scope.api_key, scope.api_version, scope.correlation_id, answered))
         await outbox.flushed()

@@ -30,7 +30,7 @@ from kafkaguard.proxy import broker_settings
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire, metadata
 
 PASSWORD = "settings-pw"  # noqa: S105 - a test password

@@ -48,7 +48,7 @@ from kafkaguard.proxy.dispatch import HANDLERS
 from kafkaguard.proxy.versions import CAPS
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, topic_id, zero, zero_value
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire
 
 PASSWORD = "sweep-pw"  # noqa: S105 - a test password
@@ -299,7 +299,7 @@ def test_proxied_connections_leave_no_garbage_cycles(sweep: Sweep):
     """What makes the collector's freezing safe on the proxy too (``server.collector``): connections that log in,
     have every API and version forwarded (allowed, partly denied, denied) and close leave no garbage cycles —
     frozen ones would wait for the hourly reclaim."""
-    from tests.server.test_collector import garbage_cycles_left, wait_until_all_closed
+    from tests.node.test_collector import garbage_cycles_left, wait_until_all_closed
 
     proxy = sweep.proxy
     for wire in sweep.wires.values():

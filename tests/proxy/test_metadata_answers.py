@@ -26,7 +26,7 @@ from kafkaguard.model import (
 )
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire, encode_request, metadata
 
 PASSWORD = "answers-pw"  # noqa: S105 - a test password

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.audit.trail.writer import AuditLog
 from kafkaguard.authorizer.rollout import shadow_set
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import load_settings
@@ -27,7 +28,6 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
-from kafkaguard.protocol.audit_log import AuditLog
 from tests.proxy.handlers.test_fetch import fetch, fetched, partitions
 from tests.proxy.handlers.test_produce import errors, produce, written
 from tests.proxy.memory_upstream import MemoryUpstream, allow, assert_relayed, handle

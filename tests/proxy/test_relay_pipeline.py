@@ -23,6 +23,7 @@ from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
 from kafkaguard.protocol.outbox import Outbox, OutboxClosed
 from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy import links, splice
+from kafkaguard.proxy.relay import AnswerRelay
 from kafkaguard.proxy.upstream import (
     Address,
     UpstreamConnection,
@@ -152,7 +153,7 @@ async def relay(upstream: UpstreamConnection, outbox: Outbox, payload: bytes) ->
     """As ``ProxyScope.relay`` and the connection do it: send, then queue the answer's passing on."""
     await upstream.send(payload)
     correlation_id = _I32.unpack_from(payload, 4)[0]
-    outbox.relay(lambda client: upstream.pass_answer_on(correlation_id, client))
+    outbox.relay(AnswerRelay(upstream, correlation_id))
 
 
 def test_relayed_answers_arrive_whole_and_in_request_order_through_a_socket() -> None:
@@ -260,7 +261,7 @@ def test_an_upstream_fault_while_relaying_ends_the_connection_without_a_hang(fau
                     await asyncio.wait_for(outbox.flushed(), 10)
                 assert closing.calls == 1  # the client's socket is closed: it may hold part of an answer
                 with pytest.raises(OutboxClosed):
-                    outbox.relay(lambda client: upstream.pass_answer_on(2, client))  # the connection is done
+                    outbox.relay(AnswerRelay(upstream, 2))  # the connection is done
                 with pytest.raises(UpstreamUnavailable):
                     await upstream.send(request(2, 10))
                 assert not upstream.connected

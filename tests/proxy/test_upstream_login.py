@@ -14,7 +14,7 @@ import pytest
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.scram.client import ScramClientSession
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 from kafkaguard.config import load_settings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.proxy.app import upstream_security
-from kafkaguard.proxy.oauth import AccessTokenSource
+from kafkaguard.proxy.upstream_tokens import AccessTokenSource
 from tests.kafka.pki import CertificateAuthority
 
 OAUTH = {

@@ -26,8 +26,8 @@ from kio.static.primitive import i8
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.store import SqliteStore
 from tests.modes import PRIVATE, file_modes, umask
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.service.children import Lines
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import AUTO_CREATE, Wire, create_acl, metadata
 
 with warnings.catch_warnings():

@@ -16,11 +16,11 @@ import scramp  # type: ignore[import-untyped]
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from kafkaguard.audit.cloudevents import DATASCHEMA
-from kafkaguard.audit.logins import LoginResult
+from kafkaguard.audit.records.cloudevents import DATASCHEMA
+from kafkaguard.audit.records.logins import LoginResult
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.console.metrics import ConsoleMetrics
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, create_acl, metadata
 
 pytestmark = pytest.mark.integration

@@ -27,11 +27,11 @@ from pathlib import Path
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
-from kafkaguard.audit.refusals import RefusalReason
+from kafkaguard.audit.records.refusals import RefusalReason
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp
 from tests.actors import ACTOR
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, TlsFiles, start_server
 from tests.server.test_cli_serve import free_port, wait_until_listening
+from tests.serving import ADMIN, ADMIN_PASSWORD, TlsFiles, start_server
 from tests.wire import Wire, encode_request, frame
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ from aiokafka.errors import KafkaConnectionError  # type: ignore[import-untyped]
 from aiokafka.helpers import create_ssl_context  # type: ignore[import-untyped]
 
 from kafkaguard.config import SecurityProtocol
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 
 pytestmark = pytest.mark.integration
 

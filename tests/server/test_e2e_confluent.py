@@ -31,7 +31,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.config import SecurityProtocol
 from tests.actors import ACTOR
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import AUTO_CREATE, Wire, create_acl, metadata
 
 pytestmark = pytest.mark.integration

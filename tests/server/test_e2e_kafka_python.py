@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from kafkaguard.config import SecurityProtocol
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import AUTO_CREATE, Wire, create_acl
 
 with warnings.catch_warnings():

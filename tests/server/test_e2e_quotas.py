@@ -16,7 +16,7 @@ from kafkaguard.config import SecurityProtocol
 from kafkaguard.service.quotas import QuotaAlteration, QuotaOp, QuotaService
 from kafkaguard.store import QuotaRecord, SqliteStore
 from tests.actors import ACTOR
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire
 
 SCHEMAS: dict[int, tuple[Any, Any]] = {0: (alter_v0, describe_v0), 1: (alter_v1, describe_v1)}

@@ -32,9 +32,9 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.types import TopicName
 from kio.static.primitive import i8, i16, i32, i32Timedelta
 
-from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
 from kafkaguard.scram import ScramMechanism
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from kafkaguard.server.versions import SERVER_VERSIONS
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import (
     Wire,
     create_acl,
@@ -72,7 +72,7 @@ def advertised(response) -> dict[int, tuple[int, int]]:
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys}
 
 
-OUR_VERSIONS = {int(key): versions for key, versions in SUPPORTED_VERSIONS.items()}
+OUR_VERSIONS = {int(key): versions for key, versions in SERVER_VERSIONS.items()}
 
 
 # ------------------------------------------------------------------------------------------------ SASL gate

@@ -28,10 +28,10 @@ from kio.static.primitive import i8, i32
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
-from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
 from kafkaguard.protocol.framing import DEFAULT_MAX_FRAME_BYTES, UNAUTHENTICATED_MAX_FRAME_BYTES
 from kafkaguard.protocol.prelogin import HANDSHAKE_FRAME_BYTES
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from kafkaguard.server.versions import SERVER_VERSIONS
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, encode_request
 
 pytestmark = pytest.mark.integration
@@ -44,9 +44,7 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
 )
 
-API_VERSIONS = [
-    (int(key), version) for key, (low, high) in SUPPORTED_VERSIONS.items() for version in range(low, high + 1)
-]
+API_VERSIONS = [(int(key), version) for key, (low, high) in SERVER_VERSIONS.items() for version in range(low, high + 1)]
 
 
 def describe_everything() -> DescribeAclsRequest:

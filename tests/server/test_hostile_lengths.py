@@ -28,10 +28,10 @@ from kio.index import load_request_schema
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from kafkaguard.config import SecurityProtocol
-from kafkaguard.protocol.codec import SUPPORTED_VERSIONS
-from tests.server.conftest import TlsFiles
+from kafkaguard.server.versions import SERVER_VERSIONS
 from tests.server.hostile import hostile_bodies
 from tests.server.test_cli_serve import free_port, wait_until_listening
+from tests.serving import TlsFiles
 from tests.wire import Wire, frame
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ KAFKAGUARD = Path(sys.executable).with_name("kafkaguard")
 PASSWORD = "hostile-admin-secret"  # noqa: S105 - a test user's password
 #: RSS the server may gain over the whole module; an allocation sized by a hostile count would be gigabytes.
 RSS_GROWTH_LIMIT = 64 * 1024 * 1024
-API_VERSIONS = [(int(key), v) for key, (low, high) in sorted(SUPPORTED_VERSIONS.items()) for v in range(low, high + 1)]
+API_VERSIONS = [(int(key), v) for key, (low, high) in sorted(SERVER_VERSIONS.items()) for v in range(low, high + 1)]
 SASL_APIS = {17, 18, 36}  # SaslHandshake, ApiVersions, SaslAuthenticate: the only bodies decoded before login
 
 

@@ -27,8 +27,8 @@ from tests.kafka.differential.runner import (
     describe_scram,
     metadata_request,
 )
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.server.wire import Wire
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 
 FIVE_SECONDS = i32Timedelta.parse(timedelta(seconds=5))
 

@@ -18,11 +18,11 @@ from confluent_kafka.admin import AdminClient
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
-from kafkaguard.audit.logins import LoginResult
+from kafkaguard.audit.records.logins import LoginResult
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.identity.x500 import rfc2253_name
 from tests.identity.certs import CertificateSet, write_certificates
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.serving import ServerHandle, TlsFiles, start_server
 from tests.wire import Wire
 
 with warnings.catch_warnings():

@@ -21,7 +21,7 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from kafkaguard.config import SecurityProtocol
 from tests.identity.tokens import AUDIENCE, ISSUER, claims, jwks_document, session_keys, sign, write_jwks
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, create_acl, metadata
 
 with warnings.catch_warnings():

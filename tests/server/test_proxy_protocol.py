@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaguard.audit.refusals import RefusalReason
-from tests.protocol.proxy_relay import V2_SIGNATURE, ProxyRelay, encode_v1, encode_v2
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from kafkaguard.audit.records.refusals import RefusalReason
+from tests.node.proxy_relay import V2_SIGNATURE, ProxyRelay, encode_v1, encode_v2
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
 from tests.wire import Wire, create_acl, metadata
 
 pytestmark = pytest.mark.integration

@@ -25,11 +25,11 @@ from kio.schema.sasl_authenticate.v1.request import SaslAuthenticateRequest as S
 from kio.schema.sasl_handshake.v0.request import SaslHandshakeRequest as SaslHandshakeRequestV0
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
-from kafkaguard.audit.logins import LoginResult
+from kafkaguard.audit.records.logins import LoginResult
 from kafkaguard.scram import ScramMechanism
 from tests.actors import ACTOR
-from tests.server.conftest import ServerHandle, sasl_server
 from tests.server.session_clients import answers, login_lifetime, reauthenticate, seconds_until_closed
+from tests.serving import ServerHandle, sasl_server
 from tests.wire import Wire
 
 with warnings.catch_warnings():  # kafka-python's import warns on Python 3.11 (as in test_e2e_kafka_python)

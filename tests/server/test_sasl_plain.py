@@ -19,7 +19,7 @@ from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from kafkaguard.config import SecurityProtocol
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.serving import ServerHandle, TlsFiles, start_server
 from tests.wire import Wire
 
 with warnings.catch_warnings():

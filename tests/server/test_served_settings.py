@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from kafkaguard.config import SERVED_SETTINGS_FILE
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 
 def test_the_server_records_its_super_users_and_no_acl_rule(server: ServerHandle):

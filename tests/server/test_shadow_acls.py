@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafkaguard.cli.aclfile import load_acl_file
 from kafkaguard.server.app import KafkaServer
-from tests.server.conftest import TlsFiles, start_server
+from tests.serving import TlsFiles, start_server
 from tests.wire import Wire, metadata
 
 CANDIDATE = """\

@@ -29,7 +29,7 @@ from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopic
 from kio.schema.types import TopicName
 from kio.static.primitive import i32Timedelta
 
-from tests.protocol.proxy_relay import encode_v2
+from tests.node.proxy_relay import encode_v2
 from tests.server.test_cli_serve import KAFKAGUARD, free_port, wait_until_listening
 from tests.wire import Wire, encode_request
 

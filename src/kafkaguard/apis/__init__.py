@@ -11,11 +11,23 @@ from kafkaguard.apis.acls import create_acls, delete_acls, describe_acls
 from kafkaguard.apis.quotas import alter_client_quotas, describe_client_quotas
 from kafkaguard.apis.scram import alter_user_scram_credentials, describe_user_scram_credentials
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.replies import Response
 from kafkaguard.protocol.scope import RequestScope
 
 #: A handler of one API: the request's scope and its decoded body in, the response out.
 Handler = Callable[[RequestScope, Any], Awaitable[Response]]
+
+#: The versions of the store's APIs that server and proxy both offer (the proxy never forwards them).
+STORE_VERSIONS: Versions = {
+    ApiKey.DESCRIBE_ACLS: (1, 3),
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+}
 
 STORE_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_ACLS: describe_acls,
@@ -26,3 +38,5 @@ STORE_HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DESCRIBE_CLIENT_QUOTAS: describe_client_quotas,
     ApiKey.ALTER_CLIENT_QUOTAS: alter_client_quotas,
 }
+if set(STORE_HANDLERS) != set(STORE_VERSIONS):  # each offered API has its handler, checked at import
+    raise ImportError(f"store APIs without a handler or versions: {set(STORE_HANDLERS) ^ set(STORE_VERSIONS)}")

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from kafkaguard.model import ResourcePattern, StoredAcl
 from kafkaguard.protocol.codec import PreEncoded
-from kafkaguard.protocol.header import uvarint_bytes
+from kafkaguard.protocol.varint import uvarint_bytes
 
 _HEAD = struct.Struct(">ih")
 

@@ -1,36 +1,3 @@
-"""L1: the audit record shared by the server's audit writer and the audit pipeline, and the parser of Apache
-Kafka's own authorizer log. Standard library only."""
-
-from __future__ import annotations
-
-from kafkaguard.audit.kafka_log import KAFKA_LOG_PATTERN, parse_kafka_log_line, pascal_to_upper
-from kafkaguard.audit.record import (
-    NOT_A_RECORD,
-    SCHEMA_VERSION,
-    AuditRecord,
-    LineError,
-    format_time,
-    from_json_line,
-    parse_time,
-    record_from_decision,
-    rule_acl_id,
-    to_dict,
-    to_json_line,
-)
-
-__all__ = [
-    "KAFKA_LOG_PATTERN",
-    "NOT_A_RECORD",
-    "SCHEMA_VERSION",
-    "AuditRecord",
-    "LineError",
-    "format_time",
-    "from_json_line",
-    "parse_kafka_log_line",
-    "parse_time",
-    "pascal_to_upper",
-    "record_from_decision",
-    "rule_acl_id",
-    "to_dict",
-    "to_json_line",
-]
+"""The audit trail: ``records`` (what an event is — the authorization record, the CloudEvents envelope, Kafka's own
+authorizer log, the statistics; standard library only, shared with the Spark pipeline) and ``trail`` (the writer a
+server process runs and its sinks: the JSON lines file and a Kafka topic through an on-disk spool)."""

@@ -1,4 +1,4 @@
-"""L1: authorization decisions with Kafka's StandardAuthorizer semantics, and their explanations."""
+"""Authorization decisions with Kafka's StandardAuthorizer semantics, and their explanations."""
 
 from __future__ import annotations
 

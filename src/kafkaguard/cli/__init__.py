@@ -1,1 +1,1 @@
-"""L5: the ``kafkaguard`` command line (Typer). ``main`` composes one sub-app per command group."""
+"""The ``kafkaguard`` command line (Typer). ``main`` composes one sub-app per command group."""

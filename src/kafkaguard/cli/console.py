@@ -23,7 +23,7 @@ from kafkaguard.errors import InvalidConfigError
 
 if TYPE_CHECKING:
     from kafkaguard.console import HttpListener
-    from kafkaguard.protocol.listening import ListeningServer
+    from kafkaguard.node.listening import ListeningServer
 
 log = logging.getLogger(__name__)
 

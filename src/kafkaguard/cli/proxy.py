@@ -29,7 +29,7 @@ async def _run(settings: Settings) -> None:
 
         await serve_with_console(settings, server_type)
         return
-    from kafkaguard.protocol.listening import serve as run_server
+    from kafkaguard.node.listening import serve as run_server
 
     await run_server(settings, server_type)
 

@@ -1,7 +1,7 @@
 """``kafkaguard audit shadow-report LOG...``: what a candidate ACL set would change, from a day of live evidence.
 
 Reads audit log files (JSON lines: v1/v2 authorization records, CloudEvents envelopes; ``.gz`` too) and summarises
-the shadow events (``audit.shadow``) per principal, resource and direction: "newly denied" is what applying the
+the shadow events (``audit.records.shadow``) per principal, resource and direction: "newly denied" is what applying the
 candidate set would break, "newly allowed" what it would open up. Other records are skipped; lines that are not
 JSON, or shadow events that lack a field, are counted and reported (never silently). Runs locally, without Spark:
 shadow events are few (one per flipped decision), the rest of a line is skipped after one JSON decode.
@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kafkaguard.audit.shadow import FlipSummary, ShadowFlip, shadow_of, summarise
+from kafkaguard.audit.records.shadow import FlipSummary, ShadowFlip, shadow_of, summarise
 from kafkaguard.cli.output import fail
 
 

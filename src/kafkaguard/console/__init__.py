@@ -1,4 +1,4 @@
-"""L5: the console — REST API, web page and Prometheus metrics, over the same services as the Kafka server.
+"""The console — REST API, web page and Prometheus metrics, over the same services as the Kafka server.
 
 It never imports ``kafkaguard.server``; the CLI composes the two (``kafkaguard serve --http-listener``).
 """

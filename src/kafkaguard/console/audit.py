@@ -1,6 +1,6 @@
 """The console's audit trail: JSON lines on the ``kafkaguard.audit`` logger.
 
-An authorization decision is written as the server's audit record (``kafkaguard.audit.record``, the format the
+An authorization decision is written as the server's audit record (``kafkaguard.audit.records.record``, the format the
 pipeline reads), with ``api`` naming the Kafka API the REST call corresponds to (``DescribeAcls``...): DENIED at
 INFO, ALLOWED at DEBUG. A failed or missing login has no decision to record; it is written at INFO as
 ``{"version": 1, "time": ..., "event": "AUTHENTICATION_FAILED", "user": ..., "host": ..., "api": ...}``.
@@ -13,7 +13,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
-from kafkaguard.audit.record import SCHEMA_VERSION, format_time, record_from_decision, to_json_line
+from kafkaguard.audit.records.record import SCHEMA_VERSION, format_time, record_from_decision, to_json_line
 from kafkaguard.authorizer import Decision
 
 audit_log = logging.getLogger("kafkaguard.audit")

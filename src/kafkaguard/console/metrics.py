@@ -39,9 +39,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from kafkaguard.audit.logins import LoginStatistics
-from kafkaguard.audit.refusals import ConnectionRefusals
-from kafkaguard.audit.trail_statistics import OTHERS, TOP_PRINCIPALS, AuditTrailStatistics
+from kafkaguard.audit.records.logins import LoginStatistics
+from kafkaguard.audit.records.refusals import ConnectionRefusals
+from kafkaguard.audit.records.trail_statistics import OTHERS, TOP_PRINCIPALS, AuditTrailStatistics
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.identity.failure_budget import LoginFailureBudget
 from kafkaguard.identity.jwks import JwksStatistics, RefreshReason, SkipReason

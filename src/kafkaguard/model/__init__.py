@@ -1,4 +1,4 @@
-"""L0: Kafka's ACL model with Kafka's wire codes. Pure values; no I/O, no framework."""
+"""Kafka's ACL model with Kafka's wire codes. Pure values; no I/O, no framework."""
 
 from __future__ import annotations
 

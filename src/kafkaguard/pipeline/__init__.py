@@ -1,4 +1,4 @@
-"""L5: the audit pipeline on PySpark (replay, simulate, usage, recommend).
+"""The audit pipeline on PySpark (replay, simulate, usage, recommend).
 
 Layout (STYLE.md §6): ``session`` builds the one SparkSession; ``readers`` extract audit records from files;
 ``transforms`` are pure DataFrame → DataFrame functions; ``deciding`` runs the core StandardAuthorizer inside

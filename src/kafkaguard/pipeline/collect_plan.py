@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from kafkaguard.audit.cloudevents import AUTHORIZATION, SHADOW
+from kafkaguard.audit.records.cloudevents import AUTHORIZATION, SHADOW
 
 #: The CloudEvents ``type`` of each category (issue 27's spec, section 1).
 TYPE_PATTERN = re.compile(r"^io\.kafkaguard\.([a-z]+)\.v[0-9]+$")

@@ -3,14 +3,15 @@
 Such a dataset holds every category of event; the jobs take its authorization rows, and its rows that were not
 envelopes (``error`` set by collect: they are reported as unparseable lines with their text). Other categories are
 skipped silently, as the JSON-lines readers skip them. Each row stands for ``count`` requests (a usage-mode window
-or a collapsed run of denials; null is 1); the rows come out with ``readers.RECORD_COLUMNS``.
+or a collapsed run of denials; null is 1); the rows come out with ``validation.RECORD_COLUMNS``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkaguard.audit.cloudevents import AUTHORIZATION
+from kafkaguard.audit.records.cloudevents import AUTHORIZATION
+from kafkaguard.pipeline.validation import RECORD_VALUES, validate_records
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,8 +30,6 @@ def records(df: DataFrame) -> DataFrame:
     """Collected rows → records (``RECORD_COLUMNS``), validated as every reader does (version 2's ``count``,
     ``last_time`` and ``enforced`` too); a row collect could not read as an envelope is a bad line with its text."""
     from pyspark.sql import functions as F
-
-    from kafkaguard.pipeline.readers import RECORD_VALUES, validate_records
 
     envelope_error = F.col("error")
     rows = df.where((F.col("category") == AUTHORIZATION) | envelope_error.isNotNull()).select(

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kafkaguard.audit import kafka_log
+from kafkaguard.audit.records import kafka_log
 from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
 from kafkaguard.pipeline.readers import parse_kafka_log
 

@@ -24,7 +24,7 @@ COUNTS = ("requests", "first_seen", "last_seen")
 def aggregate_raw(
     records: DataFrame, bucket: str = "hour", keys: Sequence[str] = ("logged_decision",), hourly: bool = True
 ) -> DataFrame:
-    """Records (``readers.RECORD_COLUMNS``) → in one pass (grouping sets), two kinds of rows:
+    """Records (``validation.RECORD_COLUMNS``) → in one pass (grouping sets), two kinds of rows:
 
     * ``per_tuple`` true: one row per (access tuple, ``keys``, error) with ``requests``, ``first_seen``,
       ``last_seen`` (bad lines: key columns null, ``error`` set); ``keys`` is ``logged_decision`` or nothing;

@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol import builders  # qualified: this module's own names (api_version, …) are taken
 from kafkaguard.protocol.build import NO_THROTTLE
-from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions, constant_response, response_schema
+from kafkaguard.protocol.codec import Versions, constant_response, response_schema
 from kafkaguard.protocol.messages import ApiVersionsResponse
 
 #: ApiVersions v3 is the first with features (tagged fields).
@@ -45,8 +45,8 @@ _ANSWERS_MAX = 64
 
 def api_versions_response(
     api_version: int,
+    versions: Versions,
     error: ErrorCode = ErrorCode.none,
-    versions: Versions = SUPPORTED_VERSIONS,
     features: Features = NO_FEATURES,
 ) -> ApiVersionsResponse:
     """``versions`` (and, from v3, ``features``) as ApiVersions ``api_version`` answers them; also the v0 answer to

@@ -1,4 +1,5 @@
-"""Request decoding and response encoding with kio's generated types, and the API versions this server offers.
+"""Request decoding and response encoding with kio's generated types, for the API versions a connection offers
+(``Versions``: the server's are ``server.versions``, the proxy's ``proxy.versions``).
 
 What kio does not do is done here: the request header (see ``header``), checking every length a body declares
 against the bytes that remain before kio reads it (see ``lengths``: kio's native reader would otherwise reserve
@@ -25,24 +26,6 @@ from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.framing import encode_frame
 from kafkaguard.protocol.header import RequestHeader, decode_header, peek_header
 from kafkaguard.protocol.lengths import DEFAULT_MAX_ITEMS, check_body
-
-#: The APIs this server implements and advertises, with the version ranges it supports (inclusive).
-SUPPORTED_VERSIONS: Mapping[ApiKey, tuple[int, int]] = {
-    ApiKey.API_VERSIONS: (0, 4),
-    ApiKey.SASL_HANDSHAKE: (0, 1),
-    ApiKey.SASL_AUTHENTICATE: (0, 2),
-    ApiKey.METADATA: (1, 12),
-    ApiKey.DESCRIBE_CLUSTER: (0, 1),
-    ApiKey.CREATE_TOPICS: (2, 7),
-    ApiKey.DELETE_TOPICS: (1, 6),
-    ApiKey.DESCRIBE_ACLS: (1, 3),
-    ApiKey.CREATE_ACLS: (1, 3),
-    ApiKey.DELETE_ACLS: (1, 3),
-    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
-    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
-    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
-}
 
 #: A response body encoded by hand (see ``handlers.acl_encoding``), written after the response header as it is.
 PreEncoded = NewType("PreEncoded", bytes)
@@ -71,11 +54,12 @@ class UnsupportedRequest(ProtocolError):
 
 T = TypeVar("T")
 
-#: API → (lowest, highest) version offered; the server's is ``SUPPORTED_VERSIONS``, the proxy's is negotiated.
+#: API → (lowest, highest) version offered; the server's is ``server.versions.SERVER_VERSIONS``, the proxy's is
+#: negotiated (``proxy.versions``).
 Versions = Mapping[ApiKey, tuple[int, int]]
 
 
-def is_supported(api_key: int, api_version: int, versions: Versions = SUPPORTED_VERSIONS) -> bool:
+def is_supported(api_key: int, api_version: int, versions: Versions) -> bool:
     try:
         low, high = versions[ApiKey(api_key)]
     except (ValueError, KeyError):
@@ -83,9 +67,7 @@ def is_supported(api_key: int, api_version: int, versions: Versions = SUPPORTED_
     return low <= api_version <= high
 
 
-def decode_request(
-    frame: bytes, versions: Versions = SUPPORTED_VERSIONS, *, max_items: int = DEFAULT_MAX_ITEMS
-) -> DecodedRequest:
+def decode_request(frame: bytes, versions: Versions, *, max_items: int = DEFAULT_MAX_ITEMS) -> DecodedRequest:
     """Header and body of one request frame. Call it only for a request the connection may send in its state:
     before authentication, only ApiVersions and SASL bodies are decoded (``connection`` checks the header first).
 
@@ -150,7 +132,7 @@ def write_response_header(buffer: io.BytesIO, api_key: ApiKey, api_version: int,
 
     Written by hand: a header is the correlation id (int32) and, in v1, an empty tagged-field section (one zero
     byte), and every response has one — building and writing kio's header entity was ~10% of a SCRAM login's
-    server time. ``tests/server/test_codec.py`` checks the bytes against kio's."""
+    server time. ``tests/protocol/test_constant_responses.py`` checks the bytes against kio's."""
     flexible = api_key is not ApiKey.API_VERSIONS and response_schema(api_key, api_version).__flexible__
     buffer.write(_HEADER_V1.pack(correlation_id, 0) if flexible else _HEADER_V0.pack(correlation_id))
 

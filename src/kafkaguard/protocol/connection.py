@@ -26,7 +26,8 @@ from typing import Any, NamedTuple, Protocol, cast
 
 from kio.schema.errors import ErrorCode
 
-from kafkaguard.audit.refusals import RefusalReason
+from kafkaguard.audit.records.login_events import record_login_event
+from kafkaguard.audit.records.refusals import RefusalReason
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.errors import KafkaguardError
@@ -37,7 +38,6 @@ from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
 from kafkaguard.protocol.identity import CertificateNotMapped, Identity
-from kafkaguard.protocol.login_events import record_login_event
 from kafkaguard.protocol.mechanisms import Login
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.prelogin import pre_login_limit
@@ -51,7 +51,12 @@ log = logging.getLogger(__name__)
 
 #: APIs the connection answers itself: SASL moves the connection's state (no dispatcher's business), and ApiVersions
 #: says what the dispatcher offers.
-CONNECTION_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+CONNECTION_VERSIONS: Versions = {
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+}
+CONNECTION_APIS = frozenset(CONNECTION_VERSIONS)
 #: What a SASL listener answers before authentication completes; anything else closes the connection.
 BEFORE_AUTHENTICATION = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: Frames above this size are decoded on a worker thread (the length check walks every element in Python).
@@ -310,7 +315,7 @@ class Connection:
         except UnsupportedRequest as e:
             if e.api_key == ApiKey.API_VERSIONS:
                 # A newer client: answer v0 with our versions so it can pick one (Kafka's rule).
-                body = api_versions_response(0, ErrorCode.unsupported_version, versions)
+                body = api_versions_response(0, versions, ErrorCode.unsupported_version)
                 await self.send(encode_response(ApiKey.API_VERSIONS, 0, e.correlation_id, body))
                 return
             raise CloseConnection(str(e)) from e
@@ -319,7 +324,7 @@ class Connection:
             await self._sasl_request(api_key, version, request.header.correlation_id, request.body)
             return
         if api_key is ApiKey.API_VERSIONS:  # the versions offered: the dispatcher's, answered alike everywhere
-            body = api_versions_response(version, versions=versions, features=self.dispatcher.features)
+            body = api_versions_response(version, versions, features=self.dispatcher.features)
             await self.send(encode_response(api_key, version, request.header.correlation_id, body))
             return
         caller = self._caller
@@ -334,7 +339,7 @@ class Connection:
         if kind is NoResponse:
             return
         if kind is Relayed:
-            self.outbox.relay(cast(Relayed, reply).pass_on)
+            self.outbox.relay(cast(Relayed, reply).answer)
             return
         if kind is Throttled:
             throttled = cast(Throttled, reply)

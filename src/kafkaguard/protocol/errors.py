@@ -31,3 +31,8 @@ class FrameTooLargeError(FrameError):
 
 class HeaderError(ProtocolError):
     """A request header that cannot be decoded."""
+
+
+class VarintTooLong(ProtocolError):
+    """An unsigned varint of more than 5 bytes (``protocol.varint``: Kafka's are int32 varints). Each reader turns it
+    into its own error (a header's, a body's length check, an upstream answer's walk)."""

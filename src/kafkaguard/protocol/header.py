@@ -10,7 +10,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafkaguard.protocol.errors import HeaderError
+from kafkaguard.protocol.errors import HeaderError, VarintTooLong
+from kafkaguard.protocol.varint import uvarint
 
 _FIXED = struct.Struct(">hhih")
 #: Tagged fields we are willing to skip in one header (a sane bound against a hostile count).
@@ -58,41 +59,18 @@ def decode_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
     elif id_size != -1:
         raise HeaderError(f"invalid client_id length {id_size}")
     if flexible:
-        count, offset = read_uvarint(frame, offset)
-        if count > _MAX_TAGGED_FIELDS:
-            raise HeaderError(f"{count} tagged fields in a request header")
-        for _ in range(count):
-            _, offset = read_uvarint(frame, offset)
-            size, offset = read_uvarint(frame, offset)
-            offset += size
-            if offset > len(frame):
-                raise HeaderError("a tagged field runs past the end of the request")
+        try:
+            count, offset = uvarint(frame, offset)
+            if count > _MAX_TAGGED_FIELDS:
+                raise HeaderError(f"{count} tagged fields in a request header")
+            for _ in range(count):
+                _, offset = uvarint(frame, offset)
+                size, offset = uvarint(frame, offset)
+                offset += size
+                if offset > len(frame):
+                    raise HeaderError("a tagged field runs past the end of the request")
+        except IndexError:  # only ``uvarint`` indexes here: a varint cut off by the end of the request
+            raise HeaderError("truncated varint") from None
+        except VarintTooLong:
+            raise HeaderError("varint longer than 5 bytes") from None
     return RequestHeader(api_key, api_version, correlation_id, client_id), offset
-
-
-def read_uvarint(data: bytes, offset: int) -> tuple[int, int]:
-    """An unsigned varint (at most 5 bytes, as Kafka's int32 varints).
-
-    :raises HeaderError: truncated or longer than 5 bytes.
-    """
-    value = 0
-    for shift in range(0, 35, 7):
-        if offset >= len(data):
-            raise HeaderError("truncated varint")
-        byte = data[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-    raise HeaderError("varint longer than 5 bytes")
-
-
-def uvarint_bytes(value: int) -> bytes:
-    """``value`` (≥ 0) as an unsigned varint: what ``read_uvarint`` reads. For bodies encoded by hand as bytes
-    (``handlers.acl_encoding``); kio's ``write_unsigned_varint`` writes to a buffer instead."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

@@ -5,7 +5,7 @@ provider's keys) and the rules that turn a client certificate into a principal.
 The connection (``protocol.connection``) asks: after the TLS handshake of an SSL listener, ``certificate_principal``;
 after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike. Every mechanism draws on
 the process's one failed-login budget, ``Services.login_budget`` (the TLS handshake's share is taken by
-``protocol.listening``). At start the server warns of every super user a client certificate can log in as
+``node.listening``). At start the server warns of every super user a client certificate can log in as
 (``certificate_super_user_warnings``).
 """
 

@@ -36,7 +36,8 @@ import struct
 from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
-from kafkaguard.protocol.errors import ProtocolError
+from kafkaguard.protocol.errors import ProtocolError, VarintTooLong
+from kafkaguard.protocol.varint import uvarint
 
 #: Items (array elements, at every depth) a request may carry when no limit is given: Kafka's own clients stay far
 #: below it (``Settings.max_request_items`` sets the server's and the proxy's).
@@ -113,17 +114,19 @@ def _need(offset: int, size: int, end: int, what: str) -> int:
 
 
 def _uvarint(buffer: bytes, offset: int, end: int, what: str) -> tuple[int, int]:
-    """An unsigned varint of at most 5 bytes (Kafka's int32 varints)."""
-    value = 0
-    for shift in range(0, 35, 7):
-        if offset >= end:
-            raise LengthError(f"{what}: truncated varint")
-        byte = buffer[offset]
-        offset += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, offset
-    raise LengthError(f"{what}: varint longer than 5 bytes")
+    """An unsigned varint of at most 5 bytes (Kafka's int32 varints) that ends by ``end`` (``varint.uvarint``
+    reads to the end of the buffer: a varint crossing ``end`` is truncated here, as one crossing the buffer's end)."""
+    try:
+        value, after = uvarint(buffer, offset)
+    except IndexError:
+        raise LengthError(f"{what}: truncated varint") from None
+    except VarintTooLong:
+        if end - offset < 5:  # its 5 bytes cross ``end``: cut off there before it is too long
+            raise LengthError(f"{what}: truncated varint") from None
+        raise LengthError(f"{what}: varint longer than 5 bytes") from None
+    if after > end:
+        raise LengthError(f"{what}: truncated varint")
+    return value, after
 
 
 def _fixed(size: int, what: str) -> Check:

@@ -22,14 +22,12 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from kafkaguard.errors import KafkaguardError
-from kafkaguard.protocol.replies import ClientWriter
+from kafkaguard.protocol.replies import ClientWriter, RelayedAnswer
 
 log = logging.getLogger(__name__)
-
-PassOn = Callable[[ClientWriter], Awaitable[None]]
 
 
 class OutboxClosed(KafkaguardError):
@@ -43,7 +41,7 @@ class _Queue:
     __slots__ = ("answers", "flushed", "room")
 
     def __init__(self) -> None:
-        self.answers: deque[PassOn] = deque()
+        self.answers: deque[RelayedAnswer] = deque()
         #: Set while nothing is queued (every answer before now is out).
         self.flushed = asyncio.Event()
         self.flushed.set()
@@ -82,19 +80,21 @@ class Outbox:
         self._writer.write(data)
         await self._writer.drain()
 
-    def relay(self, pass_on: PassOn) -> None:
-        """Queue a relayed answer: ``pass_on(writer)`` runs once the answers before it are out."""
+    def relay(self, answer: RelayedAnswer) -> None:
+        """Queue a relayed answer: ``answer.pass_on(writer)`` runs once the answers before it are out."""
         if self._failure is not None:
             raise self._failure
         queue = self._queue
         if queue is None:
             queue = self._queue = _Queue()
-        queue.answers.append(pass_on)
+        queue.answers.append(answer)
         queue.flushed.clear()
         if len(queue.answers) >= self._limit:
             queue.room.clear()
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._pass_on(queue), name=f"answers to {self._peer}")
+            self._task = asyncio.get_running_loop().create_task(
+                self._pass_answers_on(queue), name=f"answers to {self._peer}"
+            )
 
     async def flushed(self) -> None:
         """Wait until every queued answer is out.
@@ -130,11 +130,11 @@ class Outbox:
         if self._queue is not None:
             self._queue.settle()
 
-    async def _pass_on(self, queue: _Queue) -> None:
+    async def _pass_answers_on(self, queue: _Queue) -> None:
         answers = queue.answers
         try:
             while answers:
-                await answers[0](self._writer)
+                await answers[0].pass_on(self._writer)
                 answers.popleft()
                 if len(answers) < self._limit:
                     queue.room.set()

@@ -2,7 +2,8 @@
 
 * a **response** (a kio response entity, or ``PreEncoded`` bytes of one): encoded with the request's header and sent
   after every answer before it;
-* ``Relayed``: an answer made elsewhere (the proxy's upstream) and passed on as it arrives, in its turn;
+* ``Relayed``: an answer made elsewhere (the proxy's upstream) and passed on as it arrives, in its turn (a
+  ``RelayedAnswer``: the proxy's ``relay.AnswerRelay``);
 * ``Throttled``: a response (or none) after which the client is muted until the throttle ends (KIP-219);
 * ``NO_RESPONSE``: the request gets no answer (a Produce with acks=0);
 * ``Close``: the connection ends, for the reason given (logged, never sent).
@@ -13,7 +14,7 @@ request order (``protocol.outbox``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -44,12 +45,21 @@ class NoResponse:
 NO_RESPONSE: Final = NoResponse()
 
 
+class RelayedAnswer(Protocol):
+    """One answer in flight from elsewhere, with what it needs to pass on (the proxy's ``relay.AnswerRelay``: the
+    upstream connection, the correlation id, the edit, the writer it passes through)."""
+
+    async def pass_on(self, client: ClientWriter) -> None:
+        """Write the answer to ``client`` as it arrives."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Relayed:
-    """An answer passed on as it arrives: ``pass_on(client)`` writes it to ``client`` when the answers before it are
-    out (it may take a while: a Fetch answer of tens of MiB is streamed, never held whole)."""
+    """An answer passed on as it arrives: ``answer.pass_on(client)`` writes it to ``client`` when the answers before
+    it are out (it may take a while: a Fetch answer of tens of MiB is streamed, never held whole)."""
 
-    pass_on: Callable[[ClientWriter], Awaitable[None]]
+    answer: RelayedAnswer
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from kafkaguard.audit.logins import LoginStatistics
+from kafkaguard.audit.records.logins import LoginStatistics
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import ScramStateError
 from kafkaguard.protocol.builders import sasl_authenticate_response, sasl_handshake_response

@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypedDict, TypeVar
 
-from kafkaguard.audit.record import AuditRecord, record_from_decision
-from kafkaguard.audit.shadow import shadow_data
+from kafkaguard.audit.records.record import AuditRecord, record_from_decision
+from kafkaguard.audit.records.shadow import shadow_data
+from kafkaguard.audit.trail.writer import AuditLog
 from kafkaguard.authorizer import AuthorizerSnapshot
 from kafkaguard.authorizer.decision_memo import DecisionMemo
 from kafkaguard.authorizer.requests import ApiKey, RequestAuthorization, Requirement, authorize_request
@@ -29,7 +30,6 @@ from kafkaguard.authorizer.rollout import Rollout, flips, permitted
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
 from kafkaguard.model import Actor, AuthorizationResult, ManagementEvent, RequestContext, ResourceType
-from kafkaguard.protocol.audit_log import AuditLog
 from kafkaguard.protocol.codec import DecodedRequest
 from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.sessions import SessionRegistry

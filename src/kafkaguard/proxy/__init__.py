@@ -1,4 +1,4 @@
-"""L4: ``kafkaguard proxy``, the authorizing proxy in front of a real Kafka cluster.
+"""``kafkaguard proxy``, the authorizing proxy in front of a real Kafka cluster.
 
 Clients log in to the proxy with kafkaguard's SCRAM credentials; every request is authorized as Kafka's
 ``KafkaApis`` would authorize it with kafkaguard's ACLs (``authorizer.requests``) and what is allowed is forwarded

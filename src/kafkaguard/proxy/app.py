@@ -1,9 +1,9 @@
-"""The proxy process: a ``ListeningServer`` (``protocol.listening``: listeners, limits, store sync and audit log,
+"""The proxy process: a ``ListeningServer`` (``node.listening``: listeners, limits, store sync and audit log,
 as ``kafkaguard serve`` has them) whose connections are answered by ``dispatch.ProxyDispatcher``, with one listener
 per upstream node, and the upstream discovered at start.
 
 ``ProxyServer(services)`` is started and stopped by its owner (tests); ``kafkaguard proxy`` runs it with
-``protocol.listening.serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads two things from the
+``node.listening.serve(settings, ProxyServer)`` until SIGTERM/SIGINT. Starting reads two things from the
 upstream with the service credential (failing with a clear error when it cannot): its ApiVersions (to offer only what
 both sides can do) and its brokers (to open their listeners). Each broker's ``auto.create.topics.enable`` (see
 ``handlers.metadata``) is read from that broker itself by ``broker_settings``: the first reads are awaited at start
@@ -21,18 +21,18 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.node.listening import ListeningServer
+from kafkaguard.node.rollout_watch import AclFileLoader
 from kafkaguard.protocol.api_versions import NO_FEATURES
 from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import Versions, request_schema
-from kafkaguard.protocol.listening import ListeningServer
-from kafkaguard.protocol.rollout import AclFileLoader
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
-from kafkaguard.proxy.oauth import AccessTokenSource
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.proxy.upstream_tokens import AccessTokenSource
 from kafkaguard.proxy.versions import FEATURES_COMPLETE_FROM, features_of, negotiate, negotiate_features
 from kafkaguard.scram import ScramMechanism
 

@@ -61,8 +61,9 @@ import struct
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 
-from kafkaguard.protocol.header import uvarint_bytes
-from kafkaguard.proxy.walks import NEED, PASS, TAIL, Malformed, Step, uvarint
+from kafkaguard.protocol.errors import VarintTooLong
+from kafkaguard.protocol.varint import uvarint, uvarint_bytes
+from kafkaguard.proxy.walks import NEED, PASS, TAIL, Malformed, Step
 from kafkaguard.proxy.wire import UpstreamProtocolError
 
 #: Records (or a tagged field's value) of at least this size pass opaque; smaller ones stay in the window.
@@ -94,7 +95,7 @@ class FetchAnswerWalk:
                 self._steps = self._walk(window)
                 return next(self._steps)
             return self._steps.send(window)
-        except Malformed as e:
+        except (Malformed, VarintTooLong) as e:
             raise UpstreamProtocolError(f"malformed Fetch v{self._version} response: {e}") from e
         except StopIteration as e:  # a step after TAIL: a bug of the driver, never the upstream's
             raise TypeError("the Fetch answer's walk is done") from e
@@ -246,7 +247,7 @@ def node_endpoints_in(tail: bytes) -> tuple[NodeEndpoint, ...] | None:
             endpoints.append(NodeEndpoint(node_id, host, port, rack))
         if at != end:
             raise Malformed("node_endpoints does not end where its tagged field does")
-    except (Malformed, IndexError, struct.error, UnicodeDecodeError) as e:
+    except (Malformed, VarintTooLong, IndexError, struct.error, UnicodeDecodeError) as e:
         why = "it ends inside a field" if isinstance(e, IndexError | struct.error) else str(e)
         raise UpstreamProtocolError(f"malformed Fetch response tagged fields: {why}") from e
     return tuple(endpoints)

@@ -16,7 +16,9 @@ An answer relayed with an ``AnswerEdit`` (Fetch v16+: ``walks``, ``fetch_walk``)
 splice path its structure is peeked at (``splice.peek``, the bytes stay on the socket) and spliced on together with
 the records that follow it, so a 1-partition answer costs two peeks, a read and a write of its last few bytes more
 than an unedited one; copied, the walk looks at the bytes as they pass; small answers are read whole and walked in
-memory. Its last bytes (the tagged section the edit rewrites) are read into the process and written rewritten.
+memory. Its last bytes (the tagged section the edit rewrites) are read into the process and written rewritten. An
+edit that holds its answer (``AnswerEdit.held``: Produce v10+, ``produce_walk``) has it read whole on every path,
+walked in memory and written at once, its frame's size that of the rewritten answer (``edited_frame``).
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ import functools
 import os
 import socket
 import ssl
+import struct
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
+from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy import splice
 from kafkaguard.proxy.walks import NEED, PASS, AnswerEdit
 from kafkaguard.proxy.wire import UpstreamProtocolError
@@ -46,14 +50,7 @@ STREAM_BUFFER = 1024 * 1024
 SPLICE_FROM = 64 * 1024
 #: The most of an edited answer's structure peeked or read ahead at a time (a walk asks for less, usually).
 LOOK_AHEAD = 4096
-
-
-class ClientWriter(Protocol):
-    """Where a relayed answer goes: the client connection's ``asyncio.StreamWriter``, or a writer standing for it."""
-
-    def write(self, data: bytes) -> None: ...
-
-    async def drain(self) -> None: ...
+_SIZE = struct.Struct(">i")
 
 
 class Link(Protocol):
@@ -135,9 +132,9 @@ class SocketLink:
         return bytes(data)
 
     async def pass_on(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
-        if count <= SPLICE_FROM:  # a small answer (a Produce's): read whole, one write
+        if count <= SPLICE_FROM or (edit is not None and edit.held):  # a small answer (a Produce's): read whole
             body = await self.read_exactly(count)
-            client.write(head + (body if edit is None else await edited(edit, body)))
+            client.write(head + body if edit is None else await edited_frame(edit, head, body))  # one write
             await client.drain()
             return
         target = _spliceable(client)
@@ -208,7 +205,7 @@ class StreamLink:
         if edit is None:
             await copy_through(self._reader.read, head, count, client)
         else:
-            await copy_walked(self._reader.read, head, count, client, edit)
+            await pass_on_edited(self._reader.read, head, count, client, edit)
 
     def close(self) -> None:
         """Abort, not TLS's graceful close: that waits (up to 30 s) for the broker's close_notify on a socket the
@@ -231,6 +228,22 @@ async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, cou
         client.write(chunk)
         remaining -= len(chunk)
         await client.drain()
+
+
+async def pass_on_edited(
+    read: Callable[[int], Awaitable[bytes]], head: bytes, count: int, client: ClientWriter, edit: AnswerEdit
+) -> None:
+    """An edited answer copied from ``read``: held whole and written at once when the edit holds it, else walked as
+    it passes (``copy_walked``).
+
+    :raises asyncio.IncompleteReadError: ``read`` ended first.
+    :raises UpstreamProtocolError: the walk found the answer malformed.
+    """
+    if not edit.held:
+        await copy_walked(read, head, count, client, edit)
+        return
+    client.write(await edited_frame(edit, head, await _read_to(read, b"", count, count)))
+    await client.drain()
 
 
 async def copy_walked(
@@ -283,13 +296,25 @@ async def _read_to(read: Callable[[int], Awaitable[bytes]], window: bytes, least
     return window
 
 
+async def edited_frame(edit: AnswerEdit, head: bytes, body: bytes) -> bytes:
+    """``head`` (the frame's size and the correlation id) and ``body`` (the ``count`` bytes after them) of an answer
+    held whole, as passed on: ``body`` edited, the size that of what it became (a held edit may change it).
+
+    :raises UpstreamProtocolError: the walk found the answer malformed.
+    """
+    rewritten = await edited(edit, body)
+    if len(rewritten) != len(body):  # the size counts the correlation id (``head[4:]``) and the body
+        head = _SIZE.pack(len(head) - _SIZE.size + len(rewritten)) + head[4:]
+    return head + rewritten
+
+
 async def edited(edit: AnswerEdit, body: bytes) -> bytes:
     """An answer's ``count`` bytes after its correlation id, held whole, walked and its last bytes rewritten.
 
     :raises UpstreamProtocolError: the walk found the answer malformed.
     """
     walk, view, at = edit.walk(len(body)), memoryview(body), 0
-    step = walk.step(view)
+    step = walk.step(body)  # the whole answer: bytes index faster than a view; the view slices without copies
     while True:
         kind, seen, more = step
         if kind == PASS:
@@ -297,6 +322,8 @@ async def edited(edit: AnswerEdit, body: bytes) -> bytes:
             step = walk.step(view[at:])
         elif kind == NEED:  # a walk given every byte there is asks for more only by mistake
             raise UpstreamProtocolError(f"an answer walk asked for {seen} bytes of the {len(body) - at} left")
+        elif not more:  # a held edit's walk found nothing to rewrite (``walks``)
+            return body
         else:
             return body[: at + seen] + await edit.tail(body[at + seen :])
 

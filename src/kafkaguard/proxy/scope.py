@@ -4,17 +4,16 @@ asks, the one authorizer snapshot, auditing), plus the way upstream for this cli
 from __future__ import annotations
 
 import dataclasses
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from kafkaguard.config import Listener
 from kafkaguard.protocol.outbox import Outbox
-from kafkaguard.protocol.replies import ClientWriter, Relayed
+from kafkaguard.protocol.replies import Relayed
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
+from kafkaguard.proxy.relay import AnswerRelay, Through
 from kafkaguard.proxy.upstream import Upstream
 from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response, encode_request, request_correlation_id
@@ -64,20 +63,22 @@ class ProxyScope(RequestScope):
     async def relay(self, body: Any = None, edit: AnswerEdit | None = None) -> Relayed:
         """Send the request upstream (as ``forward``); its answer goes to the client unchanged, as it arrives, after
         the answers before it: the fast path of a request whose every resource is allowed. Returns once the request
-        is sent; the connection's outbox passes the answer on (``Upstream.pass_answer_on``; with ``edit``, walked
-        and its last bytes rewritten on the way)."""
-        payload = self._payload_for(body)
-        await self.upstream.send(payload)
-        return Relayed(functools.partial(self.upstream.pass_answer_on, request_correlation_id(payload), edit=edit))
+        is sent; the connection's outbox passes the answer on (``relay.AnswerRelay``; with ``edit``, walked and its
+        last bytes rewritten on the way)."""
+        return Relayed(await self._sent(body, edit))
 
-    async def relay_through(
-        self, through: Callable[[ClientWriter], ClientWriter], body: Any = None, edit: AnswerEdit | None = None
-    ) -> None:
+    async def relay_through(self, through: Through, body: Any = None, edit: AnswerEdit | None = None) -> None:
         """``relay``, its answer passed on through the writer ``through`` makes of the client's (a quota's metering
         writer), and waited for: the caller then knows what passed."""
-        relayed = await self.relay(body, edit)
-        self.outbox.relay(lambda client: relayed.pass_on(through(client)))
+        self.outbox.relay(await self._sent(body, edit, through))
         await self.outbox.flushed()
+
+    async def _sent(self, body: Any, edit: AnswerEdit | None, through: Through | None = None) -> AnswerRelay:
+        """Send the request upstream (as ``forward``, without waiting for the answers before it): its answer's way
+        back."""
+        payload = self._payload_for(body)
+        await self.upstream.send(payload)
+        return AnswerRelay(self.upstream, request_correlation_id(payload), edit, through)
 
     async def forward_without_response(self, body: Any = None) -> None:
         """Send a request the upstream does not answer (Produce with acks=0)."""

@@ -41,7 +41,7 @@ from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import request_schema
 from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy.links import Link, open_link
-from kafkaguard.proxy.oauthbearer import (
+from kafkaguard.proxy.oauthbearer_client import (
     OAUTHBEARER,
     OAUTHBEARER_ERROR_ACKNOWLEDGEMENT,
     oauthbearer_error_status,
@@ -90,7 +90,7 @@ class UpstreamUnavailable(KafkaguardError):
 
 
 class TokenSource(Protocol):
-    """Where OAUTHBEARER logins get their token (``proxy.oauth.AccessTokenSource``)."""
+    """Where OAUTHBEARER logins get their token (``proxy.upstream_tokens.AccessTokenSource``)."""
 
     async def token(self) -> str:
         """The token a new connection logs in with.

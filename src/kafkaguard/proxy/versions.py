@@ -51,9 +51,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kafkaguard.apis import STORE_VERSIONS
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.api_versions import Features
-from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
+from kafkaguard.protocol.codec import Versions
+from kafkaguard.protocol.connection import CONNECTION_VERSIONS
 
 #: Forwarded after authorization: (lowest, highest) version the proxy can authorize exactly.
 CAPS: Mapping[ApiKey, tuple[int, int]] = {
@@ -95,21 +97,7 @@ CAPS: Mapping[ApiKey, tuple[int, int]] = {
 }
 
 #: Answered by the proxy itself from its store (never forwarded): the ACL, SCRAM and client-quota APIs.
-LOCAL: Mapping[ApiKey, tuple[int, int]] = {
-    key: SUPPORTED_VERSIONS[key]
-    for key in (
-        ApiKey.API_VERSIONS,
-        ApiKey.SASL_HANDSHAKE,
-        ApiKey.SASL_AUTHENTICATE,
-        ApiKey.DESCRIBE_ACLS,
-        ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS,
-        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-        ApiKey.DESCRIBE_CLIENT_QUOTAS,
-        ApiKey.ALTER_CLIENT_QUOTAS,
-    )
-}
+LOCAL: Mapping[ApiKey, tuple[int, int]] = {**CONNECTION_VERSIONS, **STORE_VERSIONS}
 
 
 #: API → the lowest version the proxy forwards it at: a client's lower version goes upstream at this one.

@@ -1,5 +1,6 @@
-"""The contract between a relayed answer's walk (I/O-free: ``fetch_walk``) and the relay that drives it (``links``):
-an answer passed on as it arrives, its structure looked at on the way and its last bytes rewritten in place.
+"""The contract between a relayed answer's walk (I/O-free: ``fetch_walk``, ``produce_walk``) and the relay that
+drives it (``links``): an answer passed on as it arrives, its structure looked at on the way and its last bytes
+rewritten in place.
 
 A walk answers ``step(window)`` (``window``: bytes of the answer from the first one not yet passed on) with a
 ``Step`` ``(kind, a, b)``:
@@ -10,14 +11,18 @@ A walk answers ``step(window)`` (``window``: bytes of the answer from the first 
 * ``(TAIL, k, n)``: the answer's last ``k + n`` bytes: pass on ``k``, then the ``n`` that ``AnswerEdit.tail``
   rewrites (to the same length: the frame's size went out first). Done.
 
+An edit that is ``held`` (``AnswerEdit.held``: Produce's) holds the answer whole before any byte of it passes on —
+for answers small by nature, never for records — so its tail may be rewritten to any length (the frame's size is
+written after it, ``links.edited_frame``), and its walk may answer ``(TAIL, k, 0)``: nothing to rewrite (``tail``
+is not called).
+
 A walk raises ``UpstreamProtocolError`` for an answer that does not fit its layout.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 NEED, PASS, TAIL = 0, 1, 2
 Step = tuple[int, int, int]
@@ -27,33 +32,17 @@ class AnswerWalk(Protocol):
     def step(self, window: bytes | memoryview) -> Step: ...
 
 
-@dataclass(frozen=True, slots=True)
-class AnswerEdit:
+class AnswerEdit(NamedTuple):
     """How one relayed answer is walked (``walk(count)``: a walk of the ``count`` bytes after the correlation id)
-    and its last bytes rewritten (``tail``)."""
+    and its last bytes rewritten (``tail``); ``held``: the answer is held whole first (see the module docstring).
+
+    A named tuple, not a frozen dataclass: one is made per edited request, and a frozen dataclass's ``__init__``
+    (``object.__setattr__`` per field) costs several times a tuple's."""
 
     walk: Callable[[int], AnswerWalk]
     tail: Callable[[bytes], Awaitable[bytes]]
+    held: bool = False
 
 
 class Malformed(Exception):
     """A length or count that does not fit the answer a walk reads (the walk raises ``UpstreamProtocolError``)."""
-
-
-def uvarint(p: bytes | memoryview, at: int) -> tuple[int, int]:
-    """The unsigned varint at ``at`` and the offset after it; ``IndexError`` past the end of ``p`` (a walk's caller
-    turns it into "it ends inside a field"), ``Malformed`` beyond 5 bytes. Written for the walks' hot loops: a
-    count or length below 128, the common case, is one comparison."""
-    byte = p[at]
-    if byte < 0x80:
-        return byte, at + 1
-    value, shift = byte & 0x7F, 7
-    while True:
-        at += 1
-        byte = p[at]
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at + 1
-        shift += 7
-        if shift > 28:
-            raise Malformed("a varint longer than 5 bytes")

@@ -1,4 +1,4 @@
-"""L1: SCRAM-SHA-256/512 credentials (RFC 5802 / RFC 7677, KIP-554) and both sides of the SASL exchange."""
+"""SCRAM-SHA-256/512 credentials (RFC 5802 / RFC 7677, KIP-554) and both sides of the SASL exchange."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""L5: the Kafka-protocol server (asyncio). Needs the ``server`` extra (kio)."""
+"""The Kafka-protocol server (asyncio). Needs the ``server`` extra (kio)."""

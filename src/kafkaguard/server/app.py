@@ -1,10 +1,10 @@
-"""``kafkaguard serve``: a ``ListeningServer`` (``protocol.listening``) whose connections are answered by kafkaguard's
+"""``kafkaguard serve``: a ``ListeningServer`` (``node.listening``) whose connections are answered by kafkaguard's
 own handlers (``dispatch``), as the cluster's only broker and its controller."""
 
 from __future__ import annotations
 
 from kafkaguard.config import Listener
-from kafkaguard.protocol.listening import ListeningServer
+from kafkaguard.node.listening import ListeningServer
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.server.dispatch import ServerDispatcher
 

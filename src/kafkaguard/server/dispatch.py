@@ -8,12 +8,13 @@ from collections.abc import Awaitable
 from kafkaguard.apis import STORE_HANDLERS, Handler
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.api_versions import NO_FEATURES, Features
-from kafkaguard.protocol.codec import SUPPORTED_VERSIONS, Versions
+from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
 from kafkaguard.protocol.replies import Response
 from kafkaguard.protocol.scope import ListenerContext, scope_of
 from kafkaguard.server.handlers.cluster import describe_cluster
 from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
+from kafkaguard.server.versions import SERVER_VERSIONS
 
 HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.METADATA: metadata,
@@ -22,8 +23,8 @@ HANDLERS: dict[ApiKey, Handler] = {
     ApiKey.DELETE_TOPICS: delete_topics,
     **STORE_HANDLERS,
 }
-if set(HANDLERS) | CONNECTION_APIS != set(SUPPORTED_VERSIONS):  # dispatch is exhaustive, checked at import
-    raise ImportError(f"APIs offered without a handler: {set(SUPPORTED_VERSIONS) - set(HANDLERS) - CONNECTION_APIS}")
+if set(HANDLERS) | CONNECTION_APIS != set(SERVER_VERSIONS):  # dispatch is exhaustive, checked at import
+    raise ImportError(f"APIs offered without a handler: {set(SERVER_VERSIONS) - set(HANDLERS) - CONNECTION_APIS}")
 
 
 class ServerDispatcher:
@@ -36,7 +37,7 @@ class ServerDispatcher:
 
     @property
     def versions(self) -> Versions:
-        return SUPPORTED_VERSIONS
+        return SERVER_VERSIONS
 
     @property
     def features(self) -> Features:

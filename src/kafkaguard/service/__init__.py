@@ -1,4 +1,4 @@
-"""L3: the use cases, and the single writer: changes go to the store (durable), then to the authorizer."""
+"""The use cases, and the single writer: changes go to the store (durable), then to the authorizer."""
 
 from __future__ import annotations
 

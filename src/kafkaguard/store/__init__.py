@@ -1,4 +1,4 @@
-"""L2: durable storage of ACLs, SCRAM credentials, topics, client quotas and principal groups (ports, SQLite,
+"""Durable storage of ACLs, SCRAM credentials, topics, client quotas and principal groups (ports, SQLite,
 in-memory twins; the PostgreSQL store is ``kafkaguard.store.postgres``, imported only where a store URL is
 configured: it needs psycopg). Both SQL stores run one implementation of the tables, ``store.sql``."""
 

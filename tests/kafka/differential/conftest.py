@@ -9,11 +9,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests import serving as guard_conftest
 from tests.kafka import broker
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.differential.runner import TALLY, Pair, Target
-from tests.server import conftest as guard_conftest
-from tests.server.conftest import ServerHandle, sasl_server
+from tests.serving import ServerHandle, sasl_server
 
 
 @pytest.fixture(scope="module")

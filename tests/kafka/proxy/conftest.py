@@ -1,6 +1,6 @@
 """``kafkaguard proxy`` in front of the real Kafka broker of ``tests/kafka/conftest.py``.
 
-The proxy runs in-process on its own event loop (``tests.server.conftest.start_server`` with ``ProxyServer``), logs
+The proxy runs in-process on its own event loop (``tests.serving.start_server`` with ``ProxyServer``), logs
 in to the broker as its super user ``admin`` (so the broker's own ACLs never restrict it), and enforces kafkaguard's
 ACLs on its clients. Its listener needs a fixed port with the node ports above it free (``free_port_range``).
 """
@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from kafkaguard.bootstrap import Services
-from kafkaguard.protocol.listening import ListeningServer
+from kafkaguard.node.listening import ListeningServer
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.proxy.app import ProxyServer
 from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaCluster
-from tests.server.conftest import ServerHandle, TlsFiles, start_server
+from tests.serving import ServerHandle, TlsFiles, start_server
 
 
 def free_port_range(count: int = 8) -> int:

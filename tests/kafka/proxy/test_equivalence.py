@@ -26,7 +26,7 @@ from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, Us
 from confluent_kafka.cimpl import NewTopic
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 PASSWORD = "equivalence-pw"  # noqa: S105 - a test password
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER  # BROKER: librdkafka's CLUSTER

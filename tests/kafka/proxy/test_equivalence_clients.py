@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-u
 
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.test_equivalence import PASSWORD, Side, prepare
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 with warnings.catch_warnings():  # kafka-python's imports use importlib.resources' deprecated read_text
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)

@@ -39,7 +39,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
 from tests.kafka.proxy.conftest import api_versions_of
 from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, provision
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 PROBE = Path(__file__).parent.parent / "ConsumerGroupProbe.java"
 PROBE_TIMEOUT = 150

@@ -46,7 +46,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 from kafkaguard.model import CLUSTER_NAME, AclOperation, ResourceType
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, LOOPBACK, KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire
 
 TOPIC, CLUSTER = ResourceType.TOPIC, ResourceType.CLUSTER

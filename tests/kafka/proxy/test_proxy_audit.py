@@ -4,12 +4,12 @@ action again with the same ACLs gives the logged decision (what ``audit replay``
 
 from __future__ import annotations
 
-from kafkaguard.audit.record import AuditRecord, from_json_line
+from kafkaguard.audit.records.record import AuditRecord, from_json_line
 from kafkaguard.authorizer.standard import authorize_in
 from kafkaguard.model import AclOperation, Action, RequestContext, ResourcePattern, ResourceType
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import consume, create_topics, grant, produce, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 
 def test_real_traffic_through_the_proxy_is_audited_for_replay(proxy: ServerHandle, kafka: KafkaBroker):

@@ -30,7 +30,7 @@ from kafkaguard.protocol.codec import request_schema
 from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire
 
 TOPICS_PER_REQUEST = 100

@@ -21,8 +21,8 @@ from kio.static.primitive import i8
 
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.server.test_bounded_work import LIMIT, Watchdog, assert_nobody_stalled
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, encode_request
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from kafkaguard.model import AclOperation, ResourceType
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.test_equivalence_kip848 import Collect
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 #: librdkafka's protocol debug line for a request it sent: "Sent ProduceRequest (v11, 120 bytes @ 0, CorrId 5)".
 SENT = re.compile(r"Sent (\w+)Request \(v(\d+),")

@@ -25,7 +25,7 @@ from kafkaguard.model import (
 )
 from tests.actors import ACTOR
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 PASSWORD = "proxy-client-pw"  # noqa: S105 - a test password
 

@@ -22,7 +22,7 @@ from kafkaguard.proxy.nodes import node_port
 from tests.kafka.broker import KafkaCluster
 from tests.kafka.proxy.conftest import start_cluster_proxy
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, grant, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire, encode_request
 
 

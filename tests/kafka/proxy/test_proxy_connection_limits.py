@@ -18,13 +18,13 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from kafkaguard.audit.refusals import RefusalReason
+from kafkaguard.audit.records.refusals import RefusalReason
 from kafkaguard.config import Listener
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.proxy.test_proxy_clients import sasl
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.server.test_connection_limits import api_versions, open_idle, still_open, wait_for
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, metadata
 
 LOGIN_TIMEOUT = 1.5
@@ -85,14 +85,14 @@ def test_a_512_kib_pre_login_frame_is_refused_on_the_broker_port_and_logged_once
     limited: ServerHandle, caplog: pytest.LogCaptureFixture
 ):
     _bootstrap, broker, listener = ports(limited)
-    with caplog.at_level(logging.WARNING, logger="kafkaguard.audit.refusals"):
+    with caplog.at_level(logging.WARNING, logger="kafkaguard.audit.records.refusals"):
         for _ in range(8):
             with socket.create_connection(broker, timeout=5, source_address=("127.0.0.5", 0)) as sock:
                 sock.sendall(struct.pack(">ihhi", 512 * 1024, 18, 3, 1))  # 10 of 512 KiB: the rest never comes
                 sock.settimeout(2)
                 assert sock.recv(1) == b""  # closed without waiting for it
     assert limited.services.refusals.total(RefusalReason.PRE_LOGIN_FRAME_SIZE) == 8  # no other test sends such frames
-    lines = [r.getMessage() for r in caplog.records if r.name == "kafkaguard.audit.refusals"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "kafkaguard.audit.records.refusals"]
     assert len([line for line in lines if "/127.0.0.5 " in line]) == 1, lines
     assert f"on {listener} [pre_login_frame_size]" in lines[0]
 

@@ -13,7 +13,7 @@ from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersions
 from kafkaguard.protocol.api_versions import Features
 from kafkaguard.proxy.versions import negotiate_features, servable_level
 from tests.kafka.broker import KafkaBroker
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire
 
 

@@ -31,7 +31,7 @@ from kafkaguard.model import CLUSTER_NAME, AclOperation, ResourceType
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_admin import Side, answer, both_sides
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire
 
 with warnings.catch_warnings():  # kafka-python loads its schemas with the deprecated importlib.resources calls

@@ -29,7 +29,7 @@ from tests.kafka.proxy.test_proxy_clients import (
     unique,
     user,
 )
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 

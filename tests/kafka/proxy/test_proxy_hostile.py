@@ -14,9 +14,9 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.server.hostile import hostile_bodies
 from tests.server.test_hostile_lengths import answered_or_closed, header
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, frame
 
 

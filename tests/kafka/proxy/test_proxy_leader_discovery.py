@@ -35,7 +35,7 @@ from kafkaguard.proxy.nodes import node_port
 from tests.kafka.broker import KafkaBroker, KafkaCluster, java
 from tests.kafka.proxy.conftest import start_cluster_proxy
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire, decode_response, encode_request
 
 with warnings.catch_warnings():  # kafka-python's package import reads its schemas with a deprecated call

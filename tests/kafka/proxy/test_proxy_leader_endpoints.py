@@ -26,7 +26,7 @@ from tests.kafka.broker import LOOPBACK, KafkaCluster
 from tests.kafka.proxy.test_proxy_cluster import cluster_proxy, split_topic
 from tests.kafka.proxy.test_proxy_topic_ids import fetch_by_id
 from tests.proxy.fetch_answers import counted_peeks, readable
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire, decode_response, encode_request, metadata
 
 __all__ = ["cluster_proxy"]  # the fixture, used here

@@ -22,7 +22,7 @@ from kafkaguard.config import SecurityProtocol
 from kafkaguard.model import AclOperation, ResourceType
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, proxy_bootstrap, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire
 
 log = logging.getLogger(__name__)

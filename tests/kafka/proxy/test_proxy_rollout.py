@@ -46,14 +46,14 @@ from kafkaguard.cli.main import app as cli
 from kafkaguard.console import create_app
 from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.model.acl_json import acls_to_document
+from kafkaguard.node.rollout_watch import PERMISSIVE_WARNING
 from kafkaguard.pipeline.jobs.entry import main as audit_job
-from kafkaguard.protocol.rollout import PERMISSIVE_WARNING
 from kafkaguard.proxy.app import ProxyServer
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.proxy.test_proxy_admin import broker_topics, outcomes, proxied_admin
 from tests.kafka.proxy.test_proxy_clients import consume, create_topics, grant, produce, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 TOPIC, GROUP = ResourceType.TOPIC, ResourceType.GROUP
 TIMEOUT = 30
@@ -167,7 +167,7 @@ class _Warnings(logging.Handler):
 @pytest.fixture(scope="module")
 def warnings() -> Iterator[_Warnings]:
     handler = _Warnings()
-    logger = logging.getLogger("kafkaguard.protocol.rollout")
+    logger = logging.getLogger("kafkaguard.node.rollout_watch")
     logger.addHandler(handler)
     try:
         yield handler

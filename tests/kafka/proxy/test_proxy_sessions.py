@@ -25,7 +25,6 @@ from kafkaguard.proxy.app import ProxyServer
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.proxy.test_proxy_clients import create_topics, grant, proxy_bootstrap, sasl
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.server.session_clients import (
     SLACK_SECONDS,
     answers,
@@ -35,6 +34,7 @@ from tests.server.session_clients import (
     reauthenticate,
     seconds_until_closed,
 )
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 from tests.wire import Wire
 
 pytestmark = pytest.mark.integration

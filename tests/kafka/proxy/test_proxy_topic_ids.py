@@ -38,7 +38,7 @@ from kafkaguard.protocol.codec import request_schema
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.test_proxy_auto_create import grant_prefix
 from tests.kafka.proxy.test_proxy_clients import PASSWORD, create_topics, grant, sasl, unique, user
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire, metadata
 
 

@@ -33,7 +33,7 @@ from kafkaguard.model import ResourceType as GuardResource
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, LOOPBACK, KafkaBroker, java
 from tests.kafka.proxy.conftest import api_versions_of
 from tests.kafka.proxy.test_proxy_clients import create_topics, grant, sasl, unique
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 pytestmark = pytest.mark.integration
 

@@ -54,7 +54,7 @@ from tests.kafka.proxy.test_proxy_clients import (
     unique,
     user,
 )
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 from tests.wire import Wire, encode_request
 
 TXN, TOPIC, GROUP, CLUSTER = ResourceType.TRANSACTIONAL_ID, ResourceType.TOPIC, ResourceType.GROUP, ResourceType.CLUSTER

@@ -23,7 +23,7 @@ from kafkaguard.errors import InvalidConfigError
 from tests.kafka.identity_broker import PROXY_PRINCIPAL, PROXY_SUBJECT, IdentityKafka
 from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.tokens import SigningKey, TokenEndpoint
-from tests.server.conftest import ADMIN, ADMIN_PASSWORD, ServerHandle
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle
 
 CLIENT_SECRET = "proxy-client-secret"  # noqa: S105 - the test token endpoint's client secret
 TIMEOUT = 30.0

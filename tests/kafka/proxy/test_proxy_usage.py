@@ -24,10 +24,10 @@ import pyarrow.parquet as pq
 import pytest
 from confluent_kafka import Consumer
 
-from kafkaguard.audit import AuditRecord, from_json_line
-from kafkaguard.audit.record import NOT_A_RECORD
+from kafkaguard.audit.records import AuditRecord, from_json_line
+from kafkaguard.audit.records.record import NOT_A_RECORD
+from kafkaguard.audit.trail.writer import AuditLog
 from kafkaguard.model import AclOperation, ResourceType
-from kafkaguard.protocol.audit_log import AuditLog
 from tests.kafka.broker import KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
 from tests.kafka.proxy.test_proxy_clients import (
@@ -41,7 +41,7 @@ from tests.kafka.proxy.test_proxy_clients import (
     unique,
     user,
 )
-from tests.server.conftest import ServerHandle
+from tests.serving import ServerHandle
 
 pytestmark = pytest.mark.spark
 

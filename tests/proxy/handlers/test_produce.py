@@ -22,8 +22,8 @@ from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.lengths import tagged_fields_at
 from kafkaguard.protocol.replies import Close
-from kafkaguard.proxy.handlers.produce import names_brokers
 from kafkaguard.proxy.nodes import MAX_NODE_ID, NodeDirectory, node_port
+from kafkaguard.proxy.produce_walk import names_brokers
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamUnavailable
 from kafkaguard.proxy.wire import UpstreamProtocolError

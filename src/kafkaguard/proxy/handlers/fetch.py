@@ -103,7 +103,8 @@ def _edit(scope: ProxyScope) -> AnswerEdit | None:
     version = scope.api_version
     if version < _ENDPOINTS_FROM:
         return None
-    return AnswerEdit(walk=lambda count: FetchAnswerWalk(count, version), tail=functools.partial(_proxied_tail, scope))
+    walk = functools.partial(FetchAnswerWalk, api_version=version)
+    return AnswerEdit(walk=walk, tail=functools.partial(_proxied_tail, scope))
 
 
 async def _proxied_tail(scope: ProxyScope, tail: bytes) -> bytes:

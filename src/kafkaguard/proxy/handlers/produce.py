@@ -17,11 +17,12 @@ the top-level tagged field ``node_endpoints`` — only then (``KafkaApis.handleP
 ``case Errors.NOT_LEADER_OR_FOLLOWER => … nodeEndpoints.put(node.id(), node)`` for ``request.header.apiVersion >=
 10``). A client connects to them directly, so they are rewritten to the proxy's per-broker addresses
 (``addresses.rewrite_node_endpoints``, as Metadata's brokers) before any client sees them. On the fast path a v10+
-answer is held whole (a Produce answer is a few dozen bytes per partition, never records) and walked once up to
-its top-level tagged fields (``produce_walk``: one Python step per element, nothing decoded); only when
-that section is not empty — an answer with leader changes — is it decoded, rewritten and re-encoded (unknown tags
-dropped). Cost against v9's relay: the walk, O(partitions) small steps, and the answer passed on in one write
-instead of as it arrives; no extra round trip and no change to pipelining (the request goes upstream at once).
+answer is edited as Fetch's is (``walks.AnswerEdit``, driven by ``links``), by an edit that holds it whole (a
+Produce answer is a few dozen bytes per partition, never records): walked once up to its top-level tagged fields
+(``produce_walk``: one Python step per element, nothing decoded); only when that section is not empty — an answer
+with leader changes — is it decoded, rewritten and re-encoded (unknown tags dropped). Cost against v9's relay: the
+walk, O(partitions) small steps, and the answer passed on in one write instead of as it arrives; no extra round
+trip and no change to pipelining (the request goes upstream at once).
 
 Client quotas (``proxy.quotas``): as Kafka, the request's size (header and body, ``request.sizeInBytes``) is charged
 to the client's ``producer_byte_rate`` meter once the transactional check passed, denied topics or not. Within the
@@ -41,23 +42,23 @@ from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
 from kafkaguard.protocol.build import rebuild, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
-from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Close, Relayed, Reply
+from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
 from kafkaguard.proxy.builders import produce_response
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
-from kafkaguard.proxy.handlers.produce_walk import top_level_tags_at
 from kafkaguard.proxy.messages import ProduceRequest, ProduceResponse
+from kafkaguard.proxy.produce_walk import ENDPOINTS_FROM, ProduceAnswerWalk
 from kafkaguard.proxy.quotas import PRODUCE, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response
 
 TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
 #: A v2 record batch: baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1) crc (4), then attributes.
 _MAGIC_AT, _ATTRIBUTES_AT = 16, 21
 _ATTRIBUTES = struct.Struct(">h")
+_CORRELATION = struct.Struct(">i")
 _TRANSACTIONAL = 0x10
-#: The first version whose answer may name brokers (KIP-951 ``node_endpoints``).
-_ENDPOINTS_FROM = 10
 #: Kafka's ``PartitionResponse(error)``: offsets -1, no append time.
 _REFUSAL = PartitionRefusal(
     "TopicProduceResponse", "PartitionProduceResponse", partitions="partition_data", index="index",
@@ -118,36 +119,26 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
 async def _relay(scope: ProxyScope) -> Reply:
     """The fast path: the client's bytes go upstream at once; the answer comes back unchanged, unless (v10+) it
     names brokers (see the module docstring)."""
-    relayed = await scope.relay()
-    if scope.api_version < _ENDPOINTS_FROM:
-        return relayed
-    return Relayed(functools.partial(_pass_on_proxied, scope, relayed))
+    return await scope.relay(edit=_edit(scope))
 
 
-async def _pass_on_proxied(scope: ProxyScope, relayed: Relayed, client: ClientWriter) -> None:
-    """Pass a v10+ answer on: as it came when it names no broker, else with ``node_endpoints`` rewritten."""
-    held = _Held()
-    await relayed.pass_on(held)
-    framed = bytes(held.data)
-    payload = framed[4:]
-    if names_brokers(scope.api_version, payload):
-        answer: ProduceResponse = decode_response(ApiKey.PRODUCE, scope.api_version, payload)
-        framed = encode_response(ApiKey.PRODUCE, scope.api_version, scope.correlation_id,
-                                 await _proxied(scope, answer))  # fmt: skip
-    client.write(framed)
-    await client.drain()
+def _edit(scope: ProxyScope) -> AnswerEdit | None:
+    """How a relayed v10+ answer is walked and, when it names brokers, rewritten (see the module docstring)."""
+    version = scope.api_version
+    if version < ENDPOINTS_FROM:
+        return None
+    walk = functools.partial(ProduceAnswerWalk, api_version=version)
+    return AnswerEdit(walk=walk, tail=functools.partial(_proxied_answer, scope), held=True)
 
 
-def names_brokers(api_version: int, payload: bytes) -> bool:
-    """Whether a Produce response payload (no length prefix) of ``api_version`` carries top-level tagged fields — in
-    v10-v11 that is ``node_endpoints`` (tag 0), the only place a Produce answer names brokers. Walks the body up to
-    that section without decoding it (``produce_walk``).
-
-    :raises UpstreamProtocolError: a length in the answer does not fit its bytes.
-    """
-    if api_version < _ENDPOINTS_FROM:
-        return False
-    return payload[top_level_tags_at(payload, api_version)] != 0  # the count (a uvarint): zero is one 0 byte
+async def _proxied_answer(scope: ProxyScope, body: bytes) -> bytes:
+    """A v10+ answer that names brokers — ``body``, every byte after its correlation id (``produce_walk``'s tail) —
+    with ``node_endpoints`` rewritten: decoded, rewritten and re-encoded, the same bytes after the correlation id."""
+    version = scope.api_version
+    payload = _CORRELATION.pack(scope.correlation_id) + body  # the upstream's: ``pass_answer_on`` checked it is this
+    answer: ProduceResponse = decode_response(ApiKey.PRODUCE, version, payload)
+    framed = encode_response(ApiKey.PRODUCE, version, scope.correlation_id, await _proxied(scope, answer))
+    return framed[8:]  # after the frame's size and the correlation id
 
 
 async def _proxied(scope: ProxyScope, answer: ProduceResponse) -> ProduceResponse:
@@ -156,21 +147,6 @@ async def _proxied(scope: ProxyScope, answer: ProduceResponse) -> ProduceRespons
     if not endpoints:
         return answer
     return rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
-
-
-class _Held:
-    """A ``ClientWriter`` that keeps what is written: a Produce answer held whole before it is passed on."""
-
-    __slots__ = ("data",)
-
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data: bytes) -> None:
-        self.data += data
-
-    async def drain(self) -> None:
-        return None
 
 
 def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse:
