@@ -71,8 +71,11 @@ THROTTLED_EVENT_ERROR = "Authentication failed: too many failed logins (refused 
 MAX_QUEUED_ANSWERS = 5
 
 
-class CloseConnection(Exception):
-    """Raised inside this module to end the connection loop with a reason (a dispatcher answers ``Close``)."""
+class CloseConnection(KafkaguardError):
+    """Raised inside this module to end the connection loop with a reason (a dispatcher answers ``Close``).
+
+    Control flow, never raised across a layer: ``Connection.run`` catches it first, before ``ProtocolError`` and
+    ``KafkaguardError``, and nothing it calls catches ``KafkaguardError`` around a raise of it."""
 
 
 class Incoming(NamedTuple):

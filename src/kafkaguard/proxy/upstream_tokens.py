@@ -44,6 +44,7 @@ from typing import Any
 import httpx
 import jwt
 
+from kafkaguard.errors import KafkaguardError
 from kafkaguard.proxy.upstream import UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class AccessToken:
     expires_at: float
 
 
-class _FetchFailed(Exception):
+class _FetchFailed(KafkaguardError):
     """One fetch failed; ``retriable`` says whether asking again may help. The message holds no secret."""
 
     def __init__(self, message: str, *, retriable: bool) -> None:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
+from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import Actor, ItemError, KafkaErrorCode
 from kafkaguard.service.events import EventRelay, quota_event, store_refused
 from kafkaguard.service.outage import unavailable
@@ -197,7 +198,7 @@ class QuotaDescription:
     error: ItemError | None = None
 
 
-class _FilterError(Exception):
+class _FilterError(KafkaguardError):
     """Ends the check of a malformed filter with its error (private control flow: the service answers it)."""
 
     def __init__(self, code: KafkaErrorCode, message: str) -> None:
