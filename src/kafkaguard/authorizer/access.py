@@ -53,7 +53,8 @@ from kafkaguard.model.group import members_by_group
 
 _O = AclOperation
 #: The operations Kafka supports per resource type (``AclEntry.supportedOperations``, with KIP-755's AUTO_CREATE):
-#: an ACL for ALL is reported as these, not as every operation there is.
+#: an ACL for ALL is reported as these, not as every operation there is. A table, one row a resource type, each in
+#: Kafka's order (the order it reports them in), kept so by the formatter's skip comment on its last line.
 SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.TOPIC: (
         _O.READ, _O.WRITE, _O.CREATE, _O.AUTO_CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,

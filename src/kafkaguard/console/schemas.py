@@ -500,7 +500,9 @@ class HistoryEventOut(BaseModel):
             time=event.time,
             action=event.action,
             actor=ActorOut(
-                principal=actor.principal, address=actor.address, interface=actor.interface,
+                principal=actor.principal,
+                address=actor.address,
+                interface=actor.interface,
                 request_id=actor.request_id,
             ),
             subject=event.subject,
@@ -510,7 +512,7 @@ class HistoryEventOut(BaseModel):
             result=event.result,
             error_message=event.error_message,
             data=event.data(),
-        )  # fmt: skip
+        )
 
 
 class HistoryOut(BaseModel):

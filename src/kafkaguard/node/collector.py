@@ -122,8 +122,11 @@ class Collector:
             started = time.perf_counter()
             found = self._reclaim()
             self.reclaims += 1
-            log.info("garbage collector: reclaimed %d unreachable objects in %.0f ms", found,
-                     (time.perf_counter() - started) * 1000)  # fmt: skip
+            log.info(
+                "garbage collector: reclaimed %d unreachable objects in %.0f ms",
+                found,
+                (time.perf_counter() - started) * 1000,
+            )
 
     def _reclaim(self) -> int:
         gc.unfreeze()

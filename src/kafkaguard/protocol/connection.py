@@ -203,17 +203,30 @@ class Connection:
             return
         self.peer_principal = principal
         if certificate is not None:
-            record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal,
-                              succeeded=True)  # fmt: skip
-            record_login_event(self.context.audit, succeeded=True, mechanism="SSL", listener=str(self.listener),
-                               host=self.host, principal=self.peer_principal)  # fmt: skip
+            record_peer_login(
+                self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal, succeeded=True
+            )
+            record_login_event(
+                self.context.audit,
+                succeeded=True,
+                mechanism="SSL",
+                listener=str(self.listener),
+                host=self.host,
+                principal=self.peer_principal,
+            )
 
     def _unidentified(self, reason: str) -> None:
         """An SSL listener's client gets no principal (``reason``): a failed login, and the connection closes."""
         self.unidentified = reason
         record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", reason, succeeded=False)
-        record_login_event(self.context.audit, succeeded=False, mechanism="SSL", listener=str(self.listener),
-                           host=self.host, error=reason)  # fmt: skip
+        record_login_event(
+            self.context.audit,
+            succeeded=False,
+            mechanism="SSL",
+            listener=str(self.listener),
+            host=self.host,
+            error=reason,
+        )
 
     @property
     def authenticated(self) -> bool:
@@ -281,8 +294,10 @@ class Connection:
         except TimeoutError:
             if deadline < idle_at:
                 timeout = settings.sasl_login_timeout_seconds
-                self.refuse(RefusalReason.SASL_LOGIN_TIMEOUT, f"not logged in within sasl_login_timeout_seconds "
-                            f"({timeout:g} s) of connecting")  # fmt: skip
+                self.refuse(
+                    RefusalReason.SASL_LOGIN_TIMEOUT,
+                    f"not logged in within sasl_login_timeout_seconds ({timeout:g} s) of connecting",
+                )
                 raise CloseConnection(f"not logged in within {timeout:g} s") from None
             raise CloseConnection(f"idle for {settings.idle_timeout_seconds:g} s") from None
         except FrameTooLargeError as e:
@@ -477,13 +492,23 @@ class Connection:
         error = None if ok else sasl.failure or "authentication failed"
         if not ok and sasl.throttled:
             # the budget's (login_failures_per_address_*, login_failures_per_user_*) or a full PLAIN derivation pool
-            self.services.refusals.record(str(self.listener), RefusalReason.LOGIN_FAILURES, self.host,
-                                          f"{sasl.mechanism} login refused unchecked: {error}")  # fmt: skip
+            self.services.refusals.record(
+                str(self.listener),
+                RefusalReason.LOGIN_FAILURES,
+                self.host,
+                f"{sasl.mechanism} login refused unchecked: {error}",
+            )
             error = THROTTLED_EVENT_ERROR  # without its "retry after N s": identical refusals collapse in the trail
-        record_login_event(self.context.audit, succeeded=ok, mechanism=sasl.mechanism or "none",
-                           listener=str(self.listener), host=self.host,
-                           principal=f"User:{sasl.user}" if ok and sasl.user is not None else None,
-                           attempted_name=sasl.claimed_user, error=error)  # fmt: skip
+        record_login_event(
+            self.context.audit,
+            succeeded=ok,
+            mechanism=sasl.mechanism or "none",
+            listener=str(self.listener),
+            host=self.host,
+            principal=f"User:{sasl.user}" if ok and sasl.user is not None else None,
+            attempted_name=sasl.claimed_user,
+            error=error,
+        )
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.

@@ -357,5 +357,6 @@ class Mechanisms:
         if name == OAuthBearerServer.name and self._tokens is not None:
             return OAuthBearerServer(self._tokens, self._budget, client)
         mechanism = ScramMechanism.from_name(name)
-        return ScramServer(mechanism, self._credentials, self._secret, self._budget, client,
-                           reauthentication=reauthentication)  # fmt: skip
+        return ScramServer(
+            mechanism, self._credentials, self._secret, self._budget, client, reauthentication=reauthentication
+        )

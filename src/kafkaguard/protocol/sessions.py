@@ -122,8 +122,9 @@ class Session:
         if self.ended is not None:
             return
         self.ended = reason
-        log.info("closing the session of User:%s from /%s (listener %s): %s", self.user, self.host, self.listener,
-                 reason)  # fmt: skip
+        log.info(
+            "closing the session of User:%s from /%s (listener %s): %s", self.user, self.host, self.listener, reason
+        )
         self._close()
 
 

@@ -316,8 +316,10 @@ class UpstreamConnection:
                 if not 4 <= size <= MAX_RESPONSE_BYTES:
                     raise UpstreamProtocolError(f"upstream {self.address} sent a response frame of {size} bytes")
                 if correlation_id_of(head[4:]) != correlation_id:
-                    raise UpstreamProtocolError(f"upstream {self.address} answered correlation id "
-                                                f"{correlation_id_of(head[4:])}, not {correlation_id}")  # fmt: skip
+                    raise UpstreamProtocolError(
+                        f"upstream {self.address} answered correlation id "
+                        f"{correlation_id_of(head[4:])}, not {correlation_id}"
+                    )
                 await link.pass_on(head, size - 4, client, edit)
         except UpstreamProtocolError as e:
             raise self._fail(UpstreamUnavailable(str(e))) from e

@@ -447,9 +447,10 @@ class CredentialService:
         credentials = {(user, credential.mechanism): credential for user, credential in loaded.credentials}
         before = self._snapshot.credentials
         changed = frozenset(
-            user for user, mechanism in before.keys() | credentials.keys()
+            user
+            for user, mechanism in before.keys() | credentials.keys()
             if before.get((user, mechanism)) != credentials.get((user, mechanism))
-        )  # fmt: skip
+        )
         self._snapshot = _Snapshot.of(loaded.version, credentials)
         log.debug("loaded %d SCRAM credentials at version %d", len(credentials), loaded.version)
         return changed

@@ -84,10 +84,19 @@ NO_SESSION, FINAL_EPOCH = 0, -1
 #: Kafka's ``FetchResponse.partitionResponse(tp, error)``: watermarks -1, no records (``MemoryRecords.EMPTY``, never
 #: null: clients read its size).
 _REFUSAL = PartitionRefusal(
-    "FetchableTopicResponse", "PartitionData", topic="topic", index="partition",
-    placeholders={"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
-                  "aborted_transactions": None, "preferred_read_replica": -1, "records": b""},
-)  # fmt: skip
+    "FetchableTopicResponse",
+    "PartitionData",
+    topic="topic",
+    index="partition",
+    placeholders={
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    },
+)
 
 
 _REFUSAL_BY_ID = dataclasses.replace(_REFUSAL, topic="topic_id")
