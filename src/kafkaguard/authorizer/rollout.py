@@ -15,7 +15,7 @@ Two models: an admission controller's "warn" mode and IAM's policy simulator.
 (``/healthz``, ``/metrics``). Its counters are written by the audit writer's thread only (one flush at a time).
 
 Cost model (shadow): one ``authorize_in`` over a request's decisive actions against the candidate snapshot
-(~1 µs per action, as the active decision), plus an ``explain_in`` for each flip only. A shadow set of the active
+(per action, what the active decision costs), plus an ``explain_in`` for each flip only. A shadow set of the active
 set's size therefore costs the writer thread about what the active decisions cost the loop.
 """
 

@@ -159,7 +159,7 @@ class ListeningServer(ABC):
         for listener in self.services.settings.parsed_listeners:
             await self.bind(listener)
         # The loaded ACL set and every open connection are long-lived: kept out of the cyclic GC's reach so that
-        # collections do not walk them (measured: pauses of up to 58 ms at 10k ACLs, ~170 ms at 8,000 connections).
+        # collections do not walk them (the pauses they caused: docs/benchmarks.md, "Figures from the code").
         self.collector.start()
         self._sync_task = asyncio.create_task(follow_store(self.services), name="store-sync")
 

@@ -17,7 +17,8 @@ line's own timestamp decides only its time, its hour and, if invalid, its reason
 after ``not a Kafka authorizer audit line`` in the parser's order). Lines in any other layout are grouped whole
 (identical lines only) and parsed as they are.
 
-Measured on 2 cores (``docs/benchmarks.md``): 10M lines 1.5× faster than parsing every line (1M lines: slower).
+Folding pays at scale only: faster than parsing every line at 10M lines, slower at 1M (see
+docs/benchmarks.md, "Figures from the code").
 JSON lines are not folded: ``from_json`` per line is cheap enough that folding's own cost per line (the layout
 check, the cut, a group-by on ~230-byte keys) ate the gain.
 """

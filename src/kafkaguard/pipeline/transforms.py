@@ -34,8 +34,8 @@ def aggregate_raw(
     ``requests`` sums the records' ``count`` (a usage-mode record stands for many requests; a bad line counts one);
     ``last_seen`` is the latest ``last_time``.
 
-    (Measured on 2 cores: this costs ~0.5 s per 10M records more than grouping by the access tuple alone, and
-    ~2 s less than a second aggregation over the raw records for the chart.) Without ``hourly``, only the
+    (This costs a little more than grouping by the access tuple alone, and less than a second aggregation over
+    the raw records for the chart: see docs/benchmarks.md, "Figures from the code".) Without ``hourly``, only the
     ``per_tuple`` rows, by a plain group-by (no grouping sets; ``bucket`` null), with ``allowed``: the requests
     logged ALLOWED.
     """

@@ -60,7 +60,8 @@ class ImportResult:
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a full load builds ~10^5 acyclic objects: otherwise every few
-    hundred allocations trigger collections that rescan the growing heap (about 40% of a 100k-ACL startup).
+    hundred allocations trigger collections that rescan the growing heap (a large share of a 100k-ACL startup: see
+    docs/benchmarks.md, "Figures from the code").
     Reference counting still frees everything; the collector resumes afterwards as it was."""
     was_enabled = gc.isenabled()
     gc.disable()
