@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import signal
 import socket
 import ssl
 import time
@@ -57,6 +56,7 @@ from kafkaguard.node.collector import Collector
 from kafkaguard.node.descriptors import reserve_descriptors
 from kafkaguard.node.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.node.rollout_watch import AclFileLoader, RolloutWatch
+from kafkaguard.node.signals import until_signalled
 from kafkaguard.node.trusted import TrustedProxies
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
@@ -495,12 +495,7 @@ async def serve(settings: Settings, server_type: Callable[[Services], ListeningS
     server = server_type(services)
     try:
         await server.start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        log.info("shutting down")
+        await until_signalled()
     finally:
         await server.stop()
         services.close()

@@ -203,29 +203,25 @@ class Connection:
             return
         self.peer_principal = principal
         if certificate is not None:
-            record_peer_login(
-                self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal, succeeded=True
-            )
-            record_login_event(
-                self.context.audit,
-                succeeded=True,
-                mechanism="SSL",
-                listener=str(self.listener),
-                host=self.host,
-                principal=self.peer_principal,
-            )
+            self._record_ssl_login(principal, succeeded=True)
 
     def _unidentified(self, reason: str) -> None:
         """An SSL listener's client gets no principal (``reason``): a failed login, and the connection closes."""
         self.unidentified = reason
-        record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", reason, succeeded=False)
+        self._record_ssl_login(reason, succeeded=False)
+
+    def _record_ssl_login(self, outcome: str, *, succeeded: bool) -> None:
+        """Count and audit a certificate login: ``outcome`` is its principal, or why it has none."""
+        listener = str(self.listener)
+        record_peer_login(self.services.logins, listener, self.host, "SSL", outcome, succeeded=succeeded)
         record_login_event(
             self.context.audit,
-            succeeded=False,
+            succeeded=succeeded,
             mechanism="SSL",
-            listener=str(self.listener),
+            listener=listener,
             host=self.host,
-            error=reason,
+            principal=outcome if succeeded else None,
+            error=None if succeeded else outcome,
         )
 
     @property
