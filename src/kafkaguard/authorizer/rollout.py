@@ -69,7 +69,8 @@ def shadow_set(
     allow_everyone_if_no_acl_found: bool,
     memberships: Mapping[str, Iterable[str]],
 ) -> ShadowSet:
-    """Build the candidate set's authorizer once (index build: ~1 s per 100k ACLs; call it off the event loop)."""
+    """Build the candidate set's authorizer once (index build: O(ACLs), seconds at 100k; call it off the event
+    loop)."""
     acls = stored_from_file(bindings)
     authorizer = StandardAuthorizer(super_users, allow_everyone_if_no_acl_found, acls=acls, memberships=memberships)
     return ShadowSet(source, authorizer.snapshot, len(acls))

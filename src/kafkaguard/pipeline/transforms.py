@@ -84,9 +84,9 @@ def aggregate_raw(
 
 def small_rows(aggregated: DataFrame) -> DataFrame:
     """The few rows of ``aggregated`` that are not about one access tuple: the over-time rows and the bad lines
-    (``per_tuple, bucket, logged_decision, error, requests, first_seen, last_seen``; an hour's first and last
-    request), to collect in one job (see ``over_time`` and ``bad_lines`` for their meaning). (Not unioned with
-    anything: a union over the cached aggregation computed it again, +2.6 s at 10M records.)"""
+    (``per_tuple, bucket, logged_decision, error, requests, first_seen, last_seen``; an hour's first and last request),
+    to collect in one job (see ``over_time`` and ``bad_lines`` for their meaning). (Not unioned with anything: a union
+    over the cached aggregation computed it again; see docs/benchmarks.md, "Figures from the code".)"""
     from pyspark.sql import functions as F
 
     return aggregated.where(~F.col("per_tuple") | F.col("error").isNotNull()).select(
@@ -160,7 +160,7 @@ def may_flip(
     ``changed`` row (resource_type,
     pattern_type, name, principal, host; null = any) covers: the access's name looked up as a LITERAL name, as the
     LITERAL ``*`` (unless ``wildcard`` is false: no changed row is one), and as a PREFIXED pattern of each length in
-    ``prefix_lengths``; one broadcast hash join. (Each key costs ~0.1 s per 1M distinct accesses.) An
+    ``prefix_lengths``; one broadcast hash join. (Each key costs one probe per distinct access.) An
     access appears once per key that is covered (duplicates are identical rows)."""
     from pyspark.sql import functions as F
 

@@ -381,7 +381,7 @@ class UpstreamConnection:
             security.mechanism, security.username, security.password, salted_password_cache=security.cache
         )
         server_first = await self._authenticate(link, session.first_message())
-        # PBKDF2 on a cache miss: up to ~1 s at the iteration counts a broker may ask for, never on the loop
+        # PBKDF2 on a cache miss: O(iterations), and a broker may ask for many: never on the loop
         client_final = await asyncio.to_thread(session.final_message, server_first)
         server_final = await self._authenticate(link, client_final)
         session.verify_server_final(server_final)
