@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from kafkaguard.audit.records import kafka_log
 from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
 from kafkaguard.pipeline.readers import parse_kafka_log
+from kafkaguard.pipeline.transforms import per_tuple_counts
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -161,15 +162,7 @@ def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
         ).alias("p")
     ).select("p.*")
     parts = parts.where(F.col("requests") > 0)
-    tuple_keys = [*ACCESS_KEY, *keys, "error"]
-    per_tuple = parts.groupBy(*tuple_keys).agg(
-        F.sum("requests").alias("requests"),
-        F.min("first_seen").alias("first_seen"),
-        F.max("last_seen").alias("last_seen"),
-        F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col("requests")).otherwise(0)).alias("allowed"),
-    )
-    if "logged_decision" not in keys:
-        per_tuple = per_tuple.withColumn("logged_decision", F.lit(None).cast("string"))
+    per_tuple = per_tuple_counts(parts, keys, requests="requests", first="first_seen", last="last_seen")
     per_hour = (
         parts.where(F.col("error").isNull())
         .groupBy("bucket", "logged_decision")

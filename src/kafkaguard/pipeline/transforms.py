@@ -55,14 +55,7 @@ def aggregate_raw(
     )
     tuple_keys = [*ACCESS_KEY, *keys, "error"]
     if not hourly:
-        grouped = keyed.groupBy(*tuple_keys).agg(
-            F.sum("count").alias("requests"),
-            F.min("time").alias("first_seen"),
-            F.max("last_time").alias("last_seen"),
-            F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col("count")).otherwise(0)).alias("allowed"),
-        )
-        if "logged_decision" not in keys:
-            grouped = grouped.withColumn("logged_decision", F.lit(None).cast("string"))
+        grouped = per_tuple_counts(keyed, keys, requests="count", first="time", last="last_time")
         return grouped.select(
             *ACCESS_KEY,
             "logged_decision",
@@ -80,6 +73,25 @@ def aggregate_raw(
         F.max("last_time").alias("last_seen"),
         (F.grouping("bucket") == 1).alias("per_tuple"),
     )
+
+
+def per_tuple_counts(frame: DataFrame, keys: Sequence[str], *, requests: str, first: str, last: str) -> DataFrame:
+    """One row per (access tuple, ``keys``, error) of ``frame``: ``requests`` summed, the earliest ``first`` as
+    ``first_seen``, the latest ``last`` as ``last_seen``, and ``allowed`` (the requests logged ALLOWED); a null
+    ``logged_decision`` when ``keys`` leaves it out. For ``aggregate_raw`` and ``folding``'s folded groups alike.
+
+    Cost: one hash aggregation over ``frame``."""
+    from pyspark.sql import functions as F
+
+    grouped = frame.groupBy(*ACCESS_KEY, *keys, "error").agg(
+        F.sum(requests).alias("requests"),
+        F.min(first).alias("first_seen"),
+        F.max(last).alias("last_seen"),
+        F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col(requests)).otherwise(0)).alias("allowed"),
+    )
+    if "logged_decision" not in keys:
+        grouped = grouped.withColumn("logged_decision", F.lit(None).cast("string"))
+    return grouped
 
 
 def small_rows(aggregated: DataFrame) -> DataFrame:
