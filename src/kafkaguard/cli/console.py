@@ -19,7 +19,7 @@ from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.cli import options as o
 from kafkaguard.config import Settings, load_settings
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.node.signals import until_signalled
+from kafkaguard.node.signals import run_until_signalled, until_signalled
 
 if TYPE_CHECKING:
     from kafkaguard.console import HttpListener
@@ -46,10 +46,8 @@ async def run_console(settings: Settings) -> None:
     services = await asyncio.to_thread(build_services, settings)
     console = ConsoleServer(create_app(services, sync_store=True), listener)
     try:
-        await console.start()
-        await until_signalled()
+        await run_until_signalled(console)
     finally:
-        await console.stop()
         services.close()
 
 

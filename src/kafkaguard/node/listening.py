@@ -56,7 +56,7 @@ from kafkaguard.node.collector import Collector
 from kafkaguard.node.descriptors import reserve_descriptors
 from kafkaguard.node.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.node.rollout_watch import AclFileLoader, RolloutWatch
-from kafkaguard.node.signals import until_signalled
+from kafkaguard.node.signals import run_until_signalled
 from kafkaguard.node.trusted import TrustedProxies
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
@@ -494,8 +494,6 @@ async def serve(settings: Settings, server_type: Callable[[Services], ListeningS
     services = await asyncio.to_thread(build_services, settings)
     server = server_type(services)
     try:
-        await server.start()
-        await until_signalled()
+        await run_until_signalled(server)
     finally:
-        await server.stop()
         services.close()

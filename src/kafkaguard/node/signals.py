@@ -1,11 +1,16 @@
 """Running until the process is told to stop: what every long-running command (``serve``, ``proxy``, ``console``,
-and both with ``--http-listener``) waits on between its start and its clean shutdown."""
+and both with ``--http-listener``) waits on between its start and its clean shutdown.
+
+Worked example: ``kafkaguard serve`` starts its listeners (``run_until_signalled(server)``), serves, and on SIGTERM
+logs "shutting down" and stops them; a listener that cannot be bound stops what was started, and the error goes on.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import signal
+from typing import Protocol
 
 log = logging.getLogger(__name__)
 
@@ -22,3 +27,21 @@ async def until_signalled() -> None:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down")
+
+
+class Service(Protocol):
+    """What runs until signalled: a Kafka listener's server, the console."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def run_until_signalled(service: Service) -> None:
+    """Start ``service``, wait for SIGTERM or SIGINT, then stop it; stopped too when its start fails part-way (what
+    it started is undone) or the wait is cancelled."""
+    try:
+        await service.start()
+        await until_signalled()
+    finally:
+        await service.stop()
