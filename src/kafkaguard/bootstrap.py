@@ -112,12 +112,25 @@ def build_services(settings: Settings) -> Services:
     credentials = CredentialService(store, events=events)
     topics = TopicService(store, default_partitions=settings.default_partitions, events=events)
     quotas = QuotaService(store, events=events)
-    limits = RefusalLimits(settings.refused_changes_per_request, settings.refused_changes_burst,
-                           settings.refused_changes_per_minute)  # fmt: skip
+    limits = RefusalLimits(
+        settings.refused_changes_per_request, settings.refused_changes_burst, settings.refused_changes_per_minute
+    )
     refused = RefusedChanges(store, events, limits)
-    services = Services(settings, store, authorizer, acls, credentials, topics, secret, quotas, groups, refused,
-                        events=events, rollout=Rollout(settings.enforcement),
-                        login_budget=login_budget(settings))  # fmt: skip
+    services = Services(
+        settings,
+        store,
+        authorizer,
+        acls,
+        credentials,
+        topics,
+        secret,
+        quotas,
+        groups,
+        refused,
+        events=events,
+        rollout=Rollout(settings.enforcement),
+        login_budget=login_budget(settings),
+    )
     _bootstrap_admin(services)
     return services
 

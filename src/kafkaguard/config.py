@@ -1005,6 +1005,8 @@ def with_served_settings(settings: Settings) -> tuple[Settings, str | None]:
         if not isinstance(values.get("allow_everyone_if_no_acl_found", False), bool):
             raise TypeError("allow_everyone_if_no_acl_found is not a boolean")
     except (OSError, ValueError, KeyError, TypeError, InvalidConfigError) as e:
-        raise InvalidConfigError(f"{path} is not a record of a server's settings ({e}); delete it, or start the "
-                                 "server once to write it again") from None  # fmt: skip
+        raise InvalidConfigError(
+            f"{path} is not a record of a server's settings ({e}); delete it, or start the "
+            "server once to write it again"
+        ) from None
     return settings.model_copy(update=values), served_by

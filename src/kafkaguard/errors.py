@@ -43,24 +43,32 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
      │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
      │    ├── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
+     │    │    └── Malformed              proxy.walks       a length or count a relayed answer's walk cannot fit
      │    └── VarintTooLong               protocol.errors   a varint beyond 5 bytes (each reader turns it into its own)
+     ├── CloseConnection                  protocol.connection control flow: ends one connection's loop, with a reason
      ├── CertificateNotMapped             protocol.identity no mapping rule applies to a client certificate
      ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
+     ├── _FetchFailed                     proxy.upstream_tokens one token fetch failed (private: retried, or the above)
      ├── SettingUnreadable                proxy.broker_settings an upstream broker did not tell a setting
      ├── LoginThrottledError              identity.failure_budget a login refused unchecked (budget, pool; 429)
      ├── ItemRefusedError                 console.item_errors a per-item Kafka error answered over REST
+     ├── _FilterError                     service.quotas    a malformed quota filter (private: answered as an ItemError)
      ├── CliError                         cli.client        reported by the CLI as one line, with an exit code
      │    ├── KafkaCallError              cli.client        the cluster answered a call with a Kafka error
      │    └── UnsupportedByClientError    cli.client        a binding librdkafka cannot express
      ├── AclFileError                     cli.aclfile       an ACL file (acls.yaml) that cannot be used
      └── PipelineError                    pipeline.errors   bad input or environment of an audit job
+          └── SparkFailed                 pipeline.jobs.entry a job failed inside Spark (exit 1, not 2)
 
 The classes outside this module live in the layer that raises them: a ``ProtocolError`` closes only the
-connection it happened on; the CLI, the console and the pipeline turn theirs into one message each.
-Deliberately outside the tree: ``protocol.connection.CloseConnection`` (control flow that ends a connection loop,
-never raised across a layer) and the ``TypeError`` of ``protocol.build``/``protocol.lengths`` (a programming error in
-the server's own code that the tests find, the same whatever a client sends).
+connection it happened on; the CLI, the console and the pipeline turn theirs into one message each. The private
+ones (``_FetchFailed``, ``_FilterError``, and ``CloseConnection`` in effect) never leave their module: each is caught
+there, before any ``except KafkaguardError``.
+
+Deliberately outside the tree (``tests/test_errors.py`` lists them, with why): ``protocol.build.WideningRequestError``
+and the bare ``TypeError`` of ``protocol.build``/``protocol.lengths`` — a programming error in kafkaguard's own code
+that the tests find, the same whatever a client sends, so no ``except KafkaguardError`` may mistake it for an answer.
 """
 
 from __future__ import annotations

@@ -62,8 +62,12 @@ class FailureLog:
                 log.error("syncing %s from the store failed, keeping the last snapshot", self._what, exc_info=error)
             self._next_at, self._gap = now + FIRST_REPEAT_SECONDS, FIRST_REPEAT_SECONDS
         elif now >= self._next_at:
-            log.warning("syncing %s from the store still fails (%d attempts), keeping the last snapshot: %s",
-                        self._what, self._failures, error)  # fmt: skip
+            log.warning(
+                "syncing %s from the store still fails (%d attempts), keeping the last snapshot: %s",
+                self._what,
+                self._failures,
+                error,
+            )
             self._gap = min(2 * self._gap, MAX_REPEAT_SECONDS)
             self._next_at = now + self._gap
 

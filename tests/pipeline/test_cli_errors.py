@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from kafkaguard.cli.main import app
 from kafkaguard.pipeline.errors import PipelineError
+from kafkaguard.pipeline.jobs import entry
 from kafkaguard.pipeline.session import check_java
 
 
@@ -85,3 +86,16 @@ def test_old_or_missing_java_is_a_clear_error(tmp_path: Path) -> None:
         check_java(fake_java(tmp_path, "1.8.0_292"))
     with pytest.raises(PipelineError, match="no 'java' was found"):
         check_java(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize(
+    ("error", "code"), [(entry.SparkFailed("Spark failed: boom"), 1), (PipelineError("no such file: x"), 2)]
+)
+def test_a_failure_inside_spark_exits_1_bad_input_2(monkeypatch, capsys, tmp_path: Path, error, code) -> None:
+    # SparkFailed is a KafkaguardError like bad input: main must still tell them apart by exit code.
+    def execute(*_args: object) -> None:
+        raise error
+
+    monkeypatch.setattr(entry, "execute", execute)
+    assert entry.main(["recommend", "--log", str(tmp_path / "a.log"), "--out", str(tmp_path)]) == code
+    assert capsys.readouterr().err == f"error: {error}\n"

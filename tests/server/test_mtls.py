@@ -18,6 +18,7 @@ from confluent_kafka.admin import AdminClient
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 
+from kafkaguard.audit.records.cloudevents import unwrap
 from kafkaguard.audit.records.logins import LoginResult
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.identity.x500 import rfc2253_name
@@ -209,3 +210,21 @@ def test_a_revoked_certificate_is_refused(tmp_path: Path, certs: CertificateSet)
         assert principal_seen(handle, still_good) == {"User:svc-duke"}
     finally:
         handle.stop()
+
+
+def test_certificate_logins_are_audited_with_their_principal_or_why_none(
+    required: ServerHandle, certs: CertificateSet
+) -> None:
+    ask(confluent(required, certs, "duke"))
+    context = ssl.create_default_context(cafile=str(certs.ca))
+    context.load_cert_chain(certs.clients["comma"].cert, certs.clients["comma"].key)
+    with Wire(required.address(SecurityProtocol.SSL), tls=context) as wire:
+        wire.send_raw(b"\x00\x00\x00\x0a\x00\x12\x00\x00\x00\x00\x00\x01\xff\xff")  # ApiVersions v0
+        assert wire.recv_frame() is None
+    events = [found for found in map(unwrap, required.audit_envelopes(end_windows=True)) if found is not None]
+    ssl_logins = [data for category, data in events if category == "authentication" and data["mechanism"] == "SSL"]
+    succeeded = [data for data in ssl_logins if data["result"] == "SUCCESS"]
+    failed = [data for data in ssl_logins if data["result"] == "FAILURE"]
+    assert {data["principal"] for data in succeeded} >= {"User:svc-duke"}
+    assert all(data["error"] is None for data in succeeded)
+    assert failed and all(data["principal"] is None and data["error"] for data in failed)

@@ -1,9 +1,10 @@
 """The DescribeAcls response body (v1–v3), encoded by hand.
 
-Written by hand because it must be fast: a DescribeAcls of 10k ACLs through kio's generic entity writer spent
-~45 ms building and type-checking 10k objects (benchmarks/bench_server.py), and the resulting garbage pushed p99
-past 100 ms. The format is small and fixed (DescribeAclsResponse.json); tests check these bytes decode with kio
-to exactly what the kio-built response holds, for every version.
+Written by hand because it must be fast: a DescribeAcls of 10k ACLs through kio's generic entity writer spent tens of
+milliseconds building and type-checking 10k objects, and the resulting garbage pushed p99 further
+(benchmarks/bench_server.py; see docs/benchmarks.md, "Figures from the code"). The format is small and fixed
+(DescribeAclsResponse.json); tests check these bytes decode with kio to exactly what the kio-built response holds, for
+every version.
 
 v1 (classic): throttle int32, error int16, message nullable string (int16 length), resources int32 count of
 [type int8, name string, pattern int8, acls int32 count of [principal string, host string, op int8, perm int8]].

@@ -99,9 +99,15 @@ async def alter_user_scram_credentials(
         ]
         await scope.refuse(
             items,
-            lambda item: scram_event("scram.deleted" if item[2] is None else "scram.upserted", actor, item[0],
-                                     mechanism_name(item[1]), item[2], denied),
-        )  # fmt: skip
+            lambda item: scram_event(
+                "scram.deleted" if item[2] is None else "scram.upserted",
+                actor,
+                item[0],
+                mechanism_name(item[1]),
+                item[2],
+                denied,
+            ),
+        )
         results = tuple(alter_user_scram_credentials_result(cls, user=user, **error_fields(denied)) for user in users)
         return alter_user_scram_credentials_response(cls, throttle_time=NO_THROTTLE, results=results)
     deletions = [ScramDeletion(user=d.name, mechanism=int(d.mechanism)) for d in request.deletions]

@@ -16,10 +16,10 @@ host-specific ACL names (only ``*`` ACLs apply to it), and the ACLs of every hos
 ``who_can``, each ACL's host is decided as itself: an address as that address, a CIDR block at its first address
 (a longer block or an address inside it can still decide otherwise: its own row shows that).
 
-Cost: ``access_of`` scans every ACL once (O(n): 56 ms at 100k ACLs, measured 2026-11-25 on the benchmark machine),
-because the index is keyed by resource, not by principal; that suits an operator's question, not the request path.
-``who_can`` reads only the groups relevant to the resource, like a decision, plus one decision per operation per
-row (4 ms for 25 rows at 100k ACLs, same run).
+Cost: ``access_of`` scans every ACL once (O(n): tens of milliseconds at 100k ACLs, see docs/benchmarks.md, "Figures from
+the code"), because the index is keyed by resource, not by principal; that suits an operator's question, not the request
+path. ``who_can`` reads only the groups relevant to the resource, like a decision, plus one decision per operation per
+row.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ from kafkaguard.model.group import members_by_group
 
 _O = AclOperation
 #: The operations Kafka supports per resource type (``AclEntry.supportedOperations``, with KIP-755's AUTO_CREATE):
-#: an ACL for ALL is reported as these, not as every operation there is.
+#: an ACL for ALL is reported as these, not as every operation there is. A table, one row a resource type, each in
+#: Kafka's order (the order it reports them in), kept so by the formatter's skip comment on its last line.
 SUPPORTED_OPERATIONS: Mapping[ResourceType, tuple[AclOperation, ...]] = {
     ResourceType.TOPIC: (
         _O.READ, _O.WRITE, _O.CREATE, _O.AUTO_CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,

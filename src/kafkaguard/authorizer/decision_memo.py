@@ -10,8 +10,9 @@ Worked example: a consumer polls ``orders`` 500 times a second. Its first Fetch 
 An ACL change swaps the authorizer's snapshot: the first request decided with another snapshot than the memo's
 clears it, so a decision is only ever reused within the snapshot that made it.
 
-Cost model: a hit is one hash of (context, action) and a dict probe, ~0.5 µs in CPython, against ~3–5 µs for
-``explain_in`` on a resource with a handful of relevant ACLs (it grows with the relevant ACLs, the memo does not).
+Cost model: a hit is one hash of (context, action) and a dict probe, against an ``explain_in`` that walks the
+resource's relevant ACLs (it grows with them, the memo does not; with a handful, several times a hit: see
+docs/benchmarks.md, "Figures from the code").
 Memory: at most ``max_entries`` decisions (~1 KB each with their matching ACL tuples shared with the snapshot); past
 the bound the memo is cleared and refills, so an attacker cycling client addresses costs a miss per request, never
 memory.

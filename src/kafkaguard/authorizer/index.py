@@ -293,7 +293,8 @@ class AclIndex:
 
     def _candidates(self, resource_type: ResourceType, name: str) -> list[AclGroup | None]:
         """The groups ``match_mask`` probes (None where a probe missed), unsorted. ``match_mask`` has the same lines
-        inline: a call there costs about 1% of a decision on the hot path."""
+        inline: a call there is a measurable share of a decision on the hot path (see docs/benchmarks.md, "Figures from
+        the code")."""
         table = self._tables[resource_type]
         groups = [table.literal.shards[hash(name) & MASK].get(name)]
         if name != WILDCARD_RESOURCE:

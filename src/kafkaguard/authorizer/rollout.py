@@ -15,7 +15,7 @@ Two models: an admission controller's "warn" mode and IAM's policy simulator.
 (``/healthz``, ``/metrics``). Its counters are written by the audit writer's thread only (one flush at a time).
 
 Cost model (shadow): one ``authorize_in`` over a request's decisive actions against the candidate snapshot
-(~1 µs per action, as the active decision), plus an ``explain_in`` for each flip only. A shadow set of the active
+(per action, what the active decision costs), plus an ``explain_in`` for each flip only. A shadow set of the active
 set's size therefore costs the writer thread about what the active decisions cost the loop.
 """
 
@@ -69,7 +69,8 @@ def shadow_set(
     allow_everyone_if_no_acl_found: bool,
     memberships: Mapping[str, Iterable[str]],
 ) -> ShadowSet:
-    """Build the candidate set's authorizer once (index build: ~1 s per 100k ACLs; call it off the event loop)."""
+    """Build the candidate set's authorizer once (index build: O(ACLs), seconds at 100k; call it off the event
+    loop)."""
     acls = stored_from_file(bindings)
     authorizer = StandardAuthorizer(super_users, allow_everyone_if_no_acl_found, acls=acls, memberships=memberships)
     return ShadowSet(source, authorizer.snapshot, len(acls))

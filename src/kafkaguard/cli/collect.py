@@ -86,8 +86,15 @@ def consumer_config(base: dict[str, Any], group: str) -> dict[str, Any]:
 class Collector:
     """One run. ``stop()`` (from a signal) ends it after the open files are written and committed."""
 
-    def __init__(self, consumer: Consumer, dataset: collect_files.Dataset, topic: str, planner: RangePlanner,
-                 until_idle: float | None, echo: Callable[[str], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        consumer: Consumer,
+        dataset: collect_files.Dataset,
+        topic: str,
+        planner: RangePlanner,
+        until_idle: float | None,
+        echo: Callable[[str], None],
+    ) -> None:
         self.consumer = consumer
         self.dataset = dataset
         self.topic = topic
@@ -190,8 +197,9 @@ class Collector:
                 tp.offset = self.resume[tp.partition]
                 self._catch_up.append(TopicPartition(self.topic, tp.partition, tp.offset))
             since = self.resume.get(tp.partition, 0) - self.repeats.size
-            self.repeats.seed(tp.partition, collect_files.kept_keys(self.dataset, self.topic, self.ranges,
-                                                                    tp.partition, since))  # fmt: skip
+            self.repeats.seed(
+                tp.partition, collect_files.kept_keys(self.dataset, self.topic, self.ranges, tp.partition, since)
+            )
         consumer.assign(partitions)
         self._assigned_at = time.monotonic()
 
@@ -246,15 +254,24 @@ def collect(
     """Collect the audit topic into Parquet files partitioned by day, exactly once (re-running is safe)."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        stats = _collect(bootstrap_server, topic, to, group, max_records_per_file, max_seconds_per_file, until_idle,
-                         command_config)  # fmt: skip
+        stats = _collect(
+            bootstrap_server, topic, to, group, max_records_per_file, max_seconds_per_file, until_idle, command_config
+        )
     except CliError as e:
         fail(str(e), e.exit_code)
     typer.echo(stats.summary(topic, to))
 
 
-def _collect(bootstrap_server: str, topic: str, to: str, group: str | None, max_records: int, max_seconds: float,
-             until_idle: float | None, command_config: Path | None) -> CollectStats:  # fmt: skip
+def _collect(
+    bootstrap_server: str,
+    topic: str,
+    to: str,
+    group: str | None,
+    max_records: int,
+    max_seconds: float,
+    until_idle: float | None,
+    command_config: Path | None,
+) -> CollectStats:
     """:raises CliError: bad arguments, a dataset that cannot be opened or is locked, a fatal Kafka error."""
     try:
         check_topic(topic)
@@ -264,15 +281,24 @@ def _collect(bootstrap_server: str, topic: str, to: str, group: str | None, max_
     base = client_config(bootstrap_server, properties)
     if "cooperative" in str(base.get("partition.assignment.strategy", "")):
         # The rebalance callbacks assign whole assignments (with each partition's resume point): eager protocol.
-        raise CliError("collect needs an eager partition.assignment.strategy (range or roundrobin), not "
-                       "cooperative-sticky: remove it from --command-config", exit_code=2)  # fmt: skip
+        raise CliError(
+            "collect needs an eager partition.assignment.strategy (range or roundrobin), not "
+            "cooperative-sticky: remove it from --command-config",
+            exit_code=2,
+        )
     base["logger"] = logging.getLogger("rdkafka")
     try:
         dataset = collect_files.open_dataset(to)
         with collect_files.lock(dataset, topic):
             consumer = Consumer(consumer_config(base, group or f"kafkaguard-collect-{topic}"))
-            collector = Collector(consumer, dataset, topic, RangePlanner(max_records, max_seconds), until_idle,
-                                  lambda text: typer.echo(text))  # fmt: skip
+            collector = Collector(
+                consumer,
+                dataset,
+                topic,
+                RangePlanner(max_records, max_seconds),
+                until_idle,
+                lambda text: typer.echo(text),
+            )
             previous = {sig: signal.signal(sig, lambda *_: collector.stop()) for sig in (signal.SIGTERM, signal.SIGINT)}
             try:
                 return collector.run()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,6 +19,7 @@ from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.cli import options as o
 from kafkaguard.config import Settings, load_settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.node.signals import run_until_signalled, until_signalled
 
 if TYPE_CHECKING:
     from kafkaguard.console import HttpListener
@@ -28,15 +28,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_HTTP_LISTENER = "127.0.0.1:8080"
-
-
-async def _until_signalled() -> None:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
-    log.info("shutting down")
 
 
 def _http_listener(settings: Settings) -> HttpListener:
@@ -55,10 +46,8 @@ async def run_console(settings: Settings) -> None:
     services = await asyncio.to_thread(build_services, settings)
     console = ConsoleServer(create_app(services, sync_store=True), listener)
     try:
-        await console.start()
-        await _until_signalled()
+        await run_until_signalled(console)
     finally:
-        await console.stop()
         services.close()
 
 
@@ -97,7 +86,7 @@ async def serve_with_console(
         both = ServerWithConsole(services, server_type)
         await both.start()
         try:
-            await _until_signalled()
+            await until_signalled()
         finally:
             await both.stop()
     finally:

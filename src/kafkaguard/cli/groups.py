@@ -54,11 +54,17 @@ def store_services(
 
 def _say_where_super_users_come_from(settings: Settings, served_by: str | None) -> None:
     if served_by is not None:
-        typer.echo(f"(super users and allow_everyone_if_no_acl_found as {served_by} recorded them in "
-                   f"{settings.data_dir / SERVED_SETTINGS_FILE})", err=True)  # fmt: skip
+        typer.echo(
+            f"(super users and allow_everyone_if_no_acl_found as {served_by} recorded them in "
+            f"{settings.data_dir / SERVED_SETTINGS_FILE})",
+            err=True,
+        )
     elif not settings.super_users:
-        typer.echo(f"(no super users known: no server has recorded its settings in {settings.data_dir}, and no "
-                   "--config gives them)", err=True)  # fmt: skip
+        typer.echo(
+            f"(no super users known: no server has recorded its settings in {settings.data_dir}, and no "
+            "--config gives them)",
+            err=True,
+        )
 
 
 def _change(config: Path | None, data_dir: Path | None, act: Callable[[Services], str]) -> None:

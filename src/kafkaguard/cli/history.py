@@ -100,8 +100,11 @@ def history(
         store.close()
     if output is HistoryOutput.JSON:
         for event in events:
-            typer.echo(json.dumps({"seq": event.seq, "time": event_time(event.time), "subject": event.subject,
-                                   "data": event.data()}))  # fmt: skip
+            typer.echo(
+                json.dumps(
+                    {"seq": event.seq, "time": event_time(event.time), "subject": event.subject, "data": event.data()}
+                )
+            )
         return
     console = Console(soft_wrap=True, highlight=False)
     if not events:
@@ -119,8 +122,15 @@ def history_table(events: list[ManagementEvent]) -> Table:
         actor = event.actor
         via = actor.interface + (f" ({actor.request_id})" if actor.request_id else "")
         result = event.result if event.succeeded else f"{event.result}: {event.error_message or ''}"
-        cells = (event.time.strftime("%Y-%m-%d %H:%M:%S"), event.action, actor.principal, actor.address or "-", via,
-                 describe_item(event), result)  # fmt: skip
+        cells = (
+            event.time.strftime("%Y-%m-%d %H:%M:%S"),
+            event.action,
+            actor.principal,
+            actor.address or "-",
+            via,
+            describe_item(event),
+            result,
+        )
         table.add_row(*(printable(cell) for cell in cells))
     return table
 

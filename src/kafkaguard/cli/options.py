@@ -73,19 +73,25 @@ TrustedProxies = Annotated[
 ]
 MaxConnectionsPerIp = Annotated[
     int | None,
-    typer.Option(help="Connections one client address may hold, all listeners together (Kafka's "
-                 "max.connections.per.ip). Default: 500."),
-]  # fmt: skip
+    typer.Option(
+        help="Connections one client address may hold, all listeners together (Kafka's "
+        "max.connections.per.ip). Default: 500."
+    ),
+]
 MaxConnectionsPerIpOverrides = Annotated[
     str | None,
-    typer.Option(help="Other limits per address or CIDR block, address:count,CIDR:count "
-                 "(Kafka's max.connections.per.ip.overrides), e.g. 10.0.0.7:2000,10.1.0.0/16:50."),
-]  # fmt: skip
+    typer.Option(
+        help="Other limits per address or CIDR block, address:count,CIDR:count "
+        "(Kafka's max.connections.per.ip.overrides), e.g. 10.0.0.7:2000,10.1.0.0/16:50."
+    ),
+]
 MaxConnectionsPerListener = Annotated[
     list[str] | None,
-    typer.Option(help="LISTENER=count, repeatable (Kafka's listener.name.X.max.connections), e.g. "
-                 "SASL_SSL://0.0.0.0:9093=8000. Default: only the global max_connections."),
-]  # fmt: skip
+    typer.Option(
+        help="LISTENER=count, repeatable (Kafka's listener.name.X.max.connections), e.g. "
+        "SASL_SSL://0.0.0.0:9093=8000. Default: only the global max_connections."
+    ),
+]
 # Identity (how clients log in): the names of Kafka's settings where Kafka has one. Secrets (key passwords) come
 # from KAFKAGUARD_* variables or files only, never a flag.
 SslKeyfilePasswordFile = Annotated[
@@ -107,9 +113,11 @@ SslPrincipalMappingRules = Annotated[
 ]
 SaslMechanisms = Annotated[
     list[str] | None,
-    typer.Option("--sasl-mechanism", help="SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER, repeatable. "
-                 "Default: both SCRAM mechanisms."),
-]  # fmt: skip
+    typer.Option(
+        "--sasl-mechanism",
+        help="SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER, repeatable. Default: both SCRAM mechanisms.",
+    ),
+]
 SaslPlainWithoutTls = Annotated[
     bool | None, typer.Option("--sasl-plain-without-tls", help="Offer PLAIN on SASL_PLAINTEXT listeners too.")
 ]
@@ -131,9 +139,11 @@ GroupsClaimName = Annotated[
 ]
 ProxyProtocol = Annotated[
     str | None,
-    typer.Option(help="PROXY protocol v1/v2 on the Kafka listeners: off (default), optional or required; "
-                 "believed only from trusted_proxies."),
-]  # fmt: skip
+    typer.Option(
+        help="PROXY protocol v1/v2 on the Kafka listeners: off (default), optional or required; "
+        "believed only from trusted_proxies."
+    ),
+]
 #: The identity flags' settings: ``identity_settings(locals())`` passes them on.
 IDENTITY = (
     "ssl_keyfile_password_file",

@@ -106,8 +106,17 @@ def _print_table(summaries: list[FlipSummary], read: _Read, events: int) -> None
         console.print(f"No shadow flips in {read.lines} record(s): the candidate ACL set decides this traffic alike.")
         return
     table = Table(title=f"Shadow ACL flips: {events} event(s) in {read.lines} record(s)")
-    for column in ("Direction", "Principal", "Resource", "Operations", "Requests", "Hosts", "First seen",
-                   "Last seen", "Candidate rule"):  # fmt: skip
+    for column in (
+        "Direction",
+        "Principal",
+        "Resource",
+        "Operations",
+        "Requests",
+        "Hosts",
+        "First seen",
+        "Last seen",
+        "Candidate rule",
+    ):
         table.add_column(column, justify="right" if column == "Requests" else "left")
     for s in summaries:
         style = "red" if s.direction == "newly denied" else "green"

@@ -79,8 +79,9 @@ def create_app(
     )
     pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
     # The process's one failed-login budget: a client failing on the Kafka listener beside it is failing here too.
-    checker = PasswordChecker(services.credentials, pool, services.login_budget, mechanism="console",
-                              ttl_seconds=login_cache_seconds)  # fmt: skip
+    checker = PasswordChecker(
+        services.credentials, pool, services.login_budget, mechanism="console", ttl_seconds=login_cache_seconds
+    )
     state = ConsoleState(
         services=services,
         authenticator=checker,

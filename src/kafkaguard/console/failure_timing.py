@@ -1,9 +1,10 @@
 """Every refused console login is answered at one fixed time after its request arrived, so the time to a 401 (or a
 429) tells nothing: not whether the user exists, not how heavy its credential is, not whether the header parsed.
 
-Why: a failure used to be answered a fixed *delay* after its check, and the check's own cost showed through — an
-unknown user (a decoy derivation), a known one and one with more PBKDF2 iterations gave 106, 110 and 114 ms
-medians, nearly disjoint. Now the answer is due at ``arrival + console_login_failure_seconds`` whatever came before.
+Why: a failure used to be answered a fixed *delay* after its check, and the check's own cost showed through — an unknown
+user (a decoy derivation), a known one and one with more PBKDF2 iterations gave medians a few ms apart, nearly disjoint
+(see docs/benchmarks.md, "Figures from the code"). Now the answer is due at ``arrival + console_login_failure_seconds``
+whatever came before.
 
 How: ``RequestArrival``, the app's outermost middleware, stamps the arrival time in the ASGI scope; whatever refuses
 a login (a 401 from the route's dependency, a 429 from ``LoginGate`` or the dependency) awaits
@@ -14,7 +15,7 @@ The fixed time is a floor, kept out of reach by bounding the work before it: at 
 login, on the console's bounded ``DerivationPool``, of at most the mechanism's ``max_iterations`` (16384, Kafka's
 bound, which every credential kafkaguard stores respects). A stored credential outside the bounds (only other
 tooling writing the store could make one) is never derived: ``PasswordChecker`` treats its user as unknown.
-The heaviest derivation left, SCRAM-SHA-512 at 16384 iterations, takes about 6 ms of one core; the default 0.25 s
+The heaviest derivation left, SCRAM-SHA-512 at 16384 iterations, takes milliseconds of one core; the default 0.25 s
 leaves room for a full pool queue and a loaded machine. A check that still outlasts it (a starved machine, or a
 fixed time set too low) is answered when it ends — refusing it early could refuse a right password — and counted
 in ``kafkaguard_console_late_login_failures_total``, so the setting can be raised.

@@ -80,9 +80,11 @@ class ConsoleMetrics:
         if refusals is not None:
             self.registry.register(RefusalCollector(refusals))
         self.decisions = Counter(
-            "kafkaguard_console_decisions", "Authorization decisions of console requests.", ["result"],
+            "kafkaguard_console_decisions",
+            "Authorization decisions of console requests.",
+            ["result"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.logins = Counter(
             "kafkaguard_console_logins", "HTTP Basic logins to the console.", ["result"], registry=self.registry
         )

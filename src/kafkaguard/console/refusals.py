@@ -135,8 +135,9 @@ def _member_additions(refused: RefusedRequest) -> RefusedItems:
     members = body.get("members")
     items: Sequence[object] = members if isinstance(members, list) and members else [UNREADABLE]
     group = _group(refused.path.get("name", ""))
-    return items, lambda m: member_event("group.member_added", refused.actor, group, _text(m) or UNREADABLE,
-                                         refused.error)  # fmt: skip
+    return items, lambda m: member_event(
+        "group.member_added", refused.actor, group, _text(m) or UNREADABLE, refused.error
+    )
 
 
 def _member_removal(refused: RefusedRequest) -> RefusedItems:

@@ -38,6 +38,7 @@ from kafkaguard.model import (
     StoredAcl,
     principal_error,
 )
+from kafkaguard.model.acl_json import binding_to_dict
 from kafkaguard.scram import DEFAULT_ITERATIONS
 
 _E = TypeVar("_E", bound=KafkaEnum)
@@ -201,17 +202,8 @@ class AclOut(BaseModel):
 
     @classmethod
     def of(cls, binding: AclBinding, acl_id: str | None = None) -> AclOut:
-        pattern, entry = binding.pattern, binding.entry
-        return cls(
-            id=acl_id,
-            principal=entry.principal,
-            host=entry.host,
-            resource_type=pattern.resource_type.name,
-            resource_name=pattern.name,
-            pattern_type=pattern.pattern_type.name,
-            operation=entry.operation.name,
-            permission_type=entry.permission_type.name,
-        )
+        """The binding's fields as the JSON export writes them (``model.acl_json``), and its id (or null)."""
+        return cls(id=acl_id, **binding_to_dict(binding))
 
     @classmethod
     def stored(cls, acl: StoredAcl) -> AclOut:
@@ -500,7 +492,9 @@ class HistoryEventOut(BaseModel):
             time=event.time,
             action=event.action,
             actor=ActorOut(
-                principal=actor.principal, address=actor.address, interface=actor.interface,
+                principal=actor.principal,
+                address=actor.address,
+                interface=actor.interface,
                 request_id=actor.request_id,
             ),
             subject=event.subject,
@@ -510,7 +504,7 @@ class HistoryEventOut(BaseModel):
             result=event.result,
             error_message=event.error_message,
             data=event.data(),
-        )  # fmt: skip
+        )
 
 
 class HistoryOut(BaseModel):

@@ -250,8 +250,12 @@ class LoginFailureBudget:
         took_address = False
         if not known:
             if bucket.tokens < 1.0:
-                self._refuse(mechanism, BudgetKey.ADDRESS, f"Too many failed logins from {where}",
-                             self._addresses.seconds_to_token(bucket))  # fmt: skip
+                self._refuse(
+                    mechanism,
+                    BudgetKey.ADDRESS,
+                    f"Too many failed logins from {where}",
+                    self._addresses.seconds_to_token(bucket),
+                )
             took_address = True
         took_user = False
         if user_digest is not None:
@@ -264,8 +268,9 @@ class LoginFailureBudget:
                     failing_for = max(failing_for, self._addresses.seconds_to_token(bucket))
                 if failing_for > 0:
                     wait = min(failing_for, self._users.seconds_to_token(users))
-                    self._refuse(mechanism, BudgetKey.USER, f"Too many failed logins for this user name from {where}",
-                                 wait)  # fmt: skip
+                    self._refuse(
+                        mechanism, BudgetKey.USER, f"Too many failed logins for this user name from {where}", wait
+                    )
         return Attempt(mechanism, where, user_digest, pair, took_address, took_user)
 
     def _refuse(self, mechanism: str, key: BudgetKey, what: str, wait: float) -> None:

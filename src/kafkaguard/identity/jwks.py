@@ -290,8 +290,10 @@ class JwksSource:
         if len(kid) > MISSING_KEY_ID_MAX_KEY_LENGTH:
             log.warning(
                 "Key ID %s (trimmed to first %d characters out of %d total) was too long to cache",
-                kid[:MISSING_KEY_ID_MAX_KEY_LENGTH], MISSING_KEY_ID_MAX_KEY_LENGTH, len(kid),
-            )  # fmt: skip
+                kid[:MISSING_KEY_ID_MAX_KEY_LENGTH],
+                MISSING_KEY_ID_MAX_KEY_LENGTH,
+                len(kid),
+            )
             return SkipReason.KID_TOO_LONG
         now = self._clock()
         next_check = self._missing.get(kid)
@@ -336,11 +338,17 @@ class JwksSource:
             except JwksUnavailableError as e:
                 wait = min(self._retry_backoff_ms * 2 ** (attempt - 1) / 1000, end - self._clock())
                 if wait <= 0:
-                    log.warning("JWKS refresh of %s failed (%d attempts); keeping the previous keys: %s",
-                                self._url, attempt, e)  # fmt: skip
+                    log.warning(
+                        "JWKS refresh of %s failed (%d attempts); keeping the previous keys: %s", self._url, attempt, e
+                    )
                     return
-                log.warning("JWKS refresh of %s: attempt %d failed (%s); retrying in %.0f ms",
-                            self._url, attempt, e, wait * 1000)  # fmt: skip
+                log.warning(
+                    "JWKS refresh of %s: attempt %d failed (%s); retrying in %.0f ms",
+                    self._url,
+                    attempt,
+                    e,
+                    wait * 1000,
+                )
                 await asyncio.sleep(wait)
                 continue
             for kid in keys.key_ids():

@@ -170,8 +170,9 @@ def java_pattern(pattern: str, rule: str) -> re.Pattern[str]:
     i, n = 0, len(pattern)
 
     def refuse(reason: str) -> InvalidConfigError:
-        return InvalidConfigError(f"Invalid rule: `{rule}`: kafkaguard cannot match the pattern `{pattern}` as Java "
-                                  f"does: {reason}")  # fmt: skip
+        return InvalidConfigError(
+            f"Invalid rule: `{rule}`: kafkaguard cannot match the pattern `{pattern}` as Java does: {reason}"
+        )
 
     while i < n:
         c = pattern[i]

@@ -33,8 +33,8 @@ _IPV4_BLOCK = re.compile(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})/(\d{1,2})"
 _BITS = {4: 32, 6: 128}
 
 
-# Cached: every connection asks, at accept and again when it starts, and ``ipaddress`` takes ~13 µs a call (a sixth
-# of what accepting a connection costs); clients reconnect from the same addresses. Bounded, so that a flood of
+# Cached: every connection asks, at accept and again when it starts, and an ``ipaddress`` parse is a fair share of
+# what accepting a connection costs; clients reconnect from the same addresses. Bounded, so that a flood of
 # distinct addresses holds at most this many.
 @lru_cache(maxsize=4096)
 def java_host(address: str) -> str:
@@ -158,7 +158,7 @@ def parse_cidr(host: str) -> CidrBlock | None:
 @lru_cache(maxsize=65_536)
 def parse_address(address: str) -> tuple[int, int] | None:
     """A client address (Java's form) as (IP version, integer value), or None when it is not an IP address.
-    Cached because a busy server sees the same few thousand clients again and again, and parsing costs ~1 µs."""
+    Cached because a busy server sees the same few thousand clients again and again: a dict probe, not a parse."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:

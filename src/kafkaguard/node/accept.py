@@ -13,13 +13,13 @@ Worked example (one listener, a SASL listener's 10 s login deadline)::
 **Why a connection waits as a bare fd, not an asyncio transport.** The cost that matters is CPython's cyclic garbage
 collector: a full collection walks every live container object, and the server cannot answer anyone meanwhile. A
 connection served by asyncio streams and a task holds ~43 such objects (transport, selector key, handles, reader,
-writer, protocol, the task, its coroutines and futures); 8,000 idle connections from 16 addresses made collections of
-~170 ms (``bench_abuse``'s idle flood; ``docs/benchmarks.md``). A waiting connection here is one ``(address,
-accepted_at, serial)`` tuple of atomic values, which the collector stops tracking after its first pass, in a dict and
-a deque, and its selector key (four ints): a full collection over 4,000 waiting connections took 0.7 ms, over as many
-served ones 86 ms (measured in one process). The fds wait in a selector of their own whose fd
-the event loop watches, so one readiness callback serves them all, and none of them is read here: the first bytes
-(a TLS ClientHello, a first request) stay in the kernel for the transport built at the handover.
+writer, protocol, the task, its coroutines and futures), so thousands of idle connections make every full collection a
+pause every client waits through (``bench_abuse``'s idle flood; see docs/benchmarks.md, "Figures from the code"). A
+waiting connection here is one ``(address, accepted_at, serial)`` tuple of atomic values, which the collector stops
+tracking after its first pass, in a dict and a deque, and its selector key (four ints): a full collection walks next to
+nothing of it. The fds wait in a selector of their own whose fd the event loop watches, so one readiness callback serves
+them all, and none of them is read here: the first bytes (a TLS ClientHello, a first request) stay in the kernel for the
+transport built at the handover.
 
 Cost model: accept O(1) (a selector registration); a handover O(1) plus the transport's construction; expiry O(1) per
 expired connection (deadlines are monotonic in accept order, ``wait_limit`` being one per doorway).
@@ -44,10 +44,11 @@ log = logging.getLogger(__name__)
 
 #: Connections the kernel queues before they are accepted (capped by net.core.somaxconn). asyncio's default, 100,
 #: overflowed under a flood of connections from 16 addresses: the kernel then drops SYNs, and a real client's connect
-#: waited for its 1 s retransmit (``bench_abuse``: logins from another address up to 1.0 s).
+#: waited for its 1 s retransmit (``bench_abuse``: logins from another address took that long).
 LISTEN_BACKLOG = 4096
 #: Work per callback before the loop serves others: connections accepted (asyncio accepts ``backlog`` at a time;
-#: under a flood of refused connections 128 held the loop ~3 ms), readiness events taken, waiting fds expired.
+#: under a flood of refused connections 128 at a time held the loop too long), readiness events taken, waiting fds
+#: expired.
 _ACCEPT_BATCH = 16
 _READY_BATCH = 64
 _EXPIRE_BATCH = 64

@@ -279,8 +279,9 @@ class AdmissionControl:
     def _take_token(self, key: str, address: str) -> Refusal | None:
         now = self._clock()
         stored = self._rate_for(address)
-        rate, source = stored if stored is not None else (self.limits.creation_rate,
-                                                          "max_connection_creation_rate_per_ip")  # fmt: skip
+        rate, source = (
+            stored if stored is not None else (self.limits.creation_rate, "max_connection_creation_rate_per_ip")
+        )
         capacity = max(rate, 1.0)
         bucket = self._buckets.get(key)
         if bucket is None:

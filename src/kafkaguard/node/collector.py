@@ -1,10 +1,10 @@
 """Keeping the cyclic garbage collector's pauses short however many connections are open.
 
-CPython's full collection walks every tracked object that is not frozen, and runs whenever the objects that
-survived younger collections since the last one reach a quarter of the old ones. A served connection holds ~43
-tracked objects: with 8,000 connections open (16 addresses, each sending one ApiVersions and then nothing until its
-login deadline) full collections of ~170 ms came every few seconds, and other clients' p99 rose from 0.5 ms to
-92–164 ms (``bench_abuse``, ``idle-hello``). Thousands of logged-in clients cost the same.
+CPython's full collection walks every tracked object that is not frozen, and runs whenever the objects that survived
+younger collections since the last one reach a quarter of the old ones. A served connection holds ~43 tracked objects:
+with thousands of connections open (16 addresses, each sending one ApiVersions and then nothing until its login
+deadline) full collections came every few seconds, and every other client waited through each (``bench_abuse``,
+``idle-hello``; see docs/benchmarks.md, "Figures from the code"). Thousands of logged-in clients cost the same.
 
 The policy: every ``FREEZE_INTERVAL`` what is alive is frozen (``gc.freeze``: O(1), it moves the generations'
 lists into the permanent one, which collections skip). Young collections still find the cycles of requests in
@@ -17,8 +17,8 @@ collection: the one pause in proportion to the heap) every ``RECLAIM_INTERVAL``,
 resident memory has grown by ``RECLAIM_AFTER_GROWTH`` since the last reclaim. Nothing a client does triggers a
 reclaim short of that growth, which the connection limits keep far off.
 
-Why not count the frozen objects: ``gc.get_freeze_count()`` walks the permanent generation's list, ~9 ms at 150k
-objects (measured: it made the quiet p99 9 ms when called every tick).
+Why not count the frozen objects: ``gc.get_freeze_count()`` walks the permanent generation's list, O(frozen objects)
+on every tick, which showed in the quiet p99 (see docs/benchmarks.md, "Figures from the code").
 
 Cost model: a tick O(1) (a freeze and one read of ``/proc/self/statm``); a reclaim O(live objects), once an hour.
 """
@@ -58,7 +58,7 @@ def break_transport_cycles() -> None:
 
     CPython 3.11's ``_SelectorSocketTransport`` stores a bound method of itself (``_read_ready_cb``) and never drops
     it: every closed connection left its transport, socket wrapper, extra-info dict and their tuples (7 objects) as
-    cyclic garbage (measured: 19,491 over 2,779 connections), and frozen they would wait for the next reclaim. This
+    cyclic garbage per closed connection, and frozen they would wait for the next reclaim. This
     wraps ``_call_connection_lost`` (asyncio's last call on a transport; it has stopped reading before it) to drop
     the method after it: the server's connections, their TLS transports' sockets and the proxy's upstream links
     alike. Idempotent; a Python whose transport has no such attribute is left alone. Why here and by hand: the
@@ -122,8 +122,11 @@ class Collector:
             started = time.perf_counter()
             found = self._reclaim()
             self.reclaims += 1
-            log.info("garbage collector: reclaimed %d unreachable objects in %.0f ms", found,
-                     (time.perf_counter() - started) * 1000)  # fmt: skip
+            log.info(
+                "garbage collector: reclaimed %d unreachable objects in %.0f ms",
+                found,
+                (time.perf_counter() - started) * 1000,
+            )
 
     def _reclaim(self) -> int:
         gc.unfreeze()

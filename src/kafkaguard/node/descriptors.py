@@ -1,10 +1,10 @@
 """Growing the process's file descriptor table once, at start, instead of under a flood of connections.
 
-Linux grows a process's fd table by doubling it when an fd past its end is needed, and when the process has more
-than one thread (ours: the audit writer, asyncio's executor) each growth waits for an RCU grace period
-(``expand_fdtable`` → ``synchronize_rcu``): the ``accept`` that needed it sleeps 6–25 ms, and the event loop with it.
-Measured under a flood of connections from 16 addresses: five such stalls in the first 1.6 s (at ~256, 512 … 4,096
-fds), none once the table had been grown at start. The table never shrinks, so growing it once costs one ``dup2``
+Linux grows a process's fd table by doubling it when an fd past its end is needed, and when the process has more than
+one thread (ours: the audit writer, asyncio's executor) each growth waits for an RCU grace period (``expand_fdtable`` →
+``synchronize_rcu``): the ``accept`` that needed it sleeps for that grace period, and the event loop with it. Under a
+flood of connections, one such stall at each doubling (~256, 512 … 4,096 fds), none once the table has been grown at
+start (see docs/benchmarks.md, "Figures from the code"). The table never shrinks, so growing it once costs one ``dup2``
 and ~8 bytes per fd.
 """
 

@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import signal
 import socket
 import ssl
 import time
@@ -57,6 +56,7 @@ from kafkaguard.node.collector import Collector
 from kafkaguard.node.descriptors import reserve_descriptors
 from kafkaguard.node.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.node.rollout_watch import AclFileLoader, RolloutWatch
+from kafkaguard.node.signals import run_until_signalled
 from kafkaguard.node.trusted import TrustedProxies
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
@@ -159,7 +159,7 @@ class ListeningServer(ABC):
         for listener in self.services.settings.parsed_listeners:
             await self.bind(listener)
         # The loaded ACL set and every open connection are long-lived: kept out of the cyclic GC's reach so that
-        # collections do not walk them (measured: pauses of up to 58 ms at 10k ACLs, ~170 ms at 8,000 connections).
+        # collections do not walk them (the pauses they caused: docs/benchmarks.md, "Figures from the code").
         self.collector.start()
         self._sync_task = asyncio.create_task(follow_store(self.services), name="store-sync")
 
@@ -235,8 +235,9 @@ class ListeningServer(ABC):
         not the socket's peer: a PROXY header's)."""
         client_listener = self.counted_as(listener)
         broker = self.broker_for(client_listener)
-        context = ListenerContext(self.services, client_listener, broker, self.audit, self.sessions, self.identity,
-                                  self.violations)  # fmt: skip
+        context = ListenerContext(
+            self.services, client_listener, broker, self.audit, self.sessions, self.identity, self.violations
+        )
         return Connection(context, self.dispatcher(listener, context), reader, writer, host=host)
 
     @property
@@ -262,8 +263,12 @@ class ListeningServer(ABC):
             if proxies.trusts(address):
                 return True
             if proxies.required:
-                self.services.refusals.record(counted, RefusalReason.PROXY_PROTOCOL, address,
-                                              "not one of trusted_proxies, and proxy_protocol is required")  # fmt: skip
+                self.services.refusals.record(
+                    counted,
+                    RefusalReason.PROXY_PROTOCOL,
+                    address,
+                    "not one of trusted_proxies, and proxy_protocol is required",
+                )
                 return False
         decision = self.admission.admit(counted, address)
         if isinstance(decision, Refusal):
@@ -329,16 +334,21 @@ class ListeningServer(ABC):
                     attempt = budget.take("SSL", admission.address)
                 except LoginThrottledError as e:
                     detail = f"TLS handshake refused unchecked: {e}; raise login_failures_per_address_* if legitimate"
-                    self.services.refusals.record(admission.listener, RefusalReason.LOGIN_FAILURES, admission.address,
-                                                  detail)  # fmt: skip
+                    self.services.refusals.record(
+                        admission.listener, RefusalReason.LOGIN_FAILURES, admission.address, detail
+                    )
                     return
             try:
                 async with asyncio.timeout_at(self._loop_time_of(login_deadline) if tls is not None else None):
                     reader, writer = await open_streams(sock, tls, limit=_STREAM_LIMIT)
             except TimeoutError:
-                self.services.refusals.record(admission.listener, RefusalReason.SASL_LOGIN_TIMEOUT, admission.address,
-                                              "TLS handshake not finished within sasl_login_timeout_seconds "
-                                              f"({settings.sasl_login_timeout_seconds:g} s)")  # fmt: skip
+                self.services.refusals.record(
+                    admission.listener,
+                    RefusalReason.SASL_LOGIN_TIMEOUT,
+                    admission.address,
+                    "TLS handshake not finished within sasl_login_timeout_seconds "
+                    f"({settings.sasl_login_timeout_seconds:g} s)",
+                )
                 return
             except ssl.SSLError as e:
                 # Kafka counts a failed TLS handshake (no, unknown or revoked client certificate) as a failed login.
@@ -346,10 +356,20 @@ class ListeningServer(ABC):
                     budget.failed(attempt)
                     attempt = None
                 self.services.logins.record(str(listener), "SSL", succeeded=False)
-                record_login_event(self.audit, succeeded=False, mechanism="SSL", listener=str(listener),
-                                   host=admission.address, error=f"SSL handshake failed: {e.reason or e}")  # fmt: skip
-                log.info("Failed authentication with /%s (listener %s, SSL handshake failed): %s", admission.address,
-                         listener, e.reason or e)  # fmt: skip
+                record_login_event(
+                    self.audit,
+                    succeeded=False,
+                    mechanism="SSL",
+                    listener=str(listener),
+                    host=admission.address,
+                    error=f"SSL handshake failed: {e.reason or e}",
+                )
+                log.info(
+                    "Failed authentication with /%s (listener %s, SSL handshake failed): %s",
+                    admission.address,
+                    listener,
+                    e.reason or e,
+                )
                 return
             except OSError as e:
                 log.debug("TLS handshake with %s on %s failed: %s", admission.address, listener, e)
@@ -386,9 +406,15 @@ class ListeningServer(ABC):
         charge = self.violations.charge(admission.address, principal)
         if charge is not None and charge.refused_seconds is not None and not charge.already_refused:
             what = "logins of" if charge.principal else "connections from"
-            log.info("protocol violations: refusing %s %s for %g s (refusal %d in a row; the last from /%s on %s)",
-                     what, charge.offender, charge.refused_seconds, charge.strikes, admission.address,
-                     admission.listener)  # fmt: skip
+            log.info(
+                "protocol violations: refusing %s %s for %g s (refusal %d in a row; the last from /%s on %s)",
+                what,
+                charge.offender,
+                charge.refused_seconds,
+                charge.strikes,
+                admission.address,
+                admission.listener,
+            )
 
     async def _read_proxy_header(self, sock: socket.socket, via: Admission) -> Admission | None:
         """A trusted proxy's connection: the client's address from its PROXY header (the proxy's own for a LOCAL
@@ -399,8 +425,12 @@ class ListeningServer(ABC):
             async with asyncio.timeout(PROXY_HEADER_SECONDS):
                 header = await read_proxy_header(sock)
         except TimeoutError:
-            refusals.record(via.listener, RefusalReason.PROXY_PROTOCOL, via.address,
-                            f"no PROXY header within {PROXY_HEADER_SECONDS:g} s")  # fmt: skip
+            refusals.record(
+                via.listener,
+                RefusalReason.PROXY_PROTOCOL,
+                via.address,
+                f"no PROXY header within {PROXY_HEADER_SECONDS:g} s",
+            )
             return None
         except ProxyHeaderError as e:
             refusals.record(via.listener, RefusalReason.PROXY_PROTOCOL, via.address, f"bad PROXY header: {e}")
@@ -408,8 +438,12 @@ class ListeningServer(ABC):
         except OSError:
             return None  # the proxy closed the connection
         if header is None and self.proxies is not None and self.proxies.required:
-            refusals.record(via.listener, RefusalReason.PROXY_PROTOCOL, via.address,
-                            "no PROXY header, and proxy_protocol is required")  # fmt: skip
+            refusals.record(
+                via.listener,
+                RefusalReason.PROXY_PROTOCOL,
+                via.address,
+                "no PROXY header, and proxy_protocol is required",
+            )
             return None
         source = None if header is None else header.source
         address = via.address if source is None else java_host(source[0])
@@ -460,13 +494,6 @@ async def serve(settings: Settings, server_type: Callable[[Services], ListeningS
     services = await asyncio.to_thread(build_services, settings)
     server = server_type(services)
     try:
-        await server.start()
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        log.info("shutting down")
+        await run_until_signalled(server)
     finally:
-        await server.stop()
         services.close()

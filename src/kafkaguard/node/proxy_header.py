@@ -172,9 +172,13 @@ def _parse_v1(data: bytes) -> ProxyHeader | Incomplete:
         raise ProxyHeaderError(f"a PROXY v1 line {line!r} ends before its protocol")
     if fields[1] == "UNKNOWN":  # the rest of the line is to be ignored (spec 2.1)
         return ProxyHeader(
-            version=1, command=ProxyCommand.PROXY, family=ProxyFamily.UNSPEC, source=None, destination=None,
+            version=1,
+            command=ProxyCommand.PROXY,
+            family=ProxyFamily.UNSPEC,
+            source=None,
+            destination=None,
             length=end + 2,
-        )  # fmt: skip
+        )
     if len(fields) != 6 or fields[1] not in ("TCP4", "TCP6"):
         raise ProxyHeaderError(
             f"a PROXY v1 line of {len(fields)} fields separated by single spaces; 6 expected, the 2nd TCP4 or TCP6"
@@ -262,9 +266,14 @@ def _parse_v2(data: bytes) -> ProxyHeader | Incomplete:
         source = (str(ip(block[:size])), int.from_bytes(ports[:2], "big"))
         destination = (str(ip(block[size : 2 * size])), int.from_bytes(ports[2:], "big"))
     return ProxyHeader(
-        version=2, command=command, family=family, source=source, destination=destination, length=total,
+        version=2,
+        command=command,
+        family=family,
+        source=source,
+        destination=destination,
+        length=total,
         tlvs=_parse_tlvs(block, needed),
-    )  # fmt: skip
+    )
 
 
 def _parse_tlvs(block: bytes, offset: int) -> tuple[tuple[int, bytes], ...]:

@@ -106,8 +106,9 @@ class PasswordChecker:
         """``user``'s credential of the strongest mechanism it has one for within that mechanism's iteration bounds.
 
         Why the bounds: a credential above the maximum (only other tooling writing the store could make one: the
-        credential service refuses it) would cost more than the fixed failure time allows — one million iterations
-        are ~0.4 s — and so tell its user apart; below the minimum, the SCRAM server refuses it as well."""
+        credential service refuses it) would cost more than the fixed failure time allows — PBKDF2's cost grows with its
+        iterations, and one million take longer than that time (see docs/benchmarks.md, "Figures from the code") — and
+        so tell its user apart; below the minimum, the SCRAM server refuses it as well."""
         for mechanism in PREFERENCE:
             credential = self._credentials.lookup(user, mechanism)
             if credential is not None and mechanism.min_iterations <= credential.iterations <= mechanism.max_iterations:

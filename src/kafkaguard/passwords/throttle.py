@@ -2,14 +2,14 @@
 executor of its own, behind a bound on the derivations running or waiting. Which clients may still fail a login at
 all is the process's ``identity.failure_budget.LoginFailureBudget``'s business (per address and per user name).
 
-Why: the console shares its process — with ``kafkaguard serve --http-listener`` its event loop and CPU too — with
-the Kafka listener. A login that is not in the cache costs one PBKDF2 derivation (4096–16384 iterations,
-milliseconds of CPU). On the shared default executor, 24 clients sending wrong passwords kept every worker thread
-deriving and raised the Kafka listener's CreateAcls median from 2.1 ms to 156 ms. Here at most ``workers`` threads
-derive, at most ``max_pending`` derivations run or wait, and a client that has used up its failed logins is refused
-before any work is done (the budget). Past either bound the answer is 429 with ``Retry-After`` at once: nothing
-queues without bound. On Linux the derivation threads run at the lowest CPU priority, so when they compete with the
-event loop for a core, the event loop — Kafka requests included — goes first.
+Why: the console shares its process — with ``kafkaguard serve --http-listener`` its event loop and CPU too — with the
+Kafka listener. A login that is not in the cache costs one PBKDF2 derivation (4096–16384 iterations, milliseconds of
+CPU). On the shared default executor, 24 clients sending wrong passwords kept every worker thread deriving and raised
+the Kafka listener's CreateAcls median many times over (see docs/benchmarks.md, "Figures from the code"). Here at most
+``workers`` threads derive, at most ``max_pending`` derivations run or wait, and a client that has used up its failed
+logins is refused before any work is done (the budget). Past either bound the answer is 429 with ``Retry-After`` at
+once: nothing queues without bound. On Linux the derivation threads run at the lowest CPU priority, so when they compete
+with the event loop for a core, the event loop — Kafka requests included — goes first.
 """
 
 from __future__ import annotations

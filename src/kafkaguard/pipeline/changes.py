@@ -155,7 +155,7 @@ class AclChange:
 def relevant_to(acl_set: AclSet, resources: Iterable[tuple[str, str]]) -> AclSet:
     """``acl_set`` with only the ACLs whose pattern covers one of ``resources`` (resource_type, name): it decides
     every access to those resources exactly as the whole set does (a decision reads only the ACLs relevant to its
-    resource), and a worker builds it in a fraction of the time (10k ACLs: ~0.2 s per set and worker).
+    resource), and a worker builds it in a fraction of the time (see docs/benchmarks.md, "Figures from the code").
 
     Cost: O(total length of the names) to list their prefixes, then one set probe per ACL."""
     names: dict[ResourceType, set[str]] = {}

@@ -46,7 +46,7 @@ unbroken run: the dataset holds each event once, and re-running still writes not
 
 Cost model: per record, one ``json.loads`` and a dict of ~30 entries (the row); Arrow builds each file's columns
 from those dicts once. Per file, one temporary write, two fsyncs (file, directory), one rename and one synchronous
-commit: with the default 100,000 records per file that is ~0.1 ms of bookkeeping per 1,000 records. At start and at
+commit, amortised over the default 100,000 records per file. At start and at
 each rebalance, one listing of every ``date=`` directory (a year of 12 partitions × 10 files a day is ~44,000 names,
 parsed in well under a second). Memory: the open files' rows, at most ``max_records_per_file`` per partition.
 """
@@ -400,7 +400,7 @@ class RepeatWindow:
     A run killed after writing offsets 1..4 resumes at 5: ``seed`` gives it the kept rows of offsets 0..4 from the
     dataset, and 6, 7 and 9 are decided as above.
 
-    Cost model: per row, one deque append, one dict probe and the evictions it causes (amortised one): ~0.3 µs.
+    Cost model: per row, one deque append, one dict probe and the evictions it causes (amortised one).
     Memory: at most ``size`` keys per partition (~150 bytes each: 10,000 offsets ≈ 1.5 MB).
     """
 

@@ -1,11 +1,11 @@
 """Deciding distinct access tuples with the core StandardAuthorizer, inside ``mapInArrow``.
 
-Each Python worker builds one authorizer per ACL set from the broadcast (under Spark Connect: inlined) payload,
-once per ``decide`` call (not once per partition: building one from 10k ACLs costs ~0.2 s). Decisions only
-(``simulate``): the rows of each Arrow batch are grouped by (principal, host) and each group is decided in one
-batched ``authorize`` call, ~2.5× faster than one call per row. With ``explain`` (``replay``, ``usage``): row by
-row, with a per-partition result cache (replay rows repeat a tuple once per logged decision). Decisions are
-therefore the core's own, by construction; no rule is re-implemented in Spark.
+Each Python worker builds one authorizer per ACL set from the broadcast (under Spark Connect: inlined) payload, once per
+``decide`` call (not once per partition: building one is O(ACLs), a noticeable cost at 10k). Decisions only
+(``simulate``): the rows of each Arrow batch are grouped by (principal, host) and each group is decided in one batched
+``authorize`` call, faster than one call per row (see docs/benchmarks.md, "Figures from the code"). With ``explain``
+(``replay``, ``usage``): row by row, with a per-partition result cache (replay rows repeat a tuple once per logged
+decision). Decisions are therefore the core's own, by construction; no rule is re-implemented in Spark.
 
 Columns added per ACL set with prefix ``p`` (e.g. ``current_``):
 

@@ -17,7 +17,8 @@ line's own timestamp decides only its time, its hour and, if invalid, its reason
 after ``not a Kafka authorizer audit line`` in the parser's order). Lines in any other layout are grouped whole
 (identical lines only) and parsed as they are.
 
-Measured on 2 cores (``docs/benchmarks.md``): 10M lines 1.5× faster than parsing every line (1M lines: slower).
+Folding pays at scale only: faster than parsing every line at 10M lines, slower at 1M (see
+docs/benchmarks.md, "Figures from the code").
 JSON lines are not folded: ``from_json`` per line is cheap enough that folding's own cost per line (the layout
 check, the cut, a group-by on ~230-byte keys) ate the gain.
 """
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING
 from kafkaguard.audit.records import kafka_log
 from kafkaguard.pipeline.deciding import KEY as ACCESS_KEY
 from kafkaguard.pipeline.readers import parse_kafka_log
+from kafkaguard.pipeline.transforms import per_tuple_counts
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -160,15 +162,7 @@ def _rows(parsed: DataFrame, keys: Sequence[str], hourly: bool) -> DataFrame:
         ).alias("p")
     ).select("p.*")
     parts = parts.where(F.col("requests") > 0)
-    tuple_keys = [*ACCESS_KEY, *keys, "error"]
-    per_tuple = parts.groupBy(*tuple_keys).agg(
-        F.sum("requests").alias("requests"),
-        F.min("first_seen").alias("first_seen"),
-        F.max("last_seen").alias("last_seen"),
-        F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col("requests")).otherwise(0)).alias("allowed"),
-    )
-    if "logged_decision" not in keys:
-        per_tuple = per_tuple.withColumn("logged_decision", F.lit(None).cast("string"))
+    per_tuple = per_tuple_counts(parts, keys, requests="requests", first="first_seen", last="last_seen")
     per_hour = (
         parts.where(F.col("error").isNull())
         .groupBy("bucket", "logged_decision")

@@ -34,8 +34,8 @@ def aggregate_raw(
     ``requests`` sums the records' ``count`` (a usage-mode record stands for many requests; a bad line counts one);
     ``last_seen`` is the latest ``last_time``.
 
-    (Measured on 2 cores: this costs ~0.5 s per 10M records more than grouping by the access tuple alone, and
-    ~2 s less than a second aggregation over the raw records for the chart.) Without ``hourly``, only the
+    (This costs a little more than grouping by the access tuple alone, and less than a second aggregation over
+    the raw records for the chart: see docs/benchmarks.md, "Figures from the code".) Without ``hourly``, only the
     ``per_tuple`` rows, by a plain group-by (no grouping sets; ``bucket`` null), with ``allowed``: the requests
     logged ALLOWED.
     """
@@ -55,14 +55,7 @@ def aggregate_raw(
     )
     tuple_keys = [*ACCESS_KEY, *keys, "error"]
     if not hourly:
-        grouped = keyed.groupBy(*tuple_keys).agg(
-            F.sum("count").alias("requests"),
-            F.min("time").alias("first_seen"),
-            F.max("last_time").alias("last_seen"),
-            F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col("count")).otherwise(0)).alias("allowed"),
-        )
-        if "logged_decision" not in keys:
-            grouped = grouped.withColumn("logged_decision", F.lit(None).cast("string"))
+        grouped = per_tuple_counts(keyed, keys, requests="count", first="time", last="last_time")
         return grouped.select(
             *ACCESS_KEY,
             "logged_decision",
@@ -82,11 +75,30 @@ def aggregate_raw(
     )
 
 
+def per_tuple_counts(frame: DataFrame, keys: Sequence[str], *, requests: str, first: str, last: str) -> DataFrame:
+    """One row per (access tuple, ``keys``, error) of ``frame``: ``requests`` summed, the earliest ``first`` as
+    ``first_seen``, the latest ``last`` as ``last_seen``, and ``allowed`` (the requests logged ALLOWED); a null
+    ``logged_decision`` when ``keys`` leaves it out. For ``aggregate_raw`` and ``folding``'s folded groups alike.
+
+    Cost: one hash aggregation over ``frame``."""
+    from pyspark.sql import functions as F
+
+    grouped = frame.groupBy(*ACCESS_KEY, *keys, "error").agg(
+        F.sum(requests).alias("requests"),
+        F.min(first).alias("first_seen"),
+        F.max(last).alias("last_seen"),
+        F.sum(F.when(F.col("logged_decision") == "ALLOWED", F.col(requests)).otherwise(0)).alias("allowed"),
+    )
+    if "logged_decision" not in keys:
+        grouped = grouped.withColumn("logged_decision", F.lit(None).cast("string"))
+    return grouped
+
+
 def small_rows(aggregated: DataFrame) -> DataFrame:
     """The few rows of ``aggregated`` that are not about one access tuple: the over-time rows and the bad lines
-    (``per_tuple, bucket, logged_decision, error, requests, first_seen, last_seen``; an hour's first and last
-    request), to collect in one job (see ``over_time`` and ``bad_lines`` for their meaning). (Not unioned with
-    anything: a union over the cached aggregation computed it again, +2.6 s at 10M records.)"""
+    (``per_tuple, bucket, logged_decision, error, requests, first_seen, last_seen``; an hour's first and last request),
+    to collect in one job (see ``over_time`` and ``bad_lines`` for their meaning). (Not unioned with anything: a union
+    over the cached aggregation computed it again; see docs/benchmarks.md, "Figures from the code".)"""
     from pyspark.sql import functions as F
 
     return aggregated.where(~F.col("per_tuple") | F.col("error").isNotNull()).select(
@@ -160,7 +172,7 @@ def may_flip(
     ``changed`` row (resource_type,
     pattern_type, name, principal, host; null = any) covers: the access's name looked up as a LITERAL name, as the
     LITERAL ``*`` (unless ``wildcard`` is false: no changed row is one), and as a PREFIXED pattern of each length in
-    ``prefix_lengths``; one broadcast hash join. (Each key costs ~0.1 s per 1M distinct accesses.) An
+    ``prefix_lengths``; one broadcast hash join. (Each key costs one probe per distinct access.) An
     access appears once per key that is covered (duplicates are identical rows)."""
     from pyspark.sql import functions as F
 

@@ -85,6 +85,11 @@ def _api_versions(
         for name, low, high in features.finalized
     )
     return builders.api_versions_response(
-        cls, error_code=error, api_keys=keys, throttle_time=NO_THROTTLE, supported_features=supported,
-        finalized_features=finalized, finalized_features_epoch=features.epoch,
-    )  # fmt: skip
+        cls,
+        error_code=error,
+        api_keys=keys,
+        throttle_time=NO_THROTTLE,
+        supported_features=supported,
+        finalized_features=finalized,
+        finalized_features_epoch=features.epoch,
+    )

@@ -117,8 +117,9 @@ _CONSTANT_BODIES_MAX = 256
 
 def constant_response(body: T) -> T:
     """``body`` (a kio response entity, immutable), its encoding remembered for ``encode_response``. For answers
-    every connection gets the same, such as ApiVersions': encoding its ~60 entries was a third of the server's
-    time on connections that only connect, ask ApiVersions and close (``bench_regression``)."""
+    every connection gets the same, such as ApiVersions': encoding its ~60 entries was a large share of the
+    server's time on connections that only connect, ask ApiVersions and close (``bench_regression``; see
+    docs/benchmarks.md, "Figures from the code")."""
     buffer = io.BytesIO()
     writer_for(type(body))(buffer, body)
     if len(_CONSTANT_BODIES) >= _CONSTANT_BODIES_MAX:
@@ -131,8 +132,9 @@ def write_response_header(buffer: io.BytesIO, api_key: ApiKey, api_version: int,
     """The response header: v0 for ApiVersions and non-flexible versions, else v1 (with its tagged fields).
 
     Written by hand: a header is the correlation id (int32) and, in v1, an empty tagged-field section (one zero
-    byte), and every response has one — building and writing kio's header entity was ~10% of a SCRAM login's
-    server time. ``tests/protocol/test_constant_responses.py`` checks the bytes against kio's."""
+    byte), and every response has one — building and writing kio's header entity was a visible share of a SCRAM
+    login's server time (see docs/benchmarks.md, "Figures from the code").
+    ``tests/protocol/test_constant_responses.py`` checks the bytes against kio's."""
     flexible = api_key is not ApiKey.API_VERSIONS and response_schema(api_key, api_version).__flexible__
     buffer.write(_HEADER_V1.pack(correlation_id, 0) if flexible else _HEADER_V0.pack(correlation_id))
 

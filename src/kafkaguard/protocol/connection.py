@@ -71,8 +71,11 @@ THROTTLED_EVENT_ERROR = "Authentication failed: too many failed logins (refused 
 MAX_QUEUED_ANSWERS = 5
 
 
-class CloseConnection(Exception):
-    """Raised inside this module to end the connection loop with a reason (a dispatcher answers ``Close``)."""
+class CloseConnection(KafkaguardError):
+    """Raised inside this module to end the connection loop with a reason (a dispatcher answers ``Close``).
+
+    Control flow, never raised across a layer: ``Connection.run`` catches it first, before ``ProtocolError`` and
+    ``KafkaguardError``, and nothing it calls catches ``KafkaguardError`` around a raise of it."""
 
 
 class Incoming(NamedTuple):
@@ -200,17 +203,26 @@ class Connection:
             return
         self.peer_principal = principal
         if certificate is not None:
-            record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", self.peer_principal,
-                              succeeded=True)  # fmt: skip
-            record_login_event(self.context.audit, succeeded=True, mechanism="SSL", listener=str(self.listener),
-                               host=self.host, principal=self.peer_principal)  # fmt: skip
+            self._record_ssl_login(principal, succeeded=True)
 
     def _unidentified(self, reason: str) -> None:
         """An SSL listener's client gets no principal (``reason``): a failed login, and the connection closes."""
         self.unidentified = reason
-        record_peer_login(self.services.logins, str(self.listener), self.host, "SSL", reason, succeeded=False)
-        record_login_event(self.context.audit, succeeded=False, mechanism="SSL", listener=str(self.listener),
-                           host=self.host, error=reason)  # fmt: skip
+        self._record_ssl_login(reason, succeeded=False)
+
+    def _record_ssl_login(self, outcome: str, *, succeeded: bool) -> None:
+        """Count and audit a certificate login: ``outcome`` is its principal, or why it has none."""
+        listener = str(self.listener)
+        record_peer_login(self.services.logins, listener, self.host, "SSL", outcome, succeeded=succeeded)
+        record_login_event(
+            self.context.audit,
+            succeeded=succeeded,
+            mechanism="SSL",
+            listener=listener,
+            host=self.host,
+            principal=outcome if succeeded else None,
+            error=None if succeeded else outcome,
+        )
 
     @property
     def authenticated(self) -> bool:
@@ -278,8 +290,10 @@ class Connection:
         except TimeoutError:
             if deadline < idle_at:
                 timeout = settings.sasl_login_timeout_seconds
-                self.refuse(RefusalReason.SASL_LOGIN_TIMEOUT, f"not logged in within sasl_login_timeout_seconds "
-                            f"({timeout:g} s) of connecting")  # fmt: skip
+                self.refuse(
+                    RefusalReason.SASL_LOGIN_TIMEOUT,
+                    f"not logged in within sasl_login_timeout_seconds ({timeout:g} s) of connecting",
+                )
                 raise CloseConnection(f"not logged in within {timeout:g} s") from None
             raise CloseConnection(f"idle for {settings.idle_timeout_seconds:g} s") from None
         except FrameTooLargeError as e:
@@ -474,13 +488,23 @@ class Connection:
         error = None if ok else sasl.failure or "authentication failed"
         if not ok and sasl.throttled:
             # the budget's (login_failures_per_address_*, login_failures_per_user_*) or a full PLAIN derivation pool
-            self.services.refusals.record(str(self.listener), RefusalReason.LOGIN_FAILURES, self.host,
-                                          f"{sasl.mechanism} login refused unchecked: {error}")  # fmt: skip
+            self.services.refusals.record(
+                str(self.listener),
+                RefusalReason.LOGIN_FAILURES,
+                self.host,
+                f"{sasl.mechanism} login refused unchecked: {error}",
+            )
             error = THROTTLED_EVENT_ERROR  # without its "retry after N s": identical refusals collapse in the trail
-        record_login_event(self.context.audit, succeeded=ok, mechanism=sasl.mechanism or "none",
-                           listener=str(self.listener), host=self.host,
-                           principal=f"User:{sasl.user}" if ok and sasl.user is not None else None,
-                           attempted_name=sasl.claimed_user, error=error)  # fmt: skip
+        record_login_event(
+            self.context.audit,
+            succeeded=ok,
+            mechanism=sasl.mechanism or "none",
+            listener=str(self.listener),
+            host=self.host,
+            principal=f"User:{sasl.user}" if ok and sasl.user is not None else None,
+            attempted_name=sasl.claimed_user,
+            error=error,
+        )
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.

@@ -65,8 +65,9 @@ class Identity:
         pool = checker = None
         if "PLAIN" in settings.sasl_mechanisms:
             # Shares the console's bounds: a PLAIN login costs what a console login costs (one PBKDF2 derivation).
-            pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending,
-                                  name="sasl-plain-pbkdf2")  # fmt: skip
+            pool = DerivationPool(
+                settings.console_login_workers, settings.console_login_max_pending, name="sasl-plain-pbkdf2"
+            )
             checker = PasswordChecker(services.credentials, pool, services.login_budget, mechanism="PLAIN")
         tokens = None
         url = settings.sasl_oauthbearer_jwks_endpoint_url

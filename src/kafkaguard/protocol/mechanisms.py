@@ -246,8 +246,8 @@ class TokenCheck:
     has not expired: every check of ``validate_token`` gives the same answer then (its time rules only ever turn
     a valid token invalid at ``exp``, and a token past ``exp`` is checked in full again, skew included). A JWKS
     refresh makes a new key set, so a removed key stops its tokens at once, as in Kafka. Why: verifying RS256 and
-    reading the claims was ~40% of an OAUTHBEARER login's server time (``bench_logins``), and clients reuse a
-    token on all their connections."""
+    reading the claims was a large share of an OAUTHBEARER login's server time (``bench_logins``; see
+    docs/benchmarks.md, "Figures from the code"), and clients reuse a token on all their connections."""
 
     keys: JwksSource
     expectations: TokenExpectations
@@ -357,5 +357,6 @@ class Mechanisms:
         if name == OAuthBearerServer.name and self._tokens is not None:
             return OAuthBearerServer(self._tokens, self._budget, client)
         mechanism = ScramMechanism.from_name(name)
-        return ScramServer(mechanism, self._credentials, self._secret, self._budget, client,
-                           reauthentication=reauthentication)  # fmt: skip
+        return ScramServer(
+            mechanism, self._credentials, self._secret, self._budget, client, reauthentication=reauthentication
+        )

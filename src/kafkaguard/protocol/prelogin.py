@@ -22,10 +22,11 @@ Each grows with the client id (every header carries it) and SaslAuthenticate wit
   A SCRAM message is at most 4 KiB (``scram.messages.MAX_MESSAGE_BYTES``) plus a header; the rest is room for an
   OAUTHBEARER token once one is offered (JWTs of 1–8 KiB are common; raise the setting for larger ones).
 
-What it bounds: a frame is read whole before anything of its body is refused, so the work and memory one
-unauthenticated frame can cost grow with its size. At 512 KiB (the former limit, Kafka's sasl.server.max.receive.size)
-one ApiVersions frame of empty tagged fields cost 0.2 s of CPU and 1,000 parked frames 536 MiB; at 1 KiB the same
-frame costs well under a millisecond, and 1,000 parked SASL frames at most 16 MiB.
+What it bounds: a frame is read whole before anything of its body is refused, so the work and memory one unauthenticated
+frame can cost grow with its size. At 512 KiB (the former limit, Kafka's sasl.server.max.receive.size) one ApiVersions
+frame of empty tagged fields cost a large fraction of a second of CPU (see docs/benchmarks.md, "Figures from the code")
+and 1,000 parked frames over 500 MiB; at 1 KiB the same frame costs 512 times less, and 1,000 parked SASL frames at most
+16 MiB.
 """
 
 from __future__ import annotations

@@ -158,8 +158,13 @@ class SaslState:
                 close=True,
             )
         cls: type[SaslAuthenticateResponse] = response_schema(api_key, api_version)
-        response = sasl_authenticate_response(cls, error_code=ErrorCode.illegal_sasl_state, error_message=message,
-                                              auth_bytes=b"", session_lifetime=timedelta(0))  # fmt: skip
+        response = sasl_authenticate_response(
+            cls,
+            error_code=ErrorCode.illegal_sasl_state,
+            error_message=message,
+            auth_bytes=b"",
+            session_lifetime=timedelta(0),
+        )
         return SaslOutcome(response, close=True)
 
     def handshake(self, api_version: int, request: Any) -> SaslOutcome:
@@ -204,8 +209,9 @@ class SaslState:
             return self._fail(step.message)
         login, renewing = step.login, self._renewing
         if renewing is not None and login.user != renewing[0]:
-            return self._fail(f"Cannot change principals during re-authentication from User.{renewing[0]}: "
-                              f"User.{login.user}")  # fmt: skip
+            return self._fail(
+                f"Cannot change principals during re-authentication from User.{renewing[0]}: User.{login.user}"
+            )
         if renewing is None and self._refuse_login is not None:
             # Asked only now that the proof has passed: the refusal tells nobody but this principal that it exists.
             refusal = self._refuse_login(f"User:{login.user}")
@@ -303,15 +309,29 @@ def record_login(logins: LoginStatistics, listener: str, host: str, sasl: SaslSt
         claimed = _shown(claimed)
     what = "re-authenticated" if sasl.reauthenticating else "authenticated"
     if succeeded:
-        log.debug("Successfully %s with /%s (listener %s, mechanism %s, user %r)", what, host, listener, mechanism,
-                  claimed)  # fmt: skip
+        log.debug(
+            "Successfully %s with /%s (listener %s, mechanism %s, user %r)", what, host, listener, mechanism, claimed
+        )
     elif sasl.throttled:  # reported rate-limited by the connection (Services.refusals)
-        log.debug("Refused %s with /%s (listener %s, mechanism %s, user %r): %s", what, host, listener, mechanism,
-                  claimed, sasl.failure)  # fmt: skip
+        log.debug(
+            "Refused %s with /%s (listener %s, mechanism %s, user %r): %s",
+            what,
+            host,
+            listener,
+            mechanism,
+            claimed,
+            sasl.failure,
+        )
     else:
-        log.info("Failed %s with /%s (listener %s, mechanism %s, user %r): %s",
-                 "re-authentication" if sasl.reauthenticating else "authentication", host, listener, mechanism,
-                 claimed, sasl.failure or "authentication failed")  # fmt: skip
+        log.info(
+            "Failed %s with /%s (listener %s, mechanism %s, user %r): %s",
+            "re-authentication" if sasl.reauthenticating else "authentication",
+            host,
+            listener,
+            mechanism,
+            claimed,
+            sasl.failure or "authentication failed",
+        )
 
 
 def record_peer_login(
@@ -321,7 +341,12 @@ def record_peer_login(
     or why it has none (a failure, logged at INFO as Kafka's ``Selector`` logs a failed authentication)."""
     logins.record(listener, mechanism, succeeded=succeeded)
     if succeeded:
-        log.debug("Successfully authenticated with /%s (listener %s, %s certificate of %s)", host, listener, mechanism,
-                  outcome)  # fmt: skip
+        log.debug(
+            "Successfully authenticated with /%s (listener %s, %s certificate of %s)",
+            host,
+            listener,
+            mechanism,
+            outcome,
+        )
     else:
         log.info("Failed authentication with /%s (listener %s, %s certificate): %s", host, listener, mechanism, outcome)

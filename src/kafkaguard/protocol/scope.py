@@ -120,17 +120,35 @@ class RequestScope:
         rollout = self.services.rollout
         shadow = rollout.shadow
         audit.record_later(
-            partial(_audit_records, outcome, now, self.api_key.api_name, audit.log_allowed, self.permissive,
-                    None if shadow is None else shadow.snapshot, rollout, audit.memo)
-        )  # fmt: skip
+            partial(
+                _audit_records,
+                outcome,
+                now,
+                self.api_key.api_name,
+                audit.log_allowed,
+                self.permissive,
+                None if shadow is None else shadow.snapshot,
+                rollout,
+                audit.memo,
+            )
+        )
 
 
 def scope_of(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> RequestScope:
     """``request``'s scope, with the authorizer's snapshot as it is now (made field by field: once per request)."""
     services, header = context.services, request.header
-    return RequestScope(services, context.broker, caller, request.api_key, header.api_version, header.client_id,
-                        services.authorizer.snapshot, context.audit, _interface(context),
-                        header.correlation_id)  # fmt: skip
+    return RequestScope(
+        services,
+        context.broker,
+        caller,
+        request.api_key,
+        header.api_version,
+        header.client_id,
+        services.authorizer.snapshot,
+        context.audit,
+        _interface(context),
+        header.correlation_id,
+    )
 
 
 def _interface(context: ListenerContext) -> str:

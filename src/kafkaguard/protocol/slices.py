@@ -1,10 +1,10 @@
 """Encoding a large response in slices, so that no client's answer holds the event loop for long.
 
-Why this exists: kio's writer is pure Python and costs ~5 µs per flexible array element (it opens a buffer for each
-element's tagged fields). A DescribeGroups answer of 10,000 refused groups took 50 ms to encode in one go, during
-which no other connection was served. Responses are lists at their top level (topics, groups, results, …), so the
-largest top-level array is written ``SLICE`` elements at a time with a yield to the loop in between; everything
-else is kio's own encoding.
+Why this exists: kio's writer is pure Python, with a cost per flexible array element (it opens a buffer for each
+element's tagged fields). A DescribeGroups answer of 10,000 refused groups encoded in one go held the loop for tens of
+milliseconds (see docs/benchmarks.md, "Figures from the code"), during which no other connection was served. Responses
+are lists at their top level (topics, groups, results, …), so the largest top-level array is written ``SLICE`` elements
+at a time with a yield to the loop in between; everything else is kio's own encoding.
 
 How the bytes around the array are found without kio's private per-field writers: the body is encoded twice with
 that array replaced, by ``()`` (bytes A = prefix + count 0 + suffix) and by its first element alone (bytes B =
@@ -35,7 +35,7 @@ from kafkaguard.protocol.codec import response_schema, write_response_header, wr
 from kafkaguard.protocol.framing import encode_frame
 from kafkaguard.protocol.lengths import unwrap
 
-#: Elements written between two yields to the loop: about 1 ms of kio's writer (~10 µs an element, more when flexible).
+#: Elements written between two yields to the loop: sized for about 1 ms of kio's writer (more when flexible).
 SLICE = 100
 
 _INT32 = struct.Struct(">i")

@@ -21,9 +21,10 @@ refusal its very next violation is refused again, for longer. An offender that s
 refusal ended is forgotten (it starts again from a full bucket and the first refusal's length).
 
 Why a penalty at all: refusing a violating request is cheap, but an attacker who reconnected, logged in and sent one
-again at the creation rate from 16 addresses kept the loop 90% busy (``bench_abuse``). Charged to its principal it
-gets one violating request in, then one after 1 s, 2 s, 4 s … whatever the number of its addresses; before login its
-frames are at most ``max_unauthenticated_request_bytes`` and each address gets its allowance, then ever rarer ones.
+again at the creation rate from 16 addresses kept the loop busy (``bench_abuse``; see docs/benchmarks.md, "Figures from
+the code"). Charged to its principal it gets one violating request in, then one after 1 s, 2 s, 4 s … whatever the
+number of its addresses; before login its frames are at most ``max_unauthenticated_request_bytes`` and each address gets
+its allowance, then ever rarer ones.
 
 Worked example (defaults: 10 per 5 s, 1 s doubling up to 30 s): behind 10.0.0.7 one client sends junk once a second
 and another logs in every 100 ms: the bucket loses one token a second and regains two, so nobody is refused. A flood

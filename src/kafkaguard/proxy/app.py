@@ -98,8 +98,14 @@ class ProxyServer(ListeningServer):
     def dispatcher(self, listener: Listener, context: ListenerContext) -> ProxyDispatcher:
         node_id = self._node_listeners.get(listener, (listener, None))[1]
         self.connections_per_node[node_id] += 1
-        route = ProxyRoute(node_id=node_id, nodes=self.nodes, versions=self.versions, meter=self.meter, dial=self._dial,
-                           features=self.features)  # fmt: skip
+        route = ProxyRoute(
+            node_id=node_id,
+            nodes=self.nodes,
+            versions=self.versions,
+            meter=self.meter,
+            dial=self._dial,
+            features=self.features,
+        )
         return ProxyDispatcher(context, route)
 
     async def _serve_node(self, node_id: int) -> None:
@@ -118,35 +124,50 @@ class ProxyServer(ListeningServer):
             self.nodes.bootstrap, self.security, timeout=self.services.settings.upstream_timeout_seconds
         )
         try:
-            hello = build_request(request_schema(ApiKey.API_VERSIONS, 3), client_software_name="kafkaguard-proxy",
-                                  client_software_version="1")  # fmt: skip
+            hello = build_request(
+                request_schema(ApiKey.API_VERSIONS, 3),
+                client_software_name="kafkaguard-proxy",
+                client_software_version="1",
+            )
             versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
             offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
             self.versions = negotiate(offered, HANDLERS)
             if offered.get(ApiKey.API_VERSIONS, (0, 3))[1] >= FEATURES_COMPLETE_FROM:  # v3 omits min-0 features
-                hello = build_request(request_schema(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM),
-                                      client_software_name="kafkaguard-proxy", client_software_version="1")  # fmt: skip
+                hello = build_request(
+                    request_schema(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM),
+                    client_software_name="kafkaguard-proxy",
+                    client_software_version="1",
+                )
                 versions = await upstream.call(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM, hello)
             self.features = negotiate_features(features_of(versions), self.versions)
-            brokers_only = build_request(request_schema(ApiKey.METADATA, 12), topics=(),
-                                         allow_auto_topic_creation=False,
-                                         include_topic_authorized_operations=False)  # fmt: skip
+            brokers_only = build_request(
+                request_schema(ApiKey.METADATA, 12),
+                topics=(),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
             metadata = await upstream.call(ApiKey.METADATA, 12, brokers_only)
             # learn() starts a watch of each node's auto.create.topics.enable (read from that node itself)
             await self.nodes.learn(UpstreamNode(int(b.node_id), Address(b.host, int(b.port))) for b in metadata.brokers)
             low, high = offered.get(ApiKey.DESCRIBE_CONFIGS, (0, -1))
             if max(low, 1) > min(high, DESCRIBE_CONFIGS_VERSION):
-                raise InvalidConfigError(f"it offers DescribeConfigs v{low}-v{high}: the proxy reads the brokers' "
-                                         f"auto.create.topics.enable with v1-v{DESCRIBE_CONFIGS_VERSION}")  # fmt: skip
+                raise InvalidConfigError(
+                    f"it offers DescribeConfigs v{low}-v{high}: the proxy reads the brokers' "
+                    f"auto.create.topics.enable with v1-v{DESCRIBE_CONFIGS_VERSION}"
+                )
             self.auto_create.version = min(high, DESCRIBE_CONFIGS_VERSION)
             await self._identify_bootstrap(upstream)
         except Exception as e:
             raise InvalidConfigError(f"cannot use the upstream {self.services.settings.upstream}: {e}") from e
         finally:
             upstream.close()
-        log.info("upstream %s: nodes %s, %d APIs offered, features %s", self.services.settings.upstream,
-                 self.nodes.node_ids, len(self.versions),
-                 {name: high for name, _low, high in self.features.finalized})  # fmt: skip
+        log.info(
+            "upstream %s: nodes %s, %d APIs offered, features %s",
+            self.services.settings.upstream,
+            self.nodes.node_ids,
+            len(self.versions),
+            {name: high for name, _low, high in self.features.finalized},
+        )
 
     async def _identify_bootstrap(self, upstream: UpstreamConnection) -> None:
         """Ask the bootstrap server that answered discovery which node it is and its auto.create.topics.enable (a
@@ -210,8 +231,11 @@ def upstream_tls(settings: Settings) -> ssl.SSLContext:
         raise InvalidConfigError(f"cannot load upstream_ssl_cafile: {e}") from None
     if settings.upstream_ssl_certfile is not None:
         try:
-            tls.load_cert_chain(settings.upstream_ssl_certfile, settings.upstream_ssl_keyfile,
-                                password=settings.upstream_ssl_key_password)  # fmt: skip
+            tls.load_cert_chain(
+                settings.upstream_ssl_certfile,
+                settings.upstream_ssl_keyfile,
+                password=settings.upstream_ssl_key_password,
+            )
         except (OSError, ssl.SSLError) as e:
             raise InvalidConfigError(
                 f"cannot load upstream_ssl_certfile {settings.upstream_ssl_certfile} with upstream_ssl_keyfile "

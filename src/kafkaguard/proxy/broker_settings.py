@@ -97,8 +97,10 @@ async def read_auto_create(
     refusals = []
     for result in answer.results:
         if int(result.error_code) != 0:
-            refusals.append(f"node {result.resource_name}: {_error_name(int(result.error_code))} "
-                            f"{result.error_message or ''}".rstrip())  # fmt: skip
+            refusals.append(
+                f"node {result.resource_name}: {_error_name(int(result.error_code))} "
+                f"{result.error_message or ''}".rstrip()
+            )
             continue
         if result.resource_name not in {str(node_id) for node_id in candidates}:
             raise SettingUnreadable(f"answered about {result.resource_name!r}, which it was not asked")
@@ -190,8 +192,13 @@ class AutoCreateWatcher:
                 failures += 1
                 if failures == 1:  # once per failure streak: a dead server is not a log line per retry
                     why = str(e) if isinstance(e, SettingUnreadable) else f"{e.__class__.__name__}: {e}"
-                    log.warning("cannot read %s of %s (retrying with backoff): %s; %s", AUTO_CREATE_KEY, watch.what,
-                                why, UNKNOWN_MEANS)  # fmt: skip
+                    log.warning(
+                        "cannot read %s of %s (retrying with backoff): %s; %s",
+                        AUTO_CREATE_KEY,
+                        watch.what,
+                        why,
+                        UNKNOWN_MEANS,
+                    )
                 delay = min(RETRY_MAX_SECONDS, RETRY_FIRST_SECONDS * 2 ** min(failures - 1, 30))
             else:
                 if failures:

@@ -45,9 +45,8 @@ Worked example — one topic, one partition of 1 MiB of records, no tags (correl
     step(b"\\x00\\x00\\x00")     -> (TAIL, 2, 1)           partition tags, topic tags; then the tail of 1 byte
 
 Cost model: one Python step per topic, partition, aborted transaction and tagged field present, nothing per record
-byte. Measured with timeit (this machine, Python 3.11): 2.4 µs for a one-partition answer of 100 B, 4 µs for one of
-1 MiB fed as a spliced relay feeds it (4 KiB peeked windows), 7 µs for ten small partitions, 19 µs for ten of
-100 KB (a window per partition); reading and rewriting a tail with one endpoint, 6 µs.
+byte: the cost follows the answer's structure, not its size (a one-partition answer of 1 MiB costs about what one of
+100 B does; timeit figures: see docs/benchmarks.md, "Figures from the code").
 
 Records shorter than ``OPAQUE_FROM`` are kept in the window (passing them separately would cost more calls than
 reading them costs); a window is flushed (PASS of structure only) once ``FLUSH_AT`` bytes of structure accumulated,

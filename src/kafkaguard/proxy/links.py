@@ -41,9 +41,9 @@ from kafkaguard.proxy.wire import UpstreamProtocolError
 #: Bytes a relayed answer is copied in at a time when it cannot be spliced (large enough to amortize the loop,
 #: small enough to stream).
 RELAY_CHUNK = 1024 * 1024
-#: How much of an answer a TLS stream buffers before pausing its socket (asyncio's ``limit``). Measured with
-#: bench_proxy: 8 MiB here (and an 8 MiB client write buffer) made consuming slower (0.45× direct vs 0.66× with
-#: 1 MiB): larger copies leave the CPU caches on this 2-core machine.
+#: How much of an answer a TLS stream buffers before pausing its socket (asyncio's ``limit``). With bench_proxy,
+#: 8 MiB here (and an 8 MiB client write buffer) made consuming slower than 1 MiB: larger copies leave the CPU
+#: caches (see docs/benchmarks.md, "Figures from the code").
 STREAM_BUFFER = 1024 * 1024
 #: Answers up to this size are read whole and written at once; larger ones are spliced (a splice costs a few more
 #: calls than it saves on a small answer).

@@ -7,9 +7,9 @@ answer passes on as it came — when that section is empty, else ``(TAIL, 0, cou
 correlation id is the edit's to rewrite (``handlers.produce``: decoded, its ``node_endpoints`` at the proxy's
 addresses, re-encoded).
 
-Why by hand: ``lengths.tagged_fields_at`` answers the same for any schema, one compiled closure per field, and cost
-5 µs for a one-partition answer and 10 µs for five — on the fast path of every Produce, the largest share of what
-offering v10+ added to the proxy's CPU (``bench_upgrade``: 92.8% capacity of the v9 proxy). This walk does the
+Why by hand: ``lengths.tagged_fields_at`` answers the same for any schema, one compiled closure per field, a call
+per fixed-size field — on the fast path of every Produce, the largest share of what offering v10+ added to the
+proxy's CPU (``bench_upgrade``; see docs/benchmarks.md, "Figures from the code"). This walk does the
 same in one loop per level with no call per fixed-size field. ``test_produce_walk`` holds it to
 ``tagged_fields_at``: the same offset for every valid answer hypothesis makes, and an error wherever that one
 raises, on truncated and corrupted answers.

@@ -316,8 +316,10 @@ class UpstreamConnection:
                 if not 4 <= size <= MAX_RESPONSE_BYTES:
                     raise UpstreamProtocolError(f"upstream {self.address} sent a response frame of {size} bytes")
                 if correlation_id_of(head[4:]) != correlation_id:
-                    raise UpstreamProtocolError(f"upstream {self.address} answered correlation id "
-                                                f"{correlation_id_of(head[4:])}, not {correlation_id}")  # fmt: skip
+                    raise UpstreamProtocolError(
+                        f"upstream {self.address} answered correlation id "
+                        f"{correlation_id_of(head[4:])}, not {correlation_id}"
+                    )
                 await link.pass_on(head, size - 4, client, edit)
         except UpstreamProtocolError as e:
             raise self._fail(UpstreamUnavailable(str(e))) from e
@@ -379,7 +381,7 @@ class UpstreamConnection:
             security.mechanism, security.username, security.password, salted_password_cache=security.cache
         )
         server_first = await self._authenticate(link, session.first_message())
-        # PBKDF2 on a cache miss: up to ~1 s at the iteration counts a broker may ask for, never on the loop
+        # PBKDF2 on a cache miss: O(iterations), and a broker may ask for many: never on the loop
         client_final = await asyncio.to_thread(session.final_message, server_first)
         server_final = await self._authenticate(link, client_final)
         session.verify_server_final(server_final)

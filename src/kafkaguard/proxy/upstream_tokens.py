@@ -44,6 +44,7 @@ from typing import Any
 import httpx
 import jwt
 
+from kafkaguard.errors import KafkaguardError
 from kafkaguard.proxy.upstream import UpstreamUnavailable
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class AccessToken:
     expires_at: float
 
 
-class _FetchFailed(Exception):
+class _FetchFailed(KafkaguardError):
     """One fetch failed; ``retriable`` says whether asking again may help. The message holds no secret."""
 
     def __init__(self, message: str, *, retriable: bool) -> None:
@@ -150,8 +151,13 @@ class AccessTokenSource:
             self._next_attempt = now + delay
             log.warning(
                 "cannot refresh the upstream OAuth token from %s (client %s): %s; the current one is valid for "
-                "%.0f s more, trying again in %.1f s", self.url, self.client_id, e, current.expires_at - now, delay,
-            )  # fmt: skip
+                "%.0f s more, trying again in %.1f s",
+                self.url,
+                self.client_id,
+                e,
+                current.expires_at - now,
+                delay,
+            )
 
     async def _fetch_with_retries(self) -> AccessToken:
         """A new token, retried with backoff while that can help (see the module docstring)."""
@@ -165,13 +171,23 @@ class AccessTokenSource:
             except _FetchFailed as e:
                 spent = self._clock() - started
                 if not e.retriable or spent + delay > self._retry_backoff_max:
-                    log.warning("cannot get an upstream OAuth token from %s (client %s) after %d attempt(s): %s",
-                                self.url, self.client_id, attempt, e)  # fmt: skip
+                    log.warning(
+                        "cannot get an upstream OAuth token from %s (client %s) after %d attempt(s): %s",
+                        self.url,
+                        self.client_id,
+                        attempt,
+                        e,
+                    )
                     raise UpstreamUnavailable(
                         f"cannot get an OAuth token from {self.url} for client {self.client_id}: {e}"
                     ) from None
-                log.warning("cannot get an upstream OAuth token from %s (client %s): %s; trying again in %.1f s",
-                            self.url, self.client_id, e, delay)  # fmt: skip
+                log.warning(
+                    "cannot get an upstream OAuth token from %s (client %s): %s; trying again in %.1f s",
+                    self.url,
+                    self.client_id,
+                    e,
+                    delay,
+                )
             await self._sleep(delay)
             delay = min(delay * 2, self._retry_backoff_max)
 
@@ -205,10 +221,12 @@ class AccessTokenSource:
             raise _FetchFailed("the answer has no access_token", retriable=False)
         lifetime = _lifetime(document, token)
         if lifetime is None or lifetime <= 0:
-            raise _FetchFailed("the answer says neither expires_in nor a future exp claim in the token",
-                               retriable=False)  # fmt: skip
-        log.info("got an upstream OAuth token from %s (client %s), valid for %.0f s", self.url, self.client_id,
-                 lifetime)  # fmt: skip
+            raise _FetchFailed(
+                "the answer says neither expires_in nor a future exp claim in the token", retriable=False
+            )
+        log.info(
+            "got an upstream OAuth token from %s (client %s), valid for %.0f s", self.url, self.client_id, lifetime
+        )
         return AccessToken(token, sent + lifetime * self._refresh_window_factor, sent + lifetime)
 
 

@@ -165,12 +165,15 @@ FEATURES_COMPLETE_FROM = 4
 def features_of(answer: Any) -> Features:
     """The features of an upstream's ApiVersions v3+ answer (none below v3)."""
     return Features(
-        supported=tuple((str(f.name), int(f.min_version), int(f.max_version))
-                        for f in getattr(answer, "supported_features", ())),
-        finalized=tuple((str(f.name), int(f.min_version_level), int(f.max_version_level))
-                        for f in getattr(answer, "finalized_features", ())),
+        supported=tuple(
+            (str(f.name), int(f.min_version), int(f.max_version)) for f in getattr(answer, "supported_features", ())
+        ),
+        finalized=tuple(
+            (str(f.name), int(f.min_version_level), int(f.max_version_level))
+            for f in getattr(answer, "finalized_features", ())
+        ),
         epoch=int(getattr(answer, "finalized_features_epoch", -1)),
-    )  # fmt: skip
+    )
 
 
 def servable_level(name: str, offered: Versions) -> int:

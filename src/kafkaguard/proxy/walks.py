@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple, Protocol
 
+from kafkaguard.proxy.wire import UpstreamProtocolError
+
 NEED, PASS, TAIL = 0, 1, 2
 Step = tuple[int, int, int]
 
@@ -44,5 +46,6 @@ class AnswerEdit(NamedTuple):
     held: bool = False
 
 
-class Malformed(Exception):
-    """A length or count that does not fit the answer a walk reads (the walk raises ``UpstreamProtocolError``)."""
+class Malformed(UpstreamProtocolError):
+    """A length or count that does not fit the answer a walk reads. The walk turns it into an
+    ``UpstreamProtocolError`` that names the API and version; one that escaped would close the same way."""

@@ -60,7 +60,8 @@ class ImportResult:
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector while a full load builds ~10^5 acyclic objects: otherwise every few
-    hundred allocations trigger collections that rescan the growing heap (about 40% of a 100k-ACL startup).
+    hundred allocations trigger collections that rescan the growing heap (a large share of a 100k-ACL startup: see
+    docs/benchmarks.md, "Figures from the code").
     Reference counting still frees everything; the collector resumes afterwards as it was."""
     was_enabled = gc.isenabled()
     gc.disable()
@@ -73,8 +74,15 @@ def _gc_paused() -> Iterator[None]:
 
 def _sort_key(acl: StoredAcl) -> tuple[str, ...]:
     p, e = acl.binding.pattern, acl.binding.entry
-    return (p.resource_type.name, p.name, p.pattern_type.name, e.principal, e.host, e.operation.name,
-            e.permission_type.name)  # fmt: skip
+    return (
+        p.resource_type.name,
+        p.name,
+        p.pattern_type.name,
+        e.principal,
+        e.host,
+        e.operation.name,
+        e.permission_type.name,
+    )
 
 
 class AclService:
@@ -266,8 +274,11 @@ class AclService:
         distinct = len(set(bindings))
         log.info(
             "imported %d ACLs by %s: %d added, %d removed",
-            distinct, actor.describe(), len(delta.added), len(delta.removed),
-        )  # fmt: skip
+            distinct,
+            actor.describe(),
+            len(delta.added),
+            len(delta.removed),
+        )
         if len(events) <= _LOGGED_IMPORT_EVENTS:
             self._events.publish(events)
         else:  # the audit trail gets each; the log says how many

@@ -53,6 +53,7 @@ from kafkaguard.scram import (
 )
 from kafkaguard.service.events import EventRelay, scram_event, store_refused
 from kafkaguard.service.outage import unavailable
+from kafkaguard.service.polled import Polled
 from kafkaguard.store import CredentialInfo, CredentialStore, CredentialWrite, StoreUnavailableError, UserAlteration
 
 log = logging.getLogger(__name__)
@@ -174,7 +175,7 @@ class _Request:
         self.upsertions.pop(user, None)
 
 
-class CredentialService:
+class CredentialService(Polled):
     """SCRAM credentials backed by one store. Thread-safe; ``lookup``, ``lookup_for`` and ``decoy_profile`` read
     only the in-memory snapshot (see the module docstring) and never block."""
 
@@ -420,16 +421,8 @@ class CredentialService:
 
     # ------------------------------------------------------------------------------------------- following
 
-    def poll(self) -> bool:
-        """Catch up if another process changed the stored credentials since the last look; one cheap read when
-        nothing changed. True if the snapshot was reloaded. Call it from a worker thread, not an event loop.
-
-        :raises StoreError: the store cannot be read.
-        """
-        if self._store.credential_version() == self._snapshot.version:
-            return False
-        self.sync()
-        return True
+    def _stored_version(self) -> int:
+        return self._store.credential_version()
 
     def sync(self) -> None:
         """Reload every stored credential into a new snapshot (the store's current version).
@@ -447,9 +440,10 @@ class CredentialService:
         credentials = {(user, credential.mechanism): credential for user, credential in loaded.credentials}
         before = self._snapshot.credentials
         changed = frozenset(
-            user for user, mechanism in before.keys() | credentials.keys()
+            user
+            for user, mechanism in before.keys() | credentials.keys()
             if before.get((user, mechanism)) != credentials.get((user, mechanism))
-        )  # fmt: skip
+        )
         self._snapshot = _Snapshot.of(loaded.version, credentials)
         log.debug("loaded %d SCRAM credentials at version %d", len(credentials), loaded.version)
         return changed

@@ -83,8 +83,11 @@ class EventRelay:
             early, self._early = self._early, None
             dropped, self._early_dropped = self._early_dropped, 0
         if dropped:
-            log.warning("%d management event(s) made before the audit trail started are not in it (the store's "
-                        "history has them)", dropped)  # fmt: skip
+            log.warning(
+                "%d management event(s) made before the audit trail started are not in it (the store's "
+                "history has them)",
+                dropped,
+            )
         for category, subject, data in early or ():
             self._deliver(listener, category, subject, data)
 
@@ -126,16 +129,22 @@ def describe_item(event: ManagementEvent) -> str:
     details = event.details
     acl = details.get("acl")
     if isinstance(acl, Mapping):
-        return (f"{acl.get('permission_type')} {acl.get('principal')} {acl.get('operation')} from {acl.get('host')} "
-                f"on {event.subject}")  # fmt: skip
+        return (
+            f"{acl.get('permission_type')} {acl.get('principal')} {acl.get('operation')} from {acl.get('host')} "
+            f"on {event.subject}"
+        )
     acl_filter = details.get("filter")
     if isinstance(acl_filter, Mapping):
-        return (f"filter {acl_filter.get('permission_type')} {_any(acl_filter.get('principal'))} "
-                f"{acl_filter.get('operation')} from {_any(acl_filter.get('host'))} on {event.subject}")  # fmt: skip
+        return (
+            f"filter {acl_filter.get('permission_type')} {_any(acl_filter.get('principal'))} "
+            f"{acl_filter.get('operation')} from {_any(acl_filter.get('host'))} on {event.subject}"
+        )
     summary = details.get("summary")
     if isinstance(summary, Mapping):
-        return (f"{summary.get('not_recorded')} more refused item(s) of this {summary.get('request')} request "
-                f"({summary.get('items')} in all), not recorded one by one")  # fmt: skip
+        return (
+            f"{summary.get('not_recorded')} more refused item(s) of this {summary.get('request')} request "
+            f"({summary.get('items')} in all), not recorded one by one"
+        )
     if "mechanism" in details:
         iterations = f" ({details['iterations']} iterations)" if "iterations" in details else ""
         return f"{event.subject} {details['mechanism']}{iterations}"

@@ -23,12 +23,13 @@ from kafkaguard.errors import InvalidGroupError
 from kafkaguard.model import Actor
 from kafkaguard.model.group import group_name, member_error
 from kafkaguard.service.events import EventRelay, member_event
+from kafkaguard.service.polled import Polled
 from kafkaguard.store.ports import GroupStore, MembershipChange, MembershipSnapshot
 
 log = logging.getLogger(__name__)
 
 
-class GroupService:
+class GroupService(Polled):
     """Principal groups for one authorizer, backed by one store. Thread-safe: writes and syncs hold the service's
     lock; reads use the last loaded snapshot without it."""
 
@@ -112,16 +113,8 @@ class GroupService:
 
     # ------------------------------------------------------------------------------------------- following
 
-    def poll(self) -> bool:
-        """Catch up if another process changed the memberships since the last look; one cheap read when nothing
-        changed. True if they were reloaded. Call it from a worker thread, not an event loop.
-
-        :raises StoreError: the store cannot be read.
-        """
-        if self._store.membership_version() == self._snapshot.version:
-            return False
-        self.sync()
-        return True
+    def _stored_version(self) -> int:
+        return self._store.membership_version()
 
     def sync(self) -> None:
         """Reload every membership and swap it into the authorizer.

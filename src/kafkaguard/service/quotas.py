@@ -39,9 +39,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
+from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import Actor, ItemError, KafkaErrorCode
 from kafkaguard.service.events import EventRelay, quota_event, store_refused
 from kafkaguard.service.outage import unavailable
+from kafkaguard.service.polled import Polled
 from kafkaguard.store import QuotaChange, QuotaEntity, QuotaRecord, QuotaStore, StoreUnavailableError
 from kafkaguard.store.ports import quota_entity, quota_record_order
 
@@ -197,7 +199,7 @@ class QuotaDescription:
     error: ItemError | None = None
 
 
-class _FilterError(Exception):
+class _FilterError(KafkaguardError):
     """Ends the check of a malformed filter with its error (private control flow: the service answers it)."""
 
     def __init__(self, code: KafkaErrorCode, message: str) -> None:
@@ -343,7 +345,7 @@ class _Snapshot:
     quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=dict)
 
 
-class QuotaService:
+class QuotaService(Polled):
     """Client quotas backed by one store. Thread-safe; ``describe`` reads only the in-memory snapshot (see the
     module docstring) and never blocks."""
 
@@ -498,16 +500,8 @@ class QuotaService:
 
     # ------------------------------------------------------------------------------------------- following
 
-    def poll(self) -> bool:
-        """Catch up if another process changed the stored quotas since the last look; one cheap read when nothing
-        changed. True if the snapshot was reloaded. Call it from a worker thread, not an event loop.
-
-        :raises StoreError: the store cannot be read.
-        """
-        if self._store.quota_version() == self._snapshot.version:
-            return False
-        self.sync()
-        return True
+    def _stored_version(self) -> int:
+        return self._store.quota_version()
 
     def sync(self) -> None:
         """Reload every stored quota into a new snapshot.

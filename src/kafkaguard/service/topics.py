@@ -503,8 +503,12 @@ class TopicService:
             )
         except StoreUnavailableError as e:
             failed = unavailable(e)
-            return [TopicDeleteResult(n, ZERO_UUID, failed if c == 1 else ItemError(KafkaErrorCode.INVALID_REQUEST,
-                    DUPLICATE_NAME)) for n, c in counts.items()]  # fmt: skip
+            return [
+                TopicDeleteResult(
+                    n, ZERO_UUID, failed if c == 1 else ItemError(KafkaErrorCode.INVALID_REQUEST, DUPLICATE_NAME)
+                )
+                for n, c in counts.items()
+            ]
         results: list[TopicDeleteResult] = []
         for name, count in counts.items():
             record = removed.get(name)

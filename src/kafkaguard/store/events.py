@@ -82,16 +82,24 @@ def scram_event(
     if iterations is not None:
         details["iterations"] = iterations
     return ManagementEvent(
-        action=action, actor=actor, subject=f"User:{user}", principal=f"User:{user}", details=details,
+        action=action,
+        actor=actor,
+        subject=f"User:{user}",
+        principal=f"User:{user}",
+        details=details,
         **_error(error),  # type: ignore[arg-type]
-    )  # fmt: skip
+    )
 
 
 def member_event(action: str, actor: Actor, group: str, member: str, error: ItemError | None = None) -> ManagementEvent:
     return ManagementEvent(
-        action=action, actor=actor, subject=f"Group:{group}", principal=member,
-        details={"group": group, "member": member}, **_error(error),  # type: ignore[arg-type]
-    )  # fmt: skip
+        action=action,
+        actor=actor,
+        subject=f"Group:{group}",
+        principal=member,
+        details={"group": group, "member": member},
+        **_error(error),  # type: ignore[arg-type]
+    )
 
 
 def quota_event(
@@ -138,6 +146,11 @@ def topic_event(
         details["topic_id"] = str(record.topic_id)
         details["partitions"] = record.num_partitions
     return ManagementEvent(
-        action=action, actor=actor, subject=f"TOPIC:{name}", resource_type="TOPIC", resource_name=name,
-        details=details, **_error(error),  # type: ignore[arg-type]
-    )  # fmt: skip
+        action=action,
+        actor=actor,
+        subject=f"TOPIC:{name}",
+        resource_type="TOPIC",
+        resource_name=name,
+        details=details,
+        **_error(error),  # type: ignore[arg-type]
+    )

@@ -262,8 +262,9 @@ class TopicRecord:
 
     def __hash__(self) -> int:
         # Written out because a mapping is not hashable; equal records have equal sorted config items.
-        return hash((self.name, self.topic_id, self.num_partitions, self.replication_factor,
-                     tuple(self.configs.items())))  # fmt: skip
+        return hash(
+            (self.name, self.topic_id, self.num_partitions, self.replication_factor, tuple(self.configs.items()))
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -108,9 +108,15 @@ class ConnectionRefusals:
         if summary is not None:
             log.warning("%s", summary)
         if line:
-            log.warning("Refused a connection from /%s on %s [%s]: %s; further refusals of this address for this "
-                        "reason in the next %g s are counted (kafkaguard_connections_refused_total), not logged",
-                        address, listener, reason.value, detail, self._interval)  # fmt: skip
+            log.warning(
+                "Refused a connection from /%s on %s [%s]: %s; further refusals of this address for this "
+                "reason in the next %g s are counted (kafkaguard_connections_refused_total), not logged",
+                address,
+                listener,
+                reason.value,
+                detail,
+                self._interval,
+            )
 
     def flush(self) -> None:
         """Log the current interval's summary now (the server calls it when it stops), if anything went unlogged."""
@@ -147,8 +153,10 @@ class ConnectionRefusals:
     def _summary(self) -> str | None:
         if not self._unlogged:
             return None
-        by_reason = ", ".join(f"{reason.value} {count}" for reason, count in sorted(
-            self._unlogged.items(), key=lambda item: item[0].value))  # fmt: skip
+        by_reason = ", ".join(
+            f"{reason.value} {count}"
+            for reason, count in sorted(self._unlogged.items(), key=lambda item: item[0].value)
+        )
         return (
             f"{sum(self._unlogged.values())} more refused connection(s) in the last {self._interval:g} s were not "
             f"logged one by one: {by_reason} (kafkaguard_connections_refused_total counts every one)"

@@ -168,6 +168,7 @@ def summarise(flips: Iterable[ShadowFlip]) -> list[FlipSummary]:
         )
         for (principal, rtype, name, direction), members in groups.items()
     ]
-    summaries.sort(key=lambda s: (s.direction != "newly denied", -s.requests, s.principal, s.resource_type,
-                                  s.resource_name))  # fmt: skip
+    summaries.sort(
+        key=lambda s: (s.direction != "newly denied", -s.requests, s.principal, s.resource_type, s.resource_name)
+    )
     return summaries

@@ -132,11 +132,17 @@ class SpoolItem:
         if len(topic) >= _HAS_OWNER:
             raise ValueError(f"a topic name of {len(topic)} bytes cannot be spooled (Kafka's limit is 249)")
         principal, category = _cut(self.principal), _cut(self.category)
-        payload = b"".join((
-            _PAYLOAD_HEADER.pack(len(topic) | _HAS_OWNER, len(self.key)),
-            _OWNER_HEADER.pack(len(principal), len(category)),
-            principal, category, topic, self.key, self.value,
-        ))  # fmt: skip
+        payload = b"".join(
+            (
+                _PAYLOAD_HEADER.pack(len(topic) | _HAS_OWNER, len(self.key)),
+                _OWNER_HEADER.pack(len(principal), len(category)),
+                principal,
+                category,
+                topic,
+                self.key,
+                self.value,
+            )
+        )
         return _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
 
 
@@ -300,8 +306,12 @@ class Spool:
             ) from None
         with self._lock:
             for stale in self.directory.glob("*" + _SUFFIX + _TEMPORARY):
-                log.warning("audit spool %s: %s is a compaction that did not finish (a crash); its segment is kept as "
-                            "it was, the file is deleted", self.directory, stale.name)  # fmt: skip
+                log.warning(
+                    "audit spool %s: %s is a compaction that did not finish (a crash); its segment is kept as "
+                    "it was, the file is deleted",
+                    self.directory,
+                    stale.name,
+                )
                 stale.unlink(missing_ok=True)
             numbers = sorted(
                 int(path.name[: -len(_SUFFIX)])
@@ -486,8 +496,12 @@ class Spool:
             try:
                 self._compact(segment, indices, counts)
             except OSError as e:
-                log.error("audit spool %s: segment %s cannot be compacted (%s); new records are dropped instead",
-                          self.directory, self._path(segment.seq).name, e)  # fmt: skip
+                log.error(
+                    "audit spool %s: segment %s cannot be compacted (%s); new records are dropped instead",
+                    self.directory,
+                    self._path(segment.seq).name,
+                    e,
+                )
                 break
         return self._bytes + length <= self.max_bytes
 
@@ -697,8 +711,12 @@ class Spool:
             return Position(numbers[0] if numbers else 1, 0)
         except (OSError, ValueError, IndexError, UnicodeDecodeError) as e:
             # A damaged commit file: sending again from the oldest segment duplicates, never loses.
-            log.warning("audit spool %s: cannot read %s (%s); sending again from the oldest segment", self.directory,
-                        path.name, e)  # fmt: skip
+            log.warning(
+                "audit spool %s: cannot read %s (%s); sending again from the oldest segment",
+                self.directory,
+                path.name,
+                e,
+            )
             return Position(numbers[0] if numbers else 1, 0)
 
     def _write_committed(self) -> None:
@@ -730,8 +748,10 @@ class Spool:
             log.warning(
                 "audit spool %s: segment %s ends in %d byte(s) that are not a whole record (a crash while writing); "
                 "they are cut off, the records before them are kept",
-                self.directory, path.name, segment.size - offset,
-            )  # fmt: skip
+                self.directory,
+                path.name,
+                segment.size - offset,
+            )
             self.corrupt_bytes += segment.size - offset
             with path.open("r+b") as out:
                 out.truncate(offset)
@@ -745,8 +765,11 @@ class Spool:
         appended after the good ones; an older segment is read as ending there (deleted once the commit passes it)."""
         log.error(
             "audit spool %s: segment %s has a corrupt record at offset %d; its last %d byte(s) are skipped (not sent)",
-            self.directory, self._path(segment.seq).name, offset, segment.size - offset,
-        )  # fmt: skip
+            self.directory,
+            self._path(segment.seq).name,
+            offset,
+            segment.size - offset,
+        )
         self.corrupt_bytes += segment.size - offset
         if segment is self._segments[-1]:
             if self._tail is not None:

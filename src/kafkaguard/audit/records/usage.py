@@ -36,13 +36,12 @@ open window early (``add`` returns its records) and a fresh one starts with the 
 one per key and window, never a silent drop. Counts are exact whatever the flushes: the sum of ``count`` over the
 records of a key equals the number of decisions added for it.
 
-**Cost model.** ``add`` costs one tuple build and one dict lookup per decision and no allocation for a key already
-seen: 1.4 µs per decision in CPython on this 2-core machine (200,000 records over 100 keys), against 17 µs to
-serialize one record as a JSON line (what ``all`` mode pays per decision). The state is the first record of each
-key plus ~240 bytes of key and counters (measured with tracemalloc over 50,000 keys), so ~0.5 KB per key and ~25 MB
-at the default bound. A window's output is one record per key: for steady traffic, ``distinct accesses × (1 +
-denied APIs)`` records per window, whatever the request rate. The aggregator runs in the audit writer's thread,
-never on the event loop.
+**Cost model.** ``add`` costs one tuple build and one dict lookup per decision and no allocation for a key already seen:
+an order of magnitude less than serializing one record as a JSON line, what ``all`` mode pays per decision (see
+docs/benchmarks.md, "Figures from the code"). The state is the first record of each key plus ~240 bytes of key and
+counters (tracemalloc over 50,000 keys), so ~0.5 KB per key and ~25 MB at the default bound. A window's output is one
+record per key: for steady traffic, ``distinct accesses × (1 + denied APIs)`` records per window, whatever the request
+rate. The aggregator runs in the audit writer's thread, never on the event loop.
 """
 
 from __future__ import annotations

@@ -61,8 +61,9 @@ def producer_config(settings: Settings) -> dict[str, Any]:
     :raises InvalidConfigError: a password file cannot be read.
     """
     if settings.audit_kafka_bootstrap_servers == "upstream":
-        password = settings._read_secret(settings.upstream_password, settings.upstream_password_file,
-                                         "upstream_password_file")  # fmt: skip
+        password = settings._read_secret(
+            settings.upstream_password, settings.upstream_password_file, "upstream_password_file"
+        )
         return _client_config(
             settings.upstream or "",
             settings.upstream_security_protocol,

@@ -173,8 +173,11 @@ class KafkaSink:
             if topic is None:
                 routed_drop += 1
                 continue
-            items.append(SpoolItem(topic, event.subject.encode("utf-8"), event.line.encode("utf-8"), event.principal,
-                                   event.category))  # fmt: skip
+            items.append(
+                SpoolItem(
+                    topic, event.subject.encode("utf-8"), event.line.encode("utf-8"), event.principal, event.category
+                )
+            )
         self.statistics.count(self.name, ROUTED_DROP, routed_drop)
         if not items:
             return
@@ -329,5 +332,8 @@ class KafkaSink:
         log.warning(
             "audit topic sink: the spool is full (audit_spool_max_bytes %d): %d record(s) dropped (%d in all since "
             "start), the oldest of the principals with the largest share first; lost the most: %s",
-            self.spool.max_bytes, dropped.total, self.spool.dropped, most,
-        )  # fmt: skip
+            self.spool.max_bytes,
+            dropped.total,
+            self.spool.dropped,
+            most,
+        )

@@ -2,13 +2,13 @@
 management changes and logins, made and written off the event loop, to every sink (``audit.trail.sinks``: the JSON lines
 file, the embedded default; a Kafka topic, ``audit.trail.kafka_sink``).
 
-Records are appended to an in-memory buffer (cheap, never blocks) and a background task writes the buffer in a
-worker thread every ``flush_interval`` seconds. A record may be queued unmade (``record_later``: a function that
-makes it): one request refusing 10,000 topics queued 20,000 decisions whose explanation and JSON took 0.4 s of the
-event loop; made in the writer thread, none of it. The envelope and its JSON line are made there too, once for all
-sinks. The buffer is bounded: if the sinks cannot keep up, the oldest unwritten entries (a record, or one request's
-records) are dropped and counted, and the count is written into the file as a line of its own (and logged), so a
-gap is never silent.
+Records are appended to an in-memory buffer (cheap, never blocks) and a background task writes the buffer in a worker
+thread every ``flush_interval`` seconds. A record may be queued unmade (``record_later``: a function that makes it): one
+request refusing 10,000 topics queued 20,000 decisions whose explanation and JSON held the event loop for a large
+fraction of a second (see docs/benchmarks.md, "Figures from the code"); made in the writer thread, none of it. The
+envelope and its JSON line are made there too, once for all sinks. The buffer is bounded: if the sinks cannot keep up,
+the oldest unwritten entries (a record, or one request's records) are dropped and counted, and the count is written into
+the file as a line of its own (and logged), so a gap is never silent.
 
 In ``usage`` mode (the default) every decision is queued as in ``all`` mode, and the writer thread folds them
 (``kafkaguard.audit.records.usage``): allowed decisions into one record per access and window, repeated denials into one

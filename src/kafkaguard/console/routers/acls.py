@@ -103,5 +103,12 @@ def delete_acls(
 
 
 def _order(acl: AclOut) -> tuple[str, ...]:
-    return (acl.resource_type, acl.resource_name, acl.pattern_type, acl.principal, acl.host, acl.operation,
-            acl.permission_type)  # fmt: skip
+    return (
+        acl.resource_type,
+        acl.resource_name,
+        acl.pattern_type,
+        acl.principal,
+        acl.host,
+        acl.operation,
+        acl.permission_type,
+    )

@@ -24,8 +24,12 @@ async def healthz(state: Annotated[ConsoleState, Depends(console_state)]) -> Hea
     store = state.services.store
     rollout = state.services.rollout
     shadow = None if rollout.shadow is None else rollout.shadow.acl_count
-    health = partial(HealthOut, acls=state.services.authorizer.acl_count, shadow_acls=shadow,
-                     enforcement="permissive" if rollout.permissive else "enforcing")  # fmt: skip
+    health = partial(
+        HealthOut,
+        acls=state.services.authorizer.acl_count,
+        shadow_acls=shadow,
+        enforcement="permissive" if rollout.permissive else "enforcing",
+    )
     if not store.healthy():
         return health(status="degraded", store="unreachable")
     try:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.pipeline.acls import AclSet
+from kafkaguard.pipeline.errors import PipelineError
 from kafkaguard.pipeline.jobs.common import AuthorizerOptions, JobResult, JobRun, load_acls
 from kafkaguard.pipeline.readers import check_paths
 
@@ -156,8 +157,9 @@ def execute(job: str, logs: Sequence[str], out: str, where: Where, prepare: Call
     return result
 
 
-class SparkFailed(Exception):
-    """A job failed inside Spark (exit code 1)."""
+class SparkFailed(PipelineError):
+    """A job failed inside Spark (exit code 1, where every other ``KafkaguardError`` is bad input: exit 2; ``main``
+    catches it first)."""
 
 
 def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
@@ -171,7 +173,6 @@ def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
 
             window = None
             if args.job == "usage":
-                from kafkaguard.pipeline.errors import PipelineError
                 from kafkaguard.pipeline.jobs.usage_state import parse_window
 
                 if args.rebuild and not args.state:
@@ -200,7 +201,6 @@ def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
             return simulate
         from kafkaguard.authorizer import parse_super_users
         from kafkaguard.errors import InvalidConfigError
-        from kafkaguard.pipeline.errors import PipelineError
 
         try:
             skipped = parse_super_users(args.super_users)
@@ -228,10 +228,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         execute(args.job, args.log, args.out, Where(args.master, args.remote), _prepare(args))
+    except SparkFailed as e:  # before KafkaguardError: it is one, with its own exit code
+        sys.stderr.write(f"error: {e}\n")
+        return 1
     except KafkaguardError as e:
         sys.stderr.write(f"error: {e}\n")
         return 2
-    except SparkFailed as e:
-        sys.stderr.write(f"error: {e}\n")
-        return 1
     return 0

@@ -64,7 +64,7 @@ CHANGED_SCHEMA = "resource_type string, pattern_type string, name string, princi
 #: Up to this many flips, the report's lists are made in the driver from one collect of the (cached) flips
 #: instead of one Spark job each, and the flips table is written as one sorted file.
 SMALL_FLIPS = 100_000
-#: Up to this many candidates, they are collected and decided in the driver (~10 µs each under both sets):
+#: Up to this many candidates, they are collected and decided in the driver (two decisions each, one per set):
 #: cheaper than starting Python workers and building the authorizers of both whole sets in each.
 DRIVER_DECISIONS = 50_000
 
@@ -157,8 +157,9 @@ class _Scan:
 
 def _scan(spark: SparkSession, job: JobRun, logs: Sequence[str], fmt: str, change: AclChange) -> _Scan:
     """One Spark job: read and aggregate per access (Kafka's log folded), keep the accesses the change can flip and
-    write them (``STAGING``). The input's counts are observed on the way (``Observation``), not computed by a
-    second pass or from a cached copy (measured: a cache plus a second job cost ~2 s more at 10M records)."""
+    write them (``STAGING``). The input's counts are observed on the way (``Observation``), not computed by a second
+    pass or from a cached copy (a cache plus a second job cost more: see docs/benchmarks.md, "Figures from the
+    code")."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 

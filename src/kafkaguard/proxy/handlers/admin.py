@@ -136,9 +136,15 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
 
     def refusal(name: str, error: ItemError) -> CreatableTopicResult:
         return creatable_topic_result(
-            cls, name=name, topic_id=ZERO_UUID, **error_fields(error),
-            topic_config_error_code=ErrorCode.none.value, num_partitions=-1, replication_factor=-1, configs=(),
-        )  # fmt: skip
+            cls,
+            name=name,
+            topic_id=ZERO_UUID,
+            **error_fields(error),
+            topic_config_error_code=ErrorCode.none.value,
+            num_partitions=-1,
+            replication_factor=-1,
+            configs=(),
+        )
 
     refused = [refusal(name, _DUPLICATE) for name in duplicates]
     for name in once:
@@ -219,9 +225,10 @@ def _describable(outcome: Any) -> set[str]:
     return {
         action.resource_pattern.name
         for action, result in outcome.decisive
-        if action.operation is AclOperation.DESCRIBE and action.resource_pattern.resource_type is TOPIC
+        if action.operation is AclOperation.DESCRIBE
+        and action.resource_pattern.resource_type is TOPIC
         and result is AuthorizationResult.ALLOWED
-    }  # fmt: skip
+    }
 
 
 async def _delete_topics_v6(scope: ProxyScope, request: Any) -> Reply:
@@ -277,10 +284,11 @@ async def _delete_topics_v6(scope: ProxyScope, request: Any) -> Reply:
     if not refused:
         return await scope.relay()
     allowed = tuple(
-        t for t in request.topics
+        t
+        for t in request.topics
         if (t.name is None and t.topic_id in named and named[t.topic_id] in deletable)
         or (t.name is not None and t.name in names_once and t.name in deletable)
-    )  # fmt: skip
+    )
     return await with_refused(scope, request, tuple(refused), allowed, field="topics", answer_field="responses")
 
 
@@ -375,8 +383,13 @@ async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -
     cls: type[DescribeConfigsResponse] = response_schema(ApiKey.DESCRIBE_CONFIGS, scope.api_version)
 
     def result(resource: Any, error: ItemError) -> DescribeConfigsResult:
-        return describe_configs_result(cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
-                     configs=(), **error_fields(error, default_text=True))  # fmt: skip
+        return describe_configs_result(
+            cls,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            configs=(),
+            **error_fields(error, default_text=True),
+        )
 
     resources: Sequence[Any] = request.resources
     if any(int(r.resource_type) not in _DESCRIBABLE_TYPES for r in resources):  # ConfigHelper: InvalidRequestException
@@ -415,8 +428,12 @@ async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
     )
 
     def result(resource: Any, error: ItemError, *, default_text: bool = True) -> Entity:
-        return builder(cls, resource_type=resource.resource_type, resource_name=resource.resource_name,
-                     **error_fields(error, default_text=default_text))  # fmt: skip
+        return builder(
+            cls,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+            **error_fields(error, default_text=default_text),
+        )
 
     resources: Sequence[Any] = request.resources
     refused: list[Any] = []

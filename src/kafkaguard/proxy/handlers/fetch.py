@@ -11,7 +11,7 @@ upstream answers session id 0, and clients (Java's ``FetchSessionHandler``, libr
 Every fetch therefore names every partition it reads, and every one is authorized. After each such answer Java asks
 for a new session again (id 0, epoch 0, no forgotten topics); the proxy declines it in the client's bytes, setting
 the epoch (a fixed offset in the body) to -1, instead of decoding and rebuilding the request
-(``_new_session_declined``): measured, the rebuild cost Java consumers ~18% of the proxy's CPU per message.
+(``_new_session_declined``): the rebuild was a large share of the proxy's CPU per message for Java consumers.
 
 Topics by id (v13+, KIP-516): each id is resolved to its name first (``topic_ids``, asked of the upstream when not
 known) and READ is checked on the name, as Kafka resolves ids with its metadata cache before authorizing: an id no
@@ -37,8 +37,8 @@ proxy host longer than the upstream's) the field is blanked — renumbered to an
 the client asks Metadata instead, as a client before KIP-951 does (``fetch_walk.tail_with``). An answer the proxy
 decodes (some topics refused) has its endpoints rewritten before it is encoded. A malformed answer closes the
 client's connection, as a bad frame does. Cost against an unedited relay: per answer a peek, then a peek and a
-splice round per partition whose records are spliced, the last few bytes read and written (two calls), and 2-4 µs of
-walk for one partition (``links``, ``fetch_walk``). v17 differs from v16 only in the request (a follower's
+splice round per partition whose records are spliced, the last few bytes read and written (two calls), and one walk
+step per partition (``links``, ``fetch_walk``). v17 differs from v16 only in the request (a follower's
 ``ReplicaDirectoryId``, read only for a follower's fetch, which is refused).
 
 Client quotas (``proxy.quotas``), as Kafka's consumer fetch: when a ``consumer_byte_rate`` applies, the fetch's
@@ -84,10 +84,19 @@ NO_SESSION, FINAL_EPOCH = 0, -1
 #: Kafka's ``FetchResponse.partitionResponse(tp, error)``: watermarks -1, no records (``MemoryRecords.EMPTY``, never
 #: null: clients read its size).
 _REFUSAL = PartitionRefusal(
-    "FetchableTopicResponse", "PartitionData", topic="topic", index="partition",
-    placeholders={"high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
-                  "aborted_transactions": None, "preferred_read_replica": -1, "records": b""},
-)  # fmt: skip
+    "FetchableTopicResponse",
+    "PartitionData",
+    topic="topic",
+    index="partition",
+    placeholders={
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    },
+)
 
 
 _REFUSAL_BY_ID = dataclasses.replace(_REFUSAL, topic="topic_id")
@@ -208,7 +217,8 @@ def _new_session_declined(scope: ProxyScope, request: Any) -> bytes | None:
 
     Why: Java's ``FetchSessionHandler`` asks for a new session on every fetch after an answer that created none
     (session id 0), which is every answer through the proxy. Rebuilding each of those (decode, convert, encode) cost
-    Java consumers ~18% of the proxy's CPU per message (``bench_kip848``); the only byte-level difference the
+    a large share of the proxy's CPU per message for Java consumers (``bench_kip848``; see
+    docs/benchmarks.md, "Figures from the code"); the only byte-level difference the
     rebuild makes is the epoch, whose offset in the body is fixed."""
     if (request.session_id, request.session_epoch) != (NO_SESSION, _INITIAL_EPOCH) or request.forgotten_topics_data:
         return None

@@ -119,12 +119,13 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     described: tuple[DescribeGroupsDescribedGroup, ...] = answer.groups
     if with_operations:
         described = tuple(
-            rebuild(group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP,
-                                                                        group.group_id))
+            rebuild(
+                group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP, group.group_id)
+            )
             if group.error_code == ErrorCode.none
             else group
             for group in described
-        )  # fmt: skip
+        )
     return rebuild(answer, groups=refused + tuple(described))
 
 
@@ -219,9 +220,17 @@ def _consumer_group_error(
 ) -> ConsumerGroupDescribeDescribedGroup:
     """Kafka's refused ``DescribedGroup``: the group id and the error, every other field at its default."""
     return consumer_group_describe_described_group(
-        cls, error_code=wire_error(error), error_message=None, group_id=group_id, group_state="", group_epoch=0,
-        assignment_epoch=0, assignor_name="", members=(), authorized_operations=OPERATIONS_NOT_REQUESTED,
-    )  # fmt: skip
+        cls,
+        error_code=wire_error(error),
+        error_message=None,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=(),
+        authorized_operations=OPERATIONS_NOT_REQUESTED,
+    )
 
 
 def _assigned_topics(group: ConsumerGroupDescribeDescribedGroup) -> set[str]:

@@ -97,9 +97,16 @@ async def join_group(scope: ProxyScope, request: JoinGroupRequest) -> Reply:
     if _may_read_group(scope, request.group_id):
         return await scope.relay()
     return error_response(
-        scope, GROUP_DENIED, generation_id=-1, protocol_type=None, protocol_name=None if scope.api_version >= 7 else "",
-        leader="", skip_assignment=False, member_id="", members=(),
-    )  # fmt: skip
+        scope,
+        GROUP_DENIED,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None if scope.api_version >= 7 else "",
+        leader="",
+        skip_assignment=False,
+        member_id="",
+        members=(),
+    )
 
 
 async def sync_group(scope: ProxyScope, request: SyncGroupRequest) -> Reply:
@@ -134,8 +141,9 @@ async def consumer_group_heartbeat(scope: ProxyScope, request: ConsumerGroupHear
 
 def _heartbeat_refused(scope: ProxyScope, error: ItemError) -> Reply:
     """``ConsumerGroupHeartbeatRequest.getErrorResponse``: the error code, every other field at its default."""
-    return error_response(scope, error, member_id=None, member_epoch=0, heartbeat_interval=timedelta(0),
-                          assignment=None)  # fmt: skip
+    return error_response(
+        scope, error, member_id=None, member_epoch=0, heartbeat_interval=timedelta(0), assignment=None
+    )
 
 
 async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Reply:

@@ -126,15 +126,25 @@ def _invalid(scope: ProxyScope, request: Any) -> MetadataResponse:
     cls: type[MetadataResponse] = response_schema(ApiKey.METADATA, scope.api_version)
     topics = tuple(
         metadata_response_topic(
-            cls, error_code=ErrorCode.invalid_request, name=topic.name or "", topic_id=_id_of(topic),
-            is_internal=False, partitions=(), topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
+            cls,
+            error_code=ErrorCode.invalid_request,
+            name=topic.name or "",
+            topic_id=_id_of(topic),
+            is_internal=False,
+            partitions=(),
+            topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
         )
         for topic in request.topics
-    )  # fmt: skip
+    )
     return metadata_response(
-        cls, throttle_time=NO_THROTTLE, brokers=(), cluster_id=None, controller_id=-1, topics=topics,
+        cls,
+        throttle_time=NO_THROTTLE,
+        brokers=(),
+        cluster_id=None,
+        controller_id=-1,
+        topics=topics,
         cluster_authorized_operations=OPERATIONS_NOT_REQUESTED,
-    )  # fmt: skip
+    )
 
 
 async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
@@ -167,13 +177,19 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
 
     def refusal(topic_id: UUID, error: ErrorCode) -> MetadataResponseTopic:
         return metadata_response_topic(
-            cls, error_code=error, name=None, topic_id=topic_id, is_internal=False, partitions=(),
+            cls,
+            error_code=error,
+            name=None,
+            topic_id=topic_id,
+            is_internal=False,
+            partitions=(),
             topic_authorized_operations=OPERATIONS_NOT_REQUESTED,
-        )  # fmt: skip
+        )
 
     shown = tuple(described[i] for i in allowed if i in described)
-    refused = tuple(refusal(i, ErrorCode.unknown_topic_id) for i in ids if i not in names or
-                    (i in allowed and i not in described))  # fmt: skip
+    refused = tuple(
+        refusal(i, ErrorCode.unknown_topic_id) for i in ids if i not in names or (i in allowed and i not in described)
+    )
     refused += tuple(refusal(i, wire_error(TOPIC_DENIED)) for i in denied)
     return await _answer(scope, request, answer, shown, include_ops, refused)
 
@@ -207,10 +223,11 @@ async def _answer(
 ) -> Reply:
     if include_ops:  # every topic here is named: ``_metadata`` passes on only the named ones
         topics = tuple(
-            rebuild(t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC,
-                                                                         t.name or ""))
+            rebuild(
+                t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, t.name or "")
+            )
             for t in topics
-        )  # fmt: skip
+        )
     wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
     return rebuild(
         answer,

@@ -13,9 +13,10 @@ from kafkaguard.proxy.refusals import PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
 
 _REFUSAL = PartitionRefusal(
-    "ListOffsetsTopicResponse", "ListOffsetsPartitionResponse",
+    "ListOffsetsTopicResponse",
+    "ListOffsetsPartitionResponse",
     placeholders={"timestamp": -1, "offset": -1, "leader_epoch": -1},
-)  # fmt: skip
+)
 
 
 async def list_offsets(scope: ProxyScope, request: ListOffsetsRequest) -> Reply:

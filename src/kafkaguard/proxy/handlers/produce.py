@@ -61,10 +61,15 @@ _CORRELATION = struct.Struct(">i")
 _TRANSACTIONAL = 0x10
 #: Kafka's ``PartitionResponse(error)``: offsets -1, no append time.
 _REFUSAL = PartitionRefusal(
-    "TopicProduceResponse", "PartitionProduceResponse", partitions="partition_data", index="index",
-    answer_partitions="partition_responses", answer_index="index", message="error_message",
+    "TopicProduceResponse",
+    "PartitionProduceResponse",
+    partitions="partition_data",
+    index="index",
+    answer_partitions="partition_responses",
+    answer_index="index",
+    message="error_message",
     placeholders={"base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": ()},
-)  # fmt: skip
+)
 
 
 def has_transactional_records(request: Any) -> bool:

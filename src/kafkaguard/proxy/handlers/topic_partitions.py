@@ -83,7 +83,7 @@ async def describe_topic_partitions(scope: ProxyScope, request: DescribeTopicPar
         )
         for topic in answer.topics
         if topic.name in wanted and not (every and topic.error_code == ErrorCode.unknown_topic_or_partition)
-    )  # fmt: skip  (for all topics, one deleted since the listing is left out, as Kafka's own listing would)
+    )  # for all topics, one deleted since the listing is left out, as Kafka's own listing would
     return rebuild(answer, topics=described + refused)
 
 

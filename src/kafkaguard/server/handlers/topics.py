@@ -371,14 +371,16 @@ async def delete_topics(scope: RequestScope, request: DeleteTopicsRequest) -> De
     actor = scope.actor()
     # (name, id, the error answered): a topic denied by name (absent ones answered as missing), or by id
     refused: list[tuple[str, uuid.UUID | None, ItemError]] = [
-        (name, None, _UNKNOWN_TOPIC if name in absent else _DELETE_DENIED) for name in names
+        (name, None, _UNKNOWN_TOPIC if name in absent else _DELETE_DENIED)
+        for name in names
         if name not in deletable_names
-    ] + [(id_names[i], i, _DELETE_DENIED) for i in ids if i not in deletable_ids]  # fmt: skip
+    ] + [(id_names[i], i, _DELETE_DENIED) for i in ids if i not in deletable_ids]
     await scope.refuse(
         refused,
-        lambda item: topic_event("topic.deleted", actor, item[0], None, item[2],
-                                 topic_id=None if item[1] is None else str(item[1])),
-    )  # fmt: skip
+        lambda item: topic_event(
+            "topic.deleted", actor, item[0], None, item[2], topic_id=None if item[1] is None else str(item[1])
+        ),
+    )
     deleted = []
     if deletable_names:
         deleted += await asyncio.to_thread(service.delete_topics, deletable_names, actor=actor)

@@ -66,12 +66,27 @@ class AclRowReader:
 def binding_fields(binding: AclBinding) -> tuple[object, ...]:
     """The binding's columns in the order of the unique index: name first."""
     p, e = binding.pattern, binding.entry
-    return (p.name, p.resource_type.code, p.pattern_type.code, e.principal, e.host, e.operation.code,
-            e.permission_type.code)  # fmt: skip
+    return (
+        p.name,
+        p.resource_type.code,
+        p.pattern_type.code,
+        e.principal,
+        e.host,
+        e.operation.code,
+        e.permission_type.code,
+    )
 
 
 def acl_row(acl: StoredAcl) -> tuple[object, ...]:
     """The ACL as a row (see the module docstring)."""
     p, e = acl.binding.pattern, acl.binding.entry
-    return (acl.id, p.resource_type.code, p.name, p.pattern_type.code, e.principal, e.host, e.operation.code,
-            e.permission_type.code)  # fmt: skip
+    return (
+        acl.id,
+        p.resource_type.code,
+        p.name,
+        p.pattern_type.code,
+        e.principal,
+        e.host,
+        e.operation.code,
+        e.permission_type.code,
+    )

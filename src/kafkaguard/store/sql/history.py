@@ -83,9 +83,20 @@ def _insert(tx: Transaction, events: Sequence[ManagementEvent]) -> None:
 
 def _row(tx: Transaction, event: ManagementEvent) -> tuple[object, ...]:
     actor = event.actor
-    return (event_time(event.time), event.action, actor.principal, actor.address, actor.interface,
-            actor.request_id, event.principal, event.resource_type, event.resource_name, event.subject,
-            event.result, tx.dialect.document_param(event.data()))  # fmt: skip
+    return (
+        event_time(event.time),
+        event.action,
+        actor.principal,
+        actor.address,
+        actor.interface,
+        actor.request_id,
+        event.principal,
+        event.resource_type,
+        event.resource_name,
+        event.subject,
+        event.result,
+        tx.dialect.document_param(event.data()),
+    )
 
 
 def _event(row: Row, data: dict[str, Any]) -> ManagementEvent:

@@ -99,9 +99,15 @@ class TopicTables:
                     continue
                 tx.run(
                     _INSERT_TOPIC,
-                    (record.name, self._dialect.uuid_param(record.topic_id), collision_key(record.name),
-                     record.num_partitions, record.replication_factor, self._dialect.json_param(record.configs)),
-                )  # fmt: skip
+                    (
+                        record.name,
+                        self._dialect.uuid_param(record.topic_id),
+                        collision_key(record.name),
+                        record.num_partitions,
+                        record.replication_factor,
+                        self._dialect.json_param(record.configs),
+                    ),
+                )
                 outcomes.append(TopicCreation(record))
             self._db.remember_counter("topic_version", tx.counter("topic_version"))
             return written(tx, history, outcomes)
