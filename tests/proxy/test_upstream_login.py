@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.proxy.upstream import Address, ScramLogin, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.scram.client import ScramClientSession
 from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
@@ -39,8 +39,8 @@ def test_the_salted_password_is_derived_off_the_loop(upstream: ServerHandle, mon
     monkeypatch.setattr(ScramClientSession, "final_message", recording)
 
     async def login() -> str:
-        security = UpstreamSecurity(UpstreamProtocol.SASL_PLAINTEXT, ScramMechanism.SCRAM_SHA_256, ADMIN,
-                                    ADMIN_PASSWORD)  # fmt: skip
+        security = UpstreamSecurity(UpstreamProtocol.SASL_PLAINTEXT,
+                                    ScramLogin(ScramMechanism.SCRAM_SHA_256, ADMIN, ADMIN_PASSWORD))  # fmt: skip
         connection = UpstreamConnection([Address(*upstream.sasl)], security, timeout=10)
         try:
             await connection.connect()

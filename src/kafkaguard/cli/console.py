@@ -19,6 +19,7 @@ import typer
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.cli import options as o
 from kafkaguard.config import Settings, load_settings
+from kafkaguard.config.sections import ConsoleSettings
 from kafkaguard.errors import InvalidConfigError
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ async def _until_signalled() -> None:
     log.info("shutting down")
 
 
-def _http_listener(settings: Settings) -> HttpListener:
+def _http_listener(settings: ConsoleSettings) -> HttpListener:
     from kafkaguard.console import HttpListener
 
     if settings.http_listener is None:
@@ -51,7 +52,7 @@ async def run_console(settings: Settings) -> None:
     """The console alone until SIGTERM/SIGINT, polling the store for other processes' changes."""
     from kafkaguard.console import ConsoleServer, create_app
 
-    listener = _http_listener(settings)
+    listener = _http_listener(ConsoleSettings.of(settings))
     services = await asyncio.to_thread(build_services, settings)
     console = ConsoleServer(create_app(services, sync_store=True), listener)
     try:
@@ -71,7 +72,7 @@ class ServerWithConsole:
 
         self.services = services
         self.server = (server_type or KafkaServer)(services)
-        self.console = ConsoleServer(create_app(services), _http_listener(services.settings))
+        self.console = ConsoleServer(create_app(services), _http_listener(services.sections.console))
 
     async def start(self) -> None:
         """:raises InvalidConfigError: a listener cannot be bound (nothing is left running)."""

@@ -28,6 +28,7 @@ from pydantic_settings import (
 
 from kafkaguard.audit.records.routing import parse_routes, topic_name_error
 from kafkaguard.authorizer import parse_super_users
+from kafkaguard.config.sections import StoreSettings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.identity.ssl_mapping import SslPrincipalMapper
 from kafkaguard.model.host import cidr_error, java_host
@@ -910,19 +911,7 @@ class Settings(BaseSettings):
 
         :raises InvalidConfigError: both password settings are given, or the file cannot be read.
         """
-        if self.store is None:
-            return None
-        if self.store_password is not None and self.store_password_file is not None:
-            raise InvalidConfigError("give the store password once: store_password or store_password_file, not both")
-        password = self.store_password.get_secret_value() if self.store_password is not None else None
-        if self.store_password_file is not None:
-            try:
-                password = self.store_password_file.read_text().rstrip("\r\n")
-            except OSError as e:
-                raise InvalidConfigError(
-                    f"store_password_file {self.store_password_file} cannot be read: {e.strerror}"
-                ) from None
-        return StoreUrl.parse(self.store, password=password)
+        return StoreSettings.of(self).url()
 
 
 def _count_entries(value: object, separator: str, setting: str, example: str) -> object:
