@@ -4,6 +4,9 @@ a YAML config file, then defaults that work out of the box (SQLite in ./data, SA
 Each setting is a field here, so each flag is also a config-file key (``super_users: "User:admin"``) and an
 environment variable (``KAFKAGUARD_SUPER_USERS``). Unknown config-file keys are errors, so a typo is reported
 instead of silently ignored.
+
+What runs does not read this flat set: ``config.sections`` views it in typed sections (listening, identity, limits,
+audit, proxy, store, console …), each handed to what it configures.
 """
 
 from __future__ import annotations
