@@ -136,12 +136,9 @@ class UpstreamSecurity:
     proxy's client certificate, if it has one)."""
 
     protocol: UpstreamProtocol
+    #: None on a SASL upstream fails its login (``proxy.app.upstream_security`` always gives one there).
     login: UpstreamLogin | None = None
     tls: ssl.SSLContext | None = None
-
-    def __post_init__(self) -> None:
-        if self.protocol.uses_sasl and self.login is None:
-            raise ValueError(f"an upstream over {self.protocol.value} needs a login")
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,8 +386,8 @@ class UpstreamConnection:
         """SaslHandshake v1, then SCRAM or OAUTHBEARER in SaslAuthenticate v2 frames (KIP-152), as Kafka's Java
         client logs in."""
         login = self._security.login
-        if login is None:  # UpstreamSecurity refuses SASL without a login; the type cannot say it
-            raise UpstreamProtocolError("no login for a SASL upstream")
+        if login is None:
+            raise UpstreamProtocolError(f"no login for a {self._security.protocol.value} upstream")
         mechanism_name = login.mechanism_name
         handshake = await self._login_call(
             link,
