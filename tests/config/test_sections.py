@@ -25,7 +25,7 @@ from kafkaguard.config.sections import (
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.scram import ScramMechanism
 
-OAUTH = {
+OAUTH: dict[str, Any] = {
     "upstream": "kafka:9093",
     "upstream_security_protocol": "SASL_SSL",
     "upstream_sasl_mechanism": "OAUTHBEARER",

@@ -296,9 +296,10 @@ class AuditSettings:
     @classmethod
     def of(cls, settings: Settings) -> AuditSettings:
         kafka = None
-        if settings.audit_kafka_bootstrap_servers is not None:
+        servers = settings.audit_kafka_bootstrap_servers
+        if servers is not None:
             kafka = AuditKafkaSettings(
-                client=_audit_client(settings),
+                client=_audit_client(settings, servers),
                 topic=settings.audit_kafka_topic,
                 routes=tuple(settings.audit_kafka_routes),
                 delivery_timeout_seconds=settings.audit_kafka_delivery_timeout_seconds,
@@ -317,12 +318,14 @@ class AuditSettings:
         )
 
 
-def _audit_client(settings: Settings) -> KafkaClientSettings:
+def _audit_client(settings: Settings, servers: str) -> KafkaClientSettings:
     """The audit sink's cluster: its own (``audit_kafka_*``), or with ``upstream`` the proxy's upstream (whose
     mechanism the settings' validation holds to SCRAM there)."""
-    if settings.audit_kafka_bootstrap_servers == "upstream":
+    if servers == "upstream":
+        if settings.upstream is None:  # refused by the settings' validation: never reached
+            raise InvalidConfigError("audit_kafka_bootstrap_servers 'upstream' needs upstream")
         return KafkaClientSettings(
-            bootstrap_servers=settings.upstream or "",
+            bootstrap_servers=settings.upstream,
             security_protocol=settings.upstream_security_protocol,
             sasl_mechanism=settings.upstream_sasl_mechanism,
             user=settings.upstream_user,
@@ -333,7 +336,7 @@ def _audit_client(settings: Settings) -> KafkaClientSettings:
             ssl_key_password=_upstream_key_password(settings),
         )
     return KafkaClientSettings(
-        bootstrap_servers=settings.audit_kafka_bootstrap_servers or "",
+        bootstrap_servers=servers,
         security_protocol=settings.audit_kafka_security_protocol,
         sasl_mechanism=settings.audit_kafka_sasl_mechanism,
         user=settings.audit_kafka_user,
