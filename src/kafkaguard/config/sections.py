@@ -6,8 +6,8 @@ a SCRAM one no token endpoint (``UpstreamScram``), a listener set without OAUTHB
 (``IdentitySettings.oauthbearer`` is None). Secrets stay unread until used (``Secret``): a mode that does not use one
 never reads its file, and a file that cannot be read fails where it is needed, with the setting's name.
 
-Cost: building the sections reads every field once and parses the listeners (microseconds); done once per process
-by ``bootstrap.Services``, never per connection.
+Cost: building the sections reads every field once and parses the listeners (microseconds); done at start
+(``bootstrap``: ``Services.sections``), never per connection.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ KafkaProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
 @dataclass(frozen=True, slots=True)
 class Secret:
     """A secret given as a value (a ``KAFKAGUARD_*`` variable) or as a file whose first line it is; read by
-    ``read`` only, so a reprs or a log line never holds it."""
+    ``read`` only, so no repr or log line holds it."""
 
     value: SecretStr | None = field(repr=False)
     file: Path | None
