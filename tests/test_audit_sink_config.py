@@ -8,6 +8,7 @@ import pytest
 
 from kafkaguard.audit.trail.from_settings import audit_trail, producer_config
 from kafkaguard.config import load_settings
+from kafkaguard.config.sections import AuditSettings
 from kafkaguard.errors import InvalidConfigError
 
 
@@ -40,7 +41,9 @@ def test_the_producer_reaches_the_upstream_with_its_login(tmp_path: Path):
     loaded = settings(tmp_path, upstream="kafka-1:9092", upstream_security_protocol="SASL_PLAINTEXT",
                       upstream_user="proxy", upstream_password="proxy-secret",  # noqa: S106 - a test value
                       audit_kafka_bootstrap_servers="upstream")  # fmt: skip
-    assert producer_config(loaded) == {"bootstrap.servers": "kafka-1:9092", "security.protocol": "sasl_plaintext",
+    kafka = AuditSettings.of(loaded).kafka
+    assert kafka is not None
+    assert producer_config(kafka.client) == {"bootstrap.servers": "kafka-1:9092", "security.protocol": "sasl_plaintext",
                                        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "proxy",
                                        "sasl.password": "proxy-secret"}  # fmt: skip
     assert "proxy-secret" not in repr(loaded)
@@ -50,7 +53,7 @@ def test_an_unwritable_spool_directory_refuses_the_start(tmp_path: Path):
     (tmp_path / "blocker").write_text("a file, not a directory")
     loaded = settings(tmp_path, audit_kafka_bootstrap_servers="127.0.0.1:1",
                       audit_spool_dir=tmp_path / "blocker" / "spool")  # fmt: skip
-    trail = audit_trail(loaded)
+    trail = audit_trail(AuditSettings.of(loaded))
     assert trail is not None and [sink.name for sink in trail.sinks] == ["kafka"]
     with pytest.raises(InvalidConfigError, match=r"audit_spool_dir .*blocker/spool cannot be written"):
         trail.sinks[0].start()

@@ -19,6 +19,7 @@ from kafkaguard.audit.records.trail_statistics import AuditTrailStatistics
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.config import Settings
+from kafkaguard.config.sections import LimitSettings, Sections, StoreSettings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.identity.failure_budget import LoginFailureBudget
 from kafkaguard.identity.jwks import JwksStatistics
@@ -53,6 +54,7 @@ class Services:
     """Everything one process serves from. ``store`` is called from worker threads only, never on an event loop;
     on the loop, reads go to the services' in-memory views (the authorizer's snapshot, the topic catalog)."""
 
+    #: The whole configuration as loaded (the CLI's and the served-settings record's); what runs reads ``sections``.
     settings: Settings
     store: Store
     authorizer: StandardAuthorizer
@@ -81,6 +83,11 @@ class Services:
     login_budget: LoginFailureBudget = field(default_factory=LoginFailureBudget)
     #: The JWKS refreshes of the process's OAUTHBEARER key sources, by reason (the console's ``/metrics``).
     jwks: JwksStatistics = field(default_factory=JwksStatistics)
+    #: ``settings`` in typed sections, each read by what it configures (``config.sections``); built once here.
+    sections: Sections = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sections", Sections.of(self.settings))  # frozen: set once, as __init__ would
 
     def close(self) -> None:
         self.store.close()
@@ -91,31 +98,36 @@ def build_services(settings: Settings) -> Services:
 
     :raises InvalidConfigError: the data directory cannot be created or written.
     """
+    sections = Sections.of(settings)
+    where = sections.store
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        where.data_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise InvalidConfigError(f"data directory {settings.data_dir} cannot be created: {e.strerror}") from e
-    url = settings.store_url
+        raise InvalidConfigError(f"data directory {where.data_dir} cannot be created: {e.strerror}") from e
+    url = where.url()
     store: Store
     if url is None:
-        secret = _server_secret(settings.data_dir / SECRET_FILE)
-        store = SqliteStore(settings.database_path)
+        secret = _server_secret(where.data_dir / SECRET_FILE)
+        store = SqliteStore(where.database_path)
     else:  # every node of one PostgreSQL store shares its secret, so all answer an unknown user alike
         postgres = open_postgres_store(url)
         secret, store = postgres.server_secret(lambda: secrets.token_bytes(_SECRET_BYTES)), postgres
-    log.info("store: %s", url if url is not None else settings.database_path)
-    authorizer = StandardAuthorizer(settings.super_users, settings.allow_everyone_if_no_acl_found, ready=False)
+    log.info("store: %s", url if url is not None else where.database_path)
+    authorization, limits = sections.authorization, sections.limits
+    authorizer = StandardAuthorizer(
+        authorization.super_users, authorization.allow_everyone_if_no_acl_found, ready=False
+    )
     # Memberships before the ACLs: AclService completes the initial load, after which every decision counts.
     events = EventRelay()
     groups = GroupService(store, authorizer, events=events)
     acls = AclService(store, authorizer, events=events)
     credentials = CredentialService(store, events=events)
-    topics = TopicService(store, default_partitions=settings.default_partitions, events=events)
+    topics = TopicService(store, default_partitions=sections.topics.default_partitions, events=events)
     quotas = QuotaService(store, events=events)
-    limits = RefusalLimits(
-        settings.refused_changes_per_request, settings.refused_changes_burst, settings.refused_changes_per_minute
+    refusal_limits = RefusalLimits(
+        limits.refused_changes_per_request, limits.refused_changes_burst, limits.refused_changes_per_minute
     )
-    refused = RefusedChanges(store, events, limits)
+    refused = RefusedChanges(store, events, refusal_limits)
     services = Services(
         settings,
         store,
@@ -128,41 +140,41 @@ def build_services(settings: Settings) -> Services:
         groups,
         refused,
         events=events,
-        rollout=Rollout(settings.enforcement),
-        login_budget=login_budget(settings),
+        rollout=Rollout(authorization.enforcement),
+        login_budget=login_budget(limits),
     )
     _bootstrap_admin(services)
     return services
 
 
-def login_budget(settings: Settings) -> LoginFailureBudget:
-    """The failed-login budget ``settings`` describe (``login_failures_*``, ``login_*_memory_seconds``)."""
+def login_budget(limits: LimitSettings) -> LoginFailureBudget:
+    """The failed-login budget ``limits`` describe (``login_failures_*``, ``login_*_memory_seconds``)."""
     return LoginFailureBudget(
-        address_burst=settings.login_failures_per_address_burst,
-        address_per_minute=settings.login_failures_per_address_per_minute,
-        user_burst=settings.login_failures_per_user_burst,
-        user_per_minute=settings.login_failures_per_user_per_minute,
-        failure_memory_seconds=settings.login_failure_memory_seconds,
-        success_memory_seconds=settings.login_success_memory_seconds,
-        ipv6_prefix_length=settings.ipv6_prefix_length,
+        address_burst=limits.login_failures_per_address_burst,
+        address_per_minute=limits.login_failures_per_address_per_minute,
+        user_burst=limits.login_failures_per_user_burst,
+        user_per_minute=limits.login_failures_per_user_per_minute,
+        failure_memory_seconds=limits.login_failure_memory_seconds,
+        success_memory_seconds=limits.login_success_memory_seconds,
+        ipv6_prefix_length=limits.ipv6_prefix_length,
     )
 
 
-def open_store(settings: Settings) -> Store:
+def open_store(where: StoreSettings) -> Store:
     """The configured store alone, without loading anything from it (for a command that only reads it, such as
     ``acls history``): the PostgreSQL store ``store`` names, else the data directory's SQLite file.
 
     :raises InvalidConfigError: no store there (an SQLite data directory without a database), or no psycopg.
     :raises StoreError: it cannot be opened.
     """
-    url = settings.store_url
+    url = where.url()
     if url is not None:
         return open_postgres_store(url)
-    if not settings.database_path.exists():
+    if not where.database_path.exists():
         raise InvalidConfigError(
-            f"no store at {settings.database_path}: give the server's --data-dir, or --config naming its store"
+            f"no store at {where.database_path}: give the server's --data-dir, or --config naming its store"
         )
-    return SqliteStore(settings.database_path)
+    return SqliteStore(where.database_path)
 
 
 def open_postgres_store(url: StoreUrl) -> PostgresStore:
@@ -195,30 +207,30 @@ def _server_secret(path: Path) -> bytes:
 
 def _bootstrap_admin(services: Services) -> None:
     """``admin_user``/``admin_password``: create the first SCRAM user on first start, never overwrite it."""
-    settings = services.settings
-    if settings.admin_user is None and settings.admin_password is None:
+    identity = services.sections.identity
+    if identity.admin_user is None and identity.admin_password is None:
         return
-    if settings.admin_user is None:
+    if identity.admin_user is None:
         raise InvalidConfigError(
             "admin_password is set (KAFKAGUARD_ADMIN_PASSWORD?) but admin_user is not: name the admin with "
             "admin_user (config/kafkaguard.yaml names admin: pass --config config/kafkaguard.yaml), or unset "
             "KAFKAGUARD_ADMIN_PASSWORD in this shell"
         )
-    if settings.admin_password is None:
+    if identity.admin_password is None:
         log.info(
             "admin_user %s: no KAFKAGUARD_ADMIN_PASSWORD given; existing credentials are kept "
             "(create one with: kafkaguard users add %s)",
-            settings.admin_user,
-            settings.admin_user,
+            identity.admin_user,
+            identity.admin_user,
         )
         return
     for mechanism in ScramMechanism:
-        if mechanism.mechanism_name not in settings.sasl_mechanisms:
+        if mechanism.mechanism_name not in identity.sasl_mechanisms:
             continue
-        if services.credentials.lookup(settings.admin_user, mechanism) is None:
+        if services.credentials.lookup(identity.admin_user, mechanism) is None:
             result = services.credentials.upsert_password(
-                settings.admin_user, mechanism, settings.admin_password.get_secret_value(), actor=INTERNAL_ACTOR
+                identity.admin_user, mechanism, identity.admin_password.get_secret_value(), actor=INTERNAL_ACTOR
             )
             if not result.succeeded:
-                raise InvalidConfigError(f"admin user {settings.admin_user!r}: {result.error}")
-            log.info("created SCRAM credential %s for bootstrap user %s", mechanism, settings.admin_user)
+                raise InvalidConfigError(f"admin user {identity.admin_user!r}: {result.error}")
+            log.info("created SCRAM credential %s for bootstrap user %s", mechanism, identity.admin_user)

@@ -108,7 +108,7 @@ async def follow_store(services: Services, polls: Sequence[Poll] | None = None) 
 async def wait_for_change(services: Services) -> None:
     """Until the store's change feed reports a change, or ``sync_interval_seconds`` have passed."""
     store, loop = services.store, asyncio.get_running_loop()
-    deadline = loop.time() + services.settings.sync_interval_seconds
+    deadline = loop.time() + services.sections.store.sync_interval_seconds
     while (remaining := deadline - loop.time()) > 0:
         if await asyncio.to_thread(store.wait_for_change, min(remaining, WAIT_SLICE_SECONDS)):
             return

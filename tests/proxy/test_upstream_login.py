@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.proxy.upstream import (
+    Address,
+    ScramLogin,
+    UpstreamConnection,
+    UpstreamProtocol,
+    UpstreamSecurity,
+    UpstreamUnavailable,
+)
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.scram.client import ScramClientSession
 from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
@@ -39,8 +46,8 @@ def test_the_salted_password_is_derived_off_the_loop(upstream: ServerHandle, mon
     monkeypatch.setattr(ScramClientSession, "final_message", recording)
 
     async def login() -> str:
-        security = UpstreamSecurity(UpstreamProtocol.SASL_PLAINTEXT, ScramMechanism.SCRAM_SHA_256, ADMIN,
-                                    ADMIN_PASSWORD)  # fmt: skip
+        security = UpstreamSecurity(UpstreamProtocol.SASL_PLAINTEXT,
+                                    ScramLogin(ScramMechanism.SCRAM_SHA_256, ADMIN, ADMIN_PASSWORD))  # fmt: skip
         connection = UpstreamConnection([Address(*upstream.sasl)], security, timeout=10)
         try:
             await connection.connect()
@@ -52,3 +59,16 @@ def test_the_salted_password_is_derived_off_the_loop(upstream: ServerHandle, mon
     loop_thread = asyncio.run(login())
     assert len(threads) == 1
     assert threads[0] != loop_thread
+
+
+def test_a_sasl_upstream_without_a_login_is_refused_with_why(upstream: ServerHandle) -> None:
+    async def connect() -> None:
+        connection = UpstreamConnection([Address(*upstream.sasl)], UpstreamSecurity(UpstreamProtocol.SASL_PLAINTEXT),
+                                        timeout=10)  # fmt: skip
+        try:
+            await connection.connect()
+        finally:
+            connection.close()
+
+    with pytest.raises(UpstreamUnavailable, match="no login for a SASL_PLAINTEXT upstream"):
+        asyncio.run(connect())

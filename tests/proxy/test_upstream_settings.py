@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 
 from kafkaguard.config import load_settings
+from kafkaguard.config.sections import ProxySettings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.proxy.app import upstream_security
+from kafkaguard.proxy.upstream import OAuthBearerLogin
 from kafkaguard.proxy.upstream_tokens import AccessTokenSource
 from tests.kafka.pki import CertificateAuthority
 
@@ -50,9 +52,9 @@ def test_oauthbearer_settings_make_a_token_source_with_the_secret_from_its_file(
     settings = load_settings(None, data_dir=tmp_path, **(OAUTH | {"upstream_sasl_oauthbearer_client_secret": None,
                              "upstream_sasl_oauthbearer_client_secret_file": secret_file}))  # fmt: skip
     assert settings.upstream_sasl_oauthbearer_secret == "from-the-file"  # noqa: S105 - the test's secret
-    security = upstream_security(settings)
-    assert isinstance(security.tokens, AccessTokenSource)
-    assert security.mechanism_name == "OAUTHBEARER"
+    security = upstream_security(ProxySettings.of(settings))
+    assert isinstance(security.login, OAuthBearerLogin) and isinstance(security.login.tokens, AccessTokenSource)
+    assert security.login.mechanism_name == "OAUTHBEARER"
     assert "from-the-file" not in repr(security)
 
 
@@ -60,8 +62,10 @@ def test_a_client_certificate_is_loaded_and_a_key_not_its_own_refused(tmp_path: 
     certfile, keyfile = CertificateAuthority.create().issue("CN=kafkaguard-proxy").write(tmp_path, "proxy")
     mtls = {"upstream": "kafka:9093", "upstream_security_protocol": "SSL", "upstream_ssl_certfile": certfile,
             "upstream_ssl_keyfile": keyfile}  # fmt: skip
-    security = upstream_security(load_settings(None, data_dir=tmp_path, **mtls))
-    assert security.tls is not None and security.tokens is None
+    security = upstream_security(ProxySettings.of(load_settings(None, data_dir=tmp_path, **mtls)))
+    assert security.tls is not None and security.login is None
     other = CertificateAuthority.create().issue("CN=other").write(tmp_path, "other")[1]
     with pytest.raises(InvalidConfigError, match="cannot load upstream_ssl_certfile"):
-        upstream_security(load_settings(None, data_dir=tmp_path, **(mtls | {"upstream_ssl_keyfile": other})))
+        upstream_security(
+            ProxySettings.of(load_settings(None, data_dir=tmp_path, **(mtls | {"upstream_ssl_keyfile": other})))
+        )

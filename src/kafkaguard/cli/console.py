@@ -18,6 +18,7 @@ import typer
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.cli import options as o
 from kafkaguard.config import Settings, load_settings
+from kafkaguard.config.sections import ConsoleSettings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.node.signals import run_until_signalled, until_signalled
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 DEFAULT_HTTP_LISTENER = "127.0.0.1:8080"
 
 
-def _http_listener(settings: Settings) -> HttpListener:
+def _http_listener(settings: ConsoleSettings) -> HttpListener:
     from kafkaguard.console import HttpListener
 
     if settings.http_listener is None:
@@ -42,7 +43,7 @@ async def run_console(settings: Settings) -> None:
     """The console alone until SIGTERM/SIGINT, polling the store for other processes' changes."""
     from kafkaguard.console import ConsoleServer, create_app
 
-    listener = _http_listener(settings)
+    listener = _http_listener(ConsoleSettings.of(settings))
     services = await asyncio.to_thread(build_services, settings)
     console = ConsoleServer(create_app(services, sync_store=True), listener)
     try:
@@ -60,7 +61,7 @@ class ServerWithConsole:
 
         self.services = services
         self.server = (server_type or KafkaServer)(services)
-        self.console = ConsoleServer(create_app(services), _http_listener(services.settings))
+        self.console = ConsoleServer(create_app(services), _http_listener(services.sections.console))
 
     async def start(self) -> None:
         """:raises InvalidConfigError: a listener cannot be bound (nothing is left running)."""

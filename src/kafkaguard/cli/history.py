@@ -26,6 +26,7 @@ from rich.text import Text
 from kafkaguard.bootstrap import open_store
 from kafkaguard.cli.output import fail
 from kafkaguard.config import load_settings
+from kafkaguard.config.sections import StoreSettings
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import HistoryQuery, ManagementEvent
 from kafkaguard.model.management import event_time
@@ -89,7 +90,7 @@ def history(
     except ValueError as e:
         fail(str(e), 2)
     try:
-        store = open_store(load_settings(config, data_dir=data_dir))
+        store = open_store(StoreSettings.of(load_settings(config, data_dir=data_dir)))
     except KafkaguardError as e:
         fail(str(e), 2)
     try:

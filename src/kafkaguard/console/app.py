@@ -66,7 +66,7 @@ def create_app(
 ) -> FastAPI:
     """The console over ``services``. With ``sync_store``, the lifespan polls the store for other processes'
     ACL changes every ``sync_interval_seconds`` (as the Kafka server does; not needed beside it)."""
-    settings = services.settings
+    console = services.sections.console
     metrics = ConsoleMetrics(
         lambda: services.authorizer.acl_count,
         services.logins,
@@ -77,7 +77,7 @@ def create_app(
         services.login_budget,
         services.jwks,
     )
-    pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="console-pbkdf2")
+    pool = DerivationPool(console.login_workers, console.login_max_pending, name="console-pbkdf2")
     # The process's one failed-login budget: a client failing on the Kafka listener beside it is failing here too.
     checker = PasswordChecker(
         services.credentials, pool, services.login_budget, mechanism="console", ttl_seconds=login_cache_seconds
@@ -86,7 +86,7 @@ def create_app(
         services=services,
         authenticator=checker,
         metrics=metrics,
-        failure_seconds=settings.console_login_failure_seconds,
+        failure_seconds=console.login_failure_seconds,
     )
 
     @asynccontextmanager
@@ -142,10 +142,10 @@ def create_app(
     app.add_middleware(SameOriginWrites)
     app.add_middleware(_Timing, metrics=metrics)
     app.add_middleware(LoginGate, state=state)
-    if settings.trusted_proxies:
+    if console.trusted_proxies:
         # uvicorn's own: the peer must be in trusted_proxies; then the right-most X-Forwarded-For entry that is not
         # a trusted proxy is the client. (The runner turns uvicorn's default, which trusts loopback, off.)
-        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(settings.trusted_proxies))
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=list(console.trusted_proxies))
     app.add_middleware(SecurityHeaders)
     app.add_middleware(RequestArrival)
     return app

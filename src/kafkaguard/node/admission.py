@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kafkaguard.audit.records.refusals import RefusalReason
-from kafkaguard.config import Settings
+from kafkaguard.config.sections import LimitSettings
 from kafkaguard.model import client_key, java_host, parse_address, parse_cidr
 from kafkaguard.protocol.violations import ProtocolViolations
 from kafkaguard.service.quotas import IP, QuotaService
@@ -85,14 +85,14 @@ class ConnectionLimits:
     ipv6_prefix_length: int = 64
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ConnectionLimits:
+    def from_settings(cls, limits: LimitSettings) -> ConnectionLimits:
         return cls(
-            max_connections=settings.max_connections,
-            per_ip=settings.max_connections_per_ip,
-            per_ip_overrides=dict(settings.max_connections_per_ip_overrides),
-            per_listener=dict(settings.max_connections_per_listener),
-            creation_rate=settings.max_connection_creation_rate_per_ip,
-            ipv6_prefix_length=settings.ipv6_prefix_length,
+            max_connections=limits.max_connections,
+            per_ip=limits.max_connections_per_ip,
+            per_ip_overrides=dict(limits.max_connections_per_ip_overrides),
+            per_listener=dict(limits.max_connections_per_listener),
+            creation_rate=limits.max_connection_creation_rate_per_ip,
+            ipv6_prefix_length=limits.ipv6_prefix_length,
         )
 
 

@@ -46,6 +46,7 @@ from kafkaguard.audit.records.refusals import RefusalReason
 from kafkaguard.audit.trail.from_settings import audit_trail
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, SecurityProtocol, Settings, record_served_settings
+from kafkaguard.config.sections import ListenerSettings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.following import follow_store
 from kafkaguard.identity.failure_budget import Attempt, LoginThrottledError
@@ -93,7 +94,7 @@ class ListeningServer(ABC):
 
     def __init__(self, services: Services, *, shadow_loader: AclFileLoader | None = None) -> None:
         self.services = services
-        settings = services.settings
+        sections = services.sections
         if services.rollout.permissive and not self.PERMISSIVE:
             raise InvalidConfigError(
                 f"enforcement permissive is for kafkaguard proxy only; {self.SERVED_BY} answers requests itself, "
@@ -103,7 +104,7 @@ class ListeningServer(ABC):
         self.rollout = RolloutWatch(services, shadow_loader)
         self.rollout.load()  # a bad shadow file stops the start before anything runs
         #: The audit trail (the file, the Kafka topic sink), None when neither is configured.
-        self.audit = audit_trail(settings, services.audit_trail)
+        self.audit = audit_trail(sections.audit, services.audit_trail)
         if self.audit is not None:
             # Management events made through any door of this process (Kafka wire, the console) go to the trail too.
             services.events.connect(self.audit.record_event)
@@ -113,10 +114,12 @@ class ListeningServer(ABC):
         #: The logged-in sessions, by user: those whose credential is deleted or changed are closed.
         self.sessions = SessionRegistry(services.credentials)
         #: Who is refused for protocol violations: principals (their logins) and addresses (their connections).
-        self.violations = ProtocolViolations(ViolationPolicy.from_settings(settings))
+        self.violations = ProtocolViolations(ViolationPolicy.from_settings(sections.limits))
         #: Connections open per address, per listener and in all, and each address's creation rate.
         self.admission = AdmissionControl(
-            ConnectionLimits.from_settings(settings), rate_for=IpQuotaRates(services.quotas), violations=self.violations
+            ConnectionLimits.from_settings(sections.limits),
+            rate_for=IpQuotaRates(services.quotas),
+            violations=self.violations,
         )
         self._bound: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -126,10 +129,11 @@ class ListeningServer(ABC):
         #: How clients are identified (SASL mechanisms, certificate mapping), once for every connection.
         self.identity = Identity.from_services(services)
         #: The load balancers whose PROXY headers are believed (None: PROXY protocol off).
+        listening = sections.listening
         self.proxies = (
             None
-            if settings.proxy_protocol == "off"
-            else TrustedProxies(settings.trusted_proxies, required=settings.proxy_protocol == "required")
+            if listening.proxy_protocol == "off"
+            else TrustedProxies(listening.trusted_proxies, required=listening.proxy_protocol == "required")
         )
 
     # ----------------------------------------------------------------------------------------------- lifecycle
@@ -145,10 +149,12 @@ class ListeningServer(ABC):
         # for `kafkaguard can` / `who-can --data-dir`: they decide as this server does
         record_served_settings(self.services.settings, self.SERVED_BY)
         await self.identity.start()  # before the first connection: the identity provider's keys
-        for warning in certificate_super_user_warnings(self.services.settings, self.identity.ssl_mapper):
+        sections = self.services.sections
+        super_users = sections.authorization.super_users
+        for warning in certificate_super_user_warnings(sections.listening, super_users, self.identity.ssl_mapper):
             log.warning("%s", warning)
         # a client connection and (the proxy's) its upstream connection each, plus the store's and the logs'
-        reserve_descriptors(2 * self.services.settings.max_connections + _OTHER_DESCRIPTORS)
+        reserve_descriptors(2 * self.services.sections.limits.max_connections + _OTHER_DESCRIPTORS)
         if self.audit is not None:
             try:
                 self.audit.start()  # before any listener: a spool that cannot be written refuses the start
@@ -156,7 +162,7 @@ class ListeningServer(ABC):
                 self.audit = None
                 await self.stop()
                 raise
-        for listener in self.services.settings.parsed_listeners:
+        for listener in self.services.sections.listening.listeners:
             await self.bind(listener)
         # The loaded ACL set and every open connection are long-lived: kept out of the cyclic GC's reach so that
         # collections do not walk them (the pauses they caused: docs/benchmarks.md, "Figures from the code").
@@ -191,17 +197,17 @@ class ListeningServer(ABC):
 
         :raises InvalidConfigError: it cannot be bound, or TLS is configured wrongly (the server is stopped).
         """
-        context = tls_server_context(self.services.settings, listener.protocol) if listener.protocol.uses_tls else None
-        settings = self.services.settings
+        listening = self.services.sections.listening
+        context = tls_server_context(listening, listener.protocol) if listener.protocol.uses_tls else None
         counted = str(self.counted_as(listener))  # the limits it counts against
         try:
             doorway = await Doorway.open(
                 listener.host or None,
                 listener.port,
                 # a connection that sends nothing is closed when a client that sends would be
-                wait_limit=settings.sasl_login_timeout_seconds
+                wait_limit=listening.sasl_login_timeout_seconds
                 if listener.protocol.uses_sasl
-                else settings.idle_timeout_seconds,
+                else listening.idle_timeout_seconds,
                 admit=functools.partial(self._admit, counted),
                 hand_over=functools.partial(self._hand_over, listener, counted, context),
                 gone=functools.partial(self._gone, listener, counted),
@@ -248,7 +254,7 @@ class ListeningServer(ABC):
     def broker_for(self, listener: Listener) -> BrokerInfo:
         """This broker as advertised to a client that came in on ``listener``."""
         port = next((b.port for b in self._bound if b.listener == listener), listener.port)
-        host = self.services.settings.advertised_host or listener.host or "localhost"
+        host = self.services.sections.listening.advertised_host or listener.host or "localhost"
         return BrokerInfo(NODE_ID, host, port, self.cluster_id)
 
     # ----------------------------------------------------------------------------------------------- internals
@@ -287,7 +293,7 @@ class ListeningServer(ABC):
         if not self._admitted_at_accept(admission.address):
             return
         if expired and listener.protocol.uses_sasl:
-            timeout = self.services.settings.sasl_login_timeout_seconds
+            timeout = self.services.sections.listening.sasl_login_timeout_seconds
             detail = f"sent nothing within sasl_login_timeout_seconds ({timeout:g} s)"
             self.services.refusals.record(
                 admission.listener, RefusalReason.SASL_LOGIN_TIMEOUT, admission.address, detail
@@ -317,9 +323,9 @@ class ListeningServer(ABC):
         admission: Admission,
         accepted_at: float,
     ) -> None:
-        settings = self.services.settings
+        listening = self.services.sections.listening
         budget = self.services.login_budget
-        login_deadline = accepted_at + settings.sasl_login_timeout_seconds
+        login_deadline = accepted_at + listening.sasl_login_timeout_seconds
         writer: asyncio.StreamWriter | None = None
         attempt: Attempt | None = None  # the handshake's failed login, while it is undecided
         admitted = self._admitted_at_accept(admission.address)
@@ -347,7 +353,7 @@ class ListeningServer(ABC):
                     RefusalReason.SASL_LOGIN_TIMEOUT,
                     admission.address,
                     "TLS handshake not finished within sasl_login_timeout_seconds "
-                    f"({settings.sasl_login_timeout_seconds:g} s)",
+                    f"({listening.sasl_login_timeout_seconds:g} s)",
                 )
                 return
             except ssl.SSLError as e:
@@ -458,30 +464,31 @@ class ListeningServer(ABC):
         return asyncio.get_running_loop().time() + (monotonic - time.monotonic())
 
 
-def tls_server_context(settings: Settings, protocol: SecurityProtocol) -> ssl.SSLContext:
+def tls_server_context(listening: ListenerSettings, protocol: SecurityProtocol) -> ssl.SSLContext:
     """The TLS context of an SSL or SASL_SSL listener: the server's certificate and key, and with
     ``ssl_client_auth`` (SSL) or ``sasl_ssl_client_auth`` (SASL_SSL) — Kafka's ssl.client.auth — the CAs that client
     certificates must chain to, and the revocation lists.
 
     :raises InvalidConfigError: a file is missing or unreadable, or the settings do not fit together.
     """
-    if settings.ssl_certfile is None or settings.ssl_keyfile is None:
+    tls = listening.tls
+    if tls is None:
         raise InvalidConfigError("an SSL or SASL_SSL listener needs ssl_certfile and ssl_keyfile")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     try:
-        context.load_cert_chain(settings.ssl_certfile, settings.ssl_keyfile, password=settings.ssl_key_password)
+        context.load_cert_chain(tls.certfile, tls.keyfile, password=tls.key_password.read())
     except (OSError, ssl.SSLError) as e:
         raise InvalidConfigError(f"cannot load the TLS certificate or key: {e}") from e
-    client_auth = settings.ssl_client_auth if protocol is SecurityProtocol.SSL else settings.sasl_ssl_client_auth
+    client_auth = listening.ssl_client_auth if protocol is SecurityProtocol.SSL else listening.sasl_ssl_client_auth
     if client_auth == "none":
         return context
     # 'requested' asks for a certificate and verifies one that comes, 'required' fails the handshake without one:
     # Kafka's ssl.client.auth, and OpenSSL's CERT_OPTIONAL / CERT_REQUIRED.
     context.verify_mode = ssl.CERT_REQUIRED if client_auth == "required" else ssl.CERT_OPTIONAL
     try:
-        context.load_verify_locations(cafile=settings.ssl_cafile)
-        if settings.ssl_crlfile is not None:
-            context.load_verify_locations(cafile=settings.ssl_crlfile)
+        context.load_verify_locations(cafile=tls.cafile)
+        if tls.crlfile is not None:
+            context.load_verify_locations(cafile=tls.crlfile)
             context.verify_flags |= ssl.VERIFY_CRL_CHECK_LEAF
     except (OSError, ssl.SSLError) as e:
         raise InvalidConfigError(f"cannot load ssl_cafile or ssl_crlfile: {e}") from e

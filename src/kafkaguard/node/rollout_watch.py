@@ -47,7 +47,7 @@ class RolloutWatch:
         warn_seconds: float = 300.0,
     ) -> None:
         self.services = services
-        self.path = services.settings.shadow_acls
+        self.path = services.sections.authorization.shadow_acls
         if self.path is not None and loader is None:
             raise InvalidConfigError("shadow_acls is set but this server cannot read ACL files")
         self._loader = loader

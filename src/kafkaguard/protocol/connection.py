@@ -131,15 +131,15 @@ class Connection:
             host = java_host(peer[0]) if peer else "unknown"
         self.host = host
         self.outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=writer.close, peer=self.host)
-        settings = self.services.settings
+        identity = self.services.sections.identity
         self.identity = context.identity or Identity.from_services(self.services)
         violations = context.violations
         self.sasl = (
             SaslState(
-                settings.listener_mechanisms(self.listener),
+                identity.listener_mechanisms(self.listener),
                 self.identity.mechanisms,
                 self.host,
-                session_lifetime_ms=settings.connections_max_reauth_ms,
+                session_lifetime_ms=identity.connections_max_reauth_ms,
                 refuse_login=None if violations is None else violations.login_refusal,
             )
             if self.listener.protocol.uses_sasl
@@ -153,7 +153,7 @@ class Connection:
             self._identify_peer(writer)
         #: When a SASL listener's client must have logged in (``time.monotonic()``); the server moves it to the TCP
         #: accept, so that a TLS handshake counts.
-        self.login_deadline = time.monotonic() + settings.sasl_login_timeout_seconds
+        self.login_deadline = time.monotonic() + self.services.sections.listening.sasl_login_timeout_seconds
         #: Closed for bytes no Kafka client sends (a ``ProtocolError``): the server charges it to its principal or
         #: its address (``accountable_principal``, ``violations``).
         self.violated = False
@@ -271,13 +271,13 @@ class Connection:
         :raises CloseConnection: idle for ``idle_timeout_seconds``, or not logged in by the deadline.
         :raises FrameTooLargeError: a frame above its limit (before login: counted as a refusal too).
         """
-        settings = self.services.settings
+        listening = self.services.sections.listening
         loop = asyncio.get_running_loop()
-        idle_at = loop.time() + settings.idle_timeout_seconds
-        limit, limit_for_api, deadline = settings.max_request_bytes, None, idle_at
+        idle_at = loop.time() + listening.idle_timeout_seconds
+        limit, limit_for_api, deadline = listening.max_request_bytes, None, idle_at
         pre_login = not self.authenticated
         if pre_login:
-            limit = settings.max_unauthenticated_request_bytes
+            limit = listening.max_unauthenticated_request_bytes
             if self.sasl is None or not self.sasl.raw_tokens:  # a v0 handshake's raw tokens have no header
                 limit_for_api = functools.partial(pre_login_limit, token_bytes=limit)
             deadline = min(idle_at, loop.time() + self.login_deadline - time.monotonic())
@@ -289,13 +289,13 @@ class Connection:
                 return await read_frame(self.reader, limit, limit_for_api=limit_for_api)
         except TimeoutError:
             if deadline < idle_at:
-                timeout = settings.sasl_login_timeout_seconds
+                timeout = listening.sasl_login_timeout_seconds
                 self.refuse(
                     RefusalReason.SASL_LOGIN_TIMEOUT,
                     f"not logged in within sasl_login_timeout_seconds ({timeout:g} s) of connecting",
                 )
                 raise CloseConnection(f"not logged in within {timeout:g} s") from None
-            raise CloseConnection(f"idle for {settings.idle_timeout_seconds:g} s") from None
+            raise CloseConnection(f"idle for {listening.idle_timeout_seconds:g} s") from None
         except FrameTooLargeError as e:
             if pre_login:
                 self.refuse(RefusalReason.PRE_LOGIN_FRAME_SIZE, f"{e}; nothing of it was buffered")
@@ -321,7 +321,7 @@ class Connection:
             self._check_session(self.session, frame)
         versions = self.dispatcher.versions
         try:
-            limit = self.services.settings.max_request_items
+            limit = self.services.sections.listening.max_request_items
             if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
                 request = await asyncio.to_thread(decode_request, frame, versions, max_items=limit)
             else:
@@ -508,7 +508,7 @@ class Connection:
 
     async def _failure_delay(self) -> None:
         # Kafka delays failed authentications (100 ms by default) to slow down guessing; never block the loop.
-        delay = self.services.settings.auth_failure_delay_ms / 1000
+        delay = self.services.sections.identity.auth_failure_delay_ms / 1000
         if delay:
             await asyncio.sleep(delay)
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.bootstrap import Services
-from kafkaguard.config import SecurityProtocol, Settings
+from kafkaguard.config import SecurityProtocol
+from kafkaguard.config.sections import ListenerSettings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError, OAuthBearerError
 from kafkaguard.identity.jwks import JwksSource
 from kafkaguard.identity.oauth import TokenExpectations
@@ -60,35 +61,34 @@ class Identity:
 
     @classmethod
     def from_services(cls, services: Services) -> Identity:
-        """The identity rules of ``services.settings``."""
-        settings = services.settings
+        """The identity rules of ``services.sections.identity``."""
+        identity = services.sections.identity
         pool = checker = None
-        if "PLAIN" in settings.sasl_mechanisms:
+        if "PLAIN" in identity.sasl_mechanisms:
             # Shares the console's bounds: a PLAIN login costs what a console login costs (one PBKDF2 derivation).
-            pool = DerivationPool(
-                settings.console_login_workers, settings.console_login_max_pending, name="sasl-plain-pbkdf2"
-            )
+            console = services.sections.console
+            pool = DerivationPool(console.login_workers, console.login_max_pending, name="sasl-plain-pbkdf2")
             checker = PasswordChecker(services.credentials, pool, services.login_budget, mechanism="PLAIN")
         tokens = None
-        url = settings.sasl_oauthbearer_jwks_endpoint_url
-        if "OAUTHBEARER" in settings.sasl_mechanisms and url is not None:
+        oauthbearer = identity.oauthbearer
+        if oauthbearer is not None:
             expectations = TokenExpectations(
-                expected_audience=tuple(settings.sasl_oauthbearer_expected_audience),
-                expected_issuer=settings.sasl_oauthbearer_expected_issuer,
-                sub_claim_name=settings.sasl_oauthbearer_sub_claim_name,
-                scope_claim_name=settings.sasl_oauthbearer_scope_claim_name,
-                clock_skew_seconds=settings.sasl_oauthbearer_clock_skew_seconds,
-                groups_claim=settings.sasl_oauthbearer_groups_claim_name,
+                expected_audience=oauthbearer.expected_audience,
+                expected_issuer=oauthbearer.expected_issuer,
+                sub_claim_name=oauthbearer.sub_claim_name,
+                scope_claim_name=oauthbearer.scope_claim_name,
+                clock_skew_seconds=oauthbearer.clock_skew_seconds,
+                groups_claim=oauthbearer.groups_claim_name,
             )
             keys = JwksSource(
-                url,
-                refresh_ms=settings.sasl_oauthbearer_jwks_endpoint_refresh_ms,
-                cafile=settings.sasl_oauthbearer_jwks_endpoint_cafile,
-                expedited_refreshes_per_minute=settings.sasl_oauthbearer_jwks_expedited_refreshes_per_minute,
+                oauthbearer.jwks_endpoint_url,
+                refresh_ms=oauthbearer.jwks_endpoint_refresh_ms,
+                cafile=oauthbearer.jwks_endpoint_cafile,
+                expedited_refreshes_per_minute=oauthbearer.jwks_expedited_refreshes_per_minute,
                 statistics=services.jwks,
             )
             tokens = TokenCheck(keys, expectations)
-        mapper = SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules)
+        mapper = SslPrincipalMapper.from_rules(identity.ssl_principal_mapping_rules)
         mechanisms = Mechanisms(services.credentials, services.server_secret, services.login_budget, checker, tokens)
         return cls(mechanisms, tokens, mapper, pool)
 
@@ -110,15 +110,17 @@ class Identity:
             self.pool.close()
 
 
-def certificate_super_user_warnings(settings: Settings, mapper: SslPrincipalMapper) -> list[str]:
+def certificate_super_user_warnings(
+    listening: ListenerSettings, super_users: str, mapper: SslPrincipalMapper
+) -> list[str]:
     """One sentence per super user that a client certificate on an SSL listener can log in as: some subject maps to
     it under ``ssl_principal_mapping_rules`` (``identity.super_user_reach``, which says what the search cannot see).
     None without an SSL listener that asks for certificates (``ssl_client_auth`` ``none``: the rules never run)."""
-    listeners = [str(listener) for listener in settings.parsed_listeners if listener.protocol is SecurityProtocol.SSL]
-    if not listeners or settings.ssl_client_auth == "none":
+    listeners = [str(listener) for listener in listening.listeners if listener.protocol is SecurityProtocol.SSL]
+    if not listeners or listening.ssl_client_auth == "none":
         return []
     warnings = []
-    for reach in certificate_super_users(mapper, sorted(parse_super_users(settings.super_users))):
+    for reach in certificate_super_users(mapper, sorted(parse_super_users(super_users))):
         confirmed = "" if reach.writable else " (a subject string the check could not confirm a certificate can carry)"
         warnings.append(
             f"super user {reach.super_user} can log in with a client certificate on {', '.join(listeners)}: "

@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkaguard.config import Settings
+from kafkaguard.config.sections import LimitSettings
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, client_key
 
 #: Records kept before forgotten ones are swept (at most once a second).
@@ -64,13 +64,13 @@ class ViolationPolicy:
     ipv6_prefix_length: int = 64
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ViolationPolicy:
+    def from_settings(cls, limits: LimitSettings) -> ViolationPolicy:
         return cls(
-            penalty_seconds=settings.protocol_violation_penalty_seconds,
-            max_penalty_seconds=settings.protocol_violation_penalty_max_seconds,
-            per_address=settings.protocol_violations_per_address,
-            window_seconds=settings.protocol_violation_window_seconds,
-            ipv6_prefix_length=settings.ipv6_prefix_length,
+            penalty_seconds=limits.protocol_violation_penalty_seconds,
+            max_penalty_seconds=limits.protocol_violation_penalty_max_seconds,
+            per_address=limits.protocol_violations_per_address,
+            window_seconds=limits.protocol_violation_window_seconds,
+            ipv6_prefix_length=limits.ipv6_prefix_length,
         )
 
     @property

@@ -19,7 +19,8 @@ from collections import Counter
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
-from kafkaguard.config import Listener, Settings
+from kafkaguard.config import Listener
+from kafkaguard.config.sections import ProxySettings, Secret, UpstreamOAuthBearer, UpstreamScram, UpstreamTls
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.node.listening import ListeningServer
 from kafkaguard.node.rollout_watch import AclFileLoader
@@ -31,10 +32,17 @@ from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreat
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
 from kafkaguard.proxy.quotas import QuotaMeter
-from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.proxy.upstream import (
+    Address,
+    OAuthBearerLogin,
+    ScramLogin,
+    UpstreamConnection,
+    UpstreamLogin,
+    UpstreamProtocol,
+    UpstreamSecurity,
+)
 from kafkaguard.proxy.upstream_tokens import AccessTokenSource
 from kafkaguard.proxy.versions import FEATURES_COMPLETE_FROM, features_of, negotiate, negotiate_features
-from kafkaguard.scram import ScramMechanism
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +53,20 @@ class ProxyServer(ListeningServer):
 
     def __init__(self, services: Services, *, shadow_loader: AclFileLoader | None = None) -> None:
         super().__init__(services, shadow_loader=shadow_loader)
-        settings = services.settings
-        problem = check_listeners(settings.parsed_listeners)
+        listening, proxy = services.sections.listening, services.sections.proxy
+        problem = check_listeners(listening.listeners)
         if problem is not None:
             raise InvalidConfigError(problem)
         #: Client quotas' byte rates, one meter for every connection of this proxy (Kafka's per-broker sensors).
         self.meter = QuotaMeter(services.quotas)
-        if not settings.upstream_servers:
+        if not proxy.servers:
             raise InvalidConfigError("the proxy needs upstream: the upstream cluster's bootstrap servers, host:port")
-        self.security = upstream_security(settings)
-        host = settings.advertised_host or settings.parsed_listeners[0].host or "localhost"
-        self.nodes = NodeDirectory((Address(h, p) for h, p in settings.upstream_servers), host)
+        self.security = upstream_security(proxy)
+        host = listening.advertised_host or listening.listeners[0].host or "localhost"
+        self.nodes = NodeDirectory((Address(h, p) for h, p in proxy.servers), host)
         self.nodes.on_new_node(self._serve_node)
-        self._dial = functools.partial(
-            UpstreamConnection, security=self.security, timeout=settings.upstream_timeout_seconds
-        )
-        self.auto_create = AutoCreateWatcher(self.nodes, self.security, timeout=settings.upstream_timeout_seconds)
+        self._dial = functools.partial(UpstreamConnection, security=self.security, timeout=proxy.timeout_seconds)
+        self.auto_create = AutoCreateWatcher(self.nodes, self.security, timeout=proxy.timeout_seconds)
         self.nodes.on_node_address(self.auto_create.watch_node)
         self.versions: Versions = {}
         self.features = NO_FEATURES
@@ -112,7 +118,7 @@ class ProxyServer(ListeningServer):
         """Bind node ``node_id``'s port on every client listener (once; the server may not be started yet)."""
         if not self._bound:
             return  # start() binds every known node once the client listeners are up
-        for listener in self.services.settings.parsed_listeners:
+        for listener in self.services.sections.listening.listeners:
             node_listener = Listener(listener.protocol, listener.host, node_port(listener.port, node_id))
             if node_listener in self._node_listeners:
                 continue
@@ -121,7 +127,7 @@ class ProxyServer(ListeningServer):
 
     async def _discover(self) -> None:
         upstream = UpstreamConnection(
-            self.nodes.bootstrap, self.security, timeout=self.services.settings.upstream_timeout_seconds
+            self.nodes.bootstrap, self.security, timeout=self.services.sections.proxy.timeout_seconds
         )
         try:
             hello = build_request(
@@ -158,12 +164,12 @@ class ProxyServer(ListeningServer):
             self.auto_create.version = min(high, DESCRIBE_CONFIGS_VERSION)
             await self._identify_bootstrap(upstream)
         except Exception as e:
-            raise InvalidConfigError(f"cannot use the upstream {self.services.settings.upstream}: {e}") from e
+            raise InvalidConfigError(f"cannot use the upstream {self.services.sections.proxy.upstream}: {e}") from e
         finally:
             upstream.close()
         log.info(
             "upstream %s: nodes %s, %d APIs offered, features %s",
-            self.services.settings.upstream,
+            self.services.sections.proxy.upstream,
             self.nodes.node_ids,
             len(self.versions),
             {name: high for name, _low, high in self.features.finalized},
@@ -180,65 +186,57 @@ class ProxyServer(ListeningServer):
         self.nodes.record_auto_create(node_id, enabled, address=upstream.address)
 
 
-def upstream_security(settings: Settings) -> UpstreamSecurity:
-    """The proxy's way into the upstream, from the settings.
+def upstream_security(proxy: ProxySettings) -> UpstreamSecurity:
+    """The proxy's way into the upstream, from its section of the settings.
 
     :raises InvalidConfigError: SCRAM without a user or password, an unreadable password or secret file, CA bundle,
         client certificate or key.
     """
-    protocol = UpstreamProtocol(settings.upstream_security_protocol)
-    oauthbearer = settings.upstream_sasl_mechanism == "OAUTHBEARER"
-    password = settings.upstream_password.get_secret_value() if settings.upstream_password else ""
-    if settings.upstream_password_file is not None:
+    protocol = UpstreamProtocol(proxy.security_protocol)
+    login: UpstreamLogin | None = None
+    if isinstance(proxy.login, UpstreamScram):
+        password = _service_password(proxy.login.password)
+        if not proxy.login.user or not password:
+            raise InvalidConfigError(
+                f"upstream_security_protocol {protocol.value} needs upstream_user and a password "
+                "(KAFKAGUARD_UPSTREAM_PASSWORD or upstream_password_file)"
+            )
+        login = ScramLogin(proxy.login.mechanism, proxy.login.user, password)
+    tls = upstream_tls(proxy.tls) if proxy.tls is not None else None
+    if isinstance(proxy.login, UpstreamOAuthBearer):
+        oauth = proxy.login
+        tokens = AccessTokenSource(
+            oauth.token_endpoint_url, oauth.client_id, oauth.client_secret.read() or "", scope=oauth.scope
+        )
+        login = OAuthBearerLogin(tokens)
+    return UpstreamSecurity(protocol=protocol, login=login, tls=tls)
+
+
+def _service_password(secret: Secret) -> str:
+    """The SCRAM service user's password: the file's first line when ``upstream_password_file`` is given, else
+    ``upstream_password``, else empty (refused by the caller)."""
+    if secret.file is not None:
         try:
-            password = settings.upstream_password_file.read_text("utf-8").rstrip("\n")
+            return secret.file.read_text("utf-8").rstrip("\n")
         except OSError as e:
             raise InvalidConfigError(f"cannot read upstream_password_file: {e.strerror}") from None
-    if protocol.uses_sasl and not oauthbearer and (not settings.upstream_user or not password):
-        raise InvalidConfigError(
-            f"upstream_security_protocol {protocol.value} needs upstream_user and a password "
-            "(KAFKAGUARD_UPSTREAM_PASSWORD or upstream_password_file)"
-        )
-    tls = upstream_tls(settings) if protocol.uses_tls else None
-    tokens = None
-    if protocol.uses_sasl and oauthbearer:
-        tokens = AccessTokenSource(
-            settings.upstream_sasl_oauthbearer_token_endpoint_url or "",
-            settings.upstream_sasl_oauthbearer_client_id or "",
-            settings.upstream_sasl_oauthbearer_secret or "",
-            scope=settings.upstream_sasl_oauthbearer_scope,
-        )
-    return UpstreamSecurity(
-        protocol=protocol,
-        mechanism=ScramMechanism.SCRAM_SHA_512
-        if oauthbearer
-        else ScramMechanism.from_name(settings.upstream_sasl_mechanism),
-        username=settings.upstream_user or "",
-        password=password,
-        tls=tls,
-        tokens=tokens,
-    )
+    return secret.value.get_secret_value() if secret.value is not None else ""
 
 
-def upstream_tls(settings: Settings) -> ssl.SSLContext:
+def upstream_tls(tls: UpstreamTls) -> ssl.SSLContext:
     """The TLS context towards the upstream: its CAs, and the proxy's client certificate when it has one.
 
     :raises InvalidConfigError: the CA bundle, certificate or key cannot be loaded (a wrong key password included).
     """
     try:
-        tls = ssl.create_default_context(cafile=settings.upstream_ssl_cafile)
+        context = ssl.create_default_context(cafile=tls.cafile)
     except (OSError, ssl.SSLError) as e:
         raise InvalidConfigError(f"cannot load upstream_ssl_cafile: {e}") from None
-    if settings.upstream_ssl_certfile is not None:
+    if tls.certfile is not None:
         try:
-            tls.load_cert_chain(
-                settings.upstream_ssl_certfile,
-                settings.upstream_ssl_keyfile,
-                password=settings.upstream_ssl_key_password,
-            )
+            context.load_cert_chain(tls.certfile, tls.keyfile, password=tls.key_password.read())
         except (OSError, ssl.SSLError) as e:
             raise InvalidConfigError(
-                f"cannot load upstream_ssl_certfile {settings.upstream_ssl_certfile} with upstream_ssl_keyfile "
-                f"{settings.upstream_ssl_keyfile}: {e}"
+                f"cannot load upstream_ssl_certfile {tls.certfile} with upstream_ssl_keyfile {tls.keyfile}: {e}"
             ) from None
-    return tls
+    return context

@@ -101,21 +101,44 @@ class TokenSource(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class UpstreamSecurity:
-    """The proxy's way in: protocol, TLS context (with the proxy's client certificate, if it has one), and for SASL
-    the mechanism and service credential: SCRAM's user and password, or with ``tokens`` OAUTHBEARER."""
+class ScramLogin:
+    """SCRAM with the proxy's service user."""
 
-    protocol: UpstreamProtocol
-    mechanism: ScramMechanism = ScramMechanism.SCRAM_SHA_512
-    username: str = ""
-    password: str = field(default="", repr=False)
-    tls: ssl.SSLContext | None = None
+    mechanism: ScramMechanism
+    username: str
+    password: str = field(repr=False)
+    #: Salted passwords by the salt and iterations the upstream asks for: one PBKDF2 per process, not per connection.
     cache: SaltedPasswordCache = field(default_factory=SaltedPasswordCache, repr=False)
-    tokens: TokenSource | None = None
 
     @property
     def mechanism_name(self) -> str:
-        return OAUTHBEARER if self.tokens is not None else self.mechanism.mechanism_name
+        return self.mechanism.mechanism_name
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthBearerLogin:
+    """OAUTHBEARER with the tokens ``tokens`` gets (no SCRAM mechanism, user or password)."""
+
+    tokens: TokenSource
+
+    @property
+    def mechanism_name(self) -> str:
+        return OAUTHBEARER
+
+
+#: How the proxy logs in on a SASL upstream.
+UpstreamLogin = ScramLogin | OAuthBearerLogin
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSecurity:
+    """The proxy's way in: protocol, the login on a SASL upstream (none without SASL), and the TLS context (with the
+    proxy's client certificate, if it has one)."""
+
+    protocol: UpstreamProtocol
+    #: None on a SASL upstream fails its login (``proxy.app.upstream_security`` always gives one there).
+    login: UpstreamLogin | None = None
+    tls: ssl.SSLContext | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,8 +387,10 @@ class UpstreamConnection:
     async def _login(self, link: Link) -> None:
         """SaslHandshake v1, then SCRAM or OAUTHBEARER in SaslAuthenticate v2 frames (KIP-152), as Kafka's Java
         client logs in."""
-        security = self._security
-        mechanism_name = security.mechanism_name
+        login = self._security.login
+        if login is None:
+            raise UpstreamProtocolError(f"no login for a {self._security.protocol.value} upstream")
+        mechanism_name = login.mechanism_name
         handshake = await self._login_call(
             link,
             ApiKey.SASL_HANDSHAKE,
@@ -374,12 +399,10 @@ class UpstreamConnection:
         )
         if int(handshake.error_code) != 0:
             raise ScramError(f"the upstream does not offer {mechanism_name} (it offers {list(handshake.mechanisms)})")
-        if security.tokens is not None:
-            await self._login_oauthbearer(link, security.tokens)
+        if isinstance(login, OAuthBearerLogin):
+            await self._login_oauthbearer(link, login.tokens)
             return
-        session = ScramClientSession(
-            security.mechanism, security.username, security.password, salted_password_cache=security.cache
-        )
+        session = ScramClientSession(login.mechanism, login.username, login.password, salted_password_cache=login.cache)
         server_first = await self._authenticate(link, session.first_message())
         # PBKDF2 on a cache miss: O(iterations), and a broker may ask for many: never on the loop
         client_final = await asyncio.to_thread(session.final_message, server_first)

@@ -193,7 +193,7 @@ async def _auto_create(scope: RequestScope, request: Any, missing: list[str]) ->
     """Create describable missing topics when the broker and the request allow it and AUTO_CREATE is granted.
     Returns, per name, the created TopicRecord or the ErrorCode to answer with."""
     allowed_by_request = bool(getattr(request, "allow_auto_topic_creation", True))
-    if not missing or not allowed_by_request or not scope.services.settings.auto_create_topics:
+    if not missing or not allowed_by_request or not scope.services.sections.topics.auto_create_topics:
         return {}
     outcome = scope.authorize(METADATA_AUTO_CREATE, {TOPIC: missing})
     results: dict[str, TopicRecord | ErrorCode] = {}

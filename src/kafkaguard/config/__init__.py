@@ -4,6 +4,9 @@ a YAML config file, then defaults that work out of the box (SQLite in ./data, SA
 Each setting is a field here, so each flag is also a config-file key (``super_users: "User:admin"``) and an
 environment variable (``KAFKAGUARD_SUPER_USERS``). Unknown config-file keys are errors, so a typo is reported
 instead of silently ignored.
+
+What runs does not read this flat set: ``config.sections`` views it in typed sections (listening, identity, limits,
+audit, proxy, store, console …), each handed to what it configures.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pydantic_settings import (
 
 from kafkaguard.audit.records.routing import parse_routes, topic_name_error
 from kafkaguard.authorizer import parse_super_users
+from kafkaguard.config.sections import Secret, StoreSettings
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.identity.ssl_mapping import SslPrincipalMapper
 from kafkaguard.model.host import cidr_error, java_host
@@ -618,48 +622,16 @@ class Settings(BaseSettings):
         return self.audit_spool_dir if self.audit_spool_dir is not None else self.data_dir / "audit-spool"
 
     @property
-    def audit_kafka_password_value(self) -> str | None:
-        """The audit sink's password, from ``audit_kafka_password`` or its file.
-
-        :raises InvalidConfigError: the file cannot be read.
-        """
-        return self._read_secret(self.audit_kafka_password, self.audit_kafka_password_file, "audit_kafka_password_file")
-
-    @property
-    def upstream_ssl_key_password(self) -> str | None:
-        """The upstream client key's password, from ``upstream_ssl_keyfile_password`` or its file.
-
-        :raises InvalidConfigError: the file cannot be read.
-        """
-        return self._read_secret(
-            self.upstream_ssl_keyfile_password,
-            self.upstream_ssl_keyfile_password_file,
-            "upstream_ssl_keyfile_password_file",
-        )
-
-    @property
     def upstream_sasl_oauthbearer_secret(self) -> str | None:
         """The OAuth client secret, from ``upstream_sasl_oauthbearer_client_secret`` or its file.
 
         :raises InvalidConfigError: the file cannot be read.
         """
-        return self._read_secret(
+        return Secret(
             self.upstream_sasl_oauthbearer_client_secret,
             self.upstream_sasl_oauthbearer_client_secret_file,
             "upstream_sasl_oauthbearer_client_secret_file",
-        )
-
-    @staticmethod
-    def _read_secret(value: SecretStr | None, file: Path | None, file_setting: str) -> str | None:
-        """A secret given as a ``KAFKAGUARD_*`` variable, or the first line of a file (its line end dropped)."""
-        if value is not None:
-            return value.get_secret_value()
-        if file is None:
-            return None
-        try:
-            return file.read_text("utf-8").rstrip("\r\n")
-        except OSError as e:
-            raise InvalidConfigError(f"{file_setting} {file} cannot be read: {e.strerror}") from None
+        ).read()
 
     # The validators raise InvalidConfigError: a ValueError, so pydantic collects it into its ValidationError like
     # any other; ``load_settings`` reports them all at once.
@@ -853,29 +825,6 @@ class Settings(BaseSettings):
             )
         return self
 
-    def listener_mechanisms(self, listener: Listener) -> list[str]:
-        """The SASL mechanisms ``listener`` offers: PLAIN only with TLS, unless ``sasl_plain_without_tls``."""
-        if listener.protocol.uses_tls or self.sasl_plain_without_tls:
-            return list(self.sasl_mechanisms)
-        return [mechanism for mechanism in self.sasl_mechanisms if mechanism != "PLAIN"]
-
-    @property
-    def ssl_key_password(self) -> str | None:
-        """The TLS private key's password, from ``ssl_keyfile_password`` or ``ssl_keyfile_password_file``.
-
-        :raises InvalidConfigError: the file cannot be read.
-        """
-        if self.ssl_keyfile_password is not None:
-            return self.ssl_keyfile_password.get_secret_value()
-        if self.ssl_keyfile_password_file is None:
-            return None
-        try:
-            return self.ssl_keyfile_password_file.read_text().rstrip("\r\n")
-        except OSError as e:
-            raise InvalidConfigError(
-                f"ssl_keyfile_password_file {self.ssl_keyfile_password_file} cannot be read: {e.strerror}"
-            ) from None
-
     @classmethod
     def settings_customise_sources(
         cls,
@@ -910,19 +859,7 @@ class Settings(BaseSettings):
 
         :raises InvalidConfigError: both password settings are given, or the file cannot be read.
         """
-        if self.store is None:
-            return None
-        if self.store_password is not None and self.store_password_file is not None:
-            raise InvalidConfigError("give the store password once: store_password or store_password_file, not both")
-        password = self.store_password.get_secret_value() if self.store_password is not None else None
-        if self.store_password_file is not None:
-            try:
-                password = self.store_password_file.read_text().rstrip("\r\n")
-            except OSError as e:
-                raise InvalidConfigError(
-                    f"store_password_file {self.store_password_file} cannot be read: {e.strerror}"
-                ) from None
-        return StoreUrl.parse(self.store, password=password)
+        return StoreSettings.of(self).url()
 
 
 def _count_entries(value: object, separator: str, setting: str, example: str) -> object:
