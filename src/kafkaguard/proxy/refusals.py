@@ -148,7 +148,7 @@ async def with_refused(
         cls = response_schema(scope.api_key, scope.api_version)
         reply = build(cls, throttle_time=NO_THROTTLE, **{answer_field: refused}, **empty)
         return reply
-    answer = (await scope.forward(rebuild_request(request, **{field: allowed}))).body()
+    answer = (await scope.forward(rebuild_request(request, **{field: allowed}))).entity()
     answered = tuple(getattr(answer, answer_field))
     reply = rebuild(answer, **{answer_field: refused + answered if refused_first else answered + refused})
     return reply

@@ -50,6 +50,7 @@ from kafkaguard.model import (
 from kafkaguard.protocol.build import NO_THROTTLE, build_request, has_field, nested, rebuild, rebuild_request
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.wire_errors import error_fields, wire_error
 from kafkaguard.proxy.builders import (
     CreatableTopicResult,
@@ -66,6 +67,14 @@ from kafkaguard.proxy.builders import (
 )
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import (
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_RECORDS,
+    DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    OFFSET_FOR_LEADER_EPOCH,
     AlterConfigsRequest,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -80,7 +89,7 @@ from kafkaguard.proxy.messages import (
     OffsetForLeaderEpochRequest,
 )
 from kafkaguard.proxy.refusals import CLUSTER_DENIED, TOPIC_DENIED, PartitionRefusal, with_refused
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 from kafkaguard.service.topics import CLUSTER_METADATA_PROHIBITED, CLUSTER_METADATA_TOPIC, DUPLICATE_NAME
 from kafkaguard.store.uuids import ZERO_UUID
 
@@ -153,7 +162,7 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     if not allowed:
         return create_topics_response(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
     forwarded = await scope.forward(rebuild_request(request, topics=allowed) if refused else None)
-    answer: CreateTopicsResponse = forwarded.body()
+    answer: CreateTopicsResponse = forwarded.body(CREATE_TOPICS)
     results: Sequence[CreatableTopicResult] = answer.topics
     if shows_configs:
         results = _hide_configs(scope, results)
@@ -461,14 +470,14 @@ async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpo
     return await _EPOCH_REFUSAL.per_topic(scope, request, _OFFSET_FOR_LEADER_EPOCH)
 
 
-#: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {
-    ApiKey.CREATE_TOPICS: create_topics,
-    ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.CREATE_PARTITIONS: create_partitions,
-    ApiKey.DELETE_RECORDS: delete_records,
-    ApiKey.DESCRIBE_CONFIGS: describe_configs,
-    ApiKey.ALTER_CONFIGS: alter_configs,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
-}
+#: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
+HANDLERS: dict[ApiKey, ProxyHandler] = routes(
+    route(CREATE_TOPICS, create_topics),
+    route(DELETE_TOPICS, delete_topics),
+    route(CREATE_PARTITIONS, create_partitions),
+    route(DELETE_RECORDS, delete_records),
+    route(DESCRIBE_CONFIGS, describe_configs),
+    route(ALTER_CONFIGS, alter_configs),
+    route(INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs),
+    route(OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch),
+)

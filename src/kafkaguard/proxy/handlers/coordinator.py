@@ -18,7 +18,7 @@ from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.proxy.builders import Coordinator, coordinator, find_coordinator_response
 from kafkaguard.proxy.handlers.addresses import proxied_node
-from kafkaguard.proxy.messages import FindCoordinatorRequest, FindCoordinatorResponse
+from kafkaguard.proxy.messages import FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse
 from kafkaguard.proxy.refusals import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError
@@ -46,7 +46,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     if not batched:
         if denied:
             return _single(cls, _DENIED[resource_type])
-        single: FindCoordinatorResponse = (await scope.forward()).body()
+        single: FindCoordinatorResponse = (await scope.forward()).body(FIND_COORDINATOR)
         if isinstance(single, FindCoordinatorResponseV4):  # decoded at the request's version: v0-v3 answer one key
             raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as v4")
         host, port = await proxied_node(scope, int(single.node_id), single.host, int(single.port))
@@ -56,7 +56,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
         return find_coordinator_response(cls, throttle_time=NO_THROTTLE, coordinators=refused)
     answer: FindCoordinatorResponse = (
         await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))
-    ).body()
+    ).body(FIND_COORDINATOR)
     if not isinstance(answer, FindCoordinatorResponseV4):  # decoded at the request's version: v4 batches keys
         raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as {type(answer).__name__}")
     coordinators = []

@@ -72,8 +72,9 @@ from kafkaguard.proxy.builders import fetch_response
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, node_endpoints_in, tail_with
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.handlers.by_id import topic_names
-from kafkaguard.proxy.messages import FetchRequest, FetchResponse
-from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
+from kafkaguard.proxy.messages import FETCH, FetchRequest, FetchResponse
+from kafkaguard.proxy.quotas import FETCH as FETCH_QUOTA
+from kafkaguard.proxy.quotas import QuotaMeter, user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import Forwarded, ProxyScope
 from kafkaguard.proxy.walks import AnswerEdit
@@ -162,7 +163,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
-    answer: FetchResponse = forwarded.body()
+    answer: FetchResponse = forwarded.body(FETCH)
     endpoints = getattr(answer, "node_endpoints", ())  # v16+: at the proxy's addresses before any client sees them
     if endpoints:
         answer = rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
@@ -235,7 +236,7 @@ class _Charge:
 
     def record(self, payload_size: int) -> int:
         size = payload_size - self.header_size + 4
-        return self.meter.record(FETCH, self.user, self.client_id, size, refund_if_throttled=True)
+        return self.meter.record(FETCH_QUOTA, self.user, self.client_id, size, refund_if_throttled=True)
 
     def throttled(self, throttle_ms: int, upstream_ms: int = 0) -> Reply:
         """Kafka's ``getThrottledResponse``: no partitions, the throttle, muted after it is sent."""

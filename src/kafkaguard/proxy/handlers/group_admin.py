@@ -31,7 +31,6 @@ member connect from: the proxy's own outbound address).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -41,6 +40,7 @@ from kafkaguard.model import AclOperation, ItemError, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.builders import (
     ConsumerGroupDescribeDescribedGroup,
@@ -52,6 +52,11 @@ from kafkaguard.proxy.builders import (
     describe_groups_response,
 )
 from kafkaguard.proxy.messages import (
+    CONSUMER_GROUP_DESCRIBE,
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    OFFSET_DELETE,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     DeleteGroupsRequest,
@@ -70,7 +75,7 @@ from kafkaguard.proxy.refusals import (
     error_response,
     with_refused,
 )
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
 _OFFSET_DELETE_REFUSAL = PartitionRefusal("OffsetDeleteResponseTopic", "OffsetDeleteResponsePartition")
@@ -115,7 +120,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
         return describe_groups_response(cls, throttle_time=NO_THROTTLE, groups=refused)
     answer: DescribeGroupsResponse = (
         await scope.forward(rebuild_request(request, groups=allowed) if refused else None)
-    ).body()
+    ).body(DESCRIBE_GROUPS)
     described: tuple[DescribeGroupsDescribedGroup, ...] = answer.groups
     if with_operations:
         described = tuple(
@@ -132,7 +137,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
 
 
 async def list_groups(scope: ProxyScope, request: ListGroupsRequest) -> Reply:
-    answer: ListGroupsResponse = (await scope.forward()).body()
+    answer: ListGroupsResponse = (await scope.forward()).body(LIST_GROUPS)
     ids = list(dict.fromkeys(group.group_id for group in answer.groups))
     visible = _allowed(scope, REQUIREMENTS[ApiKey.LIST_GROUPS], GROUP, ids)
     return rebuild(answer, groups=tuple(group for group in answer.groups if group.group_id in visible))
@@ -170,7 +175,7 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
         return await scope.relay()
     refused = _OFFSET_DELETE_REFUSAL.refused(cls, [t for t in request.topics if t.name not in readable], TOPIC_DENIED)
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
-    answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body()
+    answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body(OFFSET_DELETE)
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
         return answer
     return rebuild(answer, topics=answer.topics + refused)
@@ -195,7 +200,7 @@ async def consumer_group_describe(scope: ProxyScope, request: ConsumerGroupDescr
     # was authorized); ``include_authorized_operations`` goes as sent, its answer is replaced below.
     answer: ConsumerGroupDescribeResponse = (
         await scope.forward(rebuild_request(request, group_ids=allowed) if refused else None)
-    ).body()
+    ).body(CONSUMER_GROUP_DESCRIBE)
     assigned = {
         group.group_id: _assigned_topics(group) for group in answer.groups if group.error_code == ErrorCode.none
     }
@@ -234,11 +239,11 @@ def _assigned_topics(group: ConsumerGroupDescribeDescribedGroup) -> set[str]:
     }
 
 
-#: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {
-    ApiKey.DESCRIBE_GROUPS: describe_groups,
-    ApiKey.LIST_GROUPS: list_groups,
-    ApiKey.DELETE_GROUPS: delete_groups,
-    ApiKey.OFFSET_DELETE: offset_delete,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
-}
+#: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
+HANDLERS: dict[ApiKey, ProxyHandler] = routes(
+    route(DESCRIBE_GROUPS, describe_groups),
+    route(LIST_GROUPS, list_groups),
+    route(DELETE_GROUPS, delete_groups),
+    route(OFFSET_DELETE, offset_delete),
+    route(CONSUMER_GROUP_DESCRIBE, consumer_group_describe),
+)

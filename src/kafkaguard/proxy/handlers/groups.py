@@ -50,6 +50,7 @@ from kafkaguard.proxy.builders import (
     offset_fetch_response_group,
 )
 from kafkaguard.proxy.messages import (
+    OFFSET_FETCH,
     ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
@@ -159,7 +160,7 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
     if not outcome.allows(GROUP, group_id):
         return error_response(scope, GROUP_DENIED, topics=())
     if named is None:  # every topic of the group: those the caller may not describe are left out
-        answer: OffsetFetchResponse = (await scope.forward()).body()
+        answer: OffsetFetchResponse = (await scope.forward()).body(OFFSET_FETCH)
         if isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version: v8+ went to the per-group path
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
         visible = _describable(scope, [topic.name for topic in answer.topics])
@@ -196,7 +197,9 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
         asked.append(rebuild_request(group, topics=tuple(t for t in group.topics if t.name not in denied)))
     answered: list[OffsetFetchResponseGroup] = []
     if asked:
-        answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
+        answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body(
+            OFFSET_FETCH
+        )
         if not isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version, v8+: per group
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as {type(answer).__name__}")
         for group in answer.groups:

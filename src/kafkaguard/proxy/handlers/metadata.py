@@ -50,7 +50,14 @@ from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.builders import MetadataResponseTopic, metadata_response, metadata_response_topic
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
 from kafkaguard.proxy.handlers.by_id import topic_names
-from kafkaguard.proxy.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse
+from kafkaguard.proxy.messages import (
+    DESCRIBE_CLUSTER,
+    METADATA,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
 from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.versions import forwarded_version
@@ -75,9 +82,9 @@ async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
 async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     if request.topics is None:
-        whole: MetadataResponse = (
-            await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))
-        ).body()
+        whole: MetadataResponse = (await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))).body(
+            METADATA
+        )
         scope.nodes.topic_ids.observe(whole.topics, complete=True)
         listed = [topic.name for topic in whole.topics if topic.name is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: listed})
@@ -91,7 +98,7 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: names})
     describable = [name for name in names if outcome.allows(TOPIC, name)]
     refused = [name for name in names if not outcome.allows(TOPIC, name)]
-    answer: MetadataResponse = (await scope.forward(_asking(request, describable, auto_create=False))).body()
+    answer: MetadataResponse = (await scope.forward(_asking(request, describable, auto_create=False))).body(METADATA)
     scope.nodes.topic_ids.observe(answer.topics)
     # Only what was asked and may be described: an upstream answer naming more (or fewer) topics passes nothing on.
     allowed_names = set(describable)
@@ -106,7 +113,9 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
         creatable = [name for name in missing if creation.allows(TOPIC, name)]
         refused += [name for name in missing if not creation.allows(TOPIC, name)]
         if creatable:
-            created: MetadataResponse = (await scope.forward(_asking(request, creatable, auto_create=True))).body()
+            created: MetadataResponse = (await scope.forward(_asking(request, creatable, auto_create=True))).body(
+                METADATA
+            )
             found.update({topic.name: topic for topic in created.topics if topic.name in allowed_names})
         answer = rebuild(answer, topics=tuple(found.values()))
     allowed = tuple(topic for name, topic in found.items() if name not in refused)
@@ -159,7 +168,7 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
     topic_cls = nested(type(request), "MetadataRequestTopic")
     asking = tuple(build_request(topic_cls, name=None, topic_id=i) for i in allowed)
     forwarded = rebuild_request(request, topics=asking, allow_auto_topic_creation=False)
-    answer: MetadataResponse = (await scope.forward(forwarded)).body()
+    answer: MetadataResponse = (await scope.forward(forwarded)).body(METADATA)
     scope.nodes.topic_ids.observe(answer.topics)
     cls = type(answer)
     # Only what was asked, under the name it was authorized by: an upstream answer naming more passes nothing on.
@@ -221,7 +230,7 @@ async def _answer(
 
 
 async def describe_cluster(scope: ProxyScope, request: DescribeClusterRequest) -> Reply:
-    answer: DescribeClusterResponse = (await scope.forward()).body()
+    answer: DescribeClusterResponse = (await scope.forward()).body(DESCRIBE_CLUSTER)
     wanted = bool(getattr(request, "include_cluster_authorized_operations", False))
     return rebuild(
         answer,

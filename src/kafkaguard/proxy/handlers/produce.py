@@ -45,9 +45,10 @@ from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
 from kafkaguard.proxy.builders import produce_response
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
-from kafkaguard.proxy.messages import ProduceRequest, ProduceResponse
+from kafkaguard.proxy.messages import PRODUCE, ProduceRequest, ProduceResponse
 from kafkaguard.proxy.produce_walk import ENDPOINTS_FROM, ProduceAnswerWalk
-from kafkaguard.proxy.quotas import PRODUCE, user_of
+from kafkaguard.proxy.quotas import PRODUCE as PRODUCE_QUOTA
+from kafkaguard.proxy.quotas import user_of
 from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.walks import AnswerEdit
@@ -91,14 +92,14 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     fire_and_forget = request.acks == 0
     user, client_id = user_of(scope.context.principal), scope.client_id or ""
-    throttle_ms = scope.meter.record(PRODUCE, user, client_id, len(scope.payload))
+    throttle_ms = scope.meter.record(PRODUCE_QUOTA, user, client_id, len(scope.payload))
     if not denied:
         if fire_and_forget:
             await scope.forward_without_response()
             return scope.meter.throttled(NO_RESPONSE, throttle_ms)
         if not throttle_ms:
             return await _relay(scope)
-        whole: ProduceResponse = (await scope.forward()).body()
+        whole: ProduceResponse = (await scope.forward()).body(PRODUCE)
         whole = await _proxied(scope, whole)
         return scope.meter.throttled(_with_throttle(whole, throttle_ms), throttle_ms)
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
@@ -111,7 +112,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
-    answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
+    answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body(PRODUCE)
     merged = rebuild(await _proxied(scope, answer), responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
 
@@ -136,7 +137,7 @@ async def _proxied_answer(scope: ProxyScope, body: bytes) -> bytes:
     with ``node_endpoints`` rewritten: decoded, rewritten and re-encoded, the same bytes after the correlation id."""
     version = scope.api_version
     payload = _CORRELATION.pack(scope.correlation_id) + body  # the upstream's: ``pass_answer_on`` checked it is this
-    answer: ProduceResponse = decode_response(ApiKey.PRODUCE, version, payload)
+    answer = PRODUCE.response(decode_response(ApiKey.PRODUCE, version, payload))
     framed = encode_response(ApiKey.PRODUCE, version, scope.correlation_id, await _proxied(scope, answer))
     return framed[8:]  # after the frame's size and the correlation id
 

@@ -38,7 +38,11 @@ from kafkaguard.proxy.builders import (
     describe_topic_partitions_response,
     describe_topic_partitions_response_topic,
 )
-from kafkaguard.proxy.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from kafkaguard.proxy.messages import (
+    DESCRIBE_TOPIC_PARTITIONS,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.topic_ids import BY_ID_VERSION
@@ -74,7 +78,7 @@ async def describe_topic_partitions(scope: ProxyScope, request: DescribeTopicPar
         topics=tuple(build_request(topic_cls, name=name) for name in allowed),
         cursor=cursor if cursor is not None and cursor.topic_name in allowed else None,
     )
-    answer: DescribeTopicPartitionsResponse = (await scope.forward(asked)).body()
+    answer: DescribeTopicPartitionsResponse = (await scope.forward(asked)).body(DESCRIBE_TOPIC_PARTITIONS)
     wanted = set(allowed)
     described = tuple(
         rebuild(

@@ -41,8 +41,16 @@ from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.lengths import check_body
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.proxy.builders import add_partitions_to_txn_response
 from kafkaguard.proxy.messages import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    LIST_TRANSACTIONS,
+    TXN_OFFSET_COMMIT,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -62,7 +70,7 @@ from kafkaguard.proxy.refusals import (
     code_and_message,
     error_response,
 )
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError, response_header_size
 from kafkaguard.service.topics import INTERNAL_TOPICS, topic_name_error
 
@@ -249,20 +257,20 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
 
 
 async def list_transactions(scope: ProxyScope, request: ListTransactionsRequest) -> Reply:
-    answer: ListTransactionsResponse = (await scope.forward()).body()
+    answer: ListTransactionsResponse = (await scope.forward()).body(LIST_TRANSACTIONS)
     ids = list(dict.fromkeys(state.transactional_id for state in answer.transaction_states))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_TRANSACTIONS], {TRANSACTIONAL_ID: ids})
     visible = tuple(s for s in answer.transaction_states if outcome.allows(TRANSACTIONAL_ID, s.transactional_id))
     return rebuild(answer, transaction_states=visible)
 
 
-#: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {
-    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
-    ApiKey.END_TXN: end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
-    ApiKey.DESCRIBE_PRODUCERS: describe_producers,
-    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: list_transactions,
-}
+#: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
+HANDLERS: dict[ApiKey, ProxyHandler] = routes(
+    route(ADD_PARTITIONS_TO_TXN, add_partitions_to_txn),
+    route(ADD_OFFSETS_TO_TXN, add_offsets_to_txn),
+    route(END_TXN, end_txn),
+    route(TXN_OFFSET_COMMIT, txn_offset_commit),
+    route(DESCRIBE_PRODUCERS, describe_producers),
+    route(DESCRIBE_TRANSACTIONS, describe_transactions),
+    route(LIST_TRANSACTIONS, list_transactions),
+)
