@@ -30,7 +30,7 @@ member connect from: the proxy's own outbound address).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from kio.schema.errors import ErrorCode
 
@@ -45,11 +45,15 @@ from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.builders import (
     ConsumerGroupDescribeDescribedGroup,
     DescribeGroupsDescribedGroup,
+    OffsetDeleteResponseTopic,
     consumer_group_describe_described_group,
     consumer_group_describe_response,
     deletable_group_result,
+    delete_groups_response,
     describe_groups_described_group,
     describe_groups_response,
+    offset_delete_response_partition,
+    offset_delete_response_topic,
 )
 from kafkaguard.proxy.messages import (
     CONSUMER_GROUP_DESCRIBE,
@@ -71,14 +75,25 @@ from kafkaguard.proxy.messages import (
 from kafkaguard.proxy.refusals import (
     GROUP_DENIED,
     TOPIC_DENIED,
-    PartitionRefusal,
     error_response,
+    named,
+    refused_topics,
     with_refused,
 )
 from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
-_OFFSET_DELETE_REFUSAL = PartitionRefusal("OffsetDeleteResponseTopic", "OffsetDeleteResponsePartition")
+
+
+def _refused_topic(
+    cls: type[OffsetDeleteResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> OffsetDeleteResponseTopic:
+    partitions = tuple(
+        offset_delete_response_partition(cls, partition_index=index, error_code=wire_error(error)) for index in indexes
+    )
+    return offset_delete_response_topic(cls, name=name, partitions=partitions)
+
+
 #: Kafka 4.0's check of the topics a described consumer group's members are assigned (KAFKA-18813): DESCRIBE on each.
 ASSIGNED_TOPICS = Requirement(
     "ConsumerGroupDescribe(assignments)",
@@ -158,14 +173,20 @@ async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Repl
         if group_id not in deletable
     )
     allowed = tuple(group_id for group_id in request.groups_names if group_id in deletable)
-    return await with_refused(scope, request, refused, allowed, field="groups_names", answer_field="results")
+    return await with_refused(
+        scope,
+        DELETE_GROUPS,
+        rebuild_request(request, groups_names=allowed) if allowed else None,
+        own=lambda: delete_groups_response(cls, throttle_time=NO_THROTTLE, results=refused),
+        merged=lambda answer: rebuild(answer, results=answer.results + refused),
+    )
 
 
 # -------------------------------------------------------------------------------------------------- OffsetDelete
 
 
 async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Reply:
-    cls = response_schema(ApiKey.OFFSET_DELETE, scope.api_version)
+    cls: type[OffsetDeleteResponse] = response_schema(ApiKey.OFFSET_DELETE, scope.api_version)
     names = list(dict.fromkeys(topic.name for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_DELETE], {GROUP: [request.group_id], TOPIC: names})
     if not outcome.allows(GROUP, request.group_id):
@@ -173,7 +194,9 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
     readable = {name for name in names if outcome.allows(TOPIC, name)}
     if len(readable) == len(names):
         return await scope.relay()
-    refused = _OFFSET_DELETE_REFUSAL.refused(cls, [t for t in request.topics if t.name not in readable], TOPIC_DENIED)
+    refused = refused_topics(
+        _refused_topic, cls, named(t for t in request.topics if t.name not in readable), TOPIC_DENIED
+    )
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
     answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body(OFFSET_DELETE)
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins

@@ -35,21 +35,28 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
-from kafkaguard.protocol.build import rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
-from kafkaguard.proxy.builders import produce_response
+from kafkaguard.protocol.wire_errors import error_fields
+from kafkaguard.proxy.builders import (
+    TopicProduceResponse,
+    partition_produce_response,
+    produce_response,
+    topic_produce_response,
+)
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.messages import PRODUCE, ProduceRequest, ProduceResponse
 from kafkaguard.proxy.produce_walk import ENDPOINTS_FROM, ProduceAnswerWalk
 from kafkaguard.proxy.quotas import PRODUCE as PRODUCE_QUOTA
 from kafkaguard.proxy.quotas import user_of
-from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
+from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, refused_topics
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response
@@ -60,12 +67,40 @@ _MAGIC_AT, _ATTRIBUTES_AT = 16, 21
 _ATTRIBUTES = struct.Struct(">h")
 _CORRELATION = struct.Struct(">i")
 _TRANSACTIONAL = 0x10
-#: Kafka's ``PartitionResponse(error)``: offsets -1, no append time.
-_REFUSAL = PartitionRefusal(
-    "TopicProduceResponse", "PartitionProduceResponse", partitions="partition_data", index="index",
-    answer_partitions="partition_responses", answer_index="index", message="error_message",
-    placeholders={"base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": ()},
-)  # fmt: skip
+
+
+class _Partition(Protocol):
+    @property
+    def index(self) -> int: ...
+
+
+class _Topic(Protocol):
+    """A Produce request's topic, in every version offered."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_data(self) -> Sequence[_Partition]: ...
+
+
+def _refused_topic(
+    cls: type[ProduceResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> TopicProduceResponse:
+    """Kafka's ``PartitionResponse(error)`` for each partition: offsets -1, no append time."""
+    errors = error_fields(error)
+    partitions = tuple(
+        partition_produce_response(cls, index=index, **errors, base_offset=-1, log_append_time=None,
+                                   log_start_offset=-1, record_errors=())
+        for index in indexes
+    )  # fmt: skip
+    return topic_produce_response(cls, name=name, partition_responses=partitions)
+
+
+def _refused(
+    cls: type[ProduceResponse], topics: Iterable[_Topic], error: ItemError
+) -> tuple[TopicProduceResponse, ...]:
+    return refused_topics(_refused_topic, cls, ((t.name, [p.index for p in t.partition_data]) for t in topics), error)
 
 
 def has_transactional_records(request: Any) -> bool:
@@ -108,7 +143,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
             await scope.forward_without_response(rebuild_request(request, topic_data=allowed))
         return Close(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     cls = response_schema(ApiKey.PRODUCE, scope.api_version)
-    refused = _REFUSAL.refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
+    refused = _refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
@@ -157,7 +192,8 @@ def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse
     return rebuild(answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms)))
 
 
-def _every_partition(scope: ProxyScope, request: Any, error: ItemError) -> Reply:
+def _every_partition(scope: ProxyScope, request: ProduceRequest, error: ItemError) -> Reply:
     if request.acks == 0:
         return Close(f"Produce with acks=0 refused: {error.code.name}")
-    return _REFUSAL.every_topic(scope, request.topic_data, error, field="responses")
+    cls: type[ProduceResponse] = response_schema(ApiKey.PRODUCE, scope.api_version)
+    return produce_response(cls, throttle_time=NO_THROTTLE, responses=_refused(cls, request.topic_data, error))
