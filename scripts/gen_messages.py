@@ -132,13 +132,15 @@ Design, and its limits:
 - One ``TypedDict`` and one function per entity, no overloads of ``build``: mypy matches a call against one
   signature, and a mistake is reported at the field that is wrong.
 - An entity name two APIs share (ClientQuotas' ``EntityData``) is prefixed with its API's name.
+- Per entity also ``rebuild_<entity>``: ``rebuild`` typed by the same fields, every one optional (``<Entity>Changes``),
+  for a handler that changes an entity it decoded (the upstream's answer) or built.
 """
 
 from __future__ import annotations
 
 from typing import NotRequired, TypedDict, Unpack
 
-from kafkaguard.protocol.build import build_fields, nested
+from kafkaguard.protocol.build import build_fields, nested, rebuild_fields
 '''
 
 
@@ -247,6 +249,14 @@ def render_builders(of: str = "server") -> str:
                 lines.append(f"    {field_name}: {text if required[field_name] else f'NotRequired[{text}]'}")
             parts.append("\n".join(lines))
             function = _snake(union)
+            changes = [f"class {union}Changes(TypedDict, total=False):"]
+            changes += [f"    {field_name}: {' | '.join(texts)}" for field_name, texts in fields.items()]
+            parts.append("\n".join(changes))
+            parts.append(
+                f"def rebuild_{function}(entity: {union}, /, **changes: Unpack[{union}Changes]) -> {union}:\n"
+                f'    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""\n'
+                f"    return rebuild_fields(entity, changes)"
+            )
             if name == response:
                 parts.append(
                     f"def {function}(cls: type[{response}], **fields: Unpack[{union}Fields]) -> {response}:\n"

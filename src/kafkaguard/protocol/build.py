@@ -62,6 +62,12 @@ def build_fields(cls: type[T], values: Mapping[str, Any]) -> T:
 def rebuild(entity: T, **changes: Any) -> T:
     """``entity`` with ``changes`` applied to the fields its version has (as ``build``: others are dropped, a name
     no version declares raises ``TypeError``)."""
+    return rebuild_fields(entity, changes)
+
+
+def rebuild_fields(entity: T, changes: Mapping[str, Any]) -> T:
+    """``rebuild`` from a mapping: the generated ``rebuild_*`` wrappers (``protocol.builders``, ``proxy.builders``)
+    pass theirs on without unpacking it again."""
     cls = type(entity)
     names = _field_names(cls)
     kept = {name: value for name, value in changes.items() if name in names}

@@ -19,6 +19,8 @@ Design, and its limits:
 - One ``TypedDict`` and one function per entity, no overloads of ``build``: mypy matches a call against one
   signature, and a mistake is reported at the field that is wrong.
 - An entity name two APIs share (ClientQuotas' ``EntityData``) is prefixed with its API's name.
+- Per entity also ``rebuild_<entity>``: ``rebuild`` typed by the same fields, every one optional (``<Entity>Changes``),
+  for a handler that changes an entity it decoded (the upstream's answer) or built.
 """
 
 from __future__ import annotations
@@ -359,7 +361,7 @@ from kio.schema.txn_offset_commit.v3.response import (
 )
 from kio.schema.txn_offset_commit.v3.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV3
 
-from kafkaguard.protocol.build import build_fields, nested
+from kafkaguard.protocol.build import build_fields, nested, rebuild_fields
 from kafkaguard.proxy.messages import (
     AddOffsetsToTxnResponse,
     AddPartitionsToTxnResponse,
@@ -404,6 +406,18 @@ class AddOffsetsToTxnResponseFields(TypedDict):
     error_code: ErrorCode
 
 
+class AddOffsetsToTxnResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+
+
+def rebuild_add_offsets_to_txn_response(
+    entity: AddOffsetsToTxnResponse, /, **changes: Unpack[AddOffsetsToTxnResponseChanges]
+) -> AddOffsetsToTxnResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def add_offsets_to_txn_response(
     cls: type[AddOffsetsToTxnResponse], **fields: Unpack[AddOffsetsToTxnResponseFields]
 ) -> AddOffsetsToTxnResponse:
@@ -421,6 +435,18 @@ AddPartitionsToTxnPartitionResult = (
 class AddPartitionsToTxnPartitionResultFields(TypedDict):
     partition_index: int
     partition_error_code: ErrorCode
+
+
+class AddPartitionsToTxnPartitionResultChanges(TypedDict, total=False):
+    partition_index: int
+    partition_error_code: ErrorCode
+
+
+def rebuild_add_partitions_to_txn_partition_result(
+    entity: AddPartitionsToTxnPartitionResult, /, **changes: Unpack[AddPartitionsToTxnPartitionResultChanges]
+) -> AddPartitionsToTxnPartitionResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def add_partitions_to_txn_partition_result(
@@ -446,6 +472,18 @@ class AddPartitionsToTxnTopicResultFields(TypedDict):
     results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...]
 
 
+class AddPartitionsToTxnTopicResultChanges(TypedDict, total=False):
+    name: str
+    results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...]
+
+
+def rebuild_add_partitions_to_txn_topic_result(
+    entity: AddPartitionsToTxnTopicResult, /, **changes: Unpack[AddPartitionsToTxnTopicResultChanges]
+) -> AddPartitionsToTxnTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def add_partitions_to_txn_topic_result(
     response: type[AddPartitionsToTxnResponse], **fields: Unpack[AddPartitionsToTxnTopicResultFields]
 ) -> AddPartitionsToTxnTopicResult:
@@ -457,6 +495,18 @@ def add_partitions_to_txn_topic_result(
 class AddPartitionsToTxnResponseFields(TypedDict):
     throttle_time: timedelta
     results_by_topic_v3_and_below: tuple[AddPartitionsToTxnTopicResult, ...]
+
+
+class AddPartitionsToTxnResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results_by_topic_v3_and_below: tuple[AddPartitionsToTxnTopicResult, ...]
+
+
+def rebuild_add_partitions_to_txn_response(
+    entity: AddPartitionsToTxnResponse, /, **changes: Unpack[AddPartitionsToTxnResponseChanges]
+) -> AddPartitionsToTxnResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def add_partitions_to_txn_response(
@@ -479,6 +529,22 @@ class AlterConfigsAlterConfigsResourceResponseFields(TypedDict):
     resource_name: str
 
 
+class AlterConfigsAlterConfigsResourceResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+
+
+def rebuild_alter_configs_alter_configs_resource_response(
+    entity: AlterConfigsAlterConfigsResourceResponse,
+    /,
+    **changes: Unpack[AlterConfigsAlterConfigsResourceResponseChanges],
+) -> AlterConfigsAlterConfigsResourceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def alter_configs_alter_configs_resource_response(
     response: type[AlterConfigsResponse], **fields: Unpack[AlterConfigsAlterConfigsResourceResponseFields]
 ) -> AlterConfigsAlterConfigsResourceResponse:
@@ -492,6 +558,18 @@ def alter_configs_alter_configs_resource_response(
 class AlterConfigsResponseFields(TypedDict):
     throttle_time: timedelta
     responses: tuple[AlterConfigsAlterConfigsResourceResponse, ...]
+
+
+class AlterConfigsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[AlterConfigsAlterConfigsResourceResponse, ...]
+
+
+def rebuild_alter_configs_response(
+    entity: AlterConfigsResponse, /, **changes: Unpack[AlterConfigsResponseChanges]
+) -> AlterConfigsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def alter_configs_response(
@@ -509,6 +587,19 @@ class ConsumerGroupDescribeTopicPartitionsFields(TypedDict):
     partitions: NotRequired[tuple[int, ...]]
 
 
+class ConsumerGroupDescribeTopicPartitionsChanges(TypedDict, total=False):
+    topic_id: UUID | None
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+def rebuild_consumer_group_describe_topic_partitions(
+    entity: ConsumerGroupDescribeTopicPartitions, /, **changes: Unpack[ConsumerGroupDescribeTopicPartitionsChanges]
+) -> ConsumerGroupDescribeTopicPartitions:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def consumer_group_describe_topic_partitions(
     response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeTopicPartitionsFields]
 ) -> ConsumerGroupDescribeTopicPartitions:
@@ -522,6 +613,17 @@ ConsumerGroupDescribeAssignment = ConsumerGroupDescribeAssignmentV0
 
 class ConsumerGroupDescribeAssignmentFields(TypedDict):
     topic_partitions: tuple[ConsumerGroupDescribeTopicPartitions, ...]
+
+
+class ConsumerGroupDescribeAssignmentChanges(TypedDict, total=False):
+    topic_partitions: tuple[ConsumerGroupDescribeTopicPartitions, ...]
+
+
+def rebuild_consumer_group_describe_assignment(
+    entity: ConsumerGroupDescribeAssignment, /, **changes: Unpack[ConsumerGroupDescribeAssignmentChanges]
+) -> ConsumerGroupDescribeAssignment:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_describe_assignment(
@@ -548,6 +650,24 @@ class MemberFields(TypedDict):
     target_assignment: ConsumerGroupDescribeAssignment
 
 
+class MemberChanges(TypedDict, total=False):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: ConsumerGroupDescribeAssignment
+    target_assignment: ConsumerGroupDescribeAssignment
+
+
+def rebuild_member(entity: Member, /, **changes: Unpack[MemberChanges]) -> Member:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def member(response: type[ConsumerGroupDescribeResponse], **fields: Unpack[MemberFields]) -> Member:
     """``Member``, of ``response``'s version."""
     built: Member = build_fields(nested(response, "Member"), fields)
@@ -569,6 +689,25 @@ class ConsumerGroupDescribeDescribedGroupFields(TypedDict):
     authorized_operations: NotRequired[int]
 
 
+class ConsumerGroupDescribeDescribedGroupChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[Member, ...]
+    authorized_operations: int
+
+
+def rebuild_consumer_group_describe_described_group(
+    entity: ConsumerGroupDescribeDescribedGroup, /, **changes: Unpack[ConsumerGroupDescribeDescribedGroupChanges]
+) -> ConsumerGroupDescribeDescribedGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def consumer_group_describe_described_group(
     response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeDescribedGroupFields]
 ) -> ConsumerGroupDescribeDescribedGroup:
@@ -580,6 +719,18 @@ def consumer_group_describe_described_group(
 class ConsumerGroupDescribeResponseFields(TypedDict):
     throttle_time: timedelta
     groups: tuple[ConsumerGroupDescribeDescribedGroup, ...]
+
+
+class ConsumerGroupDescribeResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    groups: tuple[ConsumerGroupDescribeDescribedGroup, ...]
+
+
+def rebuild_consumer_group_describe_response(
+    entity: ConsumerGroupDescribeResponse, /, **changes: Unpack[ConsumerGroupDescribeResponseChanges]
+) -> ConsumerGroupDescribeResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_describe_response(
@@ -596,6 +747,18 @@ class ConsumerGroupHeartbeatTopicPartitionsFields(TypedDict):
     partitions: NotRequired[tuple[int, ...]]
 
 
+class ConsumerGroupHeartbeatTopicPartitionsChanges(TypedDict, total=False):
+    topic_id: UUID | None
+    partitions: tuple[int, ...]
+
+
+def rebuild_consumer_group_heartbeat_topic_partitions(
+    entity: ConsumerGroupHeartbeatTopicPartitions, /, **changes: Unpack[ConsumerGroupHeartbeatTopicPartitionsChanges]
+) -> ConsumerGroupHeartbeatTopicPartitions:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def consumer_group_heartbeat_topic_partitions(
     response: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatTopicPartitionsFields]
 ) -> ConsumerGroupHeartbeatTopicPartitions:
@@ -609,6 +772,17 @@ ConsumerGroupHeartbeatAssignment = ConsumerGroupHeartbeatAssignmentV0
 
 class ConsumerGroupHeartbeatAssignmentFields(TypedDict):
     topic_partitions: tuple[ConsumerGroupHeartbeatTopicPartitions, ...]
+
+
+class ConsumerGroupHeartbeatAssignmentChanges(TypedDict, total=False):
+    topic_partitions: tuple[ConsumerGroupHeartbeatTopicPartitions, ...]
+
+
+def rebuild_consumer_group_heartbeat_assignment(
+    entity: ConsumerGroupHeartbeatAssignment, /, **changes: Unpack[ConsumerGroupHeartbeatAssignmentChanges]
+) -> ConsumerGroupHeartbeatAssignment:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_heartbeat_assignment(
@@ -627,6 +801,23 @@ class ConsumerGroupHeartbeatResponseFields(TypedDict):
     member_epoch: int
     heartbeat_interval: timedelta
     assignment: NotRequired[ConsumerGroupHeartbeatAssignment | None]
+
+
+class ConsumerGroupHeartbeatResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval: timedelta
+    assignment: ConsumerGroupHeartbeatAssignment | None
+
+
+def rebuild_consumer_group_heartbeat_response(
+    entity: ConsumerGroupHeartbeatResponse, /, **changes: Unpack[ConsumerGroupHeartbeatResponseChanges]
+) -> ConsumerGroupHeartbeatResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_heartbeat_response(
@@ -649,6 +840,19 @@ class CreatePartitionsTopicResultFields(TypedDict):
     error_message: NotRequired[str | None]
 
 
+class CreatePartitionsTopicResultChanges(TypedDict, total=False):
+    name: str
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def rebuild_create_partitions_topic_result(
+    entity: CreatePartitionsTopicResult, /, **changes: Unpack[CreatePartitionsTopicResultChanges]
+) -> CreatePartitionsTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def create_partitions_topic_result(
     response: type[CreatePartitionsResponse], **fields: Unpack[CreatePartitionsTopicResultFields]
 ) -> CreatePartitionsTopicResult:
@@ -660,6 +864,18 @@ def create_partitions_topic_result(
 class CreatePartitionsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[CreatePartitionsTopicResult, ...]
+
+
+class CreatePartitionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[CreatePartitionsTopicResult, ...]
+
+
+def rebuild_create_partitions_response(
+    entity: CreatePartitionsResponse, /, **changes: Unpack[CreatePartitionsResponseChanges]
+) -> CreatePartitionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def create_partitions_response(
@@ -689,6 +905,24 @@ class CreatableTopicResultFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class CreatableTopicResultChanges(TypedDict, total=False):
+    name: str
+    error_code: ErrorCode
+    error_message: str | None
+    topic_config_error_code: int
+    num_partitions: int
+    replication_factor: int
+    configs: tuple[CreatableTopicConfigs, ...] | None
+    topic_id: UUID | None
+
+
+def rebuild_creatable_topic_result(
+    entity: CreatableTopicResult, /, **changes: Unpack[CreatableTopicResultChanges]
+) -> CreatableTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def creatable_topic_result(
     response: type[CreateTopicsResponse], **fields: Unpack[CreatableTopicResultFields]
 ) -> CreatableTopicResult:
@@ -700,6 +934,18 @@ def creatable_topic_result(
 class CreateTopicsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[CreatableTopicResult, ...]
+
+
+class CreateTopicsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[CreatableTopicResult, ...]
+
+
+def rebuild_create_topics_response(
+    entity: CreateTopicsResponse, /, **changes: Unpack[CreateTopicsResponseChanges]
+) -> CreateTopicsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def create_topics_response(
@@ -719,6 +965,21 @@ class CreatableTopicConfigsFields(TypedDict):
     is_sensitive: bool
 
 
+class CreatableTopicConfigsChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+
+
+def rebuild_creatable_topic_configs(
+    entity: CreatableTopicConfigs, /, **changes: Unpack[CreatableTopicConfigsChanges]
+) -> CreatableTopicConfigs:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def creatable_topic_configs(
     response: type[CreateTopicsResponse], **fields: Unpack[CreatableTopicConfigsFields]
 ) -> CreatableTopicConfigs:
@@ -735,6 +996,18 @@ class DeletableGroupResultFields(TypedDict):
     error_code: ErrorCode
 
 
+class DeletableGroupResultChanges(TypedDict, total=False):
+    group_id: str
+    error_code: ErrorCode
+
+
+def rebuild_deletable_group_result(
+    entity: DeletableGroupResult, /, **changes: Unpack[DeletableGroupResultChanges]
+) -> DeletableGroupResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def deletable_group_result(
     response: type[DeleteGroupsResponse], **fields: Unpack[DeletableGroupResultFields]
 ) -> DeletableGroupResult:
@@ -746,6 +1019,18 @@ def deletable_group_result(
 class DeleteGroupsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[DeletableGroupResult, ...]
+
+
+class DeleteGroupsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[DeletableGroupResult, ...]
+
+
+def rebuild_delete_groups_response(
+    entity: DeleteGroupsResponse, /, **changes: Unpack[DeleteGroupsResponseChanges]
+) -> DeleteGroupsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_groups_response(
@@ -765,6 +1050,19 @@ class DeleteRecordsPartitionResultFields(TypedDict):
     error_code: ErrorCode
 
 
+class DeleteRecordsPartitionResultChanges(TypedDict, total=False):
+    partition_index: int
+    low_watermark: int
+    error_code: ErrorCode
+
+
+def rebuild_delete_records_partition_result(
+    entity: DeleteRecordsPartitionResult, /, **changes: Unpack[DeleteRecordsPartitionResultChanges]
+) -> DeleteRecordsPartitionResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def delete_records_partition_result(
     response: type[DeleteRecordsResponse], **fields: Unpack[DeleteRecordsPartitionResultFields]
 ) -> DeleteRecordsPartitionResult:
@@ -781,6 +1079,18 @@ class DeleteRecordsTopicResultFields(TypedDict):
     partitions: tuple[DeleteRecordsPartitionResult, ...]
 
 
+class DeleteRecordsTopicResultChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[DeleteRecordsPartitionResult, ...]
+
+
+def rebuild_delete_records_topic_result(
+    entity: DeleteRecordsTopicResult, /, **changes: Unpack[DeleteRecordsTopicResultChanges]
+) -> DeleteRecordsTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def delete_records_topic_result(
     response: type[DeleteRecordsResponse], **fields: Unpack[DeleteRecordsTopicResultFields]
 ) -> DeleteRecordsTopicResult:
@@ -792,6 +1102,18 @@ def delete_records_topic_result(
 class DeleteRecordsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[DeleteRecordsTopicResult, ...]
+
+
+class DeleteRecordsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[DeleteRecordsTopicResult, ...]
+
+
+def rebuild_delete_records_response(
+    entity: DeleteRecordsResponse, /, **changes: Unpack[DeleteRecordsResponseChanges]
+) -> DeleteRecordsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_records_response(
@@ -817,6 +1139,20 @@ class DeletableTopicResultFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class DeletableTopicResultChanges(TypedDict, total=False):
+    name: str | None
+    error_code: ErrorCode
+    error_message: str | None
+    topic_id: UUID | None
+
+
+def rebuild_deletable_topic_result(
+    entity: DeletableTopicResult, /, **changes: Unpack[DeletableTopicResultChanges]
+) -> DeletableTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def deletable_topic_result(
     response: type[DeleteTopicsResponse], **fields: Unpack[DeletableTopicResultFields]
 ) -> DeletableTopicResult:
@@ -828,6 +1164,18 @@ def deletable_topic_result(
 class DeleteTopicsResponseFields(TypedDict):
     throttle_time: timedelta
     responses: tuple[DeletableTopicResult, ...]
+
+
+class DeleteTopicsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[DeletableTopicResult, ...]
+
+
+def rebuild_delete_topics_response(
+    entity: DeleteTopicsResponse, /, **changes: Unpack[DeleteTopicsResponseChanges]
+) -> DeleteTopicsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_topics_response(
@@ -844,6 +1192,20 @@ class DescribeClusterBrokerFields(TypedDict):
     host: str
     port: int
     rack: NotRequired[str | None]
+
+
+class DescribeClusterBrokerChanges(TypedDict, total=False):
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_describe_cluster_broker(
+    entity: DescribeClusterBroker, /, **changes: Unpack[DescribeClusterBrokerChanges]
+) -> DescribeClusterBroker:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_cluster_broker(
@@ -865,6 +1227,24 @@ class DescribeClusterResponseFields(TypedDict):
     endpoint_type: NotRequired[int]
 
 
+class DescribeClusterResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    cluster_id: str
+    controller_id: int
+    brokers: tuple[DescribeClusterBroker, ...]
+    cluster_authorized_operations: int
+    endpoint_type: int
+
+
+def rebuild_describe_cluster_response(
+    entity: DescribeClusterResponse, /, **changes: Unpack[DescribeClusterResponseChanges]
+) -> DescribeClusterResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_cluster_response(
     cls: type[DescribeClusterResponse], **fields: Unpack[DescribeClusterResponseFields]
 ) -> DescribeClusterResponse:
@@ -880,6 +1260,19 @@ class DescribeConfigsSynonymFields(TypedDict):
     name: str
     value: str | None
     source: int
+
+
+class DescribeConfigsSynonymChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    source: int
+
+
+def rebuild_describe_configs_synonym(
+    entity: DescribeConfigsSynonym, /, **changes: Unpack[DescribeConfigsSynonymChanges]
+) -> DescribeConfigsSynonym:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_configs_synonym(
@@ -909,6 +1302,24 @@ class DescribeConfigsResourceResultFields(TypedDict):
     documentation: NotRequired[str | None]
 
 
+class DescribeConfigsResourceResultChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    synonyms: tuple[DescribeConfigsSynonym, ...]
+    config_type: int
+    documentation: str | None
+
+
+def rebuild_describe_configs_resource_result(
+    entity: DescribeConfigsResourceResult, /, **changes: Unpack[DescribeConfigsResourceResultChanges]
+) -> DescribeConfigsResourceResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_configs_resource_result(
     response: type[DescribeConfigsResponse], **fields: Unpack[DescribeConfigsResourceResultFields]
 ) -> DescribeConfigsResourceResult:
@@ -930,6 +1341,21 @@ class DescribeConfigsResultFields(TypedDict):
     configs: tuple[DescribeConfigsResourceResult, ...]
 
 
+class DescribeConfigsResultChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    configs: tuple[DescribeConfigsResourceResult, ...]
+
+
+def rebuild_describe_configs_result(
+    entity: DescribeConfigsResult, /, **changes: Unpack[DescribeConfigsResultChanges]
+) -> DescribeConfigsResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_configs_result(
     response: type[DescribeConfigsResponse], **fields: Unpack[DescribeConfigsResultFields]
 ) -> DescribeConfigsResult:
@@ -941,6 +1367,18 @@ def describe_configs_result(
 class DescribeConfigsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[DescribeConfigsResult, ...]
+
+
+class DescribeConfigsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[DescribeConfigsResult, ...]
+
+
+def rebuild_describe_configs_response(
+    entity: DescribeConfigsResponse, /, **changes: Unpack[DescribeConfigsResponseChanges]
+) -> DescribeConfigsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_configs_response(
@@ -966,6 +1404,22 @@ class DescribedGroupMemberFields(TypedDict):
     member_metadata: bytes
     member_assignment: bytes
     group_instance_id: NotRequired[str | None]
+
+
+class DescribedGroupMemberChanges(TypedDict, total=False):
+    member_id: str
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+    group_instance_id: str | None
+
+
+def rebuild_described_group_member(
+    entity: DescribedGroupMember, /, **changes: Unpack[DescribedGroupMemberChanges]
+) -> DescribedGroupMember:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def described_group_member(
@@ -996,6 +1450,23 @@ class DescribeGroupsDescribedGroupFields(TypedDict):
     authorized_operations: NotRequired[int]
 
 
+class DescribeGroupsDescribedGroupChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    group_id: str
+    group_state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[DescribedGroupMember, ...]
+    authorized_operations: int
+
+
+def rebuild_describe_groups_described_group(
+    entity: DescribeGroupsDescribedGroup, /, **changes: Unpack[DescribeGroupsDescribedGroupChanges]
+) -> DescribeGroupsDescribedGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_groups_described_group(
     response: type[DescribeGroupsResponse], **fields: Unpack[DescribeGroupsDescribedGroupFields]
 ) -> DescribeGroupsDescribedGroup:
@@ -1007,6 +1478,18 @@ def describe_groups_described_group(
 class DescribeGroupsResponseFields(TypedDict):
     groups: tuple[DescribeGroupsDescribedGroup, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class DescribeGroupsResponseChanges(TypedDict, total=False):
+    groups: tuple[DescribeGroupsDescribedGroup, ...]
+    throttle_time: timedelta
+
+
+def rebuild_describe_groups_response(
+    entity: DescribeGroupsResponse, /, **changes: Unpack[DescribeGroupsResponseChanges]
+) -> DescribeGroupsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_groups_response(
@@ -1027,6 +1510,20 @@ class ProducerStateFields(TypedDict):
     current_txn_start_offset: NotRequired[int]
 
 
+class ProducerStateChanges(TypedDict, total=False):
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
+def rebuild_producer_state(entity: ProducerState, /, **changes: Unpack[ProducerStateChanges]) -> ProducerState:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def producer_state(response: type[DescribeProducersResponse], **fields: Unpack[ProducerStateFields]) -> ProducerState:
     """``ProducerState``, of ``response``'s version."""
     built: ProducerState = build_fields(nested(response, "ProducerState"), fields)
@@ -1041,6 +1538,20 @@ class PartitionResponseFields(TypedDict):
     error_code: ErrorCode
     error_message: NotRequired[str | None]
     active_producers: tuple[ProducerState, ...]
+
+
+class PartitionResponseChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    error_message: str | None
+    active_producers: tuple[ProducerState, ...]
+
+
+def rebuild_partition_response(
+    entity: PartitionResponse, /, **changes: Unpack[PartitionResponseChanges]
+) -> PartitionResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def partition_response(
@@ -1059,6 +1570,16 @@ class TopicResponseFields(TypedDict):
     partitions: tuple[PartitionResponse, ...]
 
 
+class TopicResponseChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[PartitionResponse, ...]
+
+
+def rebuild_topic_response(entity: TopicResponse, /, **changes: Unpack[TopicResponseChanges]) -> TopicResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def topic_response(response: type[DescribeProducersResponse], **fields: Unpack[TopicResponseFields]) -> TopicResponse:
     """``TopicResponse``, of ``response``'s version."""
     built: TopicResponse = build_fields(nested(response, "TopicResponse"), fields)
@@ -1068,6 +1589,18 @@ def topic_response(response: type[DescribeProducersResponse], **fields: Unpack[T
 class DescribeProducersResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[TopicResponse, ...]
+
+
+class DescribeProducersResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[TopicResponse, ...]
+
+
+def rebuild_describe_producers_response(
+    entity: DescribeProducersResponse, /, **changes: Unpack[DescribeProducersResponseChanges]
+) -> DescribeProducersResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_producers_response(
@@ -1089,6 +1622,27 @@ class DescribeTopicPartitionsResponsePartitionFields(TypedDict):
     eligible_leader_replicas: NotRequired[tuple[int, ...] | None]
     last_known_elr: NotRequired[tuple[int, ...] | None]
     offline_replicas: NotRequired[tuple[int, ...]]
+
+
+class DescribeTopicPartitionsResponsePartitionChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    eligible_leader_replicas: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
+    offline_replicas: tuple[int, ...]
+
+
+def rebuild_describe_topic_partitions_response_partition(
+    entity: DescribeTopicPartitionsResponsePartition,
+    /,
+    **changes: Unpack[DescribeTopicPartitionsResponsePartitionChanges],
+) -> DescribeTopicPartitionsResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_topic_partitions_response_partition(
@@ -1113,6 +1667,22 @@ class DescribeTopicPartitionsResponseTopicFields(TypedDict):
     topic_authorized_operations: NotRequired[int]
 
 
+class DescribeTopicPartitionsResponseTopicChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    name: str | None
+    topic_id: UUID | None
+    is_internal: bool
+    partitions: tuple[DescribeTopicPartitionsResponsePartition, ...]
+    topic_authorized_operations: int
+
+
+def rebuild_describe_topic_partitions_response_topic(
+    entity: DescribeTopicPartitionsResponseTopic, /, **changes: Unpack[DescribeTopicPartitionsResponseTopicChanges]
+) -> DescribeTopicPartitionsResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_topic_partitions_response_topic(
     response: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponseTopicFields]
 ) -> DescribeTopicPartitionsResponseTopic:
@@ -1131,6 +1701,16 @@ class CursorFields(TypedDict):
     partition_index: int
 
 
+class CursorChanges(TypedDict, total=False):
+    topic_name: str
+    partition_index: int
+
+
+def rebuild_cursor(entity: Cursor, /, **changes: Unpack[CursorChanges]) -> Cursor:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def cursor(response: type[DescribeTopicPartitionsResponse], **fields: Unpack[CursorFields]) -> Cursor:
     """``Cursor``, of ``response``'s version."""
     built: Cursor = build_fields(nested(response, "Cursor"), fields)
@@ -1141,6 +1721,19 @@ class DescribeTopicPartitionsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
     next_cursor: NotRequired[Cursor | None]
+
+
+class DescribeTopicPartitionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
+    next_cursor: Cursor | None
+
+
+def rebuild_describe_topic_partitions_response(
+    entity: DescribeTopicPartitionsResponse, /, **changes: Unpack[DescribeTopicPartitionsResponseChanges]
+) -> DescribeTopicPartitionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_topic_partitions_response(
@@ -1155,6 +1748,16 @@ TopicData = TopicDataV0
 class TopicDataFields(TypedDict):
     topic: str
     partitions: NotRequired[tuple[int, ...]]
+
+
+class TopicDataChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[int, ...]
+
+
+def rebuild_topic_data(entity: TopicData, /, **changes: Unpack[TopicDataChanges]) -> TopicData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def topic_data(response: type[DescribeTransactionsResponse], **fields: Unpack[TopicDataFields]) -> TopicData:
@@ -1177,6 +1780,24 @@ class DescribeTransactionsTransactionStateFields(TypedDict):
     topics: tuple[TopicData, ...]
 
 
+class DescribeTransactionsTransactionStateChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout: timedelta
+    transaction_start_time: datetime
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[TopicData, ...]
+
+
+def rebuild_describe_transactions_transaction_state(
+    entity: DescribeTransactionsTransactionState, /, **changes: Unpack[DescribeTransactionsTransactionStateChanges]
+) -> DescribeTransactionsTransactionState:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_transactions_transaction_state(
     response: type[DescribeTransactionsResponse], **fields: Unpack[DescribeTransactionsTransactionStateFields]
 ) -> DescribeTransactionsTransactionState:
@@ -1190,6 +1811,18 @@ class DescribeTransactionsResponseFields(TypedDict):
     transaction_states: tuple[DescribeTransactionsTransactionState, ...]
 
 
+class DescribeTransactionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    transaction_states: tuple[DescribeTransactionsTransactionState, ...]
+
+
+def rebuild_describe_transactions_response(
+    entity: DescribeTransactionsResponse, /, **changes: Unpack[DescribeTransactionsResponseChanges]
+) -> DescribeTransactionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_transactions_response(
     cls: type[DescribeTransactionsResponse], **fields: Unpack[DescribeTransactionsResponseFields]
 ) -> DescribeTransactionsResponse:
@@ -1199,6 +1832,16 @@ def describe_transactions_response(
 class EndTxnResponseFields(TypedDict):
     throttle_time: timedelta
     error_code: ErrorCode
+
+
+class EndTxnResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+
+
+def rebuild_end_txn_response(entity: EndTxnResponse, /, **changes: Unpack[EndTxnResponseChanges]) -> EndTxnResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def end_txn_response(cls: type[EndTxnResponse], **fields: Unpack[EndTxnResponseFields]) -> EndTxnResponse:
@@ -1226,6 +1869,18 @@ AbortedTransaction = (
 class AbortedTransactionFields(TypedDict):
     producer_id: int
     first_offset: int
+
+
+class AbortedTransactionChanges(TypedDict, total=False):
+    producer_id: int
+    first_offset: int
+
+
+def rebuild_aborted_transaction(
+    entity: AbortedTransaction, /, **changes: Unpack[AbortedTransactionChanges]
+) -> AbortedTransaction:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def aborted_transaction(
@@ -1268,6 +1923,25 @@ class PartitionDataFields(TypedDict):
     snapshot_id: NotRequired[SnapshotId]
 
 
+class PartitionDataChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    high_watermark: int
+    last_stable_offset: int
+    aborted_transactions: tuple[AbortedTransaction, ...] | None
+    records: bytes | None
+    log_start_offset: int
+    preferred_read_replica: int
+    diverging_epoch: FetchEpochEndOffset
+    current_leader: FetchLeaderIdAndEpoch
+    snapshot_id: SnapshotId
+
+
+def rebuild_partition_data(entity: PartitionData, /, **changes: Unpack[PartitionDataChanges]) -> PartitionData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def partition_data(response: type[FetchResponse], **fields: Unpack[PartitionDataFields]) -> PartitionData:
     """``PartitionData``, of ``response``'s version."""
     built: PartitionData = build_fields(nested(response, "PartitionData"), fields)
@@ -1298,6 +1972,19 @@ class FetchableTopicResponseFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class FetchableTopicResponseChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[PartitionData, ...]
+    topic_id: UUID | None
+
+
+def rebuild_fetchable_topic_response(
+    entity: FetchableTopicResponse, /, **changes: Unpack[FetchableTopicResponseChanges]
+) -> FetchableTopicResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def fetchable_topic_response(
     response: type[FetchResponse], **fields: Unpack[FetchableTopicResponseFields]
 ) -> FetchableTopicResponse:
@@ -1312,6 +1999,19 @@ class FetchResponseFields(TypedDict):
     error_code: NotRequired[ErrorCode]
     session_id: NotRequired[int]
     node_endpoints: NotRequired[tuple[FetchNodeEndpoint, ...]]
+
+
+class FetchResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[FetchableTopicResponse, ...]
+    error_code: ErrorCode
+    session_id: int
+    node_endpoints: tuple[FetchNodeEndpoint, ...]
+
+
+def rebuild_fetch_response(entity: FetchResponse, /, **changes: Unpack[FetchResponseChanges]) -> FetchResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def fetch_response(cls: type[FetchResponse], **fields: Unpack[FetchResponseFields]) -> FetchResponse:
@@ -1331,6 +2031,18 @@ FetchEpochEndOffset = (
 class FetchEpochEndOffsetFields(TypedDict):
     epoch: NotRequired[int]
     end_offset: NotRequired[int]
+
+
+class FetchEpochEndOffsetChanges(TypedDict, total=False):
+    epoch: int
+    end_offset: int
+
+
+def rebuild_fetch_epoch_end_offset(
+    entity: FetchEpochEndOffset, /, **changes: Unpack[FetchEpochEndOffsetChanges]
+) -> FetchEpochEndOffset:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def fetch_epoch_end_offset(
@@ -1356,6 +2068,18 @@ class FetchLeaderIdAndEpochFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class FetchLeaderIdAndEpochChanges(TypedDict, total=False):
+    leader_id: int
+    leader_epoch: int
+
+
+def rebuild_fetch_leader_id_and_epoch(
+    entity: FetchLeaderIdAndEpoch, /, **changes: Unpack[FetchLeaderIdAndEpochChanges]
+) -> FetchLeaderIdAndEpoch:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def fetch_leader_id_and_epoch(
     response: type[FetchResponse], **fields: Unpack[FetchLeaderIdAndEpochFields]
 ) -> FetchLeaderIdAndEpoch:
@@ -1370,6 +2094,16 @@ SnapshotId = SnapshotIdV12 | SnapshotIdV13 | SnapshotIdV14 | SnapshotIdV15 | Sna
 class SnapshotIdFields(TypedDict):
     end_offset: NotRequired[int]
     epoch: NotRequired[int]
+
+
+class SnapshotIdChanges(TypedDict, total=False):
+    end_offset: int
+    epoch: int
+
+
+def rebuild_snapshot_id(entity: SnapshotId, /, **changes: Unpack[SnapshotIdChanges]) -> SnapshotId:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def snapshot_id(response: type[FetchResponse], **fields: Unpack[SnapshotIdFields]) -> SnapshotId:
@@ -1388,6 +2122,20 @@ class FetchNodeEndpointFields(TypedDict):
     rack: NotRequired[str | None]
 
 
+class FetchNodeEndpointChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_fetch_node_endpoint(
+    entity: FetchNodeEndpoint, /, **changes: Unpack[FetchNodeEndpointChanges]
+) -> FetchNodeEndpoint:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def fetch_node_endpoint(response: type[FetchResponse], **fields: Unpack[FetchNodeEndpointFields]) -> FetchNodeEndpoint:
     """``NodeEndpoint``, of ``response``'s version."""
     built: FetchNodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
@@ -1402,6 +2150,23 @@ class FindCoordinatorResponseFields(TypedDict):
     throttle_time: NotRequired[timedelta]
     error_message: NotRequired[str | None]
     coordinators: NotRequired[tuple[Coordinator, ...]]
+
+
+class FindCoordinatorResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    node_id: int
+    host: str
+    port: int
+    throttle_time: timedelta
+    error_message: str | None
+    coordinators: tuple[Coordinator, ...]
+
+
+def rebuild_find_coordinator_response(
+    entity: FindCoordinatorResponse, /, **changes: Unpack[FindCoordinatorResponseChanges]
+) -> FindCoordinatorResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def find_coordinator_response(
@@ -1422,6 +2187,20 @@ class CoordinatorFields(TypedDict):
     error_message: str | None
 
 
+class CoordinatorChanges(TypedDict, total=False):
+    key: str
+    node_id: int
+    host: str
+    port: int
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def rebuild_coordinator(entity: Coordinator, /, **changes: Unpack[CoordinatorChanges]) -> Coordinator:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def coordinator(response: type[FindCoordinatorResponse], **fields: Unpack[CoordinatorFields]) -> Coordinator:
     """``Coordinator``, of ``response``'s version."""
     built: Coordinator = build_fields(nested(response, "Coordinator"), fields)
@@ -1431,6 +2210,18 @@ def coordinator(response: type[FindCoordinatorResponse], **fields: Unpack[Coordi
 class HeartbeatResponseFields(TypedDict):
     error_code: ErrorCode
     throttle_time: NotRequired[timedelta]
+
+
+class HeartbeatResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    throttle_time: timedelta
+
+
+def rebuild_heartbeat_response(
+    entity: HeartbeatResponse, /, **changes: Unpack[HeartbeatResponseChanges]
+) -> HeartbeatResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def heartbeat_response(cls: type[HeartbeatResponse], **fields: Unpack[HeartbeatResponseFields]) -> HeartbeatResponse:
@@ -1449,6 +2240,22 @@ class IncrementalAlterConfigsAlterConfigsResourceResponseFields(TypedDict):
     resource_name: str
 
 
+class IncrementalAlterConfigsAlterConfigsResourceResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+
+
+def rebuild_incremental_alter_configs_alter_configs_resource_response(
+    entity: IncrementalAlterConfigsAlterConfigsResourceResponse,
+    /,
+    **changes: Unpack[IncrementalAlterConfigsAlterConfigsResourceResponseChanges],
+) -> IncrementalAlterConfigsAlterConfigsResourceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def incremental_alter_configs_alter_configs_resource_response(
     response: type[IncrementalAlterConfigsResponse],
     **fields: Unpack[IncrementalAlterConfigsAlterConfigsResourceResponseFields],
@@ -1465,6 +2272,18 @@ class IncrementalAlterConfigsResponseFields(TypedDict):
     responses: tuple[IncrementalAlterConfigsAlterConfigsResourceResponse, ...]
 
 
+class IncrementalAlterConfigsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[IncrementalAlterConfigsAlterConfigsResourceResponse, ...]
+
+
+def rebuild_incremental_alter_configs_response(
+    entity: IncrementalAlterConfigsResponse, /, **changes: Unpack[IncrementalAlterConfigsResponseChanges]
+) -> IncrementalAlterConfigsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def incremental_alter_configs_response(
     cls: type[IncrementalAlterConfigsResponse], **fields: Unpack[IncrementalAlterConfigsResponseFields]
 ) -> IncrementalAlterConfigsResponse:
@@ -1476,6 +2295,20 @@ class InitProducerIdResponseFields(TypedDict):
     error_code: ErrorCode
     producer_id: NotRequired[int]
     producer_epoch: int
+
+
+class InitProducerIdResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    producer_id: int
+    producer_epoch: int
+
+
+def rebuild_init_producer_id_response(
+    entity: InitProducerIdResponse, /, **changes: Unpack[InitProducerIdResponseChanges]
+) -> InitProducerIdResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def init_producer_id_response(
@@ -1504,6 +2337,19 @@ class JoinGroupResponseMemberFields(TypedDict):
     group_instance_id: NotRequired[str | None]
 
 
+class JoinGroupResponseMemberChanges(TypedDict, total=False):
+    member_id: str
+    metadata: bytes
+    group_instance_id: str | None
+
+
+def rebuild_join_group_response_member(
+    entity: JoinGroupResponseMember, /, **changes: Unpack[JoinGroupResponseMemberChanges]
+) -> JoinGroupResponseMember:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def join_group_response_member(
     response: type[JoinGroupResponse], **fields: Unpack[JoinGroupResponseMemberFields]
 ) -> JoinGroupResponseMember:
@@ -1524,6 +2370,25 @@ class JoinGroupResponseFields(TypedDict):
     skip_assignment: NotRequired[bool]
 
 
+class JoinGroupResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    generation_id: int
+    protocol_name: str | None
+    leader: str
+    member_id: str
+    members: tuple[JoinGroupResponseMember, ...]
+    throttle_time: timedelta
+    protocol_type: str | None
+    skip_assignment: bool
+
+
+def rebuild_join_group_response(
+    entity: JoinGroupResponse, /, **changes: Unpack[JoinGroupResponseChanges]
+) -> JoinGroupResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def join_group_response(cls: type[JoinGroupResponse], **fields: Unpack[JoinGroupResponseFields]) -> JoinGroupResponse:
     return build_fields(cls, fields)
 
@@ -1532,6 +2397,19 @@ class LeaveGroupResponseFields(TypedDict):
     error_code: ErrorCode
     throttle_time: NotRequired[timedelta]
     members: NotRequired[tuple[MemberResponse, ...]]
+
+
+class LeaveGroupResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    throttle_time: timedelta
+    members: tuple[MemberResponse, ...]
+
+
+def rebuild_leave_group_response(
+    entity: LeaveGroupResponse, /, **changes: Unpack[LeaveGroupResponseChanges]
+) -> LeaveGroupResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def leave_group_response(
@@ -1549,6 +2427,17 @@ class MemberResponseFields(TypedDict):
     error_code: ErrorCode
 
 
+class MemberResponseChanges(TypedDict, total=False):
+    member_id: str
+    group_instance_id: str | None
+    error_code: ErrorCode
+
+
+def rebuild_member_response(entity: MemberResponse, /, **changes: Unpack[MemberResponseChanges]) -> MemberResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def member_response(response: type[LeaveGroupResponse], **fields: Unpack[MemberResponseFields]) -> MemberResponse:
     """``MemberResponse``, of ``response``'s version."""
     built: MemberResponse = build_fields(nested(response, "MemberResponse"), fields)
@@ -1564,6 +2453,17 @@ class ListedGroupFields(TypedDict):
     group_state: NotRequired[str]
 
 
+class ListedGroupChanges(TypedDict, total=False):
+    group_id: str
+    protocol_type: str
+    group_state: str
+
+
+def rebuild_listed_group(entity: ListedGroup, /, **changes: Unpack[ListedGroupChanges]) -> ListedGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def listed_group(response: type[ListGroupsResponse], **fields: Unpack[ListedGroupFields]) -> ListedGroup:
     """``ListedGroup``, of ``response``'s version."""
     built: ListedGroup = build_fields(nested(response, "ListedGroup"), fields)
@@ -1574,6 +2474,19 @@ class ListGroupsResponseFields(TypedDict):
     error_code: ErrorCode
     groups: tuple[ListedGroup, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class ListGroupsResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    groups: tuple[ListedGroup, ...]
+    throttle_time: timedelta
+
+
+def rebuild_list_groups_response(
+    entity: ListGroupsResponse, /, **changes: Unpack[ListGroupsResponseChanges]
+) -> ListGroupsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def list_groups_response(
@@ -1602,6 +2515,21 @@ class ListOffsetsPartitionResponseFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class ListOffsetsPartitionResponseChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+def rebuild_list_offsets_partition_response(
+    entity: ListOffsetsPartitionResponse, /, **changes: Unpack[ListOffsetsPartitionResponseChanges]
+) -> ListOffsetsPartitionResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def list_offsets_partition_response(
     response: type[ListOffsetsResponse], **fields: Unpack[ListOffsetsPartitionResponseFields]
 ) -> ListOffsetsPartitionResponse:
@@ -1627,6 +2555,18 @@ class ListOffsetsTopicResponseFields(TypedDict):
     partitions: tuple[ListOffsetsPartitionResponse, ...]
 
 
+class ListOffsetsTopicResponseChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[ListOffsetsPartitionResponse, ...]
+
+
+def rebuild_list_offsets_topic_response(
+    entity: ListOffsetsTopicResponse, /, **changes: Unpack[ListOffsetsTopicResponseChanges]
+) -> ListOffsetsTopicResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def list_offsets_topic_response(
     response: type[ListOffsetsResponse], **fields: Unpack[ListOffsetsTopicResponseFields]
 ) -> ListOffsetsTopicResponse:
@@ -1638,6 +2578,18 @@ def list_offsets_topic_response(
 class ListOffsetsResponseFields(TypedDict):
     topics: tuple[ListOffsetsTopicResponse, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class ListOffsetsResponseChanges(TypedDict, total=False):
+    topics: tuple[ListOffsetsTopicResponse, ...]
+    throttle_time: timedelta
+
+
+def rebuild_list_offsets_response(
+    entity: ListOffsetsResponse, /, **changes: Unpack[ListOffsetsResponseChanges]
+) -> ListOffsetsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def list_offsets_response(
@@ -1655,6 +2607,19 @@ class ListTransactionsTransactionStateFields(TypedDict):
     transaction_state: str
 
 
+class ListTransactionsTransactionStateChanges(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
+
+
+def rebuild_list_transactions_transaction_state(
+    entity: ListTransactionsTransactionState, /, **changes: Unpack[ListTransactionsTransactionStateChanges]
+) -> ListTransactionsTransactionState:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def list_transactions_transaction_state(
     response: type[ListTransactionsResponse], **fields: Unpack[ListTransactionsTransactionStateFields]
 ) -> ListTransactionsTransactionState:
@@ -1668,6 +2633,20 @@ class ListTransactionsResponseFields(TypedDict):
     error_code: ErrorCode
     unknown_state_filters: NotRequired[tuple[str, ...]]
     transaction_states: tuple[ListTransactionsTransactionState, ...]
+
+
+class ListTransactionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    unknown_state_filters: tuple[str, ...]
+    transaction_states: tuple[ListTransactionsTransactionState, ...]
+
+
+def rebuild_list_transactions_response(
+    entity: ListTransactionsResponse, /, **changes: Unpack[ListTransactionsResponseChanges]
+) -> ListTransactionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def list_transactions_response(
@@ -1697,6 +2676,20 @@ class MetadataResponseBrokerFields(TypedDict):
     host: str
     port: int
     rack: NotRequired[str | None]
+
+
+class MetadataResponseBrokerChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_metadata_response_broker(
+    entity: MetadataResponseBroker, /, **changes: Unpack[MetadataResponseBrokerChanges]
+) -> MetadataResponseBroker:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def metadata_response_broker(
@@ -1733,6 +2726,23 @@ class MetadataResponsePartitionFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class MetadataResponsePartitionChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    leader_epoch: int
+
+
+def rebuild_metadata_response_partition(
+    entity: MetadataResponsePartition, /, **changes: Unpack[MetadataResponsePartitionChanges]
+) -> MetadataResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response_partition(
     response: type[MetadataResponse], **fields: Unpack[MetadataResponsePartitionFields]
 ) -> MetadataResponsePartition:
@@ -1766,6 +2776,22 @@ class MetadataResponseTopicFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class MetadataResponseTopicChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    name: str | None
+    is_internal: bool
+    partitions: tuple[MetadataResponsePartition, ...]
+    topic_authorized_operations: int
+    topic_id: UUID | None
+
+
+def rebuild_metadata_response_topic(
+    entity: MetadataResponseTopic, /, **changes: Unpack[MetadataResponseTopicChanges]
+) -> MetadataResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response_topic(
     response: type[MetadataResponse], **fields: Unpack[MetadataResponseTopicFields]
 ) -> MetadataResponseTopic:
@@ -1781,6 +2807,22 @@ class MetadataResponseFields(TypedDict):
     cluster_id: NotRequired[str | None]
     throttle_time: NotRequired[timedelta]
     cluster_authorized_operations: NotRequired[int]
+
+
+class MetadataResponseChanges(TypedDict, total=False):
+    brokers: tuple[MetadataResponseBroker, ...]
+    controller_id: int
+    topics: tuple[MetadataResponseTopic, ...]
+    cluster_id: str | None
+    throttle_time: timedelta
+    cluster_authorized_operations: int
+
+
+def rebuild_metadata_response(
+    entity: MetadataResponse, /, **changes: Unpack[MetadataResponseChanges]
+) -> MetadataResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def metadata_response(cls: type[MetadataResponse], **fields: Unpack[MetadataResponseFields]) -> MetadataResponse:
@@ -1802,6 +2844,18 @@ OffsetCommitResponsePartition = (
 class OffsetCommitResponsePartitionFields(TypedDict):
     partition_index: int
     error_code: ErrorCode
+
+
+class OffsetCommitResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+def rebuild_offset_commit_response_partition(
+    entity: OffsetCommitResponsePartition, /, **changes: Unpack[OffsetCommitResponsePartitionChanges]
+) -> OffsetCommitResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_commit_response_partition(
@@ -1829,6 +2883,18 @@ class OffsetCommitResponseTopicFields(TypedDict):
     partitions: tuple[OffsetCommitResponsePartition, ...]
 
 
+class OffsetCommitResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetCommitResponsePartition, ...]
+
+
+def rebuild_offset_commit_response_topic(
+    entity: OffsetCommitResponseTopic, /, **changes: Unpack[OffsetCommitResponseTopicChanges]
+) -> OffsetCommitResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_commit_response_topic(
     response: type[OffsetCommitResponse], **fields: Unpack[OffsetCommitResponseTopicFields]
 ) -> OffsetCommitResponseTopic:
@@ -1840,6 +2906,18 @@ def offset_commit_response_topic(
 class OffsetCommitResponseFields(TypedDict):
     topics: tuple[OffsetCommitResponseTopic, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class OffsetCommitResponseChanges(TypedDict, total=False):
+    topics: tuple[OffsetCommitResponseTopic, ...]
+    throttle_time: timedelta
+
+
+def rebuild_offset_commit_response(
+    entity: OffsetCommitResponse, /, **changes: Unpack[OffsetCommitResponseChanges]
+) -> OffsetCommitResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_commit_response(
@@ -1854,6 +2932,18 @@ OffsetDeleteResponsePartition = OffsetDeleteResponsePartitionV0
 class OffsetDeleteResponsePartitionFields(TypedDict):
     partition_index: int
     error_code: ErrorCode
+
+
+class OffsetDeleteResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+def rebuild_offset_delete_response_partition(
+    entity: OffsetDeleteResponsePartition, /, **changes: Unpack[OffsetDeleteResponsePartitionChanges]
+) -> OffsetDeleteResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_delete_response_partition(
@@ -1872,6 +2962,18 @@ class OffsetDeleteResponseTopicFields(TypedDict):
     partitions: tuple[OffsetDeleteResponsePartition, ...]
 
 
+class OffsetDeleteResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetDeleteResponsePartition, ...]
+
+
+def rebuild_offset_delete_response_topic(
+    entity: OffsetDeleteResponseTopic, /, **changes: Unpack[OffsetDeleteResponseTopicChanges]
+) -> OffsetDeleteResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_delete_response_topic(
     response: type[OffsetDeleteResponse], **fields: Unpack[OffsetDeleteResponseTopicFields]
 ) -> OffsetDeleteResponseTopic:
@@ -1884,6 +2986,19 @@ class OffsetDeleteResponseFields(TypedDict):
     error_code: ErrorCode
     throttle_time: timedelta
     topics: tuple[OffsetDeleteResponseTopic, ...]
+
+
+class OffsetDeleteResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    throttle_time: timedelta
+    topics: tuple[OffsetDeleteResponseTopic, ...]
+
+
+def rebuild_offset_delete_response(
+    entity: OffsetDeleteResponse, /, **changes: Unpack[OffsetDeleteResponseChanges]
+) -> OffsetDeleteResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_delete_response(
@@ -1910,6 +3025,21 @@ class OffsetFetchResponsePartitionFields(TypedDict):
     committed_leader_epoch: NotRequired[int]
 
 
+class OffsetFetchResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    metadata: str | None
+    error_code: ErrorCode
+    committed_leader_epoch: int
+
+
+def rebuild_offset_fetch_response_partition(
+    entity: OffsetFetchResponsePartition, /, **changes: Unpack[OffsetFetchResponsePartitionChanges]
+) -> OffsetFetchResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_fetch_response_partition(
     response: type[OffsetFetchResponse], **fields: Unpack[OffsetFetchResponsePartitionFields]
 ) -> OffsetFetchResponsePartition:
@@ -1933,6 +3063,18 @@ class OffsetFetchResponseTopicFields(TypedDict):
     partitions: tuple[OffsetFetchResponsePartition, ...]
 
 
+class OffsetFetchResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetFetchResponsePartition, ...]
+
+
+def rebuild_offset_fetch_response_topic(
+    entity: OffsetFetchResponseTopic, /, **changes: Unpack[OffsetFetchResponseTopicChanges]
+) -> OffsetFetchResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_fetch_response_topic(
     response: type[OffsetFetchResponse], **fields: Unpack[OffsetFetchResponseTopicFields]
 ) -> OffsetFetchResponseTopic:
@@ -1946,6 +3088,20 @@ class OffsetFetchResponseFields(TypedDict):
     error_code: NotRequired[ErrorCode]
     throttle_time: NotRequired[timedelta]
     groups: NotRequired[tuple[OffsetFetchResponseGroup, ...]]
+
+
+class OffsetFetchResponseChanges(TypedDict, total=False):
+    topics: tuple[OffsetFetchResponseTopic, ...]
+    error_code: ErrorCode
+    throttle_time: timedelta
+    groups: tuple[OffsetFetchResponseGroup, ...]
+
+
+def rebuild_offset_fetch_response(
+    entity: OffsetFetchResponse, /, **changes: Unpack[OffsetFetchResponseChanges]
+) -> OffsetFetchResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_fetch_response(
@@ -1965,6 +3121,21 @@ class OffsetFetchResponsePartitionsFields(TypedDict):
     error_code: ErrorCode
 
 
+class OffsetFetchResponsePartitionsChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str | None
+    error_code: ErrorCode
+
+
+def rebuild_offset_fetch_response_partitions(
+    entity: OffsetFetchResponsePartitions, /, **changes: Unpack[OffsetFetchResponsePartitionsChanges]
+) -> OffsetFetchResponsePartitions:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_fetch_response_partitions(
     response: type[OffsetFetchResponse], **fields: Unpack[OffsetFetchResponsePartitionsFields]
 ) -> OffsetFetchResponsePartitions:
@@ -1979,6 +3150,18 @@ OffsetFetchResponseTopics = OffsetFetchResponseTopicsV8 | OffsetFetchResponseTop
 class OffsetFetchResponseTopicsFields(TypedDict):
     name: str
     partitions: tuple[OffsetFetchResponsePartitions, ...]
+
+
+class OffsetFetchResponseTopicsChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetFetchResponsePartitions, ...]
+
+
+def rebuild_offset_fetch_response_topics(
+    entity: OffsetFetchResponseTopics, /, **changes: Unpack[OffsetFetchResponseTopicsChanges]
+) -> OffsetFetchResponseTopics:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_fetch_response_topics(
@@ -1996,6 +3179,19 @@ class OffsetFetchResponseGroupFields(TypedDict):
     group_id: str
     topics: tuple[OffsetFetchResponseTopics, ...]
     error_code: NotRequired[ErrorCode]
+
+
+class OffsetFetchResponseGroupChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetFetchResponseTopics, ...]
+    error_code: ErrorCode
+
+
+def rebuild_offset_fetch_response_group(
+    entity: OffsetFetchResponseGroup, /, **changes: Unpack[OffsetFetchResponseGroupChanges]
+) -> OffsetFetchResponseGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_fetch_response_group(
@@ -2018,6 +3214,20 @@ class OffsetForLeaderEpochEpochEndOffsetFields(TypedDict):
     end_offset: NotRequired[int]
 
 
+class OffsetForLeaderEpochEpochEndOffsetChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition: int
+    leader_epoch: int
+    end_offset: int
+
+
+def rebuild_offset_for_leader_epoch_epoch_end_offset(
+    entity: OffsetForLeaderEpochEpochEndOffset, /, **changes: Unpack[OffsetForLeaderEpochEpochEndOffsetChanges]
+) -> OffsetForLeaderEpochEpochEndOffset:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_for_leader_epoch_epoch_end_offset(
     response: type[OffsetForLeaderEpochResponse], **fields: Unpack[OffsetForLeaderEpochEpochEndOffsetFields]
 ) -> OffsetForLeaderEpochEpochEndOffset:
@@ -2034,6 +3244,18 @@ class OffsetForLeaderTopicResultFields(TypedDict):
     partitions: tuple[OffsetForLeaderEpochEpochEndOffset, ...]
 
 
+class OffsetForLeaderTopicResultChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[OffsetForLeaderEpochEpochEndOffset, ...]
+
+
+def rebuild_offset_for_leader_topic_result(
+    entity: OffsetForLeaderTopicResult, /, **changes: Unpack[OffsetForLeaderTopicResultChanges]
+) -> OffsetForLeaderTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_for_leader_topic_result(
     response: type[OffsetForLeaderEpochResponse], **fields: Unpack[OffsetForLeaderTopicResultFields]
 ) -> OffsetForLeaderTopicResult:
@@ -2045,6 +3267,18 @@ def offset_for_leader_topic_result(
 class OffsetForLeaderEpochResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[OffsetForLeaderTopicResult, ...]
+
+
+class OffsetForLeaderEpochResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[OffsetForLeaderTopicResult, ...]
+
+
+def rebuild_offset_for_leader_epoch_response(
+    entity: OffsetForLeaderEpochResponse, /, **changes: Unpack[OffsetForLeaderEpochResponseChanges]
+) -> OffsetForLeaderEpochResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_for_leader_epoch_response(
@@ -2077,6 +3311,24 @@ class PartitionProduceResponseFields(TypedDict):
     current_leader: NotRequired[ProduceLeaderIdAndEpoch]
 
 
+class PartitionProduceResponseChanges(TypedDict, total=False):
+    index: int
+    error_code: ErrorCode
+    base_offset: int
+    log_append_time: datetime | None
+    log_start_offset: int
+    record_errors: tuple[BatchIndexAndErrorMessage, ...]
+    error_message: str | None
+    current_leader: ProduceLeaderIdAndEpoch
+
+
+def rebuild_partition_produce_response(
+    entity: PartitionProduceResponse, /, **changes: Unpack[PartitionProduceResponseChanges]
+) -> PartitionProduceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def partition_produce_response(
     response: type[ProduceResponse], **fields: Unpack[PartitionProduceResponseFields]
 ) -> PartitionProduceResponse:
@@ -2103,6 +3355,18 @@ class TopicProduceResponseFields(TypedDict):
     partition_responses: tuple[PartitionProduceResponse, ...]
 
 
+class TopicProduceResponseChanges(TypedDict, total=False):
+    name: str
+    partition_responses: tuple[PartitionProduceResponse, ...]
+
+
+def rebuild_topic_produce_response(
+    entity: TopicProduceResponse, /, **changes: Unpack[TopicProduceResponseChanges]
+) -> TopicProduceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def topic_produce_response(
     response: type[ProduceResponse], **fields: Unpack[TopicProduceResponseFields]
 ) -> TopicProduceResponse:
@@ -2115,6 +3379,17 @@ class ProduceResponseFields(TypedDict):
     responses: tuple[TopicProduceResponse, ...]
     throttle_time: NotRequired[timedelta]
     node_endpoints: NotRequired[tuple[ProduceNodeEndpoint, ...]]
+
+
+class ProduceResponseChanges(TypedDict, total=False):
+    responses: tuple[TopicProduceResponse, ...]
+    throttle_time: timedelta
+    node_endpoints: tuple[ProduceNodeEndpoint, ...]
+
+
+def rebuild_produce_response(entity: ProduceResponse, /, **changes: Unpack[ProduceResponseChanges]) -> ProduceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def produce_response(cls: type[ProduceResponse], **fields: Unpack[ProduceResponseFields]) -> ProduceResponse:
@@ -2134,6 +3409,18 @@ class BatchIndexAndErrorMessageFields(TypedDict):
     batch_index_error_message: NotRequired[str | None]
 
 
+class BatchIndexAndErrorMessageChanges(TypedDict, total=False):
+    batch_index: int
+    batch_index_error_message: str | None
+
+
+def rebuild_batch_index_and_error_message(
+    entity: BatchIndexAndErrorMessage, /, **changes: Unpack[BatchIndexAndErrorMessageChanges]
+) -> BatchIndexAndErrorMessage:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def batch_index_and_error_message(
     response: type[ProduceResponse], **fields: Unpack[BatchIndexAndErrorMessageFields]
 ) -> BatchIndexAndErrorMessage:
@@ -2148,6 +3435,18 @@ ProduceLeaderIdAndEpoch = ProduceLeaderIdAndEpochV10 | ProduceLeaderIdAndEpochV1
 class ProduceLeaderIdAndEpochFields(TypedDict):
     leader_id: NotRequired[int]
     leader_epoch: NotRequired[int]
+
+
+class ProduceLeaderIdAndEpochChanges(TypedDict, total=False):
+    leader_id: int
+    leader_epoch: int
+
+
+def rebuild_produce_leader_id_and_epoch(
+    entity: ProduceLeaderIdAndEpoch, /, **changes: Unpack[ProduceLeaderIdAndEpochChanges]
+) -> ProduceLeaderIdAndEpoch:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def produce_leader_id_and_epoch(
@@ -2168,6 +3467,20 @@ class ProduceNodeEndpointFields(TypedDict):
     rack: NotRequired[str | None]
 
 
+class ProduceNodeEndpointChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_produce_node_endpoint(
+    entity: ProduceNodeEndpoint, /, **changes: Unpack[ProduceNodeEndpointChanges]
+) -> ProduceNodeEndpoint:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def produce_node_endpoint(
     response: type[ProduceResponse], **fields: Unpack[ProduceNodeEndpointFields]
 ) -> ProduceNodeEndpoint:
@@ -2182,6 +3495,21 @@ class SyncGroupResponseFields(TypedDict):
     throttle_time: NotRequired[timedelta]
     protocol_type: NotRequired[str | None]
     protocol_name: NotRequired[str | None]
+
+
+class SyncGroupResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    assignment: bytes
+    throttle_time: timedelta
+    protocol_type: str | None
+    protocol_name: str | None
+
+
+def rebuild_sync_group_response(
+    entity: SyncGroupResponse, /, **changes: Unpack[SyncGroupResponseChanges]
+) -> SyncGroupResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def sync_group_response(cls: type[SyncGroupResponse], **fields: Unpack[SyncGroupResponseFields]) -> SyncGroupResponse:
@@ -2199,6 +3527,18 @@ TxnOffsetCommitResponsePartition = (
 class TxnOffsetCommitResponsePartitionFields(TypedDict):
     partition_index: int
     error_code: ErrorCode
+
+
+class TxnOffsetCommitResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+def rebuild_txn_offset_commit_response_partition(
+    entity: TxnOffsetCommitResponsePartition, /, **changes: Unpack[TxnOffsetCommitResponsePartitionChanges]
+) -> TxnOffsetCommitResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def txn_offset_commit_response_partition(
@@ -2222,6 +3562,18 @@ class TxnOffsetCommitResponseTopicFields(TypedDict):
     partitions: tuple[TxnOffsetCommitResponsePartition, ...]
 
 
+class TxnOffsetCommitResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[TxnOffsetCommitResponsePartition, ...]
+
+
+def rebuild_txn_offset_commit_response_topic(
+    entity: TxnOffsetCommitResponseTopic, /, **changes: Unpack[TxnOffsetCommitResponseTopicChanges]
+) -> TxnOffsetCommitResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def txn_offset_commit_response_topic(
     response: type[TxnOffsetCommitResponse], **fields: Unpack[TxnOffsetCommitResponseTopicFields]
 ) -> TxnOffsetCommitResponseTopic:
@@ -2233,6 +3585,18 @@ def txn_offset_commit_response_topic(
 class TxnOffsetCommitResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[TxnOffsetCommitResponseTopic, ...]
+
+
+class TxnOffsetCommitResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[TxnOffsetCommitResponseTopic, ...]
+
+
+def rebuild_txn_offset_commit_response(
+    entity: TxnOffsetCommitResponse, /, **changes: Unpack[TxnOffsetCommitResponseChanges]
+) -> TxnOffsetCommitResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def txn_offset_commit_response(

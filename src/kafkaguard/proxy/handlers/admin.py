@@ -47,7 +47,7 @@ from kafkaguard.model import (
     KafkaErrorCode,
     ResourceType,
 )
-from kafkaguard.protocol.build import NO_THROTTLE, build_request, has_field, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build_request, has_field, nested, rebuild_request
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.routes import route, routes
@@ -76,6 +76,15 @@ from kafkaguard.proxy.builders import (
     offset_for_leader_epoch_epoch_end_offset,
     offset_for_leader_epoch_response,
     offset_for_leader_topic_result,
+    rebuild_alter_configs_response,
+    rebuild_creatable_topic_result,
+    rebuild_create_partitions_response,
+    rebuild_create_topics_response,
+    rebuild_delete_records_response,
+    rebuild_delete_topics_response,
+    rebuild_describe_configs_response,
+    rebuild_incremental_alter_configs_response,
+    rebuild_offset_for_leader_epoch_response,
 )
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import (
@@ -169,7 +178,7 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     results: Sequence[CreatableTopicResult] = answer.topics
     if shows_configs:
         results = _hide_configs(scope, results)
-    return rebuild(answer, topics=tuple(results) + tuple(refused))
+    return rebuild_create_topics_response(answer, topics=tuple(results) + tuple(refused))
 
 
 def _hide_configs(scope: ProxyScope, results: Sequence[CreatableTopicResult]) -> tuple[CreatableTopicResult, ...]:
@@ -183,7 +192,7 @@ def _hide_configs(scope: ProxyScope, results: Sequence[CreatableTopicResult]) ->
     return tuple(
         result
         if result.error_code != ErrorCode.none or result.name in describable
-        else rebuild(
+        else rebuild_creatable_topic_result(
             result,
             topic_config_error_code=wire_error(TOPIC_DENIED).value,
             num_partitions=-1,
@@ -235,7 +244,7 @@ async def _deleted(
         DELETE_TOPICS,
         asking,
         own=lambda: delete_topics_response(cls, throttle_time=NO_THROTTLE, responses=refused),
-        merged=lambda answer: rebuild(answer, responses=answer.responses + refused),
+        merged=lambda answer: rebuild_delete_topics_response(answer, responses=answer.responses + refused),
     )
 
 
@@ -344,7 +353,8 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
         CREATE_PARTITIONS,
         rebuild_request(request, topics=allowed) if allowed else None,
         own=lambda: create_partitions_response(cls, throttle_time=NO_THROTTLE, results=refused),
-        merged=lambda answer: rebuild(answer, results=refused + answer.results),  # Kafka lists its refusals first
+        # Kafka lists its refusals first
+        merged=lambda answer: rebuild_create_partitions_response(answer, results=refused + answer.results),
     )
 
 
@@ -373,7 +383,7 @@ async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Re
         DELETE_RECORDS,
         rebuild_request(request, topics=allowed) if allowed else None,
         own=lambda: delete_records_response(cls, throttle_time=NO_THROTTLE, topics=refused),
-        merged=lambda answer: rebuild(answer, topics=answer.topics + refused),
+        merged=lambda answer: rebuild_delete_records_response(answer, topics=answer.topics + refused),
     )
 
 
@@ -450,7 +460,7 @@ async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -
         DESCRIBE_CONFIGS,
         rebuild_request(request, resources=allowed) if allowed else None,
         own=lambda: describe_configs_response(cls, throttle_time=NO_THROTTLE, results=refused),
-        merged=lambda answer: rebuild(answer, results=answer.results + refused),
+        merged=lambda answer: rebuild_describe_configs_response(answer, results=answer.results + refused),
     )
 
 
@@ -504,14 +514,14 @@ async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
             ALTER_CONFIGS,
             asking,
             own=lambda: alter_configs_response(cls, throttle_time=NO_THROTTLE, responses=refusals),
-            merged=lambda answer: rebuild(answer, responses=refusals + answer.responses),
+            merged=lambda answer: rebuild_alter_configs_response(answer, responses=refusals + answer.responses),
         )
     return await with_refused(
         scope,
         INCREMENTAL_ALTER_CONFIGS,
         asking,
         own=lambda: incremental_alter_configs_response(cls, throttle_time=NO_THROTTLE, responses=refusals),
-        merged=lambda answer: rebuild(answer, responses=refusals + answer.responses),
+        merged=lambda answer: rebuild_incremental_alter_configs_response(answer, responses=refusals + answer.responses),
     )
 
 
@@ -575,7 +585,7 @@ async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpo
         OFFSET_FOR_LEADER_EPOCH,
         rebuild_request(request, topics=allowed) if allowed else None,
         own=lambda: offset_for_leader_epoch_response(cls, throttle_time=NO_THROTTLE, topics=refused),
-        merged=lambda answer: rebuild(answer, topics=answer.topics + refused),
+        merged=lambda answer: rebuild_offset_for_leader_epoch_response(answer, topics=answer.topics + refused),
     )
 
 

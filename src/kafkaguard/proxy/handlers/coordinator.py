@@ -12,11 +12,17 @@ from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse as F
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
-from kafkaguard.proxy.builders import Coordinator, coordinator, find_coordinator_response
+from kafkaguard.proxy.builders import (
+    Coordinator,
+    coordinator,
+    find_coordinator_response,
+    rebuild_coordinator,
+    rebuild_find_coordinator_response,
+)
 from kafkaguard.proxy.handlers.addresses import proxied_node
 from kafkaguard.proxy.messages import FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse
 from kafkaguard.proxy.refusals import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
@@ -50,7 +56,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
         if isinstance(single, FindCoordinatorResponseV4):  # decoded at the request's version: v0-v3 answer one key
             raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as v4")
         host, port = await proxied_node(scope, int(single.node_id), single.host, int(single.port))
-        return rebuild(single, host=host, port=port)
+        return rebuild_find_coordinator_response(single, host=host, port=port)
     refused = _coordinators(cls, denied, _DENIED[resource_type])
     if not allowed:
         return find_coordinator_response(cls, throttle_time=NO_THROTTLE, coordinators=refused)
@@ -62,8 +68,8 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     coordinators = []
     for found in answer.coordinators:
         host, port = await proxied_node(scope, int(found.node_id), found.host, int(found.port))
-        coordinators.append(rebuild(found, host=host, port=port))
-    return rebuild(answer, coordinators=tuple(coordinators) + refused)
+        coordinators.append(rebuild_coordinator(found, host=host, port=port))
+    return rebuild_find_coordinator_response(answer, coordinators=tuple(coordinators) + refused)
 
 
 def _single(cls: type[FindCoordinatorResponse], error: ItemError) -> FindCoordinatorResponse:

@@ -63,7 +63,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.header import decode_header
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
@@ -74,6 +74,7 @@ from kafkaguard.proxy.builders import (
     fetch_response,
     fetchable_topic_response,
     partition_data,
+    rebuild_fetch_response,
 )
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, node_endpoints_in, tail_with
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
@@ -200,8 +201,8 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     answer: FetchResponse = forwarded.body(FETCH)
     endpoints = getattr(answer, "node_endpoints", ())  # v16+: at the proxy's addresses before any client sees them
     if endpoints:
-        answer = rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
-    answer = rebuild(answer, responses=answer.responses + refusals)
+        answer = rebuild_fetch_response(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
+    answer = rebuild_fetch_response(answer, responses=answer.responses + refusals)
     return answer
 
 

@@ -37,7 +37,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement, authorized_operations
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.routes import route, routes
@@ -54,6 +54,13 @@ from kafkaguard.proxy.builders import (
     describe_groups_response,
     offset_delete_response_partition,
     offset_delete_response_topic,
+    rebuild_consumer_group_describe_described_group,
+    rebuild_consumer_group_describe_response,
+    rebuild_delete_groups_response,
+    rebuild_describe_groups_described_group,
+    rebuild_describe_groups_response,
+    rebuild_list_groups_response,
+    rebuild_offset_delete_response,
 )
 from kafkaguard.proxy.messages import (
     CONSUMER_GROUP_DESCRIBE,
@@ -139,13 +146,14 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     described: tuple[DescribeGroupsDescribedGroup, ...] = answer.groups
     if with_operations:
         described = tuple(
-            rebuild(group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP,
-                                                                        group.group_id))
+            rebuild_describe_groups_described_group(
+                group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP, group.group_id)
+            )
             if group.error_code == ErrorCode.none
             else group
             for group in described
         )  # fmt: skip
-    return rebuild(answer, groups=refused + tuple(described))
+    return rebuild_describe_groups_response(answer, groups=refused + tuple(described))
 
 
 # ---------------------------------------------------------------------------------------------------- ListGroups
@@ -155,7 +163,9 @@ async def list_groups(scope: ProxyScope, request: ListGroupsRequest) -> Reply:
     answer: ListGroupsResponse = (await scope.forward()).body(LIST_GROUPS)
     ids = list(dict.fromkeys(group.group_id for group in answer.groups))
     visible = _allowed(scope, REQUIREMENTS[ApiKey.LIST_GROUPS], GROUP, ids)
-    return rebuild(answer, groups=tuple(group for group in answer.groups if group.group_id in visible))
+    return rebuild_list_groups_response(
+        answer, groups=tuple(group for group in answer.groups if group.group_id in visible)
+    )
 
 
 # -------------------------------------------------------------------------------------------------- DeleteGroups
@@ -178,7 +188,7 @@ async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Repl
         DELETE_GROUPS,
         rebuild_request(request, groups_names=allowed) if allowed else None,
         own=lambda: delete_groups_response(cls, throttle_time=NO_THROTTLE, results=refused),
-        merged=lambda answer: rebuild(answer, results=answer.results + refused),
+        merged=lambda answer: rebuild_delete_groups_response(answer, results=answer.results + refused),
     )
 
 
@@ -201,7 +211,7 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
     answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body(OFFSET_DELETE)
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
         return answer
-    return rebuild(answer, topics=answer.topics + refused)
+    return rebuild_offset_delete_response(answer, topics=answer.topics + refused)
 
 
 # ------------------------------------------------------------------------------------------ ConsumerGroupDescribe
@@ -236,10 +246,10 @@ async def consumer_group_describe(scope: ProxyScope, request: ConsumerGroupDescr
             described.append(_consumer_group_error(cls, group.group_id, TOPIC_DENIED))
         elif request.include_authorized_operations:
             operations = authorized_operations(scope.snapshot, scope.context, GROUP, group.group_id)
-            described.append(rebuild(group, authorized_operations=operations))
+            described.append(rebuild_consumer_group_describe_described_group(group, authorized_operations=operations))
         else:
             described.append(group)
-    return rebuild(answer, groups=refused + tuple(described))
+    return rebuild_consumer_group_describe_response(answer, groups=refused + tuple(described))
 
 
 def _consumer_group_error(

@@ -40,7 +40,7 @@ from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFet
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
@@ -58,6 +58,9 @@ from kafkaguard.proxy.builders import (
     offset_fetch_response_partitions,
     offset_fetch_response_topic,
     offset_fetch_response_topics,
+    rebuild_offset_commit_response,
+    rebuild_offset_fetch_response,
+    rebuild_offset_fetch_response_group,
 )
 from kafkaguard.proxy.messages import (
     OFFSET_COMMIT,
@@ -197,7 +200,7 @@ async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Repl
         OFFSET_COMMIT,
         rebuild_request(request, topics=allowed) if allowed else None,
         own=lambda: offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
-        merged=lambda answer: rebuild(answer, topics=answer.topics + refused),
+        merged=lambda answer: rebuild_offset_commit_response(answer, topics=answer.topics + refused),
     )
 
 
@@ -215,7 +218,9 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
         if isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version: v8+ went to the per-group path
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
         visible = _describable(scope, [topic.name for topic in answer.topics])
-        return rebuild(answer, topics=tuple(topic for topic in answer.topics if topic.name in visible))
+        return rebuild_offset_fetch_response(
+            answer, topics=tuple(topic for topic in answer.topics if topic.name in visible)
+        )
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         return await scope.relay()
@@ -226,7 +231,7 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
     def merged(answer: OffsetFetchResponse) -> Reply:
         if isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version: v8+ went to the per-group path
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
-        return rebuild(answer, topics=answer.topics + refused)
+        return rebuild_offset_fetch_response(answer, topics=answer.topics + refused)
 
     return await with_refused(
         scope,
@@ -273,7 +278,9 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
             if group.group_id in all_topics:
                 visible = _describable(scope, [topic.name for topic in topics])
                 topics = tuple(topic for topic in topics if topic.name in visible)
-            answered.append(rebuild(group, topics=topics + refused_topics_of.get(group.group_id, ())))
+            answered.append(
+                rebuild_offset_fetch_response_group(group, topics=topics + refused_topics_of.get(group.group_id, ()))
+            )
     return offset_fetch_response(cls, throttle_time=NO_THROTTLE, groups=tuple(answered + refused_groups))
 
 

@@ -41,13 +41,19 @@ from kafkaguard.protocol.build import (
     convert_request,
     convert_response,
     nested,
-    rebuild,
     rebuild_request,
 )
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
-from kafkaguard.proxy.builders import MetadataResponseTopic, metadata_response, metadata_response_topic
+from kafkaguard.proxy.builders import (
+    MetadataResponseTopic,
+    metadata_response,
+    metadata_response_topic,
+    rebuild_describe_cluster_response,
+    rebuild_metadata_response,
+    rebuild_metadata_response_topic,
+)
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import (
@@ -117,7 +123,7 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
                 METADATA
             )
             found.update({topic.name: topic for topic in created.topics if topic.name in allowed_names})
-        answer = rebuild(answer, topics=tuple(found.values()))
+        answer = rebuild_metadata_response(answer, topics=tuple(found.values()))
     allowed = tuple(topic for name, topic in found.items() if name not in refused)
     denials = tuple(_refusal(type(answer), name) for name in refused)
     return await _answer(scope, request, answer, allowed, include_ops, denials)
@@ -216,12 +222,13 @@ async def _answer(
 ) -> Reply:
     if include_ops:  # every topic here is named: ``_metadata`` passes on only the named ones
         topics = tuple(
-            rebuild(t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC,
-                                                                         t.name or ""))
+            rebuild_metadata_response_topic(
+                t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, t.name or "")
+            )
             for t in topics
         )  # fmt: skip
     wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
-    return rebuild(
+    return rebuild_metadata_response(
         answer,
         brokers=await proxied_brokers(scope, answer.brokers),
         topics=topics + denials,
@@ -232,7 +239,7 @@ async def _answer(
 async def describe_cluster(scope: ProxyScope, request: DescribeClusterRequest) -> Reply:
     answer: DescribeClusterResponse = (await scope.forward()).body(DESCRIBE_CLUSTER)
     wanted = bool(getattr(request, "include_cluster_authorized_operations", False))
-    return rebuild(
+    return rebuild_describe_cluster_response(
         answer,
         brokers=await proxied_brokers(scope, answer.brokers, id_field="broker_id"),
         cluster_authorized_operations=cluster_operations(scope) if wanted else OPERATIONS_NOT_REQUESTED,

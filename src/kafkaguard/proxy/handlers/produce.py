@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
 from kafkaguard.protocol.wire_errors import error_fields
@@ -49,6 +49,7 @@ from kafkaguard.proxy.builders import (
     TopicProduceResponse,
     partition_produce_response,
     produce_response,
+    rebuild_produce_response,
     topic_produce_response,
 )
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
@@ -148,7 +149,7 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     if not allowed:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
     answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body(PRODUCE)
-    merged = rebuild(await _proxied(scope, answer), responses=answer.responses + refused)
+    merged = rebuild_produce_response(await _proxied(scope, answer), responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
 
 
@@ -182,14 +183,16 @@ async def _proxied(scope: ProxyScope, answer: ProduceResponse) -> ProduceRespons
     endpoints = getattr(answer, "node_endpoints", ())
     if not endpoints:
         return answer
-    return rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
+    return rebuild_produce_response(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
 
 
 def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse:
     """``answer`` with Kafka's throttle: the larger of the upstream's and the proxy's."""
     if not throttle_ms:
         return answer
-    return rebuild(answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms)))
+    return rebuild_produce_response(
+        answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms))
+    )
 
 
 def _every_partition(scope: ProxyScope, request: ProduceRequest, error: ItemError) -> Reply:

@@ -29,7 +29,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested, rebuild_request
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
@@ -37,6 +37,8 @@ from kafkaguard.proxy.builders import (
     DescribeTopicPartitionsResponseTopic,
     describe_topic_partitions_response,
     describe_topic_partitions_response_topic,
+    rebuild_describe_topic_partitions_response,
+    rebuild_describe_topic_partitions_response_topic,
 )
 from kafkaguard.proxy.messages import (
     DESCRIBE_TOPIC_PARTITIONS,
@@ -81,14 +83,14 @@ async def describe_topic_partitions(scope: ProxyScope, request: DescribeTopicPar
     answer: DescribeTopicPartitionsResponse = (await scope.forward(asked)).body(DESCRIBE_TOPIC_PARTITIONS)
     wanted = set(allowed)
     described = tuple(
-        rebuild(
+        rebuild_describe_topic_partitions_response_topic(
             topic,
             topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, str(topic.name)),
         )
         for topic in answer.topics
         if topic.name in wanted and not (every and topic.error_code == ErrorCode.unknown_topic_or_partition)
     )  # fmt: skip  (for all topics, one deleted since the listing is left out, as Kafka's own listing would)
-    return rebuild(answer, topics=described + refused)
+    return rebuild_describe_topic_partitions_response(answer, topics=described + refused)
 
 
 async def _all_topics(scope: ProxyScope) -> list[str]:

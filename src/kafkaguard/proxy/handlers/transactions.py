@@ -52,6 +52,8 @@ from kafkaguard.proxy.builders import (
     add_partitions_to_txn_topic_result,
     describe_producers_response,
     partition_response,
+    rebuild_describe_producers_response,
+    rebuild_txn_offset_commit_response,
     topic_response,
     txn_offset_commit_response,
     txn_offset_commit_response_partition,
@@ -204,7 +206,7 @@ async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) 
         TXN_OFFSET_COMMIT,
         rebuild_request(request, topics=allowed) if allowed else None,
         own=lambda: txn_offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
-        merged=lambda answer: rebuild(answer, topics=answer.topics + refused),
+        merged=lambda answer: rebuild_txn_offset_commit_response(answer, topics=answer.topics + refused),
     )
 
 
@@ -228,7 +230,7 @@ async def describe_producers(scope: ProxyScope, request: DescribeProducersReques
         DESCRIBE_PRODUCERS,
         rebuild_request(request, topics=allowed) if allowed else None,
         own=lambda: describe_producers_response(cls, throttle_time=NO_THROTTLE, topics=refused),
-        merged=lambda answer: rebuild(answer, topics=answer.topics + refused),
+        merged=lambda answer: rebuild_describe_producers_response(answer, topics=answer.topics + refused),
     )
 
 
