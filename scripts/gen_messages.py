@@ -271,9 +271,58 @@ def render_builders(of: str = "server") -> str:
                 )
         imports.extend(sorted(rendering.imports))
     imports.append(f"from {messages_module} import {', '.join(response_unions)}")
+    if of == "proxy":  # the proxy also changes the requests it forwards: ``rebuild_request`` typed per entity
+        request_imports, request_parts = _request_rebuilds(apis, messages_module)
+        imports += ["from kafkaguard.protocol.build import rebuild_request_fields", *request_imports]
+        parts += request_parts
     head = BUILDERS_HEAD.format(who=who, versions=versions_name)
     text = head + "\n".join(dict.fromkeys(imports)) + "\n\n" + "\n\n".join(parts) + "\n"
     return _ruff(text, target)
+
+
+def _request_rebuilds(apis: list[tuple[ApiKey, tuple[int, int]]], messages_module: str) -> tuple[list[str], list[str]]:
+    """Per request entity of ``apis``: its ``Changes`` over the versions and ``rebuild_<entity>``, a typed
+    ``rebuild_request``. A nested entity's union is named after its API's request (``ProduceRequestTopicProduceData``),
+    never clashing with a response entity's name."""
+    imports: list[str] = []
+    parts: list[str] = []
+    request_unions: list[str] = []
+    for key, (low, high) in apis:
+        request = f"{key.api_name}Request"
+        request_unions.append(request)
+        classes: dict[str, list[type[Any]]] = {}
+        for version in range(low, high + 1):
+            for entity in _entities(sys.modules[load_request_schema(int(key), version).__module__]):
+                classes.setdefault(entity.__name__, []).append(entity)
+        names = {name: name if name == request or name.startswith(request) else f"{request}{name}" for name in classes}
+        rendering = _Types(names)
+        for name, versioned in classes.items():
+            union = names[name]
+            if name != request:
+                members = []
+                for cls in versioned:
+                    alias = f"{union}V{cls.__version__}"
+                    imports.append(f"from {cls.__module__} import {name} as {alias}")
+                    members.append(alias)
+                parts.append(f"{union} = {' | '.join(members)}")
+            fields: dict[str, list[str]] = {}
+            for cls in versioned:
+                hints = typing.get_type_hints(cls)
+                for found in dataclasses.fields(cls):
+                    texts = fields.setdefault(found.name, [])
+                    texts.extend(t for t in rendering.render(hints[found.name]) if t not in texts)
+            changes = [f"class {union}Changes(TypedDict, total=False):"]
+            changes += [f"    {field_name}: {' | '.join(texts)}" for field_name, texts in fields.items()]
+            parts.append("\n".join(changes))
+            parts.append(
+                f"def rebuild_{_snake(union)}(entity: {union}, /, **changes: Unpack[{union}Changes]) -> {union}:\n"
+                f'    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field\'s'
+                f' absence)."""\n'
+                f"    return rebuild_request_fields(entity, changes)"
+            )
+        imports.extend(sorted(rendering.imports))
+    imports.append(f"from {messages_module} import {', '.join(request_unions)}")
+    return imports, parts
 
 
 if __name__ == "__main__":

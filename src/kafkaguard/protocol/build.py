@@ -101,8 +101,13 @@ def rebuild_request(entity: T, **changes: Any) -> T:
     :raises WideningRequestError: dropping a change would change what the request asks for.
     :raises TypeError: a change is named after a field that no version of this entity declares.
     """
+    return rebuild_request_fields(entity, changes)
+
+
+def rebuild_request_fields(entity: T, changes: Mapping[str, Any]) -> T:
+    """``rebuild_request`` from a mapping (the generated ``rebuild_*_request*`` wrappers of ``proxy.builders``)."""
     _refuse_widening(type(entity), changes)
-    return rebuild(entity, **changes)
+    return rebuild_fields(entity, changes)
 
 
 def convert_request(entity: Any, cls: type[T]) -> T:
@@ -190,7 +195,7 @@ def _means_absence(value: Any, absent: Any) -> bool:
     return bool(value == absent)
 
 
-def _refuse_widening(cls: type[Any], values: dict[str, Any]) -> None:
+def _refuse_widening(cls: type[Any], values: Mapping[str, Any]) -> None:
     names = _field_names(cls)
     for name, value in values.items():
         if name in names:

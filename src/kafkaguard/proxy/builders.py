@@ -29,11 +29,17 @@ from datetime import datetime, timedelta
 from typing import NotRequired, TypedDict, Unpack
 from uuid import UUID
 
+from kio.schema.add_partitions_to_txn.v0.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV0,
+)
 from kio.schema.add_partitions_to_txn.v0.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV0,
 )
 from kio.schema.add_partitions_to_txn.v0.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV0,
+)
+from kio.schema.add_partitions_to_txn.v1.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV1,
 )
 from kio.schema.add_partitions_to_txn.v1.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV1,
@@ -41,11 +47,17 @@ from kio.schema.add_partitions_to_txn.v1.response import (
 from kio.schema.add_partitions_to_txn.v1.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV1,
 )
+from kio.schema.add_partitions_to_txn.v2.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV2,
+)
 from kio.schema.add_partitions_to_txn.v2.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV2,
 )
 from kio.schema.add_partitions_to_txn.v2.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV2,
+)
+from kio.schema.add_partitions_to_txn.v3.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV3,
 )
 from kio.schema.add_partitions_to_txn.v3.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV3,
@@ -53,12 +65,18 @@ from kio.schema.add_partitions_to_txn.v3.response import (
 from kio.schema.add_partitions_to_txn.v3.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV3,
 )
+from kio.schema.alter_configs.v0.request import AlterableConfig as AlterConfigsRequestAlterableConfigV0
+from kio.schema.alter_configs.v0.request import AlterConfigsResource as AlterConfigsRequestAlterConfigsResourceV0
 from kio.schema.alter_configs.v0.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV0,
 )
+from kio.schema.alter_configs.v1.request import AlterableConfig as AlterConfigsRequestAlterableConfigV1
+from kio.schema.alter_configs.v1.request import AlterConfigsResource as AlterConfigsRequestAlterConfigsResourceV1
 from kio.schema.alter_configs.v1.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV1,
 )
+from kio.schema.alter_configs.v2.request import AlterableConfig as AlterConfigsRequestAlterableConfigV2
+from kio.schema.alter_configs.v2.request import AlterConfigsResource as AlterConfigsRequestAlterConfigsResourceV2
 from kio.schema.alter_configs.v2.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV2,
 )
@@ -66,28 +84,91 @@ from kio.schema.consumer_group_describe.v0.response import Assignment as Consume
 from kio.schema.consumer_group_describe.v0.response import DescribedGroup as ConsumerGroupDescribeDescribedGroupV0
 from kio.schema.consumer_group_describe.v0.response import Member as MemberV0
 from kio.schema.consumer_group_describe.v0.response import TopicPartitions as ConsumerGroupDescribeTopicPartitionsV0
+from kio.schema.consumer_group_heartbeat.v0.request import (
+    TopicPartitions as ConsumerGroupHeartbeatRequestTopicPartitionsV0,
+)
 from kio.schema.consumer_group_heartbeat.v0.response import Assignment as ConsumerGroupHeartbeatAssignmentV0
 from kio.schema.consumer_group_heartbeat.v0.response import TopicPartitions as ConsumerGroupHeartbeatTopicPartitionsV0
+from kio.schema.create_partitions.v0.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV0,
+)
+from kio.schema.create_partitions.v0.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV0,
+)
 from kio.schema.create_partitions.v0.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV0
+from kio.schema.create_partitions.v1.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV1,
+)
+from kio.schema.create_partitions.v1.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV1,
+)
 from kio.schema.create_partitions.v1.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV1
+from kio.schema.create_partitions.v2.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV2,
+)
+from kio.schema.create_partitions.v2.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV2,
+)
 from kio.schema.create_partitions.v2.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV2
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV3,
+)
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV3,
+)
 from kio.schema.create_partitions.v3.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV3
+from kio.schema.create_topics.v2.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV2,
+)
+from kio.schema.create_topics.v2.request import CreatableTopic as CreateTopicsRequestCreatableTopicV2
+from kio.schema.create_topics.v2.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV2
 from kio.schema.create_topics.v2.response import CreatableTopicResult as CreatableTopicResultV2
+from kio.schema.create_topics.v3.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV3,
+)
+from kio.schema.create_topics.v3.request import CreatableTopic as CreateTopicsRequestCreatableTopicV3
+from kio.schema.create_topics.v3.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV3
 from kio.schema.create_topics.v3.response import CreatableTopicResult as CreatableTopicResultV3
+from kio.schema.create_topics.v4.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV4,
+)
+from kio.schema.create_topics.v4.request import CreatableTopic as CreateTopicsRequestCreatableTopicV4
+from kio.schema.create_topics.v4.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV4
 from kio.schema.create_topics.v4.response import CreatableTopicResult as CreatableTopicResultV4
+from kio.schema.create_topics.v5.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV5,
+)
+from kio.schema.create_topics.v5.request import CreatableTopic as CreateTopicsRequestCreatableTopicV5
+from kio.schema.create_topics.v5.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV5
 from kio.schema.create_topics.v5.response import CreatableTopicConfigs as CreatableTopicConfigsV5
 from kio.schema.create_topics.v5.response import CreatableTopicResult as CreatableTopicResultV5
+from kio.schema.create_topics.v6.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV6,
+)
+from kio.schema.create_topics.v6.request import CreatableTopic as CreateTopicsRequestCreatableTopicV6
+from kio.schema.create_topics.v6.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV6
 from kio.schema.create_topics.v6.response import CreatableTopicConfigs as CreatableTopicConfigsV6
 from kio.schema.create_topics.v6.response import CreatableTopicResult as CreatableTopicResultV6
+from kio.schema.create_topics.v7.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV7,
+)
+from kio.schema.create_topics.v7.request import CreatableTopic as CreateTopicsRequestCreatableTopicV7
+from kio.schema.create_topics.v7.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV7
 from kio.schema.create_topics.v7.response import CreatableTopicConfigs as CreatableTopicConfigsV7
 from kio.schema.create_topics.v7.response import CreatableTopicResult as CreatableTopicResultV7
 from kio.schema.delete_groups.v0.response import DeletableGroupResult as DeletableGroupResultV0
 from kio.schema.delete_groups.v1.response import DeletableGroupResult as DeletableGroupResultV1
 from kio.schema.delete_groups.v2.response import DeletableGroupResult as DeletableGroupResultV2
+from kio.schema.delete_records.v0.request import DeleteRecordsPartition as DeleteRecordsRequestDeleteRecordsPartitionV0
+from kio.schema.delete_records.v0.request import DeleteRecordsTopic as DeleteRecordsRequestDeleteRecordsTopicV0
 from kio.schema.delete_records.v0.response import DeleteRecordsPartitionResult as DeleteRecordsPartitionResultV0
 from kio.schema.delete_records.v0.response import DeleteRecordsTopicResult as DeleteRecordsTopicResultV0
+from kio.schema.delete_records.v1.request import DeleteRecordsPartition as DeleteRecordsRequestDeleteRecordsPartitionV1
+from kio.schema.delete_records.v1.request import DeleteRecordsTopic as DeleteRecordsRequestDeleteRecordsTopicV1
 from kio.schema.delete_records.v1.response import DeleteRecordsPartitionResult as DeleteRecordsPartitionResultV1
 from kio.schema.delete_records.v1.response import DeleteRecordsTopicResult as DeleteRecordsTopicResultV1
+from kio.schema.delete_records.v2.request import DeleteRecordsPartition as DeleteRecordsRequestDeleteRecordsPartitionV2
+from kio.schema.delete_records.v2.request import DeleteRecordsTopic as DeleteRecordsRequestDeleteRecordsTopicV2
 from kio.schema.delete_records.v2.response import DeleteRecordsPartitionResult as DeleteRecordsPartitionResultV2
 from kio.schema.delete_records.v2.response import DeleteRecordsTopicResult as DeleteRecordsTopicResultV2
 from kio.schema.delete_topics.v1.response import DeletableTopicResult as DeletableTopicResultV1
@@ -95,18 +176,31 @@ from kio.schema.delete_topics.v2.response import DeletableTopicResult as Deletab
 from kio.schema.delete_topics.v3.response import DeletableTopicResult as DeletableTopicResultV3
 from kio.schema.delete_topics.v4.response import DeletableTopicResult as DeletableTopicResultV4
 from kio.schema.delete_topics.v5.response import DeletableTopicResult as DeletableTopicResultV5
+from kio.schema.delete_topics.v6.request import DeleteTopicState as DeleteTopicsRequestDeleteTopicStateV6
 from kio.schema.delete_topics.v6.response import DeletableTopicResult as DeletableTopicResultV6
 from kio.schema.describe_cluster.v0.response import DescribeClusterBroker as DescribeClusterBrokerV0
 from kio.schema.describe_cluster.v1.response import DescribeClusterBroker as DescribeClusterBrokerV1
+from kio.schema.describe_configs.v1.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV1,
+)
 from kio.schema.describe_configs.v1.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV1
 from kio.schema.describe_configs.v1.response import DescribeConfigsResult as DescribeConfigsResultV1
 from kio.schema.describe_configs.v1.response import DescribeConfigsSynonym as DescribeConfigsSynonymV1
+from kio.schema.describe_configs.v2.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV2,
+)
 from kio.schema.describe_configs.v2.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV2
 from kio.schema.describe_configs.v2.response import DescribeConfigsResult as DescribeConfigsResultV2
 from kio.schema.describe_configs.v2.response import DescribeConfigsSynonym as DescribeConfigsSynonymV2
+from kio.schema.describe_configs.v3.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV3,
+)
 from kio.schema.describe_configs.v3.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV3
 from kio.schema.describe_configs.v3.response import DescribeConfigsResult as DescribeConfigsResultV3
 from kio.schema.describe_configs.v3.response import DescribeConfigsSynonym as DescribeConfigsSynonymV3
+from kio.schema.describe_configs.v4.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV4,
+)
 from kio.schema.describe_configs.v4.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsResult as DescribeConfigsResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsSynonym as DescribeConfigsSynonymV4
@@ -122,9 +216,12 @@ from kio.schema.describe_groups.v4.response import DescribedGroup as DescribeGro
 from kio.schema.describe_groups.v4.response import DescribedGroupMember as DescribedGroupMemberV4
 from kio.schema.describe_groups.v5.response import DescribedGroup as DescribeGroupsDescribedGroupV5
 from kio.schema.describe_groups.v5.response import DescribedGroupMember as DescribedGroupMemberV5
+from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersRequestTopicRequestV0
 from kio.schema.describe_producers.v0.response import PartitionResponse as PartitionResponseV0
 from kio.schema.describe_producers.v0.response import ProducerState as ProducerStateV0
 from kio.schema.describe_producers.v0.response import TopicResponse as TopicResponseV0
+from kio.schema.describe_topic_partitions.v0.request import Cursor as DescribeTopicPartitionsRequestCursorV0
+from kio.schema.describe_topic_partitions.v0.request import TopicRequest as DescribeTopicPartitionsRequestTopicRequestV0
 from kio.schema.describe_topic_partitions.v0.response import Cursor as CursorV0
 from kio.schema.describe_topic_partitions.v0.response import (
     DescribeTopicPartitionsResponsePartition as DescribeTopicPartitionsResponsePartitionV0,
@@ -135,54 +232,92 @@ from kio.schema.describe_topic_partitions.v0.response import (
 from kio.schema.describe_transactions.v0.response import TopicData as TopicDataV0
 from kio.schema.describe_transactions.v0.response import TransactionState as DescribeTransactionsTransactionStateV0
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v4.request import FetchPartition as FetchRequestFetchPartitionV4
+from kio.schema.fetch.v4.request import FetchTopic as FetchRequestFetchTopicV4
 from kio.schema.fetch.v4.response import AbortedTransaction as AbortedTransactionV4
 from kio.schema.fetch.v4.response import FetchableTopicResponse as FetchableTopicResponseV4
 from kio.schema.fetch.v4.response import PartitionData as PartitionDataV4
+from kio.schema.fetch.v5.request import FetchPartition as FetchRequestFetchPartitionV5
+from kio.schema.fetch.v5.request import FetchTopic as FetchRequestFetchTopicV5
 from kio.schema.fetch.v5.response import AbortedTransaction as AbortedTransactionV5
 from kio.schema.fetch.v5.response import FetchableTopicResponse as FetchableTopicResponseV5
 from kio.schema.fetch.v5.response import PartitionData as PartitionDataV5
+from kio.schema.fetch.v6.request import FetchPartition as FetchRequestFetchPartitionV6
+from kio.schema.fetch.v6.request import FetchTopic as FetchRequestFetchTopicV6
 from kio.schema.fetch.v6.response import AbortedTransaction as AbortedTransactionV6
 from kio.schema.fetch.v6.response import FetchableTopicResponse as FetchableTopicResponseV6
 from kio.schema.fetch.v6.response import PartitionData as PartitionDataV6
+from kio.schema.fetch.v7.request import FetchPartition as FetchRequestFetchPartitionV7
+from kio.schema.fetch.v7.request import FetchTopic as FetchRequestFetchTopicV7
+from kio.schema.fetch.v7.request import ForgottenTopic as FetchRequestForgottenTopicV7
 from kio.schema.fetch.v7.response import AbortedTransaction as AbortedTransactionV7
 from kio.schema.fetch.v7.response import FetchableTopicResponse as FetchableTopicResponseV7
 from kio.schema.fetch.v7.response import PartitionData as PartitionDataV7
+from kio.schema.fetch.v8.request import FetchPartition as FetchRequestFetchPartitionV8
+from kio.schema.fetch.v8.request import FetchTopic as FetchRequestFetchTopicV8
+from kio.schema.fetch.v8.request import ForgottenTopic as FetchRequestForgottenTopicV8
 from kio.schema.fetch.v8.response import AbortedTransaction as AbortedTransactionV8
 from kio.schema.fetch.v8.response import FetchableTopicResponse as FetchableTopicResponseV8
 from kio.schema.fetch.v8.response import PartitionData as PartitionDataV8
+from kio.schema.fetch.v9.request import FetchPartition as FetchRequestFetchPartitionV9
+from kio.schema.fetch.v9.request import FetchTopic as FetchRequestFetchTopicV9
+from kio.schema.fetch.v9.request import ForgottenTopic as FetchRequestForgottenTopicV9
 from kio.schema.fetch.v9.response import AbortedTransaction as AbortedTransactionV9
 from kio.schema.fetch.v9.response import FetchableTopicResponse as FetchableTopicResponseV9
 from kio.schema.fetch.v9.response import PartitionData as PartitionDataV9
+from kio.schema.fetch.v10.request import FetchPartition as FetchRequestFetchPartitionV10
+from kio.schema.fetch.v10.request import FetchTopic as FetchRequestFetchTopicV10
+from kio.schema.fetch.v10.request import ForgottenTopic as FetchRequestForgottenTopicV10
 from kio.schema.fetch.v10.response import AbortedTransaction as AbortedTransactionV10
 from kio.schema.fetch.v10.response import FetchableTopicResponse as FetchableTopicResponseV10
 from kio.schema.fetch.v10.response import PartitionData as PartitionDataV10
+from kio.schema.fetch.v11.request import FetchPartition as FetchRequestFetchPartitionV11
+from kio.schema.fetch.v11.request import FetchTopic as FetchRequestFetchTopicV11
+from kio.schema.fetch.v11.request import ForgottenTopic as FetchRequestForgottenTopicV11
 from kio.schema.fetch.v11.response import AbortedTransaction as AbortedTransactionV11
 from kio.schema.fetch.v11.response import FetchableTopicResponse as FetchableTopicResponseV11
 from kio.schema.fetch.v11.response import PartitionData as PartitionDataV11
+from kio.schema.fetch.v12.request import FetchPartition as FetchRequestFetchPartitionV12
+from kio.schema.fetch.v12.request import FetchTopic as FetchRequestFetchTopicV12
+from kio.schema.fetch.v12.request import ForgottenTopic as FetchRequestForgottenTopicV12
 from kio.schema.fetch.v12.response import AbortedTransaction as AbortedTransactionV12
 from kio.schema.fetch.v12.response import EpochEndOffset as FetchEpochEndOffsetV12
 from kio.schema.fetch.v12.response import FetchableTopicResponse as FetchableTopicResponseV12
 from kio.schema.fetch.v12.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV12
 from kio.schema.fetch.v12.response import PartitionData as PartitionDataV12
 from kio.schema.fetch.v12.response import SnapshotId as SnapshotIdV12
+from kio.schema.fetch.v13.request import FetchPartition as FetchRequestFetchPartitionV13
+from kio.schema.fetch.v13.request import FetchTopic as FetchRequestFetchTopicV13
+from kio.schema.fetch.v13.request import ForgottenTopic as FetchRequestForgottenTopicV13
 from kio.schema.fetch.v13.response import AbortedTransaction as AbortedTransactionV13
 from kio.schema.fetch.v13.response import EpochEndOffset as FetchEpochEndOffsetV13
 from kio.schema.fetch.v13.response import FetchableTopicResponse as FetchableTopicResponseV13
 from kio.schema.fetch.v13.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV13
 from kio.schema.fetch.v13.response import PartitionData as PartitionDataV13
 from kio.schema.fetch.v13.response import SnapshotId as SnapshotIdV13
+from kio.schema.fetch.v14.request import FetchPartition as FetchRequestFetchPartitionV14
+from kio.schema.fetch.v14.request import FetchTopic as FetchRequestFetchTopicV14
+from kio.schema.fetch.v14.request import ForgottenTopic as FetchRequestForgottenTopicV14
 from kio.schema.fetch.v14.response import AbortedTransaction as AbortedTransactionV14
 from kio.schema.fetch.v14.response import EpochEndOffset as FetchEpochEndOffsetV14
 from kio.schema.fetch.v14.response import FetchableTopicResponse as FetchableTopicResponseV14
 from kio.schema.fetch.v14.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV14
 from kio.schema.fetch.v14.response import PartitionData as PartitionDataV14
 from kio.schema.fetch.v14.response import SnapshotId as SnapshotIdV14
+from kio.schema.fetch.v15.request import FetchPartition as FetchRequestFetchPartitionV15
+from kio.schema.fetch.v15.request import FetchTopic as FetchRequestFetchTopicV15
+from kio.schema.fetch.v15.request import ForgottenTopic as FetchRequestForgottenTopicV15
+from kio.schema.fetch.v15.request import ReplicaState as FetchRequestReplicaStateV15
 from kio.schema.fetch.v15.response import AbortedTransaction as AbortedTransactionV15
 from kio.schema.fetch.v15.response import EpochEndOffset as FetchEpochEndOffsetV15
 from kio.schema.fetch.v15.response import FetchableTopicResponse as FetchableTopicResponseV15
 from kio.schema.fetch.v15.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV15
 from kio.schema.fetch.v15.response import PartitionData as PartitionDataV15
 from kio.schema.fetch.v15.response import SnapshotId as SnapshotIdV15
+from kio.schema.fetch.v16.request import FetchPartition as FetchRequestFetchPartitionV16
+from kio.schema.fetch.v16.request import FetchTopic as FetchRequestFetchTopicV16
+from kio.schema.fetch.v16.request import ForgottenTopic as FetchRequestForgottenTopicV16
+from kio.schema.fetch.v16.request import ReplicaState as FetchRequestReplicaStateV16
 from kio.schema.fetch.v16.response import AbortedTransaction as AbortedTransactionV16
 from kio.schema.fetch.v16.response import EpochEndOffset as FetchEpochEndOffsetV16
 from kio.schema.fetch.v16.response import FetchableTopicResponse as FetchableTopicResponseV16
@@ -190,6 +325,10 @@ from kio.schema.fetch.v16.response import LeaderIdAndEpoch as FetchLeaderIdAndEp
 from kio.schema.fetch.v16.response import NodeEndpoint as FetchNodeEndpointV16
 from kio.schema.fetch.v16.response import PartitionData as PartitionDataV16
 from kio.schema.fetch.v16.response import SnapshotId as SnapshotIdV16
+from kio.schema.fetch.v17.request import FetchPartition as FetchRequestFetchPartitionV17
+from kio.schema.fetch.v17.request import FetchTopic as FetchRequestFetchTopicV17
+from kio.schema.fetch.v17.request import ForgottenTopic as FetchRequestForgottenTopicV17
+from kio.schema.fetch.v17.request import ReplicaState as FetchRequestReplicaStateV17
 from kio.schema.fetch.v17.response import AbortedTransaction as AbortedTransactionV17
 from kio.schema.fetch.v17.response import EpochEndOffset as FetchEpochEndOffsetV17
 from kio.schema.fetch.v17.response import FetchableTopicResponse as FetchableTopicResponseV17
@@ -198,205 +337,371 @@ from kio.schema.fetch.v17.response import NodeEndpoint as FetchNodeEndpointV17
 from kio.schema.fetch.v17.response import PartitionData as PartitionDataV17
 from kio.schema.fetch.v17.response import SnapshotId as SnapshotIdV17
 from kio.schema.find_coordinator.v4.response import Coordinator as CoordinatorV4
+from kio.schema.incremental_alter_configs.v0.request import (
+    AlterableConfig as IncrementalAlterConfigsRequestAlterableConfigV0,
+)
+from kio.schema.incremental_alter_configs.v0.request import (
+    AlterConfigsResource as IncrementalAlterConfigsRequestAlterConfigsResourceV0,
+)
 from kio.schema.incremental_alter_configs.v0.response import (
     AlterConfigsResourceResponse as IncrementalAlterConfigsAlterConfigsResourceResponseV0,
+)
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig as IncrementalAlterConfigsRequestAlterableConfigV1,
+)
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterConfigsResource as IncrementalAlterConfigsRequestAlterConfigsResourceV1,
 )
 from kio.schema.incremental_alter_configs.v1.response import (
     AlterConfigsResourceResponse as IncrementalAlterConfigsAlterConfigsResourceResponseV1,
 )
+from kio.schema.join_group.v0.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV0
 from kio.schema.join_group.v0.response import JoinGroupResponseMember as JoinGroupResponseMemberV0
+from kio.schema.join_group.v1.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV1
 from kio.schema.join_group.v1.response import JoinGroupResponseMember as JoinGroupResponseMemberV1
+from kio.schema.join_group.v2.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV2
 from kio.schema.join_group.v2.response import JoinGroupResponseMember as JoinGroupResponseMemberV2
+from kio.schema.join_group.v3.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV3
 from kio.schema.join_group.v3.response import JoinGroupResponseMember as JoinGroupResponseMemberV3
+from kio.schema.join_group.v4.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV4
 from kio.schema.join_group.v4.response import JoinGroupResponseMember as JoinGroupResponseMemberV4
+from kio.schema.join_group.v5.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV5
 from kio.schema.join_group.v5.response import JoinGroupResponseMember as JoinGroupResponseMemberV5
+from kio.schema.join_group.v6.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV6
 from kio.schema.join_group.v6.response import JoinGroupResponseMember as JoinGroupResponseMemberV6
+from kio.schema.join_group.v7.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV7
 from kio.schema.join_group.v7.response import JoinGroupResponseMember as JoinGroupResponseMemberV7
+from kio.schema.join_group.v8.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV8
 from kio.schema.join_group.v8.response import JoinGroupResponseMember as JoinGroupResponseMemberV8
+from kio.schema.join_group.v9.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV9
 from kio.schema.join_group.v9.response import JoinGroupResponseMember as JoinGroupResponseMemberV9
+from kio.schema.leave_group.v3.request import MemberIdentity as LeaveGroupRequestMemberIdentityV3
 from kio.schema.leave_group.v3.response import MemberResponse as MemberResponseV3
+from kio.schema.leave_group.v4.request import MemberIdentity as LeaveGroupRequestMemberIdentityV4
 from kio.schema.leave_group.v4.response import MemberResponse as MemberResponseV4
+from kio.schema.leave_group.v5.request import MemberIdentity as LeaveGroupRequestMemberIdentityV5
 from kio.schema.leave_group.v5.response import MemberResponse as MemberResponseV5
 from kio.schema.list_groups.v0.response import ListedGroup as ListedGroupV0
 from kio.schema.list_groups.v1.response import ListedGroup as ListedGroupV1
 from kio.schema.list_groups.v2.response import ListedGroup as ListedGroupV2
 from kio.schema.list_groups.v3.response import ListedGroup as ListedGroupV3
 from kio.schema.list_groups.v4.response import ListedGroup as ListedGroupV4
+from kio.schema.list_offsets.v1.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV1
+from kio.schema.list_offsets.v1.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV1
 from kio.schema.list_offsets.v1.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV1
 from kio.schema.list_offsets.v1.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV1
+from kio.schema.list_offsets.v2.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV2
+from kio.schema.list_offsets.v2.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV2
 from kio.schema.list_offsets.v2.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV2
 from kio.schema.list_offsets.v2.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV2
+from kio.schema.list_offsets.v3.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV3
+from kio.schema.list_offsets.v3.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV3
 from kio.schema.list_offsets.v3.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV3
 from kio.schema.list_offsets.v3.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV3
+from kio.schema.list_offsets.v4.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV4
+from kio.schema.list_offsets.v4.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV4
 from kio.schema.list_offsets.v4.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV4
 from kio.schema.list_offsets.v4.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV4
+from kio.schema.list_offsets.v5.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV5
+from kio.schema.list_offsets.v5.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV5
 from kio.schema.list_offsets.v5.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV5
 from kio.schema.list_offsets.v5.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV5
+from kio.schema.list_offsets.v6.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV6
+from kio.schema.list_offsets.v6.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV6
 from kio.schema.list_offsets.v6.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV6
 from kio.schema.list_offsets.v6.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV6
+from kio.schema.list_offsets.v7.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV7
+from kio.schema.list_offsets.v7.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV7
 from kio.schema.list_offsets.v7.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV7
 from kio.schema.list_offsets.v7.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV7
+from kio.schema.list_offsets.v8.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV8
+from kio.schema.list_offsets.v8.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV8
 from kio.schema.list_offsets.v8.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV8
 from kio.schema.list_offsets.v8.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV8
 from kio.schema.list_transactions.v0.response import TransactionState as ListTransactionsTransactionStateV0
 from kio.schema.list_transactions.v1.response import TransactionState as ListTransactionsTransactionStateV1
+from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataRequestTopicV1
 from kio.schema.metadata.v1.response import MetadataResponseBroker as MetadataResponseBrokerV1
 from kio.schema.metadata.v1.response import MetadataResponsePartition as MetadataResponsePartitionV1
 from kio.schema.metadata.v1.response import MetadataResponseTopic as MetadataResponseTopicV1
+from kio.schema.metadata.v2.request import MetadataRequestTopic as MetadataRequestTopicV2
 from kio.schema.metadata.v2.response import MetadataResponseBroker as MetadataResponseBrokerV2
 from kio.schema.metadata.v2.response import MetadataResponsePartition as MetadataResponsePartitionV2
 from kio.schema.metadata.v2.response import MetadataResponseTopic as MetadataResponseTopicV2
+from kio.schema.metadata.v3.request import MetadataRequestTopic as MetadataRequestTopicV3
 from kio.schema.metadata.v3.response import MetadataResponseBroker as MetadataResponseBrokerV3
 from kio.schema.metadata.v3.response import MetadataResponsePartition as MetadataResponsePartitionV3
 from kio.schema.metadata.v3.response import MetadataResponseTopic as MetadataResponseTopicV3
+from kio.schema.metadata.v4.request import MetadataRequestTopic as MetadataRequestTopicV4
 from kio.schema.metadata.v4.response import MetadataResponseBroker as MetadataResponseBrokerV4
 from kio.schema.metadata.v4.response import MetadataResponsePartition as MetadataResponsePartitionV4
 from kio.schema.metadata.v4.response import MetadataResponseTopic as MetadataResponseTopicV4
+from kio.schema.metadata.v5.request import MetadataRequestTopic as MetadataRequestTopicV5
 from kio.schema.metadata.v5.response import MetadataResponseBroker as MetadataResponseBrokerV5
 from kio.schema.metadata.v5.response import MetadataResponsePartition as MetadataResponsePartitionV5
 from kio.schema.metadata.v5.response import MetadataResponseTopic as MetadataResponseTopicV5
+from kio.schema.metadata.v6.request import MetadataRequestTopic as MetadataRequestTopicV6
 from kio.schema.metadata.v6.response import MetadataResponseBroker as MetadataResponseBrokerV6
 from kio.schema.metadata.v6.response import MetadataResponsePartition as MetadataResponsePartitionV6
 from kio.schema.metadata.v6.response import MetadataResponseTopic as MetadataResponseTopicV6
+from kio.schema.metadata.v7.request import MetadataRequestTopic as MetadataRequestTopicV7
 from kio.schema.metadata.v7.response import MetadataResponseBroker as MetadataResponseBrokerV7
 from kio.schema.metadata.v7.response import MetadataResponsePartition as MetadataResponsePartitionV7
 from kio.schema.metadata.v7.response import MetadataResponseTopic as MetadataResponseTopicV7
+from kio.schema.metadata.v8.request import MetadataRequestTopic as MetadataRequestTopicV8
 from kio.schema.metadata.v8.response import MetadataResponseBroker as MetadataResponseBrokerV8
 from kio.schema.metadata.v8.response import MetadataResponsePartition as MetadataResponsePartitionV8
 from kio.schema.metadata.v8.response import MetadataResponseTopic as MetadataResponseTopicV8
+from kio.schema.metadata.v9.request import MetadataRequestTopic as MetadataRequestTopicV9
 from kio.schema.metadata.v9.response import MetadataResponseBroker as MetadataResponseBrokerV9
 from kio.schema.metadata.v9.response import MetadataResponsePartition as MetadataResponsePartitionV9
 from kio.schema.metadata.v9.response import MetadataResponseTopic as MetadataResponseTopicV9
+from kio.schema.metadata.v10.request import MetadataRequestTopic as MetadataRequestTopicV10
 from kio.schema.metadata.v10.response import MetadataResponseBroker as MetadataResponseBrokerV10
 from kio.schema.metadata.v10.response import MetadataResponsePartition as MetadataResponsePartitionV10
 from kio.schema.metadata.v10.response import MetadataResponseTopic as MetadataResponseTopicV10
+from kio.schema.metadata.v11.request import MetadataRequestTopic as MetadataRequestTopicV11
 from kio.schema.metadata.v11.response import MetadataResponseBroker as MetadataResponseBrokerV11
 from kio.schema.metadata.v11.response import MetadataResponsePartition as MetadataResponsePartitionV11
 from kio.schema.metadata.v11.response import MetadataResponseTopic as MetadataResponseTopicV11
+from kio.schema.metadata.v12.request import MetadataRequestTopic as MetadataRequestTopicV12
 from kio.schema.metadata.v12.response import MetadataResponseBroker as MetadataResponseBrokerV12
 from kio.schema.metadata.v12.response import MetadataResponsePartition as MetadataResponsePartitionV12
 from kio.schema.metadata.v12.response import MetadataResponseTopic as MetadataResponseTopicV12
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV2
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV2
 from kio.schema.offset_commit.v2.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV2
 from kio.schema.offset_commit.v2.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV2
+from kio.schema.offset_commit.v3.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV3
+from kio.schema.offset_commit.v3.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV3
 from kio.schema.offset_commit.v3.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV3
 from kio.schema.offset_commit.v3.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV3
+from kio.schema.offset_commit.v4.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV4
+from kio.schema.offset_commit.v4.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV4
 from kio.schema.offset_commit.v4.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV4
 from kio.schema.offset_commit.v4.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV4
+from kio.schema.offset_commit.v5.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV5
+from kio.schema.offset_commit.v5.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV5
 from kio.schema.offset_commit.v5.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV5
 from kio.schema.offset_commit.v5.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV5
+from kio.schema.offset_commit.v6.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV6
+from kio.schema.offset_commit.v6.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV6
 from kio.schema.offset_commit.v6.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV6
 from kio.schema.offset_commit.v6.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV6
+from kio.schema.offset_commit.v7.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV7
+from kio.schema.offset_commit.v7.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV7
 from kio.schema.offset_commit.v7.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV7
 from kio.schema.offset_commit.v7.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV7
+from kio.schema.offset_commit.v8.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV8
+from kio.schema.offset_commit.v8.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV8
+from kio.schema.offset_commit.v9.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV9
+from kio.schema.offset_commit.v9.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV9
 from kio.schema.offset_commit.v9.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV9
 from kio.schema.offset_commit.v9.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV9
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequestPartition as OffsetDeleteRequestPartitionV0
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic as OffsetDeleteRequestTopicV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponsePartition as OffsetDeleteResponsePartitionV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponseTopic as OffsetDeleteResponseTopicV0
+from kio.schema.offset_fetch.v2.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV2
 from kio.schema.offset_fetch.v2.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV2
 from kio.schema.offset_fetch.v2.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV2
+from kio.schema.offset_fetch.v3.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV3
 from kio.schema.offset_fetch.v3.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV3
 from kio.schema.offset_fetch.v3.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV3
+from kio.schema.offset_fetch.v4.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV4
 from kio.schema.offset_fetch.v4.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV4
 from kio.schema.offset_fetch.v4.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV4
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV5
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV5
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV5
+from kio.schema.offset_fetch.v6.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV6
 from kio.schema.offset_fetch.v6.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV6
 from kio.schema.offset_fetch.v6.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV6
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV7
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV7
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV7
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup as OffsetFetchRequestGroupV8
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequestTopics as OffsetFetchRequestTopicsV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV8
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequestGroup as OffsetFetchRequestGroupV9
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequestTopics as OffsetFetchRequestTopicsV9
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV9
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV9
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV9
+from kio.schema.offset_for_leader_epoch.v2.request import (
+    OffsetForLeaderPartition as OffsetForLeaderEpochRequestOffsetForLeaderPartitionV2,
+)
+from kio.schema.offset_for_leader_epoch.v2.request import (
+    OffsetForLeaderTopic as OffsetForLeaderEpochRequestOffsetForLeaderTopicV2,
+)
 from kio.schema.offset_for_leader_epoch.v2.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV2
 from kio.schema.offset_for_leader_epoch.v2.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV2
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderPartition as OffsetForLeaderEpochRequestOffsetForLeaderPartitionV3,
+)
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderTopic as OffsetForLeaderEpochRequestOffsetForLeaderTopicV3,
+)
 from kio.schema.offset_for_leader_epoch.v3.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV3
 from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV3
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderPartition as OffsetForLeaderEpochRequestOffsetForLeaderPartitionV4,
+)
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderTopic as OffsetForLeaderEpochRequestOffsetForLeaderTopicV4,
+)
 from kio.schema.offset_for_leader_epoch.v4.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV4
 from kio.schema.offset_for_leader_epoch.v4.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV4
+from kio.schema.produce.v3.request import PartitionProduceData as ProduceRequestPartitionProduceDataV3
+from kio.schema.produce.v3.request import TopicProduceData as ProduceRequestTopicProduceDataV3
 from kio.schema.produce.v3.response import PartitionProduceResponse as PartitionProduceResponseV3
 from kio.schema.produce.v3.response import TopicProduceResponse as TopicProduceResponseV3
+from kio.schema.produce.v4.request import PartitionProduceData as ProduceRequestPartitionProduceDataV4
+from kio.schema.produce.v4.request import TopicProduceData as ProduceRequestTopicProduceDataV4
 from kio.schema.produce.v4.response import PartitionProduceResponse as PartitionProduceResponseV4
 from kio.schema.produce.v4.response import TopicProduceResponse as TopicProduceResponseV4
+from kio.schema.produce.v5.request import PartitionProduceData as ProduceRequestPartitionProduceDataV5
+from kio.schema.produce.v5.request import TopicProduceData as ProduceRequestTopicProduceDataV5
 from kio.schema.produce.v5.response import PartitionProduceResponse as PartitionProduceResponseV5
 from kio.schema.produce.v5.response import TopicProduceResponse as TopicProduceResponseV5
+from kio.schema.produce.v6.request import PartitionProduceData as ProduceRequestPartitionProduceDataV6
+from kio.schema.produce.v6.request import TopicProduceData as ProduceRequestTopicProduceDataV6
 from kio.schema.produce.v6.response import PartitionProduceResponse as PartitionProduceResponseV6
 from kio.schema.produce.v6.response import TopicProduceResponse as TopicProduceResponseV6
+from kio.schema.produce.v7.request import PartitionProduceData as ProduceRequestPartitionProduceDataV7
+from kio.schema.produce.v7.request import TopicProduceData as ProduceRequestTopicProduceDataV7
 from kio.schema.produce.v7.response import PartitionProduceResponse as PartitionProduceResponseV7
 from kio.schema.produce.v7.response import TopicProduceResponse as TopicProduceResponseV7
+from kio.schema.produce.v8.request import PartitionProduceData as ProduceRequestPartitionProduceDataV8
+from kio.schema.produce.v8.request import TopicProduceData as ProduceRequestTopicProduceDataV8
 from kio.schema.produce.v8.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV8
 from kio.schema.produce.v8.response import PartitionProduceResponse as PartitionProduceResponseV8
 from kio.schema.produce.v8.response import TopicProduceResponse as TopicProduceResponseV8
+from kio.schema.produce.v9.request import PartitionProduceData as ProduceRequestPartitionProduceDataV9
+from kio.schema.produce.v9.request import TopicProduceData as ProduceRequestTopicProduceDataV9
 from kio.schema.produce.v9.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV9
 from kio.schema.produce.v9.response import PartitionProduceResponse as PartitionProduceResponseV9
 from kio.schema.produce.v9.response import TopicProduceResponse as TopicProduceResponseV9
+from kio.schema.produce.v10.request import PartitionProduceData as ProduceRequestPartitionProduceDataV10
+from kio.schema.produce.v10.request import TopicProduceData as ProduceRequestTopicProduceDataV10
 from kio.schema.produce.v10.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV10
 from kio.schema.produce.v10.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV10
 from kio.schema.produce.v10.response import NodeEndpoint as ProduceNodeEndpointV10
 from kio.schema.produce.v10.response import PartitionProduceResponse as PartitionProduceResponseV10
 from kio.schema.produce.v10.response import TopicProduceResponse as TopicProduceResponseV10
+from kio.schema.produce.v11.request import PartitionProduceData as ProduceRequestPartitionProduceDataV11
+from kio.schema.produce.v11.request import TopicProduceData as ProduceRequestTopicProduceDataV11
 from kio.schema.produce.v11.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV11
 from kio.schema.produce.v11.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV11
 from kio.schema.produce.v11.response import NodeEndpoint as ProduceNodeEndpointV11
 from kio.schema.produce.v11.response import PartitionProduceResponse as PartitionProduceResponseV11
 from kio.schema.produce.v11.response import TopicProduceResponse as TopicProduceResponseV11
+from kio.schema.sync_group.v0.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV0
+from kio.schema.sync_group.v1.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV1
+from kio.schema.sync_group.v2.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV2
+from kio.schema.sync_group.v3.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV3
+from kio.schema.sync_group.v4.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV4
+from kio.schema.sync_group.v5.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV5
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV0
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV0
 from kio.schema.txn_offset_commit.v0.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV0,
 )
 from kio.schema.txn_offset_commit.v0.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV0
+from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV1
+from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV1
 from kio.schema.txn_offset_commit.v1.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV1,
 )
 from kio.schema.txn_offset_commit.v1.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV1
+from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV2
+from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV2
 from kio.schema.txn_offset_commit.v2.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV2,
 )
 from kio.schema.txn_offset_commit.v2.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV2
+from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV3
+from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV3
 from kio.schema.txn_offset_commit.v3.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV3,
 )
 from kio.schema.txn_offset_commit.v3.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV3
 
-from kafkaguard.protocol.build import build_fields, nested, rebuild_fields
+from kafkaguard.protocol.build import build_fields, nested, rebuild_fields, rebuild_request_fields
 from kafkaguard.proxy.messages import (
+    AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeGroupsRequest,
     DescribeGroupsResponse,
+    DescribeProducersRequest,
     DescribeProducersResponse,
+    DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
+    DescribeTransactionsRequest,
     DescribeTransactionsResponse,
+    EndTxnRequest,
     EndTxnResponse,
+    FetchRequest,
     FetchResponse,
+    FindCoordinatorRequest,
     FindCoordinatorResponse,
+    HeartbeatRequest,
     HeartbeatResponse,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    InitProducerIdRequest,
     InitProducerIdResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
     ListGroupsResponse,
+    ListOffsetsRequest,
     ListOffsetsResponse,
+    ListTransactionsRequest,
     ListTransactionsResponse,
+    MetadataRequest,
     MetadataResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    ProduceRequest,
     ProduceResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
 
@@ -3603,3 +3908,1353 @@ def txn_offset_commit_response(
     cls: type[TxnOffsetCommitResponse], **fields: Unpack[TxnOffsetCommitResponseFields]
 ) -> TxnOffsetCommitResponse:
     return build_fields(cls, fields)
+
+
+class AddOffsetsToTxnRequestChanges(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+def rebuild_add_offsets_to_txn_request(
+    entity: AddOffsetsToTxnRequest, /, **changes: Unpack[AddOffsetsToTxnRequestChanges]
+) -> AddOffsetsToTxnRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+AddPartitionsToTxnRequestAddPartitionsToTxnTopic = (
+    AddPartitionsToTxnRequestAddPartitionsToTxnTopicV0
+    | AddPartitionsToTxnRequestAddPartitionsToTxnTopicV1
+    | AddPartitionsToTxnRequestAddPartitionsToTxnTopicV2
+    | AddPartitionsToTxnRequestAddPartitionsToTxnTopicV3
+)
+
+
+class AddPartitionsToTxnRequestAddPartitionsToTxnTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[int, ...]
+
+
+def rebuild_add_partitions_to_txn_request_add_partitions_to_txn_topic(
+    entity: AddPartitionsToTxnRequestAddPartitionsToTxnTopic,
+    /,
+    **changes: Unpack[AddPartitionsToTxnRequestAddPartitionsToTxnTopicChanges],
+) -> AddPartitionsToTxnRequestAddPartitionsToTxnTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class AddPartitionsToTxnRequestChanges(TypedDict, total=False):
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: tuple[AddPartitionsToTxnRequestAddPartitionsToTxnTopic, ...]
+
+
+def rebuild_add_partitions_to_txn_request(
+    entity: AddPartitionsToTxnRequest, /, **changes: Unpack[AddPartitionsToTxnRequestChanges]
+) -> AddPartitionsToTxnRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+AlterConfigsRequestAlterableConfig = (
+    AlterConfigsRequestAlterableConfigV0 | AlterConfigsRequestAlterableConfigV1 | AlterConfigsRequestAlterableConfigV2
+)
+
+
+class AlterConfigsRequestAlterableConfigChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+
+
+def rebuild_alter_configs_request_alterable_config(
+    entity: AlterConfigsRequestAlterableConfig, /, **changes: Unpack[AlterConfigsRequestAlterableConfigChanges]
+) -> AlterConfigsRequestAlterableConfig:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+AlterConfigsRequestAlterConfigsResource = (
+    AlterConfigsRequestAlterConfigsResourceV0
+    | AlterConfigsRequestAlterConfigsResourceV1
+    | AlterConfigsRequestAlterConfigsResourceV2
+)
+
+
+class AlterConfigsRequestAlterConfigsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    configs: tuple[AlterConfigsRequestAlterableConfig, ...]
+
+
+def rebuild_alter_configs_request_alter_configs_resource(
+    entity: AlterConfigsRequestAlterConfigsResource,
+    /,
+    **changes: Unpack[AlterConfigsRequestAlterConfigsResourceChanges],
+) -> AlterConfigsRequestAlterConfigsResource:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class AlterConfigsRequestChanges(TypedDict, total=False):
+    resources: tuple[AlterConfigsRequestAlterConfigsResource, ...]
+    validate_only: bool
+
+
+def rebuild_alter_configs_request(
+    entity: AlterConfigsRequest, /, **changes: Unpack[AlterConfigsRequestChanges]
+) -> AlterConfigsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ConsumerGroupDescribeRequestChanges(TypedDict, total=False):
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool
+
+
+def rebuild_consumer_group_describe_request(
+    entity: ConsumerGroupDescribeRequest, /, **changes: Unpack[ConsumerGroupDescribeRequestChanges]
+) -> ConsumerGroupDescribeRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ConsumerGroupHeartbeatRequestTopicPartitions = ConsumerGroupHeartbeatRequestTopicPartitionsV0
+
+
+class ConsumerGroupHeartbeatRequestTopicPartitionsChanges(TypedDict, total=False):
+    topic_id: UUID | None
+    partitions: tuple[int, ...]
+
+
+def rebuild_consumer_group_heartbeat_request_topic_partitions(
+    entity: ConsumerGroupHeartbeatRequestTopicPartitions,
+    /,
+    **changes: Unpack[ConsumerGroupHeartbeatRequestTopicPartitionsChanges],
+) -> ConsumerGroupHeartbeatRequestTopicPartitions:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ConsumerGroupHeartbeatRequestChanges(TypedDict, total=False):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout: timedelta
+    subscribed_topic_names: tuple[str, ...] | None
+    server_assignor: str | None
+    topic_partitions: tuple[ConsumerGroupHeartbeatRequestTopicPartitions, ...] | None
+
+
+def rebuild_consumer_group_heartbeat_request(
+    entity: ConsumerGroupHeartbeatRequest, /, **changes: Unpack[ConsumerGroupHeartbeatRequestChanges]
+) -> ConsumerGroupHeartbeatRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreatePartitionsRequestCreatePartitionsAssignment = (
+    CreatePartitionsRequestCreatePartitionsAssignmentV0
+    | CreatePartitionsRequestCreatePartitionsAssignmentV1
+    | CreatePartitionsRequestCreatePartitionsAssignmentV2
+    | CreatePartitionsRequestCreatePartitionsAssignmentV3
+)
+
+
+class CreatePartitionsRequestCreatePartitionsAssignmentChanges(TypedDict, total=False):
+    broker_ids: tuple[int, ...]
+
+
+def rebuild_create_partitions_request_create_partitions_assignment(
+    entity: CreatePartitionsRequestCreatePartitionsAssignment,
+    /,
+    **changes: Unpack[CreatePartitionsRequestCreatePartitionsAssignmentChanges],
+) -> CreatePartitionsRequestCreatePartitionsAssignment:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreatePartitionsRequestCreatePartitionsTopic = (
+    CreatePartitionsRequestCreatePartitionsTopicV0
+    | CreatePartitionsRequestCreatePartitionsTopicV1
+    | CreatePartitionsRequestCreatePartitionsTopicV2
+    | CreatePartitionsRequestCreatePartitionsTopicV3
+)
+
+
+class CreatePartitionsRequestCreatePartitionsTopicChanges(TypedDict, total=False):
+    name: str
+    count: int
+    assignments: tuple[CreatePartitionsRequestCreatePartitionsAssignment, ...] | None
+
+
+def rebuild_create_partitions_request_create_partitions_topic(
+    entity: CreatePartitionsRequestCreatePartitionsTopic,
+    /,
+    **changes: Unpack[CreatePartitionsRequestCreatePartitionsTopicChanges],
+) -> CreatePartitionsRequestCreatePartitionsTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class CreatePartitionsRequestChanges(TypedDict, total=False):
+    topics: tuple[CreatePartitionsRequestCreatePartitionsTopic, ...]
+    timeout: timedelta
+    validate_only: bool
+
+
+def rebuild_create_partitions_request(
+    entity: CreatePartitionsRequest, /, **changes: Unpack[CreatePartitionsRequestChanges]
+) -> CreatePartitionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreateTopicsRequestCreatableReplicaAssignment = (
+    CreateTopicsRequestCreatableReplicaAssignmentV2
+    | CreateTopicsRequestCreatableReplicaAssignmentV3
+    | CreateTopicsRequestCreatableReplicaAssignmentV4
+    | CreateTopicsRequestCreatableReplicaAssignmentV5
+    | CreateTopicsRequestCreatableReplicaAssignmentV6
+    | CreateTopicsRequestCreatableReplicaAssignmentV7
+)
+
+
+class CreateTopicsRequestCreatableReplicaAssignmentChanges(TypedDict, total=False):
+    partition_index: int
+    broker_ids: tuple[int, ...]
+
+
+def rebuild_create_topics_request_creatable_replica_assignment(
+    entity: CreateTopicsRequestCreatableReplicaAssignment,
+    /,
+    **changes: Unpack[CreateTopicsRequestCreatableReplicaAssignmentChanges],
+) -> CreateTopicsRequestCreatableReplicaAssignment:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreateTopicsRequestCreatableTopicConfig = (
+    CreateTopicsRequestCreatableTopicConfigV2
+    | CreateTopicsRequestCreatableTopicConfigV3
+    | CreateTopicsRequestCreatableTopicConfigV4
+    | CreateTopicsRequestCreatableTopicConfigV5
+    | CreateTopicsRequestCreatableTopicConfigV6
+    | CreateTopicsRequestCreatableTopicConfigV7
+)
+
+
+class CreateTopicsRequestCreatableTopicConfigChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+
+
+def rebuild_create_topics_request_creatable_topic_config(
+    entity: CreateTopicsRequestCreatableTopicConfig,
+    /,
+    **changes: Unpack[CreateTopicsRequestCreatableTopicConfigChanges],
+) -> CreateTopicsRequestCreatableTopicConfig:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreateTopicsRequestCreatableTopic = (
+    CreateTopicsRequestCreatableTopicV2
+    | CreateTopicsRequestCreatableTopicV3
+    | CreateTopicsRequestCreatableTopicV4
+    | CreateTopicsRequestCreatableTopicV5
+    | CreateTopicsRequestCreatableTopicV6
+    | CreateTopicsRequestCreatableTopicV7
+)
+
+
+class CreateTopicsRequestCreatableTopicChanges(TypedDict, total=False):
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: tuple[CreateTopicsRequestCreatableReplicaAssignment, ...]
+    configs: tuple[CreateTopicsRequestCreatableTopicConfig, ...]
+
+
+def rebuild_create_topics_request_creatable_topic(
+    entity: CreateTopicsRequestCreatableTopic, /, **changes: Unpack[CreateTopicsRequestCreatableTopicChanges]
+) -> CreateTopicsRequestCreatableTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class CreateTopicsRequestChanges(TypedDict, total=False):
+    topics: tuple[CreateTopicsRequestCreatableTopic, ...]
+    timeout: timedelta
+    validate_only: bool
+
+
+def rebuild_create_topics_request(
+    entity: CreateTopicsRequest, /, **changes: Unpack[CreateTopicsRequestChanges]
+) -> CreateTopicsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DeleteGroupsRequestChanges(TypedDict, total=False):
+    groups_names: tuple[str, ...]
+
+
+def rebuild_delete_groups_request(
+    entity: DeleteGroupsRequest, /, **changes: Unpack[DeleteGroupsRequestChanges]
+) -> DeleteGroupsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DeleteRecordsRequestDeleteRecordsPartition = (
+    DeleteRecordsRequestDeleteRecordsPartitionV0
+    | DeleteRecordsRequestDeleteRecordsPartitionV1
+    | DeleteRecordsRequestDeleteRecordsPartitionV2
+)
+
+
+class DeleteRecordsRequestDeleteRecordsPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    offset: int
+
+
+def rebuild_delete_records_request_delete_records_partition(
+    entity: DeleteRecordsRequestDeleteRecordsPartition,
+    /,
+    **changes: Unpack[DeleteRecordsRequestDeleteRecordsPartitionChanges],
+) -> DeleteRecordsRequestDeleteRecordsPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DeleteRecordsRequestDeleteRecordsTopic = (
+    DeleteRecordsRequestDeleteRecordsTopicV0
+    | DeleteRecordsRequestDeleteRecordsTopicV1
+    | DeleteRecordsRequestDeleteRecordsTopicV2
+)
+
+
+class DeleteRecordsRequestDeleteRecordsTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[DeleteRecordsRequestDeleteRecordsPartition, ...]
+
+
+def rebuild_delete_records_request_delete_records_topic(
+    entity: DeleteRecordsRequestDeleteRecordsTopic, /, **changes: Unpack[DeleteRecordsRequestDeleteRecordsTopicChanges]
+) -> DeleteRecordsRequestDeleteRecordsTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DeleteRecordsRequestChanges(TypedDict, total=False):
+    topics: tuple[DeleteRecordsRequestDeleteRecordsTopic, ...]
+    timeout: timedelta
+
+
+def rebuild_delete_records_request(
+    entity: DeleteRecordsRequest, /, **changes: Unpack[DeleteRecordsRequestChanges]
+) -> DeleteRecordsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DeleteTopicsRequestChanges(TypedDict, total=False):
+    topic_names: tuple[str, ...]
+    timeout: timedelta
+    topics: tuple[DeleteTopicsRequestDeleteTopicState, ...]
+
+
+def rebuild_delete_topics_request(
+    entity: DeleteTopicsRequest, /, **changes: Unpack[DeleteTopicsRequestChanges]
+) -> DeleteTopicsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DeleteTopicsRequestDeleteTopicState = DeleteTopicsRequestDeleteTopicStateV6
+
+
+class DeleteTopicsRequestDeleteTopicStateChanges(TypedDict, total=False):
+    name: str | None
+    topic_id: UUID | None
+
+
+def rebuild_delete_topics_request_delete_topic_state(
+    entity: DeleteTopicsRequestDeleteTopicState, /, **changes: Unpack[DeleteTopicsRequestDeleteTopicStateChanges]
+) -> DeleteTopicsRequestDeleteTopicState:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeClusterRequestChanges(TypedDict, total=False):
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+
+
+def rebuild_describe_cluster_request(
+    entity: DescribeClusterRequest, /, **changes: Unpack[DescribeClusterRequestChanges]
+) -> DescribeClusterRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeConfigsRequestDescribeConfigsResource = (
+    DescribeConfigsRequestDescribeConfigsResourceV1
+    | DescribeConfigsRequestDescribeConfigsResourceV2
+    | DescribeConfigsRequestDescribeConfigsResourceV3
+    | DescribeConfigsRequestDescribeConfigsResourceV4
+)
+
+
+class DescribeConfigsRequestDescribeConfigsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    configuration_keys: tuple[str, ...] | None
+
+
+def rebuild_describe_configs_request_describe_configs_resource(
+    entity: DescribeConfigsRequestDescribeConfigsResource,
+    /,
+    **changes: Unpack[DescribeConfigsRequestDescribeConfigsResourceChanges],
+) -> DescribeConfigsRequestDescribeConfigsResource:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeConfigsRequestChanges(TypedDict, total=False):
+    resources: tuple[DescribeConfigsRequestDescribeConfigsResource, ...]
+    include_synonyms: bool
+    include_documentation: bool
+
+
+def rebuild_describe_configs_request(
+    entity: DescribeConfigsRequest, /, **changes: Unpack[DescribeConfigsRequestChanges]
+) -> DescribeConfigsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeGroupsRequestChanges(TypedDict, total=False):
+    groups: tuple[str, ...]
+    include_authorized_operations: bool
+
+
+def rebuild_describe_groups_request(
+    entity: DescribeGroupsRequest, /, **changes: Unpack[DescribeGroupsRequestChanges]
+) -> DescribeGroupsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeProducersRequestTopicRequest = DescribeProducersRequestTopicRequestV0
+
+
+class DescribeProducersRequestTopicRequestChanges(TypedDict, total=False):
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def rebuild_describe_producers_request_topic_request(
+    entity: DescribeProducersRequestTopicRequest, /, **changes: Unpack[DescribeProducersRequestTopicRequestChanges]
+) -> DescribeProducersRequestTopicRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeProducersRequestChanges(TypedDict, total=False):
+    topics: tuple[DescribeProducersRequestTopicRequest, ...]
+
+
+def rebuild_describe_producers_request(
+    entity: DescribeProducersRequest, /, **changes: Unpack[DescribeProducersRequestChanges]
+) -> DescribeProducersRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeTopicPartitionsRequestTopicRequest = DescribeTopicPartitionsRequestTopicRequestV0
+
+
+class DescribeTopicPartitionsRequestTopicRequestChanges(TypedDict, total=False):
+    name: str
+
+
+def rebuild_describe_topic_partitions_request_topic_request(
+    entity: DescribeTopicPartitionsRequestTopicRequest,
+    /,
+    **changes: Unpack[DescribeTopicPartitionsRequestTopicRequestChanges],
+) -> DescribeTopicPartitionsRequestTopicRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeTopicPartitionsRequestCursor = DescribeTopicPartitionsRequestCursorV0
+
+
+class DescribeTopicPartitionsRequestCursorChanges(TypedDict, total=False):
+    topic_name: str
+    partition_index: int
+
+
+def rebuild_describe_topic_partitions_request_cursor(
+    entity: DescribeTopicPartitionsRequestCursor, /, **changes: Unpack[DescribeTopicPartitionsRequestCursorChanges]
+) -> DescribeTopicPartitionsRequestCursor:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeTopicPartitionsRequestChanges(TypedDict, total=False):
+    topics: tuple[DescribeTopicPartitionsRequestTopicRequest, ...]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequestCursor | None
+
+
+def rebuild_describe_topic_partitions_request(
+    entity: DescribeTopicPartitionsRequest, /, **changes: Unpack[DescribeTopicPartitionsRequestChanges]
+) -> DescribeTopicPartitionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeTransactionsRequestChanges(TypedDict, total=False):
+    transactional_ids: tuple[str, ...]
+
+
+def rebuild_describe_transactions_request(
+    entity: DescribeTransactionsRequest, /, **changes: Unpack[DescribeTransactionsRequestChanges]
+) -> DescribeTransactionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class EndTxnRequestChanges(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+def rebuild_end_txn_request(entity: EndTxnRequest, /, **changes: Unpack[EndTxnRequestChanges]) -> EndTxnRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestFetchPartition = (
+    FetchRequestFetchPartitionV4
+    | FetchRequestFetchPartitionV5
+    | FetchRequestFetchPartitionV6
+    | FetchRequestFetchPartitionV7
+    | FetchRequestFetchPartitionV8
+    | FetchRequestFetchPartitionV9
+    | FetchRequestFetchPartitionV10
+    | FetchRequestFetchPartitionV11
+    | FetchRequestFetchPartitionV12
+    | FetchRequestFetchPartitionV13
+    | FetchRequestFetchPartitionV14
+    | FetchRequestFetchPartitionV15
+    | FetchRequestFetchPartitionV16
+    | FetchRequestFetchPartitionV17
+)
+
+
+class FetchRequestFetchPartitionChanges(TypedDict, total=False):
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    log_start_offset: int
+    current_leader_epoch: int
+    last_fetched_epoch: int
+    replica_directory_id: UUID | None
+
+
+def rebuild_fetch_request_fetch_partition(
+    entity: FetchRequestFetchPartition, /, **changes: Unpack[FetchRequestFetchPartitionChanges]
+) -> FetchRequestFetchPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestFetchTopic = (
+    FetchRequestFetchTopicV4
+    | FetchRequestFetchTopicV5
+    | FetchRequestFetchTopicV6
+    | FetchRequestFetchTopicV7
+    | FetchRequestFetchTopicV8
+    | FetchRequestFetchTopicV9
+    | FetchRequestFetchTopicV10
+    | FetchRequestFetchTopicV11
+    | FetchRequestFetchTopicV12
+    | FetchRequestFetchTopicV13
+    | FetchRequestFetchTopicV14
+    | FetchRequestFetchTopicV15
+    | FetchRequestFetchTopicV16
+    | FetchRequestFetchTopicV17
+)
+
+
+class FetchRequestFetchTopicChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[FetchRequestFetchPartition, ...]
+    topic_id: UUID | None
+
+
+def rebuild_fetch_request_fetch_topic(
+    entity: FetchRequestFetchTopic, /, **changes: Unpack[FetchRequestFetchTopicChanges]
+) -> FetchRequestFetchTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class FetchRequestChanges(TypedDict, total=False):
+    replica_id: int
+    max_wait: timedelta
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    topics: tuple[FetchRequestFetchTopic, ...]
+    session_id: int
+    session_epoch: int
+    forgotten_topics_data: tuple[FetchRequestForgottenTopic, ...]
+    rack_id: str
+    cluster_id: str | None
+    replica_state: FetchRequestReplicaState
+
+
+def rebuild_fetch_request(entity: FetchRequest, /, **changes: Unpack[FetchRequestChanges]) -> FetchRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestForgottenTopic = (
+    FetchRequestForgottenTopicV7
+    | FetchRequestForgottenTopicV8
+    | FetchRequestForgottenTopicV9
+    | FetchRequestForgottenTopicV10
+    | FetchRequestForgottenTopicV11
+    | FetchRequestForgottenTopicV12
+    | FetchRequestForgottenTopicV13
+    | FetchRequestForgottenTopicV14
+    | FetchRequestForgottenTopicV15
+    | FetchRequestForgottenTopicV16
+    | FetchRequestForgottenTopicV17
+)
+
+
+class FetchRequestForgottenTopicChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[int, ...]
+    topic_id: UUID | None
+
+
+def rebuild_fetch_request_forgotten_topic(
+    entity: FetchRequestForgottenTopic, /, **changes: Unpack[FetchRequestForgottenTopicChanges]
+) -> FetchRequestForgottenTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestReplicaState = FetchRequestReplicaStateV15 | FetchRequestReplicaStateV16 | FetchRequestReplicaStateV17
+
+
+class FetchRequestReplicaStateChanges(TypedDict, total=False):
+    replica_id: int
+    replica_epoch: int
+
+
+def rebuild_fetch_request_replica_state(
+    entity: FetchRequestReplicaState, /, **changes: Unpack[FetchRequestReplicaStateChanges]
+) -> FetchRequestReplicaState:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class FindCoordinatorRequestChanges(TypedDict, total=False):
+    key: str
+    key_type: int
+    coordinator_keys: tuple[str, ...]
+
+
+def rebuild_find_coordinator_request(
+    entity: FindCoordinatorRequest, /, **changes: Unpack[FindCoordinatorRequestChanges]
+) -> FindCoordinatorRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class HeartbeatRequestChanges(TypedDict, total=False):
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+def rebuild_heartbeat_request(
+    entity: HeartbeatRequest, /, **changes: Unpack[HeartbeatRequestChanges]
+) -> HeartbeatRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+IncrementalAlterConfigsRequestAlterableConfig = (
+    IncrementalAlterConfigsRequestAlterableConfigV0 | IncrementalAlterConfigsRequestAlterableConfigV1
+)
+
+
+class IncrementalAlterConfigsRequestAlterableConfigChanges(TypedDict, total=False):
+    name: str
+    config_operation: int
+    value: str | None
+
+
+def rebuild_incremental_alter_configs_request_alterable_config(
+    entity: IncrementalAlterConfigsRequestAlterableConfig,
+    /,
+    **changes: Unpack[IncrementalAlterConfigsRequestAlterableConfigChanges],
+) -> IncrementalAlterConfigsRequestAlterableConfig:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+IncrementalAlterConfigsRequestAlterConfigsResource = (
+    IncrementalAlterConfigsRequestAlterConfigsResourceV0 | IncrementalAlterConfigsRequestAlterConfigsResourceV1
+)
+
+
+class IncrementalAlterConfigsRequestAlterConfigsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    configs: tuple[IncrementalAlterConfigsRequestAlterableConfig, ...]
+
+
+def rebuild_incremental_alter_configs_request_alter_configs_resource(
+    entity: IncrementalAlterConfigsRequestAlterConfigsResource,
+    /,
+    **changes: Unpack[IncrementalAlterConfigsRequestAlterConfigsResourceChanges],
+) -> IncrementalAlterConfigsRequestAlterConfigsResource:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class IncrementalAlterConfigsRequestChanges(TypedDict, total=False):
+    resources: tuple[IncrementalAlterConfigsRequestAlterConfigsResource, ...]
+    validate_only: bool
+
+
+def rebuild_incremental_alter_configs_request(
+    entity: IncrementalAlterConfigsRequest, /, **changes: Unpack[IncrementalAlterConfigsRequestChanges]
+) -> IncrementalAlterConfigsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class InitProducerIdRequestChanges(TypedDict, total=False):
+    transactional_id: str | None
+    transaction_timeout: timedelta
+    producer_id: int
+    producer_epoch: int
+
+
+def rebuild_init_producer_id_request(
+    entity: InitProducerIdRequest, /, **changes: Unpack[InitProducerIdRequestChanges]
+) -> InitProducerIdRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+JoinGroupRequestProtocol = (
+    JoinGroupRequestProtocolV0
+    | JoinGroupRequestProtocolV1
+    | JoinGroupRequestProtocolV2
+    | JoinGroupRequestProtocolV3
+    | JoinGroupRequestProtocolV4
+    | JoinGroupRequestProtocolV5
+    | JoinGroupRequestProtocolV6
+    | JoinGroupRequestProtocolV7
+    | JoinGroupRequestProtocolV8
+    | JoinGroupRequestProtocolV9
+)
+
+
+class JoinGroupRequestProtocolChanges(TypedDict, total=False):
+    name: str
+    metadata: bytes
+
+
+def rebuild_join_group_request_protocol(
+    entity: JoinGroupRequestProtocol, /, **changes: Unpack[JoinGroupRequestProtocolChanges]
+) -> JoinGroupRequestProtocol:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class JoinGroupRequestChanges(TypedDict, total=False):
+    group_id: str
+    session_timeout: timedelta
+    member_id: str
+    protocol_type: str
+    protocols: tuple[JoinGroupRequestProtocol, ...]
+    rebalance_timeout: timedelta
+    group_instance_id: str | None
+    reason: str | None
+
+
+def rebuild_join_group_request(
+    entity: JoinGroupRequest, /, **changes: Unpack[JoinGroupRequestChanges]
+) -> JoinGroupRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class LeaveGroupRequestChanges(TypedDict, total=False):
+    group_id: str
+    member_id: str
+    members: tuple[LeaveGroupRequestMemberIdentity, ...]
+
+
+def rebuild_leave_group_request(
+    entity: LeaveGroupRequest, /, **changes: Unpack[LeaveGroupRequestChanges]
+) -> LeaveGroupRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+LeaveGroupRequestMemberIdentity = (
+    LeaveGroupRequestMemberIdentityV3 | LeaveGroupRequestMemberIdentityV4 | LeaveGroupRequestMemberIdentityV5
+)
+
+
+class LeaveGroupRequestMemberIdentityChanges(TypedDict, total=False):
+    member_id: str
+    group_instance_id: str | None
+    reason: str | None
+
+
+def rebuild_leave_group_request_member_identity(
+    entity: LeaveGroupRequestMemberIdentity, /, **changes: Unpack[LeaveGroupRequestMemberIdentityChanges]
+) -> LeaveGroupRequestMemberIdentity:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ListGroupsRequestChanges(TypedDict, total=False):
+    states_filter: tuple[str, ...]
+
+
+def rebuild_list_groups_request(
+    entity: ListGroupsRequest, /, **changes: Unpack[ListGroupsRequestChanges]
+) -> ListGroupsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ListOffsetsRequestListOffsetsPartition = (
+    ListOffsetsRequestListOffsetsPartitionV1
+    | ListOffsetsRequestListOffsetsPartitionV2
+    | ListOffsetsRequestListOffsetsPartitionV3
+    | ListOffsetsRequestListOffsetsPartitionV4
+    | ListOffsetsRequestListOffsetsPartitionV5
+    | ListOffsetsRequestListOffsetsPartitionV6
+    | ListOffsetsRequestListOffsetsPartitionV7
+    | ListOffsetsRequestListOffsetsPartitionV8
+)
+
+
+class ListOffsetsRequestListOffsetsPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    timestamp: int
+    current_leader_epoch: int
+
+
+def rebuild_list_offsets_request_list_offsets_partition(
+    entity: ListOffsetsRequestListOffsetsPartition, /, **changes: Unpack[ListOffsetsRequestListOffsetsPartitionChanges]
+) -> ListOffsetsRequestListOffsetsPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ListOffsetsRequestListOffsetsTopic = (
+    ListOffsetsRequestListOffsetsTopicV1
+    | ListOffsetsRequestListOffsetsTopicV2
+    | ListOffsetsRequestListOffsetsTopicV3
+    | ListOffsetsRequestListOffsetsTopicV4
+    | ListOffsetsRequestListOffsetsTopicV5
+    | ListOffsetsRequestListOffsetsTopicV6
+    | ListOffsetsRequestListOffsetsTopicV7
+    | ListOffsetsRequestListOffsetsTopicV8
+)
+
+
+class ListOffsetsRequestListOffsetsTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[ListOffsetsRequestListOffsetsPartition, ...]
+
+
+def rebuild_list_offsets_request_list_offsets_topic(
+    entity: ListOffsetsRequestListOffsetsTopic, /, **changes: Unpack[ListOffsetsRequestListOffsetsTopicChanges]
+) -> ListOffsetsRequestListOffsetsTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ListOffsetsRequestChanges(TypedDict, total=False):
+    replica_id: int
+    topics: tuple[ListOffsetsRequestListOffsetsTopic, ...]
+    isolation_level: int
+
+
+def rebuild_list_offsets_request(
+    entity: ListOffsetsRequest, /, **changes: Unpack[ListOffsetsRequestChanges]
+) -> ListOffsetsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ListTransactionsRequestChanges(TypedDict, total=False):
+    state_filters: tuple[str, ...]
+    producer_id_filters: tuple[int, ...]
+    duration_filter: int
+
+
+def rebuild_list_transactions_request(
+    entity: ListTransactionsRequest, /, **changes: Unpack[ListTransactionsRequestChanges]
+) -> ListTransactionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+MetadataRequestTopic = (
+    MetadataRequestTopicV1
+    | MetadataRequestTopicV2
+    | MetadataRequestTopicV3
+    | MetadataRequestTopicV4
+    | MetadataRequestTopicV5
+    | MetadataRequestTopicV6
+    | MetadataRequestTopicV7
+    | MetadataRequestTopicV8
+    | MetadataRequestTopicV9
+    | MetadataRequestTopicV10
+    | MetadataRequestTopicV11
+    | MetadataRequestTopicV12
+)
+
+
+class MetadataRequestTopicChanges(TypedDict, total=False):
+    name: str | None
+    topic_id: UUID | None
+
+
+def rebuild_metadata_request_topic(
+    entity: MetadataRequestTopic, /, **changes: Unpack[MetadataRequestTopicChanges]
+) -> MetadataRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class MetadataRequestChanges(TypedDict, total=False):
+    topics: tuple[MetadataRequestTopic, ...] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+
+
+def rebuild_metadata_request(entity: MetadataRequest, /, **changes: Unpack[MetadataRequestChanges]) -> MetadataRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetCommitRequestPartition = (
+    OffsetCommitRequestPartitionV2
+    | OffsetCommitRequestPartitionV3
+    | OffsetCommitRequestPartitionV4
+    | OffsetCommitRequestPartitionV5
+    | OffsetCommitRequestPartitionV6
+    | OffsetCommitRequestPartitionV7
+    | OffsetCommitRequestPartitionV8
+    | OffsetCommitRequestPartitionV9
+)
+
+
+class OffsetCommitRequestPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    committed_metadata: str | None
+    committed_leader_epoch: int
+
+
+def rebuild_offset_commit_request_partition(
+    entity: OffsetCommitRequestPartition, /, **changes: Unpack[OffsetCommitRequestPartitionChanges]
+) -> OffsetCommitRequestPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetCommitRequestTopic = (
+    OffsetCommitRequestTopicV2
+    | OffsetCommitRequestTopicV3
+    | OffsetCommitRequestTopicV4
+    | OffsetCommitRequestTopicV5
+    | OffsetCommitRequestTopicV6
+    | OffsetCommitRequestTopicV7
+    | OffsetCommitRequestTopicV8
+    | OffsetCommitRequestTopicV9
+)
+
+
+class OffsetCommitRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetCommitRequestPartition, ...]
+
+
+def rebuild_offset_commit_request_topic(
+    entity: OffsetCommitRequestTopic, /, **changes: Unpack[OffsetCommitRequestTopicChanges]
+) -> OffsetCommitRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetCommitRequestChanges(TypedDict, total=False):
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    retention_time: timedelta
+    topics: tuple[OffsetCommitRequestTopic, ...]
+    group_instance_id: str | None
+
+
+def rebuild_offset_commit_request(
+    entity: OffsetCommitRequest, /, **changes: Unpack[OffsetCommitRequestChanges]
+) -> OffsetCommitRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetDeleteRequestPartition = OffsetDeleteRequestPartitionV0
+
+
+class OffsetDeleteRequestPartitionChanges(TypedDict, total=False):
+    partition_index: int
+
+
+def rebuild_offset_delete_request_partition(
+    entity: OffsetDeleteRequestPartition, /, **changes: Unpack[OffsetDeleteRequestPartitionChanges]
+) -> OffsetDeleteRequestPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetDeleteRequestTopic = OffsetDeleteRequestTopicV0
+
+
+class OffsetDeleteRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetDeleteRequestPartition, ...]
+
+
+def rebuild_offset_delete_request_topic(
+    entity: OffsetDeleteRequestTopic, /, **changes: Unpack[OffsetDeleteRequestTopicChanges]
+) -> OffsetDeleteRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetDeleteRequestChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetDeleteRequestTopic, ...]
+
+
+def rebuild_offset_delete_request(
+    entity: OffsetDeleteRequest, /, **changes: Unpack[OffsetDeleteRequestChanges]
+) -> OffsetDeleteRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetFetchRequestTopic = (
+    OffsetFetchRequestTopicV2
+    | OffsetFetchRequestTopicV3
+    | OffsetFetchRequestTopicV4
+    | OffsetFetchRequestTopicV5
+    | OffsetFetchRequestTopicV6
+    | OffsetFetchRequestTopicV7
+)
+
+
+class OffsetFetchRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def rebuild_offset_fetch_request_topic(
+    entity: OffsetFetchRequestTopic, /, **changes: Unpack[OffsetFetchRequestTopicChanges]
+) -> OffsetFetchRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetFetchRequestChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetFetchRequestTopic, ...] | None
+    require_stable: bool
+    groups: tuple[OffsetFetchRequestGroup, ...]
+
+
+def rebuild_offset_fetch_request(
+    entity: OffsetFetchRequest, /, **changes: Unpack[OffsetFetchRequestChanges]
+) -> OffsetFetchRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetFetchRequestTopics = OffsetFetchRequestTopicsV8 | OffsetFetchRequestTopicsV9
+
+
+class OffsetFetchRequestTopicsChanges(TypedDict, total=False):
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def rebuild_offset_fetch_request_topics(
+    entity: OffsetFetchRequestTopics, /, **changes: Unpack[OffsetFetchRequestTopicsChanges]
+) -> OffsetFetchRequestTopics:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetFetchRequestGroup = OffsetFetchRequestGroupV8 | OffsetFetchRequestGroupV9
+
+
+class OffsetFetchRequestGroupChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetFetchRequestTopics, ...] | None
+    member_id: str | None
+    member_epoch: int
+
+
+def rebuild_offset_fetch_request_group(
+    entity: OffsetFetchRequestGroup, /, **changes: Unpack[OffsetFetchRequestGroupChanges]
+) -> OffsetFetchRequestGroup:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetForLeaderEpochRequestOffsetForLeaderPartition = (
+    OffsetForLeaderEpochRequestOffsetForLeaderPartitionV2
+    | OffsetForLeaderEpochRequestOffsetForLeaderPartitionV3
+    | OffsetForLeaderEpochRequestOffsetForLeaderPartitionV4
+)
+
+
+class OffsetForLeaderEpochRequestOffsetForLeaderPartitionChanges(TypedDict, total=False):
+    partition: int
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+def rebuild_offset_for_leader_epoch_request_offset_for_leader_partition(
+    entity: OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    /,
+    **changes: Unpack[OffsetForLeaderEpochRequestOffsetForLeaderPartitionChanges],
+) -> OffsetForLeaderEpochRequestOffsetForLeaderPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetForLeaderEpochRequestOffsetForLeaderTopic = (
+    OffsetForLeaderEpochRequestOffsetForLeaderTopicV2
+    | OffsetForLeaderEpochRequestOffsetForLeaderTopicV3
+    | OffsetForLeaderEpochRequestOffsetForLeaderTopicV4
+)
+
+
+class OffsetForLeaderEpochRequestOffsetForLeaderTopicChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, ...]
+
+
+def rebuild_offset_for_leader_epoch_request_offset_for_leader_topic(
+    entity: OffsetForLeaderEpochRequestOffsetForLeaderTopic,
+    /,
+    **changes: Unpack[OffsetForLeaderEpochRequestOffsetForLeaderTopicChanges],
+) -> OffsetForLeaderEpochRequestOffsetForLeaderTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetForLeaderEpochRequestChanges(TypedDict, total=False):
+    topics: tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, ...]
+    replica_id: int
+
+
+def rebuild_offset_for_leader_epoch_request(
+    entity: OffsetForLeaderEpochRequest, /, **changes: Unpack[OffsetForLeaderEpochRequestChanges]
+) -> OffsetForLeaderEpochRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ProduceRequestPartitionProduceData = (
+    ProduceRequestPartitionProduceDataV3
+    | ProduceRequestPartitionProduceDataV4
+    | ProduceRequestPartitionProduceDataV5
+    | ProduceRequestPartitionProduceDataV6
+    | ProduceRequestPartitionProduceDataV7
+    | ProduceRequestPartitionProduceDataV8
+    | ProduceRequestPartitionProduceDataV9
+    | ProduceRequestPartitionProduceDataV10
+    | ProduceRequestPartitionProduceDataV11
+)
+
+
+class ProduceRequestPartitionProduceDataChanges(TypedDict, total=False):
+    index: int
+    records: bytes | None
+
+
+def rebuild_produce_request_partition_produce_data(
+    entity: ProduceRequestPartitionProduceData, /, **changes: Unpack[ProduceRequestPartitionProduceDataChanges]
+) -> ProduceRequestPartitionProduceData:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ProduceRequestTopicProduceData = (
+    ProduceRequestTopicProduceDataV3
+    | ProduceRequestTopicProduceDataV4
+    | ProduceRequestTopicProduceDataV5
+    | ProduceRequestTopicProduceDataV6
+    | ProduceRequestTopicProduceDataV7
+    | ProduceRequestTopicProduceDataV8
+    | ProduceRequestTopicProduceDataV9
+    | ProduceRequestTopicProduceDataV10
+    | ProduceRequestTopicProduceDataV11
+)
+
+
+class ProduceRequestTopicProduceDataChanges(TypedDict, total=False):
+    name: str
+    partition_data: tuple[ProduceRequestPartitionProduceData, ...]
+
+
+def rebuild_produce_request_topic_produce_data(
+    entity: ProduceRequestTopicProduceData, /, **changes: Unpack[ProduceRequestTopicProduceDataChanges]
+) -> ProduceRequestTopicProduceData:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ProduceRequestChanges(TypedDict, total=False):
+    transactional_id: str | None
+    acks: int
+    timeout: timedelta
+    topic_data: tuple[ProduceRequestTopicProduceData, ...]
+
+
+def rebuild_produce_request(entity: ProduceRequest, /, **changes: Unpack[ProduceRequestChanges]) -> ProduceRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+SyncGroupRequestAssignment = (
+    SyncGroupRequestAssignmentV0
+    | SyncGroupRequestAssignmentV1
+    | SyncGroupRequestAssignmentV2
+    | SyncGroupRequestAssignmentV3
+    | SyncGroupRequestAssignmentV4
+    | SyncGroupRequestAssignmentV5
+)
+
+
+class SyncGroupRequestAssignmentChanges(TypedDict, total=False):
+    member_id: str
+    assignment: bytes
+
+
+def rebuild_sync_group_request_assignment(
+    entity: SyncGroupRequestAssignment, /, **changes: Unpack[SyncGroupRequestAssignmentChanges]
+) -> SyncGroupRequestAssignment:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class SyncGroupRequestChanges(TypedDict, total=False):
+    group_id: str
+    generation_id: int
+    member_id: str
+    assignments: tuple[SyncGroupRequestAssignment, ...]
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+
+
+def rebuild_sync_group_request(
+    entity: SyncGroupRequest, /, **changes: Unpack[SyncGroupRequestChanges]
+) -> SyncGroupRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+TxnOffsetCommitRequestPartition = (
+    TxnOffsetCommitRequestPartitionV0
+    | TxnOffsetCommitRequestPartitionV1
+    | TxnOffsetCommitRequestPartitionV2
+    | TxnOffsetCommitRequestPartitionV3
+)
+
+
+class TxnOffsetCommitRequestPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    committed_metadata: str | None
+    committed_leader_epoch: int
+
+
+def rebuild_txn_offset_commit_request_partition(
+    entity: TxnOffsetCommitRequestPartition, /, **changes: Unpack[TxnOffsetCommitRequestPartitionChanges]
+) -> TxnOffsetCommitRequestPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+TxnOffsetCommitRequestTopic = (
+    TxnOffsetCommitRequestTopicV0
+    | TxnOffsetCommitRequestTopicV1
+    | TxnOffsetCommitRequestTopicV2
+    | TxnOffsetCommitRequestTopicV3
+)
+
+
+class TxnOffsetCommitRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[TxnOffsetCommitRequestPartition, ...]
+
+
+def rebuild_txn_offset_commit_request_topic(
+    entity: TxnOffsetCommitRequestTopic, /, **changes: Unpack[TxnOffsetCommitRequestTopicChanges]
+) -> TxnOffsetCommitRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class TxnOffsetCommitRequestChanges(TypedDict, total=False):
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[TxnOffsetCommitRequestTopic, ...]
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+def rebuild_txn_offset_commit_request(
+    entity: TxnOffsetCommitRequest, /, **changes: Unpack[TxnOffsetCommitRequestChanges]
+) -> TxnOffsetCommitRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)

@@ -78,12 +78,18 @@ from kafkaguard.proxy.builders import (
     offset_for_leader_topic_result,
     rebuild_alter_configs_response,
     rebuild_creatable_topic_result,
+    rebuild_create_partitions_request,
     rebuild_create_partitions_response,
+    rebuild_create_topics_request,
     rebuild_create_topics_response,
+    rebuild_delete_records_request,
     rebuild_delete_records_response,
+    rebuild_delete_topics_request,
     rebuild_delete_topics_response,
+    rebuild_describe_configs_request,
     rebuild_describe_configs_response,
     rebuild_incremental_alter_configs_response,
+    rebuild_offset_for_leader_epoch_request,
     rebuild_offset_for_leader_epoch_response,
 )
 from kafkaguard.proxy.handlers.by_id import topic_names
@@ -173,7 +179,7 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     allowed = tuple(topic for topic in request.topics if topic.name in creatable)
     if not allowed:
         return create_topics_response(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
-    forwarded = await scope.forward(rebuild_request(request, topics=allowed) if refused else None)
+    forwarded = await scope.forward(rebuild_create_topics_request(request, topics=allowed) if refused else None)
     answer: CreateTopicsResponse = forwarded.body(CREATE_TOPICS)
     results: Sequence[CreatableTopicResult] = answer.topics
     if shows_configs:
@@ -228,8 +234,8 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
         refused.append(result(name, _UNKNOWN_TOPIC if absent else TOPIC_DENIED))
     if not refused:
         return await scope.relay()
-    return await _deleted(scope, cls, rebuild_request(request, topic_names=tuple(deletable)) if deletable else None,
-                          tuple(refused))  # fmt: skip
+    asking = rebuild_delete_topics_request(request, topic_names=tuple(deletable)) if deletable else None
+    return await _deleted(scope, cls, asking, tuple(refused))
 
 
 async def _deleted(
@@ -317,7 +323,9 @@ async def _delete_topics_v6(scope: ProxyScope, request: Any) -> Reply:
         if (t.name is None and t.topic_id in named and named[t.topic_id] in deletable)
         or (t.name is not None and t.name in names_once and t.name in deletable)
     )  # fmt: skip
-    return await _deleted(scope, cls, rebuild_request(request, topics=allowed) if allowed else None, tuple(refused))
+    return await _deleted(
+        scope, cls, rebuild_delete_topics_request(request, topics=allowed) if allowed else None, tuple(refused)
+    )
 
 
 async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
@@ -351,7 +359,7 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
     return await with_refused(
         scope,
         CREATE_PARTITIONS,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_create_partitions_request(request, topics=allowed) if allowed else None,
         own=lambda: create_partitions_response(cls, throttle_time=NO_THROTTLE, results=refused),
         # Kafka lists its refusals first
         merged=lambda answer: rebuild_create_partitions_response(answer, results=refused + answer.results),
@@ -381,7 +389,7 @@ async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Re
     return await with_refused(
         scope,
         DELETE_RECORDS,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_delete_records_request(request, topics=allowed) if allowed else None,
         own=lambda: delete_records_response(cls, throttle_time=NO_THROTTLE, topics=refused),
         merged=lambda answer: rebuild_delete_records_response(answer, topics=answer.topics + refused),
     )
@@ -458,7 +466,7 @@ async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -
     return await with_refused(
         scope,
         DESCRIBE_CONFIGS,
-        rebuild_request(request, resources=allowed) if allowed else None,
+        rebuild_describe_configs_request(request, resources=allowed) if allowed else None,
         own=lambda: describe_configs_response(cls, throttle_time=NO_THROTTLE, results=refused),
         merged=lambda answer: rebuild_describe_configs_response(answer, results=answer.results + refused),
     )
@@ -505,6 +513,7 @@ async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
             )
     if not refused:
         return await scope.relay()
+    # the two APIs' requests have the same fields: ``request`` is one of either (typed ``Any``), changed as itself
     asking = rebuild_request(request, resources=tuple(allowed)) if allowed else None
     refusals = tuple(refused)
     # Kafka lists its refusals first; the two APIs' answers have the same fields, each read as its own API's
@@ -583,7 +592,7 @@ async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpo
     return await with_refused(
         scope,
         OFFSET_FOR_LEADER_EPOCH,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_offset_for_leader_epoch_request(request, topics=allowed) if allowed else None,
         own=lambda: offset_for_leader_epoch_response(cls, throttle_time=NO_THROTTLE, topics=refused),
         merged=lambda answer: rebuild_offset_for_leader_epoch_response(answer, topics=answer.topics + refused),
     )

@@ -12,7 +12,7 @@ from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse as F
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
@@ -21,6 +21,7 @@ from kafkaguard.proxy.builders import (
     coordinator,
     find_coordinator_response,
     rebuild_coordinator,
+    rebuild_find_coordinator_request,
     rebuild_find_coordinator_response,
 )
 from kafkaguard.proxy.handlers.addresses import proxied_node
@@ -61,7 +62,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     if not allowed:
         return find_coordinator_response(cls, throttle_time=NO_THROTTLE, coordinators=refused)
     answer: FindCoordinatorResponse = (
-        await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))
+        await scope.forward(rebuild_find_coordinator_request(request, coordinator_keys=tuple(allowed)))
     ).body(FIND_COORDINATOR)
     if not isinstance(answer, FindCoordinatorResponseV4):  # decoded at the request's version: v4 batches keys
         raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as {type(answer).__name__}")

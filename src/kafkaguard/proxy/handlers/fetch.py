@@ -63,7 +63,7 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.header import decode_header
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
@@ -74,6 +74,7 @@ from kafkaguard.proxy.builders import (
     fetch_response,
     fetchable_topic_response,
     partition_data,
+    rebuild_fetch_request,
     rebuild_fetch_response,
 )
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, node_endpoints_in, tail_with
@@ -159,7 +160,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
     capped = False
     if limit is not None and request.max_bytes > limit:
-        request = rebuild_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
+        request = rebuild_fetch_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
         capped = True
     by_id = scope.api_version >= _BY_ID_FROM
     if _replica_id(request) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
@@ -194,7 +195,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
         return charge.local(_response(scope, refusals))
     # Only the allowed topics go upstream, sessionless: a rebuilt fetch names nothing the caller was not allowed,
     # and without a session (id 0, FINAL_EPOCH) the upstream adds no partition of an earlier fetch to it.
-    forwarded = await scope.forward(rebuild_request(_sessionless(request), topics=allowed))
+    forwarded = await scope.forward(rebuild_fetch_request(_sessionless(request), topics=allowed))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
@@ -226,7 +227,7 @@ async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[U
 
 
 def _sessionless(request: Any) -> Any:
-    return rebuild_request(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
+    return rebuild_fetch_request(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
 
 
 #: Kafka's ``FetchMetadata.INITIAL_EPOCH``: session id 0 with epoch 0 asks the broker to create a session.

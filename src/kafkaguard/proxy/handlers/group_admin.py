@@ -37,7 +37,7 @@ from kio.schema.errors import ErrorCode
 from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement, authorized_operations
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.routes import route, routes
@@ -55,11 +55,15 @@ from kafkaguard.proxy.builders import (
     offset_delete_response_partition,
     offset_delete_response_topic,
     rebuild_consumer_group_describe_described_group,
+    rebuild_consumer_group_describe_request,
     rebuild_consumer_group_describe_response,
+    rebuild_delete_groups_request,
     rebuild_delete_groups_response,
     rebuild_describe_groups_described_group,
+    rebuild_describe_groups_request,
     rebuild_describe_groups_response,
     rebuild_list_groups_response,
+    rebuild_offset_delete_request,
     rebuild_offset_delete_response,
 )
 from kafkaguard.proxy.messages import (
@@ -141,7 +145,7 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     if not allowed:
         return describe_groups_response(cls, throttle_time=NO_THROTTLE, groups=refused)
     answer: DescribeGroupsResponse = (
-        await scope.forward(rebuild_request(request, groups=allowed) if refused else None)
+        await scope.forward(rebuild_describe_groups_request(request, groups=allowed) if refused else None)
     ).body(DESCRIBE_GROUPS)
     described: tuple[DescribeGroupsDescribedGroup, ...] = answer.groups
     if with_operations:
@@ -186,7 +190,7 @@ async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Repl
     return await with_refused(
         scope,
         DELETE_GROUPS,
-        rebuild_request(request, groups_names=allowed) if allowed else None,
+        rebuild_delete_groups_request(request, groups_names=allowed) if allowed else None,
         own=lambda: delete_groups_response(cls, throttle_time=NO_THROTTLE, results=refused),
         merged=lambda answer: rebuild_delete_groups_response(answer, results=answer.results + refused),
     )
@@ -208,7 +212,9 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
         _refused_topic, cls, named(t for t in request.topics if t.name not in readable), TOPIC_DENIED
     )
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
-    answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body(OFFSET_DELETE)
+    answer: OffsetDeleteResponse = (await scope.forward(rebuild_offset_delete_request(request, topics=allowed))).body(
+        OFFSET_DELETE
+    )
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
         return answer
     return rebuild_offset_delete_response(answer, topics=answer.topics + refused)
@@ -232,7 +238,7 @@ async def consumer_group_describe(scope: ProxyScope, request: ConsumerGroupDescr
     # Only the describable groups go upstream: the request loses groups, never gains any (forward no more than
     # was authorized); ``include_authorized_operations`` goes as sent, its answer is replaced below.
     answer: ConsumerGroupDescribeResponse = (
-        await scope.forward(rebuild_request(request, group_ids=allowed) if refused else None)
+        await scope.forward(rebuild_consumer_group_describe_request(request, group_ids=allowed) if refused else None)
     ).body(CONSUMER_GROUP_DESCRIBE)
     assigned = {
         group.group_id: _assigned_topics(group) for group in answer.groups if group.error_code == ErrorCode.none

@@ -40,7 +40,7 @@ from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFet
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
@@ -58,7 +58,10 @@ from kafkaguard.proxy.builders import (
     offset_fetch_response_partitions,
     offset_fetch_response_topic,
     offset_fetch_response_topics,
+    rebuild_offset_commit_request,
     rebuild_offset_commit_response,
+    rebuild_offset_fetch_request,
+    rebuild_offset_fetch_request_group,
     rebuild_offset_fetch_response,
     rebuild_offset_fetch_response_group,
 )
@@ -198,7 +201,7 @@ async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Repl
     return await with_refused(
         scope,
         OFFSET_COMMIT,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_offset_commit_request(request, topics=allowed) if allowed else None,
         own=lambda: offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
         merged=lambda answer: rebuild_offset_commit_response(answer, topics=answer.topics + refused),
     )
@@ -236,7 +239,7 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
     return await with_refused(
         scope,
         OFFSET_FETCH,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_offset_fetch_request(request, topics=allowed) if allowed else None,
         own=lambda: offset_fetch_response(cls, throttle_time=NO_THROTTLE, topics=refused, error_code=ErrorCode.none),
         merged=merged,
     )
@@ -265,12 +268,14 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
         denied = {name for name in names if not outcome.allows(TOPIC, name)}
         refused = [topic for topic in group.topics if topic.name in denied]
         refused_topics_of[group.group_id] = refused_topics(_refused_fetch_grouped, cls, indexed(refused), TOPIC_DENIED)
-        asked.append(rebuild_request(group, topics=tuple(t for t in group.topics if t.name not in denied)))
+        asked.append(
+            rebuild_offset_fetch_request_group(group, topics=tuple(t for t in group.topics if t.name not in denied))
+        )
     answered: list[OffsetFetchResponseGroup] = []
     if asked:
-        answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body(
-            OFFSET_FETCH
-        )
+        answer: OffsetFetchResponse = (
+            await scope.forward(rebuild_offset_fetch_request(request, groups=tuple(asked)))
+        ).body(OFFSET_FETCH)
         if not isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version, v8+: per group
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as {type(answer).__name__}")
         for group in answer.groups:

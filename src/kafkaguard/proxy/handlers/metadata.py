@@ -41,7 +41,6 @@ from kafkaguard.protocol.build import (
     convert_request,
     convert_response,
     nested,
-    rebuild_request,
 )
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
@@ -51,6 +50,7 @@ from kafkaguard.proxy.builders import (
     metadata_response,
     metadata_response_topic,
     rebuild_describe_cluster_response,
+    rebuild_metadata_request,
     rebuild_metadata_response,
     rebuild_metadata_response_topic,
 )
@@ -88,9 +88,9 @@ async def metadata(scope: ProxyScope, request: MetadataRequest) -> Reply:
 async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     if request.topics is None:
-        whole: MetadataResponse = (await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))).body(
-            METADATA
-        )
+        whole: MetadataResponse = (
+            await scope.forward(rebuild_metadata_request(request, allow_auto_topic_creation=False))
+        ).body(METADATA)
         scope.nodes.topic_ids.observe(whole.topics, complete=True)
         listed = [topic.name for topic in whole.topics if topic.name is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: listed})
@@ -173,7 +173,7 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
     allowed = [i for i in ids if i in names and i not in denied]
     topic_cls = nested(type(request), "MetadataRequestTopic")
     asking = tuple(build_request(topic_cls, name=None, topic_id=i) for i in allowed)
-    forwarded = rebuild_request(request, topics=asking, allow_auto_topic_creation=False)
+    forwarded = rebuild_metadata_request(request, topics=asking, allow_auto_topic_creation=False)
     answer: MetadataResponse = (await scope.forward(forwarded)).body(METADATA)
     scope.nodes.topic_ids.observe(answer.topics)
     cls = type(answer)
@@ -196,7 +196,7 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
 def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
     topic_cls = nested(type(request), "MetadataRequestTopic")
     topics = tuple(build_request(topic_cls, name=name, topic_id=ZERO_UUID) for name in names)
-    return rebuild_request(request, topics=topics, allow_auto_topic_creation=auto_create)
+    return rebuild_metadata_request(request, topics=topics, allow_auto_topic_creation=auto_create)
 
 
 def _refusal(cls: type[MetadataResponse], name: str) -> MetadataResponseTopic:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
@@ -19,6 +19,7 @@ from kafkaguard.proxy.builders import (
     list_offsets_partition_response,
     list_offsets_response,
     list_offsets_topic_response,
+    rebuild_list_offsets_request,
     rebuild_list_offsets_response,
 )
 from kafkaguard.proxy.messages import LIST_OFFSETS, ListOffsetsRequest, ListOffsetsResponse
@@ -48,7 +49,7 @@ async def list_offsets(scope: ProxyScope, request: ListOffsetsRequest) -> Reply:
     return await with_refused(
         scope,
         LIST_OFFSETS,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_list_offsets_request(request, topics=allowed) if allowed else None,
         own=lambda: list_offsets_response(cls, throttle_time=NO_THROTTLE, topics=refused),
         merged=lambda answer: rebuild_list_offsets_response(answer, topics=answer.topics + refused),
     )

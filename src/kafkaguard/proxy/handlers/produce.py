@@ -41,7 +41,7 @@ from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
 from kafkaguard.protocol.wire_errors import error_fields
@@ -49,6 +49,7 @@ from kafkaguard.proxy.builders import (
     TopicProduceResponse,
     partition_produce_response,
     produce_response,
+    rebuild_produce_request,
     rebuild_produce_response,
     topic_produce_response,
 )
@@ -141,14 +142,14 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:
-            await scope.forward_without_response(rebuild_request(request, topic_data=allowed))
+            await scope.forward_without_response(rebuild_produce_request(request, topic_data=allowed))
         return Close(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     cls = response_schema(ApiKey.PRODUCE, scope.api_version)
     refused = _refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
-    answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body(PRODUCE)
+    answer: ProduceResponse = (await scope.forward(rebuild_produce_request(request, topic_data=allowed))).body(PRODUCE)
     merged = rebuild_produce_response(await _proxied(scope, answer), responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
 

@@ -29,7 +29,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
@@ -37,6 +37,7 @@ from kafkaguard.proxy.builders import (
     DescribeTopicPartitionsResponseTopic,
     describe_topic_partitions_response,
     describe_topic_partitions_response_topic,
+    rebuild_describe_topic_partitions_request,
     rebuild_describe_topic_partitions_response,
     rebuild_describe_topic_partitions_response_topic,
 )
@@ -75,7 +76,7 @@ async def describe_topic_partitions(scope: ProxyScope, request: DescribeTopicPar
     # What goes upstream: the names the caller may describe, at or after the cursor; the cursor only when its topic
     # is one of them (else Kafka starts that page at partition 0 of the first name, as the upstream does without it).
     topic_cls = nested(type(request), "TopicRequest")
-    asked = rebuild_request(
+    asked = rebuild_describe_topic_partitions_request(
         request,
         topics=tuple(build_request(topic_cls, name=name) for name in allowed),
         cursor=cursor if cursor is not None and cursor.topic_name in allowed else None,

@@ -36,7 +36,7 @@ from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.lengths import check_body
@@ -52,7 +52,11 @@ from kafkaguard.proxy.builders import (
     add_partitions_to_txn_topic_result,
     describe_producers_response,
     partition_response,
+    rebuild_describe_producers_request,
     rebuild_describe_producers_response,
+    rebuild_describe_transactions_request,
+    rebuild_list_transactions_response,
+    rebuild_txn_offset_commit_request,
     rebuild_txn_offset_commit_response,
     topic_response,
     txn_offset_commit_response,
@@ -204,7 +208,7 @@ async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) 
     return await with_refused(
         scope,
         TXN_OFFSET_COMMIT,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_txn_offset_commit_request(request, topics=allowed) if allowed else None,
         own=lambda: txn_offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
         merged=lambda answer: rebuild_txn_offset_commit_response(answer, topics=answer.topics + refused),
     )
@@ -228,7 +232,7 @@ async def describe_producers(scope: ProxyScope, request: DescribeProducersReques
     return await with_refused(
         scope,
         DESCRIBE_PRODUCERS,
-        rebuild_request(request, topics=allowed) if allowed else None,
+        rebuild_describe_producers_request(request, topics=allowed) if allowed else None,
         own=lambda: describe_producers_response(cls, throttle_time=NO_THROTTLE, topics=refused),
         merged=lambda answer: rebuild_describe_producers_response(answer, topics=answer.topics + refused),
     )
@@ -301,7 +305,9 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
     if not allowed:
         whole = _DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=refused)
         return whole
-    forwarded = await scope.forward(None if not refused else rebuild_request(request, transactional_ids=allowed))
+    forwarded = await scope.forward(
+        None if not refused else rebuild_describe_transactions_request(request, transactional_ids=allowed)
+    )
     answer = decode_describe_transactions(forwarded.payload)
     names = list(dict.fromkeys(topic.topic for state in answer.transaction_states for topic in state.topics))
     topics = scope.authorize(DESCRIBE_TRANSACTION_TOPICS, {TOPIC: names})
@@ -321,7 +327,7 @@ async def list_transactions(scope: ProxyScope, request: ListTransactionsRequest)
     ids = list(dict.fromkeys(state.transactional_id for state in answer.transaction_states))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_TRANSACTIONS], {TRANSACTIONAL_ID: ids})
     visible = tuple(s for s in answer.transaction_states if outcome.allows(TRANSACTIONAL_ID, s.transactional_id))
-    return rebuild(answer, transaction_states=visible)
+    return rebuild_list_transactions_response(answer, transaction_states=visible)
 
 
 #: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
