@@ -74,6 +74,7 @@ def rebuild_fields(entity: T, changes: Mapping[str, Any]) -> T:
     for name in changes.keys() - kept.keys():
         if name not in _declared_in_any_version(cls):
             raise TypeError(f"{cls.__name__} declares no field {name!r} in any version")
+    # T is any kio entity (a dataclass), which a TypeVar cannot say without a bound every union alias would miss
     return dataclasses.replace(entity, **kept)  # type: ignore[type-var]
 
 
@@ -118,7 +119,7 @@ def convert_request(entity: Any, cls: type[T]) -> T:
 
     :raises WideningRequestError: ``cls`` cannot say what ``entity`` says.
     """
-    return _convert(entity, cls, strict=True)  # type: ignore[no-any-return]
+    return _convert(entity, cls, strict=True)  # type: ignore[no-any-return]  # cls(**values): a T, built untyped
 
 
 def convert_response(entity: Any, cls: type[T]) -> T:
@@ -127,7 +128,7 @@ def convert_response(entity: Any, cls: type[T]) -> T:
 
     :raises TypeError: a field only ``cls`` has has no default (nothing says what it should hold).
     """
-    return _convert(entity, cls, strict=False)  # type: ignore[no-any-return]
+    return _convert(entity, cls, strict=False)  # type: ignore[no-any-return]  # as convert_request
 
 
 class _Unknown:

@@ -40,6 +40,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     cls: type[FindCoordinatorResponse] = response_schema(ApiKey.FIND_COORDINATOR, scope.api_version)
     resource_type = _KEY_TYPES.get(int(getattr(request, "key_type", 0)))  # v0 asks for groups only
     batched = hasattr(request, "coordinator_keys")
+    # v4+ batch their keys, v0-v3 name one: mypy narrows a union of versions by isinstance, not by hasattr
     keys: list[str] = list(request.coordinator_keys) if batched else [request.key]  # type: ignore[union-attr]
     if resource_type is None:  # Kafka: "Unknown coordinator type" (INVALID_REQUEST) for every key
         if batched:
