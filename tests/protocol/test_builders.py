@@ -2,7 +2,8 @@
 declares (DescribeClusterBroker's ``is_fenced`` is kio's v2, the server answers v0–v1: ``build`` would drop it at
 run time), a field of another API and a value of the wrong type are errors on their own lines; a correct response
 passes. In the proxy's builders (``proxy.builders``), a misspelt field and one above the proxy's cap (DeleteTopics
-v6's ``topic_id``) are errors too.
+v6's ``topic_id``) are errors too, as are the same mistakes in a change through ``rebuild_*`` and a handler
+registered for another API (``protocol.routes.route``).
 
 One mypy run over the snippets (the builders' imports make it the slow part: a few seconds, cold cache)."""
 
@@ -60,13 +61,24 @@ def wrong(cls: type[DescribeClusterResponse]) -> None:
 PROXY_WRONG = """\
 from kio.schema.errors import ErrorCode
 
-from kafkaguard.proxy.builders import deletable_topic_result, offset_commit_response_topic
-from kafkaguard.proxy.messages import DeleteTopicsResponse, OffsetCommitResponse
+from kafkaguard.protocol.routes import route
+from kafkaguard.proxy.builders import (
+    OffsetCommitResponseTopic,
+    deletable_topic_result,
+    offset_commit_response_topic,
+    rebuild_offset_commit_response_topic,
+)
+from kafkaguard.proxy.handlers.produce import produce
+from kafkaguard.proxy.messages import FETCH, DeleteTopicsResponse, OffsetCommitResponse
 
 
-def wrong(cls: type[DeleteTopicsResponse], commit: type[OffsetCommitResponse]) -> None:
+def wrong(cls: type[DeleteTopicsResponse], commit: type[OffsetCommitResponse], t: OffsetCommitResponseTopic) -> None:
     deletable_topic_result(cls, name="t", error_code=ErrorCode.none, error_mesage=None)  # misspelt
     offset_commit_response_topic(commit, name="t", partitions=(), topic_id=None)  # v10 only, above the cap
+    rebuild_offset_commit_response_topic(t, partitions=(), topic_id=None)  # rebuilt: the same fields checked
+    rebuild_offset_commit_response_topic(t, name=1)  # wrong type
+    rebuild_offset_commit_response_topic(t, name="t", partitions=())
+    route(FETCH, produce)  # a Produce handler registered for Fetch
 """
 
 
@@ -96,3 +108,5 @@ def test_mypy_reports_exactly_the_wrong_fields_and_passes_a_correct_response(tmp
     assert 'Unexpected keyword argument "topics"' in stdout
     assert 'Unexpected keyword argument "error_mesage"' in stdout
     assert 'Unexpected keyword argument "topic_id" for "offset_commit_response_topic"' in stdout
+    assert 'Unexpected keyword argument "topic_id" for "rebuild_offset_commit_response_topic"' in stdout
+    assert 'Argument 2 to "route" has incompatible type' in stdout

@@ -93,7 +93,7 @@ class FakeKafka:
 
     def answer(self, request: DecodedRequest) -> bytes | None:
         api_key, version = request.api_key, request.header.api_version
-        body = request.body
+        body: Any = request.body  # any API's request, read below as the API it is checked to be
         cls = response_schema(api_key, version)
         if api_key is ApiKey.PRODUCE and int(body.acks) == 0:
             return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +27,7 @@ from kafkaguard.proxy.fetch_walk import (
     node_endpoints_in,
     tail_with,
 )
+from kafkaguard.proxy.messages import FETCH
 from kafkaguard.proxy.walks import NEED, PASS, TAIL
 from kafkaguard.proxy.wire import UpstreamProtocolError, decode_response
 from tests.proxy.fetch_answers import readable, tags_of
@@ -79,7 +81,7 @@ def drive(payload: bytes, version: int, rng: random.Random) -> tuple[bytes, int,
 
 
 def opaque_records(payload: bytes, version: int) -> int:
-    answer = decode_response(ApiKey.FETCH, version, payload)
+    answer = FETCH.response(decode_response(ApiKey.FETCH, version, payload))
     sizes = (len(p.records) for t in answer.responses for p in t.partitions if p.records is not None)
     return sum(size for size in sizes if size >= OPAQUE_FROM)
 
@@ -152,8 +154,8 @@ def test_rewritten_endpoints_read_back_as_the_proxys_or_as_none(version: int, da
     proxied = [NodeEndpoint(e.node_id, host, 20000 + i, e.rack) for i, e in enumerate(upstream)]
     rewritten = payload[:tail] + tail_with(payload[tail:], proxied)
     assert len(rewritten) == len(payload)
-    before = decode_response(ApiKey.FETCH, version, payload)
-    after = decode_response(ApiKey.FETCH, version, readable(rewritten, version))
+    before: Any = decode_response(ApiKey.FETCH, version, payload)  # v16+, which has node_endpoints
+    after: Any = decode_response(ApiKey.FETCH, version, readable(rewritten, version))
     assert dataclasses.replace(after, node_endpoints=()) == dataclasses.replace(before, node_endpoints=())
     read_back = [(int(e.node_id), e.host, int(e.port), e.rack) for e in after.node_endpoints]
     gap = len(payload) - tail - len(tail_of(proxied))

@@ -237,7 +237,8 @@ def strings_in(value: Any) -> Iterator[str]:
 
 def topics_it_may_create(request: DecodedRequest) -> list[str]:
     """The topics ``request`` may have the upstream create (see the module docstring)."""
-    body, version = request.body, request.header.api_version
+    body: Any = request.body  # CreateTopics' or Metadata's request, read as the API it is checked to be
+    version = request.header.api_version
     if request.api_key is ApiKey.CREATE_TOPICS:
         return [topic.name for topic in body.topics]
     if request.api_key is not ApiKey.METADATA or not body.topics:

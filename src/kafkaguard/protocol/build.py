@@ -62,12 +62,19 @@ def build_fields(cls: type[T], values: Mapping[str, Any]) -> T:
 def rebuild(entity: T, **changes: Any) -> T:
     """``entity`` with ``changes`` applied to the fields its version has (as ``build``: others are dropped, a name
     no version declares raises ``TypeError``)."""
+    return rebuild_fields(entity, changes)
+
+
+def rebuild_fields(entity: T, changes: Mapping[str, Any]) -> T:
+    """``rebuild`` from a mapping: the generated ``rebuild_*`` wrappers (``protocol.builders``, ``proxy.builders``)
+    pass theirs on without unpacking it again."""
     cls = type(entity)
     names = _field_names(cls)
     kept = {name: value for name, value in changes.items() if name in names}
     for name in changes.keys() - kept.keys():
         if name not in _declared_in_any_version(cls):
             raise TypeError(f"{cls.__name__} declares no field {name!r} in any version")
+    # T is any kio entity (a dataclass), which a TypeVar cannot say without a bound every union alias would miss
     return dataclasses.replace(entity, **kept)  # type: ignore[type-var]
 
 
@@ -95,8 +102,13 @@ def rebuild_request(entity: T, **changes: Any) -> T:
     :raises WideningRequestError: dropping a change would change what the request asks for.
     :raises TypeError: a change is named after a field that no version of this entity declares.
     """
+    return rebuild_request_fields(entity, changes)
+
+
+def rebuild_request_fields(entity: T, changes: Mapping[str, Any]) -> T:
+    """``rebuild_request`` from a mapping (the generated ``rebuild_*_request*`` wrappers of ``proxy.builders``)."""
     _refuse_widening(type(entity), changes)
-    return rebuild(entity, **changes)
+    return rebuild_fields(entity, changes)
 
 
 def convert_request(entity: Any, cls: type[T]) -> T:
@@ -107,7 +119,7 @@ def convert_request(entity: Any, cls: type[T]) -> T:
 
     :raises WideningRequestError: ``cls`` cannot say what ``entity`` says.
     """
-    return _convert(entity, cls, strict=True)  # type: ignore[no-any-return]
+    return _convert(entity, cls, strict=True)  # type: ignore[no-any-return]  # cls(**values): a T, built untyped
 
 
 def convert_response(entity: Any, cls: type[T]) -> T:
@@ -116,7 +128,7 @@ def convert_response(entity: Any, cls: type[T]) -> T:
 
     :raises TypeError: a field only ``cls`` has has no default (nothing says what it should hold).
     """
-    return _convert(entity, cls, strict=False)  # type: ignore[no-any-return]
+    return _convert(entity, cls, strict=False)  # type: ignore[no-any-return]  # as convert_request
 
 
 class _Unknown:
@@ -184,7 +196,7 @@ def _means_absence(value: Any, absent: Any) -> bool:
     return bool(value == absent)
 
 
-def _refuse_widening(cls: type[Any], values: dict[str, Any]) -> None:
+def _refuse_widening(cls: type[Any], values: Mapping[str, Any]) -> None:
     names = _field_names(cls)
     for name, value in values.items():
         if name in names:

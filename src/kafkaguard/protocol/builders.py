@@ -19,6 +19,8 @@ Design, and its limits:
 - One ``TypedDict`` and one function per entity, no overloads of ``build``: mypy matches a call against one
   signature, and a mistake is reported at the field that is wrong.
 - An entity name two APIs share (ClientQuotas' ``EntityData``) is prefixed with its API's name.
+- Per entity also ``rebuild_<entity>``: ``rebuild`` typed by the same fields, every one optional (``<Entity>Changes``),
+  for a handler that changes an entity it decoded (the upstream's answer) or built.
 """
 
 from __future__ import annotations
@@ -123,7 +125,7 @@ from kio.schema.metadata.v12.response import MetadataResponseBroker as MetadataR
 from kio.schema.metadata.v12.response import MetadataResponsePartition as MetadataResponsePartitionV12
 from kio.schema.metadata.v12.response import MetadataResponseTopic as MetadataResponseTopicV12
 
-from kafkaguard.protocol.build import build_fields, nested
+from kafkaguard.protocol.build import build_fields, nested, rebuild_fields
 from kafkaguard.protocol.messages import (
     AlterClientQuotasResponse,
     AlterUserScramCredentialsResponse,
@@ -149,6 +151,18 @@ class AlterClientQuotasEntityDataFields(TypedDict):
     entity_name: str | None
 
 
+class AlterClientQuotasEntityDataChanges(TypedDict, total=False):
+    entity_type: str
+    entity_name: str | None
+
+
+def rebuild_alter_client_quotas_entity_data(
+    entity: AlterClientQuotasEntityData, /, **changes: Unpack[AlterClientQuotasEntityDataChanges]
+) -> AlterClientQuotasEntityData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def alter_client_quotas_entity_data(
     response: type[AlterClientQuotasResponse], **fields: Unpack[AlterClientQuotasEntityDataFields]
 ) -> AlterClientQuotasEntityData:
@@ -166,6 +180,19 @@ class AlterClientQuotasEntryDataFields(TypedDict):
     entity: tuple[AlterClientQuotasEntityData, ...]
 
 
+class AlterClientQuotasEntryDataChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    entity: tuple[AlterClientQuotasEntityData, ...]
+
+
+def rebuild_alter_client_quotas_entry_data(
+    entity: AlterClientQuotasEntryData, /, **changes: Unpack[AlterClientQuotasEntryDataChanges]
+) -> AlterClientQuotasEntryData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def alter_client_quotas_entry_data(
     response: type[AlterClientQuotasResponse], **fields: Unpack[AlterClientQuotasEntryDataFields]
 ) -> AlterClientQuotasEntryData:
@@ -177,6 +204,18 @@ def alter_client_quotas_entry_data(
 class AlterClientQuotasResponseFields(TypedDict):
     throttle_time: timedelta
     entries: tuple[AlterClientQuotasEntryData, ...]
+
+
+class AlterClientQuotasResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    entries: tuple[AlterClientQuotasEntryData, ...]
+
+
+def rebuild_alter_client_quotas_response(
+    entity: AlterClientQuotasResponse, /, **changes: Unpack[AlterClientQuotasResponseChanges]
+) -> AlterClientQuotasResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def alter_client_quotas_response(
@@ -194,6 +233,19 @@ class AlterUserScramCredentialsResultFields(TypedDict):
     error_message: str | None
 
 
+class AlterUserScramCredentialsResultChanges(TypedDict, total=False):
+    user: str
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def rebuild_alter_user_scram_credentials_result(
+    entity: AlterUserScramCredentialsResult, /, **changes: Unpack[AlterUserScramCredentialsResultChanges]
+) -> AlterUserScramCredentialsResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def alter_user_scram_credentials_result(
     response: type[AlterUserScramCredentialsResponse], **fields: Unpack[AlterUserScramCredentialsResultFields]
 ) -> AlterUserScramCredentialsResult:
@@ -205,6 +257,18 @@ def alter_user_scram_credentials_result(
 class AlterUserScramCredentialsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[AlterUserScramCredentialsResult, ...]
+
+
+class AlterUserScramCredentialsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[AlterUserScramCredentialsResult, ...]
+
+
+def rebuild_alter_user_scram_credentials_response(
+    entity: AlterUserScramCredentialsResponse, /, **changes: Unpack[AlterUserScramCredentialsResponseChanges]
+) -> AlterUserScramCredentialsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def alter_user_scram_credentials_response(
@@ -220,6 +284,17 @@ class ApiVersionFields(TypedDict):
     api_key: int
     min_version: int
     max_version: int
+
+
+class ApiVersionChanges(TypedDict, total=False):
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+def rebuild_api_version(entity: ApiVersion, /, **changes: Unpack[ApiVersionChanges]) -> ApiVersion:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def api_version(response: type[ApiVersionsResponse], **fields: Unpack[ApiVersionFields]) -> ApiVersion:
@@ -238,6 +313,23 @@ class ApiVersionsResponseFields(TypedDict):
     zk_migration_ready: NotRequired[bool]
 
 
+class ApiVersionsResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    api_keys: tuple[ApiVersion, ...]
+    throttle_time: timedelta
+    supported_features: tuple[SupportedFeatureKey, ...]
+    finalized_features_epoch: int
+    finalized_features: tuple[FinalizedFeatureKey, ...]
+    zk_migration_ready: bool
+
+
+def rebuild_api_versions_response(
+    entity: ApiVersionsResponse, /, **changes: Unpack[ApiVersionsResponseChanges]
+) -> ApiVersionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def api_versions_response(
     cls: type[ApiVersionsResponse], **fields: Unpack[ApiVersionsResponseFields]
 ) -> ApiVersionsResponse:
@@ -251,6 +343,19 @@ class SupportedFeatureKeyFields(TypedDict):
     name: str
     min_version: int
     max_version: int
+
+
+class SupportedFeatureKeyChanges(TypedDict, total=False):
+    name: str
+    min_version: int
+    max_version: int
+
+
+def rebuild_supported_feature_key(
+    entity: SupportedFeatureKey, /, **changes: Unpack[SupportedFeatureKeyChanges]
+) -> SupportedFeatureKey:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def supported_feature_key(
@@ -270,6 +375,19 @@ class FinalizedFeatureKeyFields(TypedDict):
     min_version_level: int
 
 
+class FinalizedFeatureKeyChanges(TypedDict, total=False):
+    name: str
+    max_version_level: int
+    min_version_level: int
+
+
+def rebuild_finalized_feature_key(
+    entity: FinalizedFeatureKey, /, **changes: Unpack[FinalizedFeatureKeyChanges]
+) -> FinalizedFeatureKey:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def finalized_feature_key(
     response: type[ApiVersionsResponse], **fields: Unpack[FinalizedFeatureKeyFields]
 ) -> FinalizedFeatureKey:
@@ -286,6 +404,18 @@ class AclCreationResultFields(TypedDict):
     error_message: str | None
 
 
+class AclCreationResultChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def rebuild_acl_creation_result(
+    entity: AclCreationResult, /, **changes: Unpack[AclCreationResultChanges]
+) -> AclCreationResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def acl_creation_result(
     response: type[CreateAclsResponse], **fields: Unpack[AclCreationResultFields]
 ) -> AclCreationResult:
@@ -297,6 +427,18 @@ def acl_creation_result(
 class CreateAclsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[AclCreationResult, ...]
+
+
+class CreateAclsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[AclCreationResult, ...]
+
+
+def rebuild_create_acls_response(
+    entity: CreateAclsResponse, /, **changes: Unpack[CreateAclsResponseChanges]
+) -> CreateAclsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def create_acls_response(
@@ -326,6 +468,24 @@ class CreatableTopicResultFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class CreatableTopicResultChanges(TypedDict, total=False):
+    name: str
+    error_code: ErrorCode
+    error_message: str | None
+    topic_config_error_code: int
+    num_partitions: int
+    replication_factor: int
+    configs: tuple[CreatableTopicConfigs, ...] | None
+    topic_id: UUID | None
+
+
+def rebuild_creatable_topic_result(
+    entity: CreatableTopicResult, /, **changes: Unpack[CreatableTopicResultChanges]
+) -> CreatableTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def creatable_topic_result(
     response: type[CreateTopicsResponse], **fields: Unpack[CreatableTopicResultFields]
 ) -> CreatableTopicResult:
@@ -337,6 +497,18 @@ def creatable_topic_result(
 class CreateTopicsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[CreatableTopicResult, ...]
+
+
+class CreateTopicsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[CreatableTopicResult, ...]
+
+
+def rebuild_create_topics_response(
+    entity: CreateTopicsResponse, /, **changes: Unpack[CreateTopicsResponseChanges]
+) -> CreateTopicsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def create_topics_response(
@@ -354,6 +526,21 @@ class CreatableTopicConfigsFields(TypedDict):
     read_only: bool
     config_source: NotRequired[int]
     is_sensitive: bool
+
+
+class CreatableTopicConfigsChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+
+
+def rebuild_creatable_topic_configs(
+    entity: CreatableTopicConfigs, /, **changes: Unpack[CreatableTopicConfigsChanges]
+) -> CreatableTopicConfigs:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def creatable_topic_configs(
@@ -379,6 +566,25 @@ class DeleteAclsMatchingAclFields(TypedDict):
     permission_type: int
 
 
+class DeleteAclsMatchingAclChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+def rebuild_delete_acls_matching_acl(
+    entity: DeleteAclsMatchingAcl, /, **changes: Unpack[DeleteAclsMatchingAclChanges]
+) -> DeleteAclsMatchingAcl:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def delete_acls_matching_acl(
     response: type[DeleteAclsResponse], **fields: Unpack[DeleteAclsMatchingAclFields]
 ) -> DeleteAclsMatchingAcl:
@@ -396,6 +602,19 @@ class DeleteAclsFilterResultFields(TypedDict):
     matching_acls: tuple[DeleteAclsMatchingAcl, ...]
 
 
+class DeleteAclsFilterResultChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    matching_acls: tuple[DeleteAclsMatchingAcl, ...]
+
+
+def rebuild_delete_acls_filter_result(
+    entity: DeleteAclsFilterResult, /, **changes: Unpack[DeleteAclsFilterResultChanges]
+) -> DeleteAclsFilterResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def delete_acls_filter_result(
     response: type[DeleteAclsResponse], **fields: Unpack[DeleteAclsFilterResultFields]
 ) -> DeleteAclsFilterResult:
@@ -407,6 +626,18 @@ def delete_acls_filter_result(
 class DeleteAclsResponseFields(TypedDict):
     throttle_time: timedelta
     filter_results: tuple[DeleteAclsFilterResult, ...]
+
+
+class DeleteAclsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    filter_results: tuple[DeleteAclsFilterResult, ...]
+
+
+def rebuild_delete_acls_response(
+    entity: DeleteAclsResponse, /, **changes: Unpack[DeleteAclsResponseChanges]
+) -> DeleteAclsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_acls_response(
@@ -432,6 +663,20 @@ class DeletableTopicResultFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class DeletableTopicResultChanges(TypedDict, total=False):
+    name: str | None
+    error_code: ErrorCode
+    error_message: str | None
+    topic_id: UUID | None
+
+
+def rebuild_deletable_topic_result(
+    entity: DeletableTopicResult, /, **changes: Unpack[DeletableTopicResultChanges]
+) -> DeletableTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def deletable_topic_result(
     response: type[DeleteTopicsResponse], **fields: Unpack[DeletableTopicResultFields]
 ) -> DeletableTopicResult:
@@ -443,6 +688,18 @@ def deletable_topic_result(
 class DeleteTopicsResponseFields(TypedDict):
     throttle_time: timedelta
     responses: tuple[DeletableTopicResult, ...]
+
+
+class DeleteTopicsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[DeletableTopicResult, ...]
+
+
+def rebuild_delete_topics_response(
+    entity: DeleteTopicsResponse, /, **changes: Unpack[DeleteTopicsResponseChanges]
+) -> DeleteTopicsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_topics_response(
@@ -461,6 +718,18 @@ class AclDescriptionFields(TypedDict):
     permission_type: int
 
 
+class AclDescriptionChanges(TypedDict, total=False):
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+def rebuild_acl_description(entity: AclDescription, /, **changes: Unpack[AclDescriptionChanges]) -> AclDescription:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def acl_description(response: type[DescribeAclsResponse], **fields: Unpack[AclDescriptionFields]) -> AclDescription:
     """``AclDescription``, of ``response``'s version."""
     built: AclDescription = build_fields(nested(response, "AclDescription"), fields)
@@ -475,6 +744,20 @@ class DescribeAclsResourceFields(TypedDict):
     resource_name: str
     pattern_type: NotRequired[int]
     acls: tuple[AclDescription, ...]
+
+
+class DescribeAclsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    acls: tuple[AclDescription, ...]
+
+
+def rebuild_describe_acls_resource(
+    entity: DescribeAclsResource, /, **changes: Unpack[DescribeAclsResourceChanges]
+) -> DescribeAclsResource:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_acls_resource(
@@ -492,6 +775,20 @@ class DescribeAclsResponseFields(TypedDict):
     resources: tuple[DescribeAclsResource, ...]
 
 
+class DescribeAclsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    resources: tuple[DescribeAclsResource, ...]
+
+
+def rebuild_describe_acls_response(
+    entity: DescribeAclsResponse, /, **changes: Unpack[DescribeAclsResponseChanges]
+) -> DescribeAclsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_acls_response(
     cls: type[DescribeAclsResponse], **fields: Unpack[DescribeAclsResponseFields]
 ) -> DescribeAclsResponse:
@@ -504,6 +801,18 @@ DescribeClientQuotasEntityData = DescribeClientQuotasEntityDataV0 | DescribeClie
 class DescribeClientQuotasEntityDataFields(TypedDict):
     entity_type: str
     entity_name: str | None
+
+
+class DescribeClientQuotasEntityDataChanges(TypedDict, total=False):
+    entity_type: str
+    entity_name: str | None
+
+
+def rebuild_describe_client_quotas_entity_data(
+    entity: DescribeClientQuotasEntityData, /, **changes: Unpack[DescribeClientQuotasEntityDataChanges]
+) -> DescribeClientQuotasEntityData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_client_quotas_entity_data(
@@ -522,6 +831,16 @@ class ValueDataFields(TypedDict):
     value: float
 
 
+class ValueDataChanges(TypedDict, total=False):
+    key: str
+    value: float
+
+
+def rebuild_value_data(entity: ValueData, /, **changes: Unpack[ValueDataChanges]) -> ValueData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def value_data(response: type[DescribeClientQuotasResponse], **fields: Unpack[ValueDataFields]) -> ValueData:
     """``ValueData``, of ``response``'s version."""
     built: ValueData = build_fields(nested(response, "ValueData"), fields)
@@ -534,6 +853,18 @@ DescribeClientQuotasEntryData = DescribeClientQuotasEntryDataV0 | DescribeClient
 class DescribeClientQuotasEntryDataFields(TypedDict):
     entity: tuple[DescribeClientQuotasEntityData, ...]
     values: tuple[ValueData, ...]
+
+
+class DescribeClientQuotasEntryDataChanges(TypedDict, total=False):
+    entity: tuple[DescribeClientQuotasEntityData, ...]
+    values: tuple[ValueData, ...]
+
+
+def rebuild_describe_client_quotas_entry_data(
+    entity: DescribeClientQuotasEntryData, /, **changes: Unpack[DescribeClientQuotasEntryDataChanges]
+) -> DescribeClientQuotasEntryData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_client_quotas_entry_data(
@@ -551,6 +882,20 @@ class DescribeClientQuotasResponseFields(TypedDict):
     entries: tuple[DescribeClientQuotasEntryData, ...] | None
 
 
+class DescribeClientQuotasResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    entries: tuple[DescribeClientQuotasEntryData, ...] | None
+
+
+def rebuild_describe_client_quotas_response(
+    entity: DescribeClientQuotasResponse, /, **changes: Unpack[DescribeClientQuotasResponseChanges]
+) -> DescribeClientQuotasResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_client_quotas_response(
     cls: type[DescribeClientQuotasResponse], **fields: Unpack[DescribeClientQuotasResponseFields]
 ) -> DescribeClientQuotasResponse:
@@ -565,6 +910,20 @@ class DescribeClusterBrokerFields(TypedDict):
     host: str
     port: int
     rack: NotRequired[str | None]
+
+
+class DescribeClusterBrokerChanges(TypedDict, total=False):
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_describe_cluster_broker(
+    entity: DescribeClusterBroker, /, **changes: Unpack[DescribeClusterBrokerChanges]
+) -> DescribeClusterBroker:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_cluster_broker(
@@ -586,6 +945,24 @@ class DescribeClusterResponseFields(TypedDict):
     endpoint_type: NotRequired[int]
 
 
+class DescribeClusterResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    cluster_id: str
+    controller_id: int
+    brokers: tuple[DescribeClusterBroker, ...]
+    cluster_authorized_operations: int
+    endpoint_type: int
+
+
+def rebuild_describe_cluster_response(
+    entity: DescribeClusterResponse, /, **changes: Unpack[DescribeClusterResponseChanges]
+) -> DescribeClusterResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_cluster_response(
     cls: type[DescribeClusterResponse], **fields: Unpack[DescribeClusterResponseFields]
 ) -> DescribeClusterResponse:
@@ -598,6 +975,16 @@ CredentialInfo = CredentialInfoV0
 class CredentialInfoFields(TypedDict):
     mechanism: int
     iterations: int
+
+
+class CredentialInfoChanges(TypedDict, total=False):
+    mechanism: int
+    iterations: int
+
+
+def rebuild_credential_info(entity: CredentialInfo, /, **changes: Unpack[CredentialInfoChanges]) -> CredentialInfo:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def credential_info(
@@ -618,6 +1005,20 @@ class DescribeUserScramCredentialsResultFields(TypedDict):
     credential_infos: tuple[CredentialInfo, ...]
 
 
+class DescribeUserScramCredentialsResultChanges(TypedDict, total=False):
+    user: str
+    error_code: ErrorCode
+    error_message: str | None
+    credential_infos: tuple[CredentialInfo, ...]
+
+
+def rebuild_describe_user_scram_credentials_result(
+    entity: DescribeUserScramCredentialsResult, /, **changes: Unpack[DescribeUserScramCredentialsResultChanges]
+) -> DescribeUserScramCredentialsResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_user_scram_credentials_result(
     response: type[DescribeUserScramCredentialsResponse], **fields: Unpack[DescribeUserScramCredentialsResultFields]
 ) -> DescribeUserScramCredentialsResult:
@@ -633,6 +1034,20 @@ class DescribeUserScramCredentialsResponseFields(TypedDict):
     error_code: ErrorCode
     error_message: str | None
     results: tuple[DescribeUserScramCredentialsResult, ...]
+
+
+class DescribeUserScramCredentialsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    results: tuple[DescribeUserScramCredentialsResult, ...]
+
+
+def rebuild_describe_user_scram_credentials_response(
+    entity: DescribeUserScramCredentialsResponse, /, **changes: Unpack[DescribeUserScramCredentialsResponseChanges]
+) -> DescribeUserScramCredentialsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_user_scram_credentials_response(
@@ -662,6 +1077,20 @@ class MetadataResponseBrokerFields(TypedDict):
     host: str
     port: int
     rack: NotRequired[str | None]
+
+
+class MetadataResponseBrokerChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_metadata_response_broker(
+    entity: MetadataResponseBroker, /, **changes: Unpack[MetadataResponseBrokerChanges]
+) -> MetadataResponseBroker:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def metadata_response_broker(
@@ -698,6 +1127,23 @@ class MetadataResponsePartitionFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class MetadataResponsePartitionChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    leader_epoch: int
+
+
+def rebuild_metadata_response_partition(
+    entity: MetadataResponsePartition, /, **changes: Unpack[MetadataResponsePartitionChanges]
+) -> MetadataResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response_partition(
     response: type[MetadataResponse], **fields: Unpack[MetadataResponsePartitionFields]
 ) -> MetadataResponsePartition:
@@ -731,6 +1177,22 @@ class MetadataResponseTopicFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class MetadataResponseTopicChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    name: str | None
+    is_internal: bool
+    partitions: tuple[MetadataResponsePartition, ...]
+    topic_authorized_operations: int
+    topic_id: UUID | None
+
+
+def rebuild_metadata_response_topic(
+    entity: MetadataResponseTopic, /, **changes: Unpack[MetadataResponseTopicChanges]
+) -> MetadataResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response_topic(
     response: type[MetadataResponse], **fields: Unpack[MetadataResponseTopicFields]
 ) -> MetadataResponseTopic:
@@ -748,6 +1210,22 @@ class MetadataResponseFields(TypedDict):
     cluster_authorized_operations: NotRequired[int]
 
 
+class MetadataResponseChanges(TypedDict, total=False):
+    brokers: tuple[MetadataResponseBroker, ...]
+    controller_id: int
+    topics: tuple[MetadataResponseTopic, ...]
+    cluster_id: str | None
+    throttle_time: timedelta
+    cluster_authorized_operations: int
+
+
+def rebuild_metadata_response(
+    entity: MetadataResponse, /, **changes: Unpack[MetadataResponseChanges]
+) -> MetadataResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response(cls: type[MetadataResponse], **fields: Unpack[MetadataResponseFields]) -> MetadataResponse:
     return build_fields(cls, fields)
 
@@ -759,6 +1237,20 @@ class SaslAuthenticateResponseFields(TypedDict):
     session_lifetime: NotRequired[timedelta]
 
 
+class SaslAuthenticateResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime: timedelta
+
+
+def rebuild_sasl_authenticate_response(
+    entity: SaslAuthenticateResponse, /, **changes: Unpack[SaslAuthenticateResponseChanges]
+) -> SaslAuthenticateResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def sasl_authenticate_response(
     cls: type[SaslAuthenticateResponse], **fields: Unpack[SaslAuthenticateResponseFields]
 ) -> SaslAuthenticateResponse:
@@ -768,6 +1260,18 @@ def sasl_authenticate_response(
 class SaslHandshakeResponseFields(TypedDict):
     error_code: ErrorCode
     mechanisms: NotRequired[tuple[str, ...]]
+
+
+class SaslHandshakeResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    mechanisms: tuple[str, ...]
+
+
+def rebuild_sasl_handshake_response(
+    entity: SaslHandshakeResponse, /, **changes: Unpack[SaslHandshakeResponseChanges]
+) -> SaslHandshakeResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def sasl_handshake_response(

@@ -20,6 +20,7 @@ from typing import Any, NewType, TypeVar, cast
 from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.errors import ProtocolError
@@ -38,7 +39,8 @@ DECODE_ERRORS = (SerialError, ValueError, KeyError, TypeError, OverflowError, In
 class DecodedRequest:
     header: RequestHeader
     api_key: ApiKey
-    body: Any  # a kio request payload of the header's version
+    #: A kio request payload of the header's version: a member of the API's request union (``protocol.routes``).
+    body: Entity
 
 
 class UnsupportedRequest(ProtocolError):

@@ -19,6 +19,8 @@ Design, and its limits:
 - One ``TypedDict`` and one function per entity, no overloads of ``build``: mypy matches a call against one
   signature, and a mistake is reported at the field that is wrong.
 - An entity name two APIs share (ClientQuotas' ``EntityData``) is prefixed with its API's name.
+- Per entity also ``rebuild_<entity>``: ``rebuild`` typed by the same fields, every one optional (``<Entity>Changes``),
+  for a handler that changes an entity it decoded (the upstream's answer) or built.
 """
 
 from __future__ import annotations
@@ -27,11 +29,17 @@ from datetime import datetime, timedelta
 from typing import NotRequired, TypedDict, Unpack
 from uuid import UUID
 
+from kio.schema.add_partitions_to_txn.v0.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV0,
+)
 from kio.schema.add_partitions_to_txn.v0.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV0,
 )
 from kio.schema.add_partitions_to_txn.v0.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV0,
+)
+from kio.schema.add_partitions_to_txn.v1.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV1,
 )
 from kio.schema.add_partitions_to_txn.v1.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV1,
@@ -39,11 +47,17 @@ from kio.schema.add_partitions_to_txn.v1.response import (
 from kio.schema.add_partitions_to_txn.v1.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV1,
 )
+from kio.schema.add_partitions_to_txn.v2.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV2,
+)
 from kio.schema.add_partitions_to_txn.v2.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV2,
 )
 from kio.schema.add_partitions_to_txn.v2.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV2,
+)
+from kio.schema.add_partitions_to_txn.v3.request import (
+    AddPartitionsToTxnTopic as AddPartitionsToTxnRequestAddPartitionsToTxnTopicV3,
 )
 from kio.schema.add_partitions_to_txn.v3.response import (
     AddPartitionsToTxnPartitionResult as AddPartitionsToTxnPartitionResultV3,
@@ -51,12 +65,18 @@ from kio.schema.add_partitions_to_txn.v3.response import (
 from kio.schema.add_partitions_to_txn.v3.response import (
     AddPartitionsToTxnTopicResult as AddPartitionsToTxnTopicResultV3,
 )
+from kio.schema.alter_configs.v0.request import AlterableConfig as AlterConfigsRequestAlterableConfigV0
+from kio.schema.alter_configs.v0.request import AlterConfigsResource as AlterConfigsRequestAlterConfigsResourceV0
 from kio.schema.alter_configs.v0.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV0,
 )
+from kio.schema.alter_configs.v1.request import AlterableConfig as AlterConfigsRequestAlterableConfigV1
+from kio.schema.alter_configs.v1.request import AlterConfigsResource as AlterConfigsRequestAlterConfigsResourceV1
 from kio.schema.alter_configs.v1.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV1,
 )
+from kio.schema.alter_configs.v2.request import AlterableConfig as AlterConfigsRequestAlterableConfigV2
+from kio.schema.alter_configs.v2.request import AlterConfigsResource as AlterConfigsRequestAlterConfigsResourceV2
 from kio.schema.alter_configs.v2.response import (
     AlterConfigsResourceResponse as AlterConfigsAlterConfigsResourceResponseV2,
 )
@@ -64,28 +84,91 @@ from kio.schema.consumer_group_describe.v0.response import Assignment as Consume
 from kio.schema.consumer_group_describe.v0.response import DescribedGroup as ConsumerGroupDescribeDescribedGroupV0
 from kio.schema.consumer_group_describe.v0.response import Member as MemberV0
 from kio.schema.consumer_group_describe.v0.response import TopicPartitions as ConsumerGroupDescribeTopicPartitionsV0
+from kio.schema.consumer_group_heartbeat.v0.request import (
+    TopicPartitions as ConsumerGroupHeartbeatRequestTopicPartitionsV0,
+)
 from kio.schema.consumer_group_heartbeat.v0.response import Assignment as ConsumerGroupHeartbeatAssignmentV0
 from kio.schema.consumer_group_heartbeat.v0.response import TopicPartitions as ConsumerGroupHeartbeatTopicPartitionsV0
+from kio.schema.create_partitions.v0.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV0,
+)
+from kio.schema.create_partitions.v0.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV0,
+)
 from kio.schema.create_partitions.v0.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV0
+from kio.schema.create_partitions.v1.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV1,
+)
+from kio.schema.create_partitions.v1.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV1,
+)
 from kio.schema.create_partitions.v1.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV1
+from kio.schema.create_partitions.v2.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV2,
+)
+from kio.schema.create_partitions.v2.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV2,
+)
 from kio.schema.create_partitions.v2.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV2
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsAssignment as CreatePartitionsRequestCreatePartitionsAssignmentV3,
+)
+from kio.schema.create_partitions.v3.request import (
+    CreatePartitionsTopic as CreatePartitionsRequestCreatePartitionsTopicV3,
+)
 from kio.schema.create_partitions.v3.response import CreatePartitionsTopicResult as CreatePartitionsTopicResultV3
+from kio.schema.create_topics.v2.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV2,
+)
+from kio.schema.create_topics.v2.request import CreatableTopic as CreateTopicsRequestCreatableTopicV2
+from kio.schema.create_topics.v2.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV2
 from kio.schema.create_topics.v2.response import CreatableTopicResult as CreatableTopicResultV2
+from kio.schema.create_topics.v3.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV3,
+)
+from kio.schema.create_topics.v3.request import CreatableTopic as CreateTopicsRequestCreatableTopicV3
+from kio.schema.create_topics.v3.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV3
 from kio.schema.create_topics.v3.response import CreatableTopicResult as CreatableTopicResultV3
+from kio.schema.create_topics.v4.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV4,
+)
+from kio.schema.create_topics.v4.request import CreatableTopic as CreateTopicsRequestCreatableTopicV4
+from kio.schema.create_topics.v4.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV4
 from kio.schema.create_topics.v4.response import CreatableTopicResult as CreatableTopicResultV4
+from kio.schema.create_topics.v5.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV5,
+)
+from kio.schema.create_topics.v5.request import CreatableTopic as CreateTopicsRequestCreatableTopicV5
+from kio.schema.create_topics.v5.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV5
 from kio.schema.create_topics.v5.response import CreatableTopicConfigs as CreatableTopicConfigsV5
 from kio.schema.create_topics.v5.response import CreatableTopicResult as CreatableTopicResultV5
+from kio.schema.create_topics.v6.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV6,
+)
+from kio.schema.create_topics.v6.request import CreatableTopic as CreateTopicsRequestCreatableTopicV6
+from kio.schema.create_topics.v6.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV6
 from kio.schema.create_topics.v6.response import CreatableTopicConfigs as CreatableTopicConfigsV6
 from kio.schema.create_topics.v6.response import CreatableTopicResult as CreatableTopicResultV6
+from kio.schema.create_topics.v7.request import (
+    CreatableReplicaAssignment as CreateTopicsRequestCreatableReplicaAssignmentV7,
+)
+from kio.schema.create_topics.v7.request import CreatableTopic as CreateTopicsRequestCreatableTopicV7
+from kio.schema.create_topics.v7.request import CreatableTopicConfig as CreateTopicsRequestCreatableTopicConfigV7
 from kio.schema.create_topics.v7.response import CreatableTopicConfigs as CreatableTopicConfigsV7
 from kio.schema.create_topics.v7.response import CreatableTopicResult as CreatableTopicResultV7
 from kio.schema.delete_groups.v0.response import DeletableGroupResult as DeletableGroupResultV0
 from kio.schema.delete_groups.v1.response import DeletableGroupResult as DeletableGroupResultV1
 from kio.schema.delete_groups.v2.response import DeletableGroupResult as DeletableGroupResultV2
+from kio.schema.delete_records.v0.request import DeleteRecordsPartition as DeleteRecordsRequestDeleteRecordsPartitionV0
+from kio.schema.delete_records.v0.request import DeleteRecordsTopic as DeleteRecordsRequestDeleteRecordsTopicV0
 from kio.schema.delete_records.v0.response import DeleteRecordsPartitionResult as DeleteRecordsPartitionResultV0
 from kio.schema.delete_records.v0.response import DeleteRecordsTopicResult as DeleteRecordsTopicResultV0
+from kio.schema.delete_records.v1.request import DeleteRecordsPartition as DeleteRecordsRequestDeleteRecordsPartitionV1
+from kio.schema.delete_records.v1.request import DeleteRecordsTopic as DeleteRecordsRequestDeleteRecordsTopicV1
 from kio.schema.delete_records.v1.response import DeleteRecordsPartitionResult as DeleteRecordsPartitionResultV1
 from kio.schema.delete_records.v1.response import DeleteRecordsTopicResult as DeleteRecordsTopicResultV1
+from kio.schema.delete_records.v2.request import DeleteRecordsPartition as DeleteRecordsRequestDeleteRecordsPartitionV2
+from kio.schema.delete_records.v2.request import DeleteRecordsTopic as DeleteRecordsRequestDeleteRecordsTopicV2
 from kio.schema.delete_records.v2.response import DeleteRecordsPartitionResult as DeleteRecordsPartitionResultV2
 from kio.schema.delete_records.v2.response import DeleteRecordsTopicResult as DeleteRecordsTopicResultV2
 from kio.schema.delete_topics.v1.response import DeletableTopicResult as DeletableTopicResultV1
@@ -93,18 +176,31 @@ from kio.schema.delete_topics.v2.response import DeletableTopicResult as Deletab
 from kio.schema.delete_topics.v3.response import DeletableTopicResult as DeletableTopicResultV3
 from kio.schema.delete_topics.v4.response import DeletableTopicResult as DeletableTopicResultV4
 from kio.schema.delete_topics.v5.response import DeletableTopicResult as DeletableTopicResultV5
+from kio.schema.delete_topics.v6.request import DeleteTopicState as DeleteTopicsRequestDeleteTopicStateV6
 from kio.schema.delete_topics.v6.response import DeletableTopicResult as DeletableTopicResultV6
 from kio.schema.describe_cluster.v0.response import DescribeClusterBroker as DescribeClusterBrokerV0
 from kio.schema.describe_cluster.v1.response import DescribeClusterBroker as DescribeClusterBrokerV1
+from kio.schema.describe_configs.v1.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV1,
+)
 from kio.schema.describe_configs.v1.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV1
 from kio.schema.describe_configs.v1.response import DescribeConfigsResult as DescribeConfigsResultV1
 from kio.schema.describe_configs.v1.response import DescribeConfigsSynonym as DescribeConfigsSynonymV1
+from kio.schema.describe_configs.v2.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV2,
+)
 from kio.schema.describe_configs.v2.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV2
 from kio.schema.describe_configs.v2.response import DescribeConfigsResult as DescribeConfigsResultV2
 from kio.schema.describe_configs.v2.response import DescribeConfigsSynonym as DescribeConfigsSynonymV2
+from kio.schema.describe_configs.v3.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV3,
+)
 from kio.schema.describe_configs.v3.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV3
 from kio.schema.describe_configs.v3.response import DescribeConfigsResult as DescribeConfigsResultV3
 from kio.schema.describe_configs.v3.response import DescribeConfigsSynonym as DescribeConfigsSynonymV3
+from kio.schema.describe_configs.v4.request import (
+    DescribeConfigsResource as DescribeConfigsRequestDescribeConfigsResourceV4,
+)
 from kio.schema.describe_configs.v4.response import DescribeConfigsResourceResult as DescribeConfigsResourceResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsResult as DescribeConfigsResultV4
 from kio.schema.describe_configs.v4.response import DescribeConfigsSynonym as DescribeConfigsSynonymV4
@@ -120,9 +216,12 @@ from kio.schema.describe_groups.v4.response import DescribedGroup as DescribeGro
 from kio.schema.describe_groups.v4.response import DescribedGroupMember as DescribedGroupMemberV4
 from kio.schema.describe_groups.v5.response import DescribedGroup as DescribeGroupsDescribedGroupV5
 from kio.schema.describe_groups.v5.response import DescribedGroupMember as DescribedGroupMemberV5
+from kio.schema.describe_producers.v0.request import TopicRequest as DescribeProducersRequestTopicRequestV0
 from kio.schema.describe_producers.v0.response import PartitionResponse as PartitionResponseV0
 from kio.schema.describe_producers.v0.response import ProducerState as ProducerStateV0
 from kio.schema.describe_producers.v0.response import TopicResponse as TopicResponseV0
+from kio.schema.describe_topic_partitions.v0.request import Cursor as DescribeTopicPartitionsRequestCursorV0
+from kio.schema.describe_topic_partitions.v0.request import TopicRequest as DescribeTopicPartitionsRequestTopicRequestV0
 from kio.schema.describe_topic_partitions.v0.response import Cursor as CursorV0
 from kio.schema.describe_topic_partitions.v0.response import (
     DescribeTopicPartitionsResponsePartition as DescribeTopicPartitionsResponsePartitionV0,
@@ -133,54 +232,92 @@ from kio.schema.describe_topic_partitions.v0.response import (
 from kio.schema.describe_transactions.v0.response import TopicData as TopicDataV0
 from kio.schema.describe_transactions.v0.response import TransactionState as DescribeTransactionsTransactionStateV0
 from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v4.request import FetchPartition as FetchRequestFetchPartitionV4
+from kio.schema.fetch.v4.request import FetchTopic as FetchRequestFetchTopicV4
 from kio.schema.fetch.v4.response import AbortedTransaction as AbortedTransactionV4
 from kio.schema.fetch.v4.response import FetchableTopicResponse as FetchableTopicResponseV4
 from kio.schema.fetch.v4.response import PartitionData as PartitionDataV4
+from kio.schema.fetch.v5.request import FetchPartition as FetchRequestFetchPartitionV5
+from kio.schema.fetch.v5.request import FetchTopic as FetchRequestFetchTopicV5
 from kio.schema.fetch.v5.response import AbortedTransaction as AbortedTransactionV5
 from kio.schema.fetch.v5.response import FetchableTopicResponse as FetchableTopicResponseV5
 from kio.schema.fetch.v5.response import PartitionData as PartitionDataV5
+from kio.schema.fetch.v6.request import FetchPartition as FetchRequestFetchPartitionV6
+from kio.schema.fetch.v6.request import FetchTopic as FetchRequestFetchTopicV6
 from kio.schema.fetch.v6.response import AbortedTransaction as AbortedTransactionV6
 from kio.schema.fetch.v6.response import FetchableTopicResponse as FetchableTopicResponseV6
 from kio.schema.fetch.v6.response import PartitionData as PartitionDataV6
+from kio.schema.fetch.v7.request import FetchPartition as FetchRequestFetchPartitionV7
+from kio.schema.fetch.v7.request import FetchTopic as FetchRequestFetchTopicV7
+from kio.schema.fetch.v7.request import ForgottenTopic as FetchRequestForgottenTopicV7
 from kio.schema.fetch.v7.response import AbortedTransaction as AbortedTransactionV7
 from kio.schema.fetch.v7.response import FetchableTopicResponse as FetchableTopicResponseV7
 from kio.schema.fetch.v7.response import PartitionData as PartitionDataV7
+from kio.schema.fetch.v8.request import FetchPartition as FetchRequestFetchPartitionV8
+from kio.schema.fetch.v8.request import FetchTopic as FetchRequestFetchTopicV8
+from kio.schema.fetch.v8.request import ForgottenTopic as FetchRequestForgottenTopicV8
 from kio.schema.fetch.v8.response import AbortedTransaction as AbortedTransactionV8
 from kio.schema.fetch.v8.response import FetchableTopicResponse as FetchableTopicResponseV8
 from kio.schema.fetch.v8.response import PartitionData as PartitionDataV8
+from kio.schema.fetch.v9.request import FetchPartition as FetchRequestFetchPartitionV9
+from kio.schema.fetch.v9.request import FetchTopic as FetchRequestFetchTopicV9
+from kio.schema.fetch.v9.request import ForgottenTopic as FetchRequestForgottenTopicV9
 from kio.schema.fetch.v9.response import AbortedTransaction as AbortedTransactionV9
 from kio.schema.fetch.v9.response import FetchableTopicResponse as FetchableTopicResponseV9
 from kio.schema.fetch.v9.response import PartitionData as PartitionDataV9
+from kio.schema.fetch.v10.request import FetchPartition as FetchRequestFetchPartitionV10
+from kio.schema.fetch.v10.request import FetchTopic as FetchRequestFetchTopicV10
+from kio.schema.fetch.v10.request import ForgottenTopic as FetchRequestForgottenTopicV10
 from kio.schema.fetch.v10.response import AbortedTransaction as AbortedTransactionV10
 from kio.schema.fetch.v10.response import FetchableTopicResponse as FetchableTopicResponseV10
 from kio.schema.fetch.v10.response import PartitionData as PartitionDataV10
+from kio.schema.fetch.v11.request import FetchPartition as FetchRequestFetchPartitionV11
+from kio.schema.fetch.v11.request import FetchTopic as FetchRequestFetchTopicV11
+from kio.schema.fetch.v11.request import ForgottenTopic as FetchRequestForgottenTopicV11
 from kio.schema.fetch.v11.response import AbortedTransaction as AbortedTransactionV11
 from kio.schema.fetch.v11.response import FetchableTopicResponse as FetchableTopicResponseV11
 from kio.schema.fetch.v11.response import PartitionData as PartitionDataV11
+from kio.schema.fetch.v12.request import FetchPartition as FetchRequestFetchPartitionV12
+from kio.schema.fetch.v12.request import FetchTopic as FetchRequestFetchTopicV12
+from kio.schema.fetch.v12.request import ForgottenTopic as FetchRequestForgottenTopicV12
 from kio.schema.fetch.v12.response import AbortedTransaction as AbortedTransactionV12
 from kio.schema.fetch.v12.response import EpochEndOffset as FetchEpochEndOffsetV12
 from kio.schema.fetch.v12.response import FetchableTopicResponse as FetchableTopicResponseV12
 from kio.schema.fetch.v12.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV12
 from kio.schema.fetch.v12.response import PartitionData as PartitionDataV12
 from kio.schema.fetch.v12.response import SnapshotId as SnapshotIdV12
+from kio.schema.fetch.v13.request import FetchPartition as FetchRequestFetchPartitionV13
+from kio.schema.fetch.v13.request import FetchTopic as FetchRequestFetchTopicV13
+from kio.schema.fetch.v13.request import ForgottenTopic as FetchRequestForgottenTopicV13
 from kio.schema.fetch.v13.response import AbortedTransaction as AbortedTransactionV13
 from kio.schema.fetch.v13.response import EpochEndOffset as FetchEpochEndOffsetV13
 from kio.schema.fetch.v13.response import FetchableTopicResponse as FetchableTopicResponseV13
 from kio.schema.fetch.v13.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV13
 from kio.schema.fetch.v13.response import PartitionData as PartitionDataV13
 from kio.schema.fetch.v13.response import SnapshotId as SnapshotIdV13
+from kio.schema.fetch.v14.request import FetchPartition as FetchRequestFetchPartitionV14
+from kio.schema.fetch.v14.request import FetchTopic as FetchRequestFetchTopicV14
+from kio.schema.fetch.v14.request import ForgottenTopic as FetchRequestForgottenTopicV14
 from kio.schema.fetch.v14.response import AbortedTransaction as AbortedTransactionV14
 from kio.schema.fetch.v14.response import EpochEndOffset as FetchEpochEndOffsetV14
 from kio.schema.fetch.v14.response import FetchableTopicResponse as FetchableTopicResponseV14
 from kio.schema.fetch.v14.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV14
 from kio.schema.fetch.v14.response import PartitionData as PartitionDataV14
 from kio.schema.fetch.v14.response import SnapshotId as SnapshotIdV14
+from kio.schema.fetch.v15.request import FetchPartition as FetchRequestFetchPartitionV15
+from kio.schema.fetch.v15.request import FetchTopic as FetchRequestFetchTopicV15
+from kio.schema.fetch.v15.request import ForgottenTopic as FetchRequestForgottenTopicV15
+from kio.schema.fetch.v15.request import ReplicaState as FetchRequestReplicaStateV15
 from kio.schema.fetch.v15.response import AbortedTransaction as AbortedTransactionV15
 from kio.schema.fetch.v15.response import EpochEndOffset as FetchEpochEndOffsetV15
 from kio.schema.fetch.v15.response import FetchableTopicResponse as FetchableTopicResponseV15
 from kio.schema.fetch.v15.response import LeaderIdAndEpoch as FetchLeaderIdAndEpochV15
 from kio.schema.fetch.v15.response import PartitionData as PartitionDataV15
 from kio.schema.fetch.v15.response import SnapshotId as SnapshotIdV15
+from kio.schema.fetch.v16.request import FetchPartition as FetchRequestFetchPartitionV16
+from kio.schema.fetch.v16.request import FetchTopic as FetchRequestFetchTopicV16
+from kio.schema.fetch.v16.request import ForgottenTopic as FetchRequestForgottenTopicV16
+from kio.schema.fetch.v16.request import ReplicaState as FetchRequestReplicaStateV16
 from kio.schema.fetch.v16.response import AbortedTransaction as AbortedTransactionV16
 from kio.schema.fetch.v16.response import EpochEndOffset as FetchEpochEndOffsetV16
 from kio.schema.fetch.v16.response import FetchableTopicResponse as FetchableTopicResponseV16
@@ -188,6 +325,10 @@ from kio.schema.fetch.v16.response import LeaderIdAndEpoch as FetchLeaderIdAndEp
 from kio.schema.fetch.v16.response import NodeEndpoint as FetchNodeEndpointV16
 from kio.schema.fetch.v16.response import PartitionData as PartitionDataV16
 from kio.schema.fetch.v16.response import SnapshotId as SnapshotIdV16
+from kio.schema.fetch.v17.request import FetchPartition as FetchRequestFetchPartitionV17
+from kio.schema.fetch.v17.request import FetchTopic as FetchRequestFetchTopicV17
+from kio.schema.fetch.v17.request import ForgottenTopic as FetchRequestForgottenTopicV17
+from kio.schema.fetch.v17.request import ReplicaState as FetchRequestReplicaStateV17
 from kio.schema.fetch.v17.response import AbortedTransaction as AbortedTransactionV17
 from kio.schema.fetch.v17.response import EpochEndOffset as FetchEpochEndOffsetV17
 from kio.schema.fetch.v17.response import FetchableTopicResponse as FetchableTopicResponseV17
@@ -196,205 +337,371 @@ from kio.schema.fetch.v17.response import NodeEndpoint as FetchNodeEndpointV17
 from kio.schema.fetch.v17.response import PartitionData as PartitionDataV17
 from kio.schema.fetch.v17.response import SnapshotId as SnapshotIdV17
 from kio.schema.find_coordinator.v4.response import Coordinator as CoordinatorV4
+from kio.schema.incremental_alter_configs.v0.request import (
+    AlterableConfig as IncrementalAlterConfigsRequestAlterableConfigV0,
+)
+from kio.schema.incremental_alter_configs.v0.request import (
+    AlterConfigsResource as IncrementalAlterConfigsRequestAlterConfigsResourceV0,
+)
 from kio.schema.incremental_alter_configs.v0.response import (
     AlterConfigsResourceResponse as IncrementalAlterConfigsAlterConfigsResourceResponseV0,
+)
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterableConfig as IncrementalAlterConfigsRequestAlterableConfigV1,
+)
+from kio.schema.incremental_alter_configs.v1.request import (
+    AlterConfigsResource as IncrementalAlterConfigsRequestAlterConfigsResourceV1,
 )
 from kio.schema.incremental_alter_configs.v1.response import (
     AlterConfigsResourceResponse as IncrementalAlterConfigsAlterConfigsResourceResponseV1,
 )
+from kio.schema.join_group.v0.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV0
 from kio.schema.join_group.v0.response import JoinGroupResponseMember as JoinGroupResponseMemberV0
+from kio.schema.join_group.v1.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV1
 from kio.schema.join_group.v1.response import JoinGroupResponseMember as JoinGroupResponseMemberV1
+from kio.schema.join_group.v2.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV2
 from kio.schema.join_group.v2.response import JoinGroupResponseMember as JoinGroupResponseMemberV2
+from kio.schema.join_group.v3.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV3
 from kio.schema.join_group.v3.response import JoinGroupResponseMember as JoinGroupResponseMemberV3
+from kio.schema.join_group.v4.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV4
 from kio.schema.join_group.v4.response import JoinGroupResponseMember as JoinGroupResponseMemberV4
+from kio.schema.join_group.v5.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV5
 from kio.schema.join_group.v5.response import JoinGroupResponseMember as JoinGroupResponseMemberV5
+from kio.schema.join_group.v6.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV6
 from kio.schema.join_group.v6.response import JoinGroupResponseMember as JoinGroupResponseMemberV6
+from kio.schema.join_group.v7.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV7
 from kio.schema.join_group.v7.response import JoinGroupResponseMember as JoinGroupResponseMemberV7
+from kio.schema.join_group.v8.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV8
 from kio.schema.join_group.v8.response import JoinGroupResponseMember as JoinGroupResponseMemberV8
+from kio.schema.join_group.v9.request import JoinGroupRequestProtocol as JoinGroupRequestProtocolV9
 from kio.schema.join_group.v9.response import JoinGroupResponseMember as JoinGroupResponseMemberV9
+from kio.schema.leave_group.v3.request import MemberIdentity as LeaveGroupRequestMemberIdentityV3
 from kio.schema.leave_group.v3.response import MemberResponse as MemberResponseV3
+from kio.schema.leave_group.v4.request import MemberIdentity as LeaveGroupRequestMemberIdentityV4
 from kio.schema.leave_group.v4.response import MemberResponse as MemberResponseV4
+from kio.schema.leave_group.v5.request import MemberIdentity as LeaveGroupRequestMemberIdentityV5
 from kio.schema.leave_group.v5.response import MemberResponse as MemberResponseV5
 from kio.schema.list_groups.v0.response import ListedGroup as ListedGroupV0
 from kio.schema.list_groups.v1.response import ListedGroup as ListedGroupV1
 from kio.schema.list_groups.v2.response import ListedGroup as ListedGroupV2
 from kio.schema.list_groups.v3.response import ListedGroup as ListedGroupV3
 from kio.schema.list_groups.v4.response import ListedGroup as ListedGroupV4
+from kio.schema.list_offsets.v1.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV1
+from kio.schema.list_offsets.v1.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV1
 from kio.schema.list_offsets.v1.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV1
 from kio.schema.list_offsets.v1.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV1
+from kio.schema.list_offsets.v2.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV2
+from kio.schema.list_offsets.v2.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV2
 from kio.schema.list_offsets.v2.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV2
 from kio.schema.list_offsets.v2.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV2
+from kio.schema.list_offsets.v3.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV3
+from kio.schema.list_offsets.v3.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV3
 from kio.schema.list_offsets.v3.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV3
 from kio.schema.list_offsets.v3.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV3
+from kio.schema.list_offsets.v4.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV4
+from kio.schema.list_offsets.v4.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV4
 from kio.schema.list_offsets.v4.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV4
 from kio.schema.list_offsets.v4.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV4
+from kio.schema.list_offsets.v5.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV5
+from kio.schema.list_offsets.v5.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV5
 from kio.schema.list_offsets.v5.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV5
 from kio.schema.list_offsets.v5.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV5
+from kio.schema.list_offsets.v6.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV6
+from kio.schema.list_offsets.v6.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV6
 from kio.schema.list_offsets.v6.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV6
 from kio.schema.list_offsets.v6.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV6
+from kio.schema.list_offsets.v7.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV7
+from kio.schema.list_offsets.v7.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV7
 from kio.schema.list_offsets.v7.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV7
 from kio.schema.list_offsets.v7.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV7
+from kio.schema.list_offsets.v8.request import ListOffsetsPartition as ListOffsetsRequestListOffsetsPartitionV8
+from kio.schema.list_offsets.v8.request import ListOffsetsTopic as ListOffsetsRequestListOffsetsTopicV8
 from kio.schema.list_offsets.v8.response import ListOffsetsPartitionResponse as ListOffsetsPartitionResponseV8
 from kio.schema.list_offsets.v8.response import ListOffsetsTopicResponse as ListOffsetsTopicResponseV8
 from kio.schema.list_transactions.v0.response import TransactionState as ListTransactionsTransactionStateV0
 from kio.schema.list_transactions.v1.response import TransactionState as ListTransactionsTransactionStateV1
+from kio.schema.metadata.v1.request import MetadataRequestTopic as MetadataRequestTopicV1
 from kio.schema.metadata.v1.response import MetadataResponseBroker as MetadataResponseBrokerV1
 from kio.schema.metadata.v1.response import MetadataResponsePartition as MetadataResponsePartitionV1
 from kio.schema.metadata.v1.response import MetadataResponseTopic as MetadataResponseTopicV1
+from kio.schema.metadata.v2.request import MetadataRequestTopic as MetadataRequestTopicV2
 from kio.schema.metadata.v2.response import MetadataResponseBroker as MetadataResponseBrokerV2
 from kio.schema.metadata.v2.response import MetadataResponsePartition as MetadataResponsePartitionV2
 from kio.schema.metadata.v2.response import MetadataResponseTopic as MetadataResponseTopicV2
+from kio.schema.metadata.v3.request import MetadataRequestTopic as MetadataRequestTopicV3
 from kio.schema.metadata.v3.response import MetadataResponseBroker as MetadataResponseBrokerV3
 from kio.schema.metadata.v3.response import MetadataResponsePartition as MetadataResponsePartitionV3
 from kio.schema.metadata.v3.response import MetadataResponseTopic as MetadataResponseTopicV3
+from kio.schema.metadata.v4.request import MetadataRequestTopic as MetadataRequestTopicV4
 from kio.schema.metadata.v4.response import MetadataResponseBroker as MetadataResponseBrokerV4
 from kio.schema.metadata.v4.response import MetadataResponsePartition as MetadataResponsePartitionV4
 from kio.schema.metadata.v4.response import MetadataResponseTopic as MetadataResponseTopicV4
+from kio.schema.metadata.v5.request import MetadataRequestTopic as MetadataRequestTopicV5
 from kio.schema.metadata.v5.response import MetadataResponseBroker as MetadataResponseBrokerV5
 from kio.schema.metadata.v5.response import MetadataResponsePartition as MetadataResponsePartitionV5
 from kio.schema.metadata.v5.response import MetadataResponseTopic as MetadataResponseTopicV5
+from kio.schema.metadata.v6.request import MetadataRequestTopic as MetadataRequestTopicV6
 from kio.schema.metadata.v6.response import MetadataResponseBroker as MetadataResponseBrokerV6
 from kio.schema.metadata.v6.response import MetadataResponsePartition as MetadataResponsePartitionV6
 from kio.schema.metadata.v6.response import MetadataResponseTopic as MetadataResponseTopicV6
+from kio.schema.metadata.v7.request import MetadataRequestTopic as MetadataRequestTopicV7
 from kio.schema.metadata.v7.response import MetadataResponseBroker as MetadataResponseBrokerV7
 from kio.schema.metadata.v7.response import MetadataResponsePartition as MetadataResponsePartitionV7
 from kio.schema.metadata.v7.response import MetadataResponseTopic as MetadataResponseTopicV7
+from kio.schema.metadata.v8.request import MetadataRequestTopic as MetadataRequestTopicV8
 from kio.schema.metadata.v8.response import MetadataResponseBroker as MetadataResponseBrokerV8
 from kio.schema.metadata.v8.response import MetadataResponsePartition as MetadataResponsePartitionV8
 from kio.schema.metadata.v8.response import MetadataResponseTopic as MetadataResponseTopicV8
+from kio.schema.metadata.v9.request import MetadataRequestTopic as MetadataRequestTopicV9
 from kio.schema.metadata.v9.response import MetadataResponseBroker as MetadataResponseBrokerV9
 from kio.schema.metadata.v9.response import MetadataResponsePartition as MetadataResponsePartitionV9
 from kio.schema.metadata.v9.response import MetadataResponseTopic as MetadataResponseTopicV9
+from kio.schema.metadata.v10.request import MetadataRequestTopic as MetadataRequestTopicV10
 from kio.schema.metadata.v10.response import MetadataResponseBroker as MetadataResponseBrokerV10
 from kio.schema.metadata.v10.response import MetadataResponsePartition as MetadataResponsePartitionV10
 from kio.schema.metadata.v10.response import MetadataResponseTopic as MetadataResponseTopicV10
+from kio.schema.metadata.v11.request import MetadataRequestTopic as MetadataRequestTopicV11
 from kio.schema.metadata.v11.response import MetadataResponseBroker as MetadataResponseBrokerV11
 from kio.schema.metadata.v11.response import MetadataResponsePartition as MetadataResponsePartitionV11
 from kio.schema.metadata.v11.response import MetadataResponseTopic as MetadataResponseTopicV11
+from kio.schema.metadata.v12.request import MetadataRequestTopic as MetadataRequestTopicV12
 from kio.schema.metadata.v12.response import MetadataResponseBroker as MetadataResponseBrokerV12
 from kio.schema.metadata.v12.response import MetadataResponsePartition as MetadataResponsePartitionV12
 from kio.schema.metadata.v12.response import MetadataResponseTopic as MetadataResponseTopicV12
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV2
+from kio.schema.offset_commit.v2.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV2
 from kio.schema.offset_commit.v2.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV2
 from kio.schema.offset_commit.v2.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV2
+from kio.schema.offset_commit.v3.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV3
+from kio.schema.offset_commit.v3.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV3
 from kio.schema.offset_commit.v3.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV3
 from kio.schema.offset_commit.v3.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV3
+from kio.schema.offset_commit.v4.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV4
+from kio.schema.offset_commit.v4.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV4
 from kio.schema.offset_commit.v4.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV4
 from kio.schema.offset_commit.v4.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV4
+from kio.schema.offset_commit.v5.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV5
+from kio.schema.offset_commit.v5.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV5
 from kio.schema.offset_commit.v5.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV5
 from kio.schema.offset_commit.v5.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV5
+from kio.schema.offset_commit.v6.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV6
+from kio.schema.offset_commit.v6.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV6
 from kio.schema.offset_commit.v6.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV6
 from kio.schema.offset_commit.v6.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV6
+from kio.schema.offset_commit.v7.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV7
+from kio.schema.offset_commit.v7.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV7
 from kio.schema.offset_commit.v7.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV7
 from kio.schema.offset_commit.v7.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV7
+from kio.schema.offset_commit.v8.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV8
+from kio.schema.offset_commit.v8.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV8
 from kio.schema.offset_commit.v8.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV8
+from kio.schema.offset_commit.v9.request import OffsetCommitRequestPartition as OffsetCommitRequestPartitionV9
+from kio.schema.offset_commit.v9.request import OffsetCommitRequestTopic as OffsetCommitRequestTopicV9
 from kio.schema.offset_commit.v9.response import OffsetCommitResponsePartition as OffsetCommitResponsePartitionV9
 from kio.schema.offset_commit.v9.response import OffsetCommitResponseTopic as OffsetCommitResponseTopicV9
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequestPartition as OffsetDeleteRequestPartitionV0
+from kio.schema.offset_delete.v0.request import OffsetDeleteRequestTopic as OffsetDeleteRequestTopicV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponsePartition as OffsetDeleteResponsePartitionV0
 from kio.schema.offset_delete.v0.response import OffsetDeleteResponseTopic as OffsetDeleteResponseTopicV0
+from kio.schema.offset_fetch.v2.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV2
 from kio.schema.offset_fetch.v2.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV2
 from kio.schema.offset_fetch.v2.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV2
+from kio.schema.offset_fetch.v3.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV3
 from kio.schema.offset_fetch.v3.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV3
 from kio.schema.offset_fetch.v3.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV3
+from kio.schema.offset_fetch.v4.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV4
 from kio.schema.offset_fetch.v4.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV4
 from kio.schema.offset_fetch.v4.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV4
+from kio.schema.offset_fetch.v5.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV5
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV5
 from kio.schema.offset_fetch.v5.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV5
+from kio.schema.offset_fetch.v6.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV6
 from kio.schema.offset_fetch.v6.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV6
 from kio.schema.offset_fetch.v6.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV6
+from kio.schema.offset_fetch.v7.request import OffsetFetchRequestTopic as OffsetFetchRequestTopicV7
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponsePartition as OffsetFetchResponsePartitionV7
 from kio.schema.offset_fetch.v7.response import OffsetFetchResponseTopic as OffsetFetchResponseTopicV7
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequestGroup as OffsetFetchRequestGroupV8
+from kio.schema.offset_fetch.v8.request import OffsetFetchRequestTopics as OffsetFetchRequestTopicsV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV8
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV8
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequestGroup as OffsetFetchRequestGroupV9
+from kio.schema.offset_fetch.v9.request import OffsetFetchRequestTopics as OffsetFetchRequestTopicsV9
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponseGroup as OffsetFetchResponseGroupV9
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponsePartitions as OffsetFetchResponsePartitionsV9
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponseTopics as OffsetFetchResponseTopicsV9
+from kio.schema.offset_for_leader_epoch.v2.request import (
+    OffsetForLeaderPartition as OffsetForLeaderEpochRequestOffsetForLeaderPartitionV2,
+)
+from kio.schema.offset_for_leader_epoch.v2.request import (
+    OffsetForLeaderTopic as OffsetForLeaderEpochRequestOffsetForLeaderTopicV2,
+)
 from kio.schema.offset_for_leader_epoch.v2.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV2
 from kio.schema.offset_for_leader_epoch.v2.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV2
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderPartition as OffsetForLeaderEpochRequestOffsetForLeaderPartitionV3,
+)
+from kio.schema.offset_for_leader_epoch.v3.request import (
+    OffsetForLeaderTopic as OffsetForLeaderEpochRequestOffsetForLeaderTopicV3,
+)
 from kio.schema.offset_for_leader_epoch.v3.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV3
 from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV3
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderPartition as OffsetForLeaderEpochRequestOffsetForLeaderPartitionV4,
+)
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderTopic as OffsetForLeaderEpochRequestOffsetForLeaderTopicV4,
+)
 from kio.schema.offset_for_leader_epoch.v4.response import EpochEndOffset as OffsetForLeaderEpochEpochEndOffsetV4
 from kio.schema.offset_for_leader_epoch.v4.response import OffsetForLeaderTopicResult as OffsetForLeaderTopicResultV4
+from kio.schema.produce.v3.request import PartitionProduceData as ProduceRequestPartitionProduceDataV3
+from kio.schema.produce.v3.request import TopicProduceData as ProduceRequestTopicProduceDataV3
 from kio.schema.produce.v3.response import PartitionProduceResponse as PartitionProduceResponseV3
 from kio.schema.produce.v3.response import TopicProduceResponse as TopicProduceResponseV3
+from kio.schema.produce.v4.request import PartitionProduceData as ProduceRequestPartitionProduceDataV4
+from kio.schema.produce.v4.request import TopicProduceData as ProduceRequestTopicProduceDataV4
 from kio.schema.produce.v4.response import PartitionProduceResponse as PartitionProduceResponseV4
 from kio.schema.produce.v4.response import TopicProduceResponse as TopicProduceResponseV4
+from kio.schema.produce.v5.request import PartitionProduceData as ProduceRequestPartitionProduceDataV5
+from kio.schema.produce.v5.request import TopicProduceData as ProduceRequestTopicProduceDataV5
 from kio.schema.produce.v5.response import PartitionProduceResponse as PartitionProduceResponseV5
 from kio.schema.produce.v5.response import TopicProduceResponse as TopicProduceResponseV5
+from kio.schema.produce.v6.request import PartitionProduceData as ProduceRequestPartitionProduceDataV6
+from kio.schema.produce.v6.request import TopicProduceData as ProduceRequestTopicProduceDataV6
 from kio.schema.produce.v6.response import PartitionProduceResponse as PartitionProduceResponseV6
 from kio.schema.produce.v6.response import TopicProduceResponse as TopicProduceResponseV6
+from kio.schema.produce.v7.request import PartitionProduceData as ProduceRequestPartitionProduceDataV7
+from kio.schema.produce.v7.request import TopicProduceData as ProduceRequestTopicProduceDataV7
 from kio.schema.produce.v7.response import PartitionProduceResponse as PartitionProduceResponseV7
 from kio.schema.produce.v7.response import TopicProduceResponse as TopicProduceResponseV7
+from kio.schema.produce.v8.request import PartitionProduceData as ProduceRequestPartitionProduceDataV8
+from kio.schema.produce.v8.request import TopicProduceData as ProduceRequestTopicProduceDataV8
 from kio.schema.produce.v8.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV8
 from kio.schema.produce.v8.response import PartitionProduceResponse as PartitionProduceResponseV8
 from kio.schema.produce.v8.response import TopicProduceResponse as TopicProduceResponseV8
+from kio.schema.produce.v9.request import PartitionProduceData as ProduceRequestPartitionProduceDataV9
+from kio.schema.produce.v9.request import TopicProduceData as ProduceRequestTopicProduceDataV9
 from kio.schema.produce.v9.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV9
 from kio.schema.produce.v9.response import PartitionProduceResponse as PartitionProduceResponseV9
 from kio.schema.produce.v9.response import TopicProduceResponse as TopicProduceResponseV9
+from kio.schema.produce.v10.request import PartitionProduceData as ProduceRequestPartitionProduceDataV10
+from kio.schema.produce.v10.request import TopicProduceData as ProduceRequestTopicProduceDataV10
 from kio.schema.produce.v10.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV10
 from kio.schema.produce.v10.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV10
 from kio.schema.produce.v10.response import NodeEndpoint as ProduceNodeEndpointV10
 from kio.schema.produce.v10.response import PartitionProduceResponse as PartitionProduceResponseV10
 from kio.schema.produce.v10.response import TopicProduceResponse as TopicProduceResponseV10
+from kio.schema.produce.v11.request import PartitionProduceData as ProduceRequestPartitionProduceDataV11
+from kio.schema.produce.v11.request import TopicProduceData as ProduceRequestTopicProduceDataV11
 from kio.schema.produce.v11.response import BatchIndexAndErrorMessage as BatchIndexAndErrorMessageV11
 from kio.schema.produce.v11.response import LeaderIdAndEpoch as ProduceLeaderIdAndEpochV11
 from kio.schema.produce.v11.response import NodeEndpoint as ProduceNodeEndpointV11
 from kio.schema.produce.v11.response import PartitionProduceResponse as PartitionProduceResponseV11
 from kio.schema.produce.v11.response import TopicProduceResponse as TopicProduceResponseV11
+from kio.schema.sync_group.v0.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV0
+from kio.schema.sync_group.v1.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV1
+from kio.schema.sync_group.v2.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV2
+from kio.schema.sync_group.v3.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV3
+from kio.schema.sync_group.v4.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV4
+from kio.schema.sync_group.v5.request import SyncGroupRequestAssignment as SyncGroupRequestAssignmentV5
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV0
+from kio.schema.txn_offset_commit.v0.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV0
 from kio.schema.txn_offset_commit.v0.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV0,
 )
 from kio.schema.txn_offset_commit.v0.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV0
+from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV1
+from kio.schema.txn_offset_commit.v1.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV1
 from kio.schema.txn_offset_commit.v1.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV1,
 )
 from kio.schema.txn_offset_commit.v1.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV1
+from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV2
+from kio.schema.txn_offset_commit.v2.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV2
 from kio.schema.txn_offset_commit.v2.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV2,
 )
 from kio.schema.txn_offset_commit.v2.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV2
+from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequestPartition as TxnOffsetCommitRequestPartitionV3
+from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequestTopic as TxnOffsetCommitRequestTopicV3
 from kio.schema.txn_offset_commit.v3.response import (
     TxnOffsetCommitResponsePartition as TxnOffsetCommitResponsePartitionV3,
 )
 from kio.schema.txn_offset_commit.v3.response import TxnOffsetCommitResponseTopic as TxnOffsetCommitResponseTopicV3
 
-from kafkaguard.protocol.build import build_fields, nested
+from kafkaguard.protocol.build import build_fields, nested, rebuild_fields, rebuild_request_fields
 from kafkaguard.proxy.messages import (
+    AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteGroupsRequest,
     DeleteGroupsResponse,
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeGroupsRequest,
     DescribeGroupsResponse,
+    DescribeProducersRequest,
     DescribeProducersResponse,
+    DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
+    DescribeTransactionsRequest,
     DescribeTransactionsResponse,
+    EndTxnRequest,
     EndTxnResponse,
+    FetchRequest,
     FetchResponse,
+    FindCoordinatorRequest,
     FindCoordinatorResponse,
+    HeartbeatRequest,
     HeartbeatResponse,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    InitProducerIdRequest,
     InitProducerIdResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    ListGroupsRequest,
     ListGroupsResponse,
+    ListOffsetsRequest,
     ListOffsetsResponse,
+    ListTransactionsRequest,
     ListTransactionsResponse,
+    MetadataRequest,
     MetadataResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetDeleteRequest,
     OffsetDeleteResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+    ProduceRequest,
     ProduceResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
     TxnOffsetCommitResponse,
 )
 
@@ -402,6 +709,18 @@ from kafkaguard.proxy.messages import (
 class AddOffsetsToTxnResponseFields(TypedDict):
     throttle_time: timedelta
     error_code: ErrorCode
+
+
+class AddOffsetsToTxnResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+
+
+def rebuild_add_offsets_to_txn_response(
+    entity: AddOffsetsToTxnResponse, /, **changes: Unpack[AddOffsetsToTxnResponseChanges]
+) -> AddOffsetsToTxnResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def add_offsets_to_txn_response(
@@ -421,6 +740,18 @@ AddPartitionsToTxnPartitionResult = (
 class AddPartitionsToTxnPartitionResultFields(TypedDict):
     partition_index: int
     partition_error_code: ErrorCode
+
+
+class AddPartitionsToTxnPartitionResultChanges(TypedDict, total=False):
+    partition_index: int
+    partition_error_code: ErrorCode
+
+
+def rebuild_add_partitions_to_txn_partition_result(
+    entity: AddPartitionsToTxnPartitionResult, /, **changes: Unpack[AddPartitionsToTxnPartitionResultChanges]
+) -> AddPartitionsToTxnPartitionResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def add_partitions_to_txn_partition_result(
@@ -446,6 +777,18 @@ class AddPartitionsToTxnTopicResultFields(TypedDict):
     results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...]
 
 
+class AddPartitionsToTxnTopicResultChanges(TypedDict, total=False):
+    name: str
+    results_by_partition: tuple[AddPartitionsToTxnPartitionResult, ...]
+
+
+def rebuild_add_partitions_to_txn_topic_result(
+    entity: AddPartitionsToTxnTopicResult, /, **changes: Unpack[AddPartitionsToTxnTopicResultChanges]
+) -> AddPartitionsToTxnTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def add_partitions_to_txn_topic_result(
     response: type[AddPartitionsToTxnResponse], **fields: Unpack[AddPartitionsToTxnTopicResultFields]
 ) -> AddPartitionsToTxnTopicResult:
@@ -457,6 +800,18 @@ def add_partitions_to_txn_topic_result(
 class AddPartitionsToTxnResponseFields(TypedDict):
     throttle_time: timedelta
     results_by_topic_v3_and_below: tuple[AddPartitionsToTxnTopicResult, ...]
+
+
+class AddPartitionsToTxnResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results_by_topic_v3_and_below: tuple[AddPartitionsToTxnTopicResult, ...]
+
+
+def rebuild_add_partitions_to_txn_response(
+    entity: AddPartitionsToTxnResponse, /, **changes: Unpack[AddPartitionsToTxnResponseChanges]
+) -> AddPartitionsToTxnResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def add_partitions_to_txn_response(
@@ -479,6 +834,22 @@ class AlterConfigsAlterConfigsResourceResponseFields(TypedDict):
     resource_name: str
 
 
+class AlterConfigsAlterConfigsResourceResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+
+
+def rebuild_alter_configs_alter_configs_resource_response(
+    entity: AlterConfigsAlterConfigsResourceResponse,
+    /,
+    **changes: Unpack[AlterConfigsAlterConfigsResourceResponseChanges],
+) -> AlterConfigsAlterConfigsResourceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def alter_configs_alter_configs_resource_response(
     response: type[AlterConfigsResponse], **fields: Unpack[AlterConfigsAlterConfigsResourceResponseFields]
 ) -> AlterConfigsAlterConfigsResourceResponse:
@@ -492,6 +863,18 @@ def alter_configs_alter_configs_resource_response(
 class AlterConfigsResponseFields(TypedDict):
     throttle_time: timedelta
     responses: tuple[AlterConfigsAlterConfigsResourceResponse, ...]
+
+
+class AlterConfigsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[AlterConfigsAlterConfigsResourceResponse, ...]
+
+
+def rebuild_alter_configs_response(
+    entity: AlterConfigsResponse, /, **changes: Unpack[AlterConfigsResponseChanges]
+) -> AlterConfigsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def alter_configs_response(
@@ -509,6 +892,19 @@ class ConsumerGroupDescribeTopicPartitionsFields(TypedDict):
     partitions: NotRequired[tuple[int, ...]]
 
 
+class ConsumerGroupDescribeTopicPartitionsChanges(TypedDict, total=False):
+    topic_id: UUID | None
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+def rebuild_consumer_group_describe_topic_partitions(
+    entity: ConsumerGroupDescribeTopicPartitions, /, **changes: Unpack[ConsumerGroupDescribeTopicPartitionsChanges]
+) -> ConsumerGroupDescribeTopicPartitions:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def consumer_group_describe_topic_partitions(
     response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeTopicPartitionsFields]
 ) -> ConsumerGroupDescribeTopicPartitions:
@@ -522,6 +918,17 @@ ConsumerGroupDescribeAssignment = ConsumerGroupDescribeAssignmentV0
 
 class ConsumerGroupDescribeAssignmentFields(TypedDict):
     topic_partitions: tuple[ConsumerGroupDescribeTopicPartitions, ...]
+
+
+class ConsumerGroupDescribeAssignmentChanges(TypedDict, total=False):
+    topic_partitions: tuple[ConsumerGroupDescribeTopicPartitions, ...]
+
+
+def rebuild_consumer_group_describe_assignment(
+    entity: ConsumerGroupDescribeAssignment, /, **changes: Unpack[ConsumerGroupDescribeAssignmentChanges]
+) -> ConsumerGroupDescribeAssignment:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_describe_assignment(
@@ -548,6 +955,24 @@ class MemberFields(TypedDict):
     target_assignment: ConsumerGroupDescribeAssignment
 
 
+class MemberChanges(TypedDict, total=False):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: ConsumerGroupDescribeAssignment
+    target_assignment: ConsumerGroupDescribeAssignment
+
+
+def rebuild_member(entity: Member, /, **changes: Unpack[MemberChanges]) -> Member:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def member(response: type[ConsumerGroupDescribeResponse], **fields: Unpack[MemberFields]) -> Member:
     """``Member``, of ``response``'s version."""
     built: Member = build_fields(nested(response, "Member"), fields)
@@ -569,6 +994,25 @@ class ConsumerGroupDescribeDescribedGroupFields(TypedDict):
     authorized_operations: NotRequired[int]
 
 
+class ConsumerGroupDescribeDescribedGroupChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: tuple[Member, ...]
+    authorized_operations: int
+
+
+def rebuild_consumer_group_describe_described_group(
+    entity: ConsumerGroupDescribeDescribedGroup, /, **changes: Unpack[ConsumerGroupDescribeDescribedGroupChanges]
+) -> ConsumerGroupDescribeDescribedGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def consumer_group_describe_described_group(
     response: type[ConsumerGroupDescribeResponse], **fields: Unpack[ConsumerGroupDescribeDescribedGroupFields]
 ) -> ConsumerGroupDescribeDescribedGroup:
@@ -580,6 +1024,18 @@ def consumer_group_describe_described_group(
 class ConsumerGroupDescribeResponseFields(TypedDict):
     throttle_time: timedelta
     groups: tuple[ConsumerGroupDescribeDescribedGroup, ...]
+
+
+class ConsumerGroupDescribeResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    groups: tuple[ConsumerGroupDescribeDescribedGroup, ...]
+
+
+def rebuild_consumer_group_describe_response(
+    entity: ConsumerGroupDescribeResponse, /, **changes: Unpack[ConsumerGroupDescribeResponseChanges]
+) -> ConsumerGroupDescribeResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_describe_response(
@@ -596,6 +1052,18 @@ class ConsumerGroupHeartbeatTopicPartitionsFields(TypedDict):
     partitions: NotRequired[tuple[int, ...]]
 
 
+class ConsumerGroupHeartbeatTopicPartitionsChanges(TypedDict, total=False):
+    topic_id: UUID | None
+    partitions: tuple[int, ...]
+
+
+def rebuild_consumer_group_heartbeat_topic_partitions(
+    entity: ConsumerGroupHeartbeatTopicPartitions, /, **changes: Unpack[ConsumerGroupHeartbeatTopicPartitionsChanges]
+) -> ConsumerGroupHeartbeatTopicPartitions:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def consumer_group_heartbeat_topic_partitions(
     response: type[ConsumerGroupHeartbeatResponse], **fields: Unpack[ConsumerGroupHeartbeatTopicPartitionsFields]
 ) -> ConsumerGroupHeartbeatTopicPartitions:
@@ -609,6 +1077,17 @@ ConsumerGroupHeartbeatAssignment = ConsumerGroupHeartbeatAssignmentV0
 
 class ConsumerGroupHeartbeatAssignmentFields(TypedDict):
     topic_partitions: tuple[ConsumerGroupHeartbeatTopicPartitions, ...]
+
+
+class ConsumerGroupHeartbeatAssignmentChanges(TypedDict, total=False):
+    topic_partitions: tuple[ConsumerGroupHeartbeatTopicPartitions, ...]
+
+
+def rebuild_consumer_group_heartbeat_assignment(
+    entity: ConsumerGroupHeartbeatAssignment, /, **changes: Unpack[ConsumerGroupHeartbeatAssignmentChanges]
+) -> ConsumerGroupHeartbeatAssignment:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_heartbeat_assignment(
@@ -627,6 +1106,23 @@ class ConsumerGroupHeartbeatResponseFields(TypedDict):
     member_epoch: int
     heartbeat_interval: timedelta
     assignment: NotRequired[ConsumerGroupHeartbeatAssignment | None]
+
+
+class ConsumerGroupHeartbeatResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval: timedelta
+    assignment: ConsumerGroupHeartbeatAssignment | None
+
+
+def rebuild_consumer_group_heartbeat_response(
+    entity: ConsumerGroupHeartbeatResponse, /, **changes: Unpack[ConsumerGroupHeartbeatResponseChanges]
+) -> ConsumerGroupHeartbeatResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def consumer_group_heartbeat_response(
@@ -649,6 +1145,19 @@ class CreatePartitionsTopicResultFields(TypedDict):
     error_message: NotRequired[str | None]
 
 
+class CreatePartitionsTopicResultChanges(TypedDict, total=False):
+    name: str
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def rebuild_create_partitions_topic_result(
+    entity: CreatePartitionsTopicResult, /, **changes: Unpack[CreatePartitionsTopicResultChanges]
+) -> CreatePartitionsTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def create_partitions_topic_result(
     response: type[CreatePartitionsResponse], **fields: Unpack[CreatePartitionsTopicResultFields]
 ) -> CreatePartitionsTopicResult:
@@ -660,6 +1169,18 @@ def create_partitions_topic_result(
 class CreatePartitionsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[CreatePartitionsTopicResult, ...]
+
+
+class CreatePartitionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[CreatePartitionsTopicResult, ...]
+
+
+def rebuild_create_partitions_response(
+    entity: CreatePartitionsResponse, /, **changes: Unpack[CreatePartitionsResponseChanges]
+) -> CreatePartitionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def create_partitions_response(
@@ -689,6 +1210,24 @@ class CreatableTopicResultFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class CreatableTopicResultChanges(TypedDict, total=False):
+    name: str
+    error_code: ErrorCode
+    error_message: str | None
+    topic_config_error_code: int
+    num_partitions: int
+    replication_factor: int
+    configs: tuple[CreatableTopicConfigs, ...] | None
+    topic_id: UUID | None
+
+
+def rebuild_creatable_topic_result(
+    entity: CreatableTopicResult, /, **changes: Unpack[CreatableTopicResultChanges]
+) -> CreatableTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def creatable_topic_result(
     response: type[CreateTopicsResponse], **fields: Unpack[CreatableTopicResultFields]
 ) -> CreatableTopicResult:
@@ -700,6 +1239,18 @@ def creatable_topic_result(
 class CreateTopicsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[CreatableTopicResult, ...]
+
+
+class CreateTopicsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[CreatableTopicResult, ...]
+
+
+def rebuild_create_topics_response(
+    entity: CreateTopicsResponse, /, **changes: Unpack[CreateTopicsResponseChanges]
+) -> CreateTopicsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def create_topics_response(
@@ -719,6 +1270,21 @@ class CreatableTopicConfigsFields(TypedDict):
     is_sensitive: bool
 
 
+class CreatableTopicConfigsChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+
+
+def rebuild_creatable_topic_configs(
+    entity: CreatableTopicConfigs, /, **changes: Unpack[CreatableTopicConfigsChanges]
+) -> CreatableTopicConfigs:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def creatable_topic_configs(
     response: type[CreateTopicsResponse], **fields: Unpack[CreatableTopicConfigsFields]
 ) -> CreatableTopicConfigs:
@@ -735,6 +1301,18 @@ class DeletableGroupResultFields(TypedDict):
     error_code: ErrorCode
 
 
+class DeletableGroupResultChanges(TypedDict, total=False):
+    group_id: str
+    error_code: ErrorCode
+
+
+def rebuild_deletable_group_result(
+    entity: DeletableGroupResult, /, **changes: Unpack[DeletableGroupResultChanges]
+) -> DeletableGroupResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def deletable_group_result(
     response: type[DeleteGroupsResponse], **fields: Unpack[DeletableGroupResultFields]
 ) -> DeletableGroupResult:
@@ -746,6 +1324,18 @@ def deletable_group_result(
 class DeleteGroupsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[DeletableGroupResult, ...]
+
+
+class DeleteGroupsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[DeletableGroupResult, ...]
+
+
+def rebuild_delete_groups_response(
+    entity: DeleteGroupsResponse, /, **changes: Unpack[DeleteGroupsResponseChanges]
+) -> DeleteGroupsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_groups_response(
@@ -765,6 +1355,19 @@ class DeleteRecordsPartitionResultFields(TypedDict):
     error_code: ErrorCode
 
 
+class DeleteRecordsPartitionResultChanges(TypedDict, total=False):
+    partition_index: int
+    low_watermark: int
+    error_code: ErrorCode
+
+
+def rebuild_delete_records_partition_result(
+    entity: DeleteRecordsPartitionResult, /, **changes: Unpack[DeleteRecordsPartitionResultChanges]
+) -> DeleteRecordsPartitionResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def delete_records_partition_result(
     response: type[DeleteRecordsResponse], **fields: Unpack[DeleteRecordsPartitionResultFields]
 ) -> DeleteRecordsPartitionResult:
@@ -781,6 +1384,18 @@ class DeleteRecordsTopicResultFields(TypedDict):
     partitions: tuple[DeleteRecordsPartitionResult, ...]
 
 
+class DeleteRecordsTopicResultChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[DeleteRecordsPartitionResult, ...]
+
+
+def rebuild_delete_records_topic_result(
+    entity: DeleteRecordsTopicResult, /, **changes: Unpack[DeleteRecordsTopicResultChanges]
+) -> DeleteRecordsTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def delete_records_topic_result(
     response: type[DeleteRecordsResponse], **fields: Unpack[DeleteRecordsTopicResultFields]
 ) -> DeleteRecordsTopicResult:
@@ -792,6 +1407,18 @@ def delete_records_topic_result(
 class DeleteRecordsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[DeleteRecordsTopicResult, ...]
+
+
+class DeleteRecordsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[DeleteRecordsTopicResult, ...]
+
+
+def rebuild_delete_records_response(
+    entity: DeleteRecordsResponse, /, **changes: Unpack[DeleteRecordsResponseChanges]
+) -> DeleteRecordsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_records_response(
@@ -817,6 +1444,20 @@ class DeletableTopicResultFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class DeletableTopicResultChanges(TypedDict, total=False):
+    name: str | None
+    error_code: ErrorCode
+    error_message: str | None
+    topic_id: UUID | None
+
+
+def rebuild_deletable_topic_result(
+    entity: DeletableTopicResult, /, **changes: Unpack[DeletableTopicResultChanges]
+) -> DeletableTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def deletable_topic_result(
     response: type[DeleteTopicsResponse], **fields: Unpack[DeletableTopicResultFields]
 ) -> DeletableTopicResult:
@@ -828,6 +1469,18 @@ def deletable_topic_result(
 class DeleteTopicsResponseFields(TypedDict):
     throttle_time: timedelta
     responses: tuple[DeletableTopicResult, ...]
+
+
+class DeleteTopicsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[DeletableTopicResult, ...]
+
+
+def rebuild_delete_topics_response(
+    entity: DeleteTopicsResponse, /, **changes: Unpack[DeleteTopicsResponseChanges]
+) -> DeleteTopicsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def delete_topics_response(
@@ -844,6 +1497,20 @@ class DescribeClusterBrokerFields(TypedDict):
     host: str
     port: int
     rack: NotRequired[str | None]
+
+
+class DescribeClusterBrokerChanges(TypedDict, total=False):
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_describe_cluster_broker(
+    entity: DescribeClusterBroker, /, **changes: Unpack[DescribeClusterBrokerChanges]
+) -> DescribeClusterBroker:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_cluster_broker(
@@ -865,6 +1532,24 @@ class DescribeClusterResponseFields(TypedDict):
     endpoint_type: NotRequired[int]
 
 
+class DescribeClusterResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    error_message: str | None
+    cluster_id: str
+    controller_id: int
+    brokers: tuple[DescribeClusterBroker, ...]
+    cluster_authorized_operations: int
+    endpoint_type: int
+
+
+def rebuild_describe_cluster_response(
+    entity: DescribeClusterResponse, /, **changes: Unpack[DescribeClusterResponseChanges]
+) -> DescribeClusterResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_cluster_response(
     cls: type[DescribeClusterResponse], **fields: Unpack[DescribeClusterResponseFields]
 ) -> DescribeClusterResponse:
@@ -880,6 +1565,19 @@ class DescribeConfigsSynonymFields(TypedDict):
     name: str
     value: str | None
     source: int
+
+
+class DescribeConfigsSynonymChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    source: int
+
+
+def rebuild_describe_configs_synonym(
+    entity: DescribeConfigsSynonym, /, **changes: Unpack[DescribeConfigsSynonymChanges]
+) -> DescribeConfigsSynonym:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_configs_synonym(
@@ -909,6 +1607,24 @@ class DescribeConfigsResourceResultFields(TypedDict):
     documentation: NotRequired[str | None]
 
 
+class DescribeConfigsResourceResultChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    synonyms: tuple[DescribeConfigsSynonym, ...]
+    config_type: int
+    documentation: str | None
+
+
+def rebuild_describe_configs_resource_result(
+    entity: DescribeConfigsResourceResult, /, **changes: Unpack[DescribeConfigsResourceResultChanges]
+) -> DescribeConfigsResourceResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_configs_resource_result(
     response: type[DescribeConfigsResponse], **fields: Unpack[DescribeConfigsResourceResultFields]
 ) -> DescribeConfigsResourceResult:
@@ -930,6 +1646,21 @@ class DescribeConfigsResultFields(TypedDict):
     configs: tuple[DescribeConfigsResourceResult, ...]
 
 
+class DescribeConfigsResultChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    configs: tuple[DescribeConfigsResourceResult, ...]
+
+
+def rebuild_describe_configs_result(
+    entity: DescribeConfigsResult, /, **changes: Unpack[DescribeConfigsResultChanges]
+) -> DescribeConfigsResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_configs_result(
     response: type[DescribeConfigsResponse], **fields: Unpack[DescribeConfigsResultFields]
 ) -> DescribeConfigsResult:
@@ -941,6 +1672,18 @@ def describe_configs_result(
 class DescribeConfigsResponseFields(TypedDict):
     throttle_time: timedelta
     results: tuple[DescribeConfigsResult, ...]
+
+
+class DescribeConfigsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    results: tuple[DescribeConfigsResult, ...]
+
+
+def rebuild_describe_configs_response(
+    entity: DescribeConfigsResponse, /, **changes: Unpack[DescribeConfigsResponseChanges]
+) -> DescribeConfigsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_configs_response(
@@ -966,6 +1709,22 @@ class DescribedGroupMemberFields(TypedDict):
     member_metadata: bytes
     member_assignment: bytes
     group_instance_id: NotRequired[str | None]
+
+
+class DescribedGroupMemberChanges(TypedDict, total=False):
+    member_id: str
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+    group_instance_id: str | None
+
+
+def rebuild_described_group_member(
+    entity: DescribedGroupMember, /, **changes: Unpack[DescribedGroupMemberChanges]
+) -> DescribedGroupMember:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def described_group_member(
@@ -996,6 +1755,23 @@ class DescribeGroupsDescribedGroupFields(TypedDict):
     authorized_operations: NotRequired[int]
 
 
+class DescribeGroupsDescribedGroupChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    group_id: str
+    group_state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[DescribedGroupMember, ...]
+    authorized_operations: int
+
+
+def rebuild_describe_groups_described_group(
+    entity: DescribeGroupsDescribedGroup, /, **changes: Unpack[DescribeGroupsDescribedGroupChanges]
+) -> DescribeGroupsDescribedGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_groups_described_group(
     response: type[DescribeGroupsResponse], **fields: Unpack[DescribeGroupsDescribedGroupFields]
 ) -> DescribeGroupsDescribedGroup:
@@ -1007,6 +1783,18 @@ def describe_groups_described_group(
 class DescribeGroupsResponseFields(TypedDict):
     groups: tuple[DescribeGroupsDescribedGroup, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class DescribeGroupsResponseChanges(TypedDict, total=False):
+    groups: tuple[DescribeGroupsDescribedGroup, ...]
+    throttle_time: timedelta
+
+
+def rebuild_describe_groups_response(
+    entity: DescribeGroupsResponse, /, **changes: Unpack[DescribeGroupsResponseChanges]
+) -> DescribeGroupsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_groups_response(
@@ -1027,6 +1815,20 @@ class ProducerStateFields(TypedDict):
     current_txn_start_offset: NotRequired[int]
 
 
+class ProducerStateChanges(TypedDict, total=False):
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_timestamp: int
+    coordinator_epoch: int
+    current_txn_start_offset: int
+
+
+def rebuild_producer_state(entity: ProducerState, /, **changes: Unpack[ProducerStateChanges]) -> ProducerState:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def producer_state(response: type[DescribeProducersResponse], **fields: Unpack[ProducerStateFields]) -> ProducerState:
     """``ProducerState``, of ``response``'s version."""
     built: ProducerState = build_fields(nested(response, "ProducerState"), fields)
@@ -1041,6 +1843,20 @@ class PartitionResponseFields(TypedDict):
     error_code: ErrorCode
     error_message: NotRequired[str | None]
     active_producers: tuple[ProducerState, ...]
+
+
+class PartitionResponseChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    error_message: str | None
+    active_producers: tuple[ProducerState, ...]
+
+
+def rebuild_partition_response(
+    entity: PartitionResponse, /, **changes: Unpack[PartitionResponseChanges]
+) -> PartitionResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def partition_response(
@@ -1059,6 +1875,16 @@ class TopicResponseFields(TypedDict):
     partitions: tuple[PartitionResponse, ...]
 
 
+class TopicResponseChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[PartitionResponse, ...]
+
+
+def rebuild_topic_response(entity: TopicResponse, /, **changes: Unpack[TopicResponseChanges]) -> TopicResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def topic_response(response: type[DescribeProducersResponse], **fields: Unpack[TopicResponseFields]) -> TopicResponse:
     """``TopicResponse``, of ``response``'s version."""
     built: TopicResponse = build_fields(nested(response, "TopicResponse"), fields)
@@ -1068,6 +1894,18 @@ def topic_response(response: type[DescribeProducersResponse], **fields: Unpack[T
 class DescribeProducersResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[TopicResponse, ...]
+
+
+class DescribeProducersResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[TopicResponse, ...]
+
+
+def rebuild_describe_producers_response(
+    entity: DescribeProducersResponse, /, **changes: Unpack[DescribeProducersResponseChanges]
+) -> DescribeProducersResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_producers_response(
@@ -1089,6 +1927,27 @@ class DescribeTopicPartitionsResponsePartitionFields(TypedDict):
     eligible_leader_replicas: NotRequired[tuple[int, ...] | None]
     last_known_elr: NotRequired[tuple[int, ...] | None]
     offline_replicas: NotRequired[tuple[int, ...]]
+
+
+class DescribeTopicPartitionsResponsePartitionChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    eligible_leader_replicas: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
+    offline_replicas: tuple[int, ...]
+
+
+def rebuild_describe_topic_partitions_response_partition(
+    entity: DescribeTopicPartitionsResponsePartition,
+    /,
+    **changes: Unpack[DescribeTopicPartitionsResponsePartitionChanges],
+) -> DescribeTopicPartitionsResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_topic_partitions_response_partition(
@@ -1113,6 +1972,22 @@ class DescribeTopicPartitionsResponseTopicFields(TypedDict):
     topic_authorized_operations: NotRequired[int]
 
 
+class DescribeTopicPartitionsResponseTopicChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    name: str | None
+    topic_id: UUID | None
+    is_internal: bool
+    partitions: tuple[DescribeTopicPartitionsResponsePartition, ...]
+    topic_authorized_operations: int
+
+
+def rebuild_describe_topic_partitions_response_topic(
+    entity: DescribeTopicPartitionsResponseTopic, /, **changes: Unpack[DescribeTopicPartitionsResponseTopicChanges]
+) -> DescribeTopicPartitionsResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_topic_partitions_response_topic(
     response: type[DescribeTopicPartitionsResponse], **fields: Unpack[DescribeTopicPartitionsResponseTopicFields]
 ) -> DescribeTopicPartitionsResponseTopic:
@@ -1131,6 +2006,16 @@ class CursorFields(TypedDict):
     partition_index: int
 
 
+class CursorChanges(TypedDict, total=False):
+    topic_name: str
+    partition_index: int
+
+
+def rebuild_cursor(entity: Cursor, /, **changes: Unpack[CursorChanges]) -> Cursor:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def cursor(response: type[DescribeTopicPartitionsResponse], **fields: Unpack[CursorFields]) -> Cursor:
     """``Cursor``, of ``response``'s version."""
     built: Cursor = build_fields(nested(response, "Cursor"), fields)
@@ -1141,6 +2026,19 @@ class DescribeTopicPartitionsResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
     next_cursor: NotRequired[Cursor | None]
+
+
+class DescribeTopicPartitionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[DescribeTopicPartitionsResponseTopic, ...]
+    next_cursor: Cursor | None
+
+
+def rebuild_describe_topic_partitions_response(
+    entity: DescribeTopicPartitionsResponse, /, **changes: Unpack[DescribeTopicPartitionsResponseChanges]
+) -> DescribeTopicPartitionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def describe_topic_partitions_response(
@@ -1155,6 +2053,16 @@ TopicData = TopicDataV0
 class TopicDataFields(TypedDict):
     topic: str
     partitions: NotRequired[tuple[int, ...]]
+
+
+class TopicDataChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[int, ...]
+
+
+def rebuild_topic_data(entity: TopicData, /, **changes: Unpack[TopicDataChanges]) -> TopicData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def topic_data(response: type[DescribeTransactionsResponse], **fields: Unpack[TopicDataFields]) -> TopicData:
@@ -1177,6 +2085,24 @@ class DescribeTransactionsTransactionStateFields(TypedDict):
     topics: tuple[TopicData, ...]
 
 
+class DescribeTransactionsTransactionStateChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout: timedelta
+    transaction_start_time: datetime
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[TopicData, ...]
+
+
+def rebuild_describe_transactions_transaction_state(
+    entity: DescribeTransactionsTransactionState, /, **changes: Unpack[DescribeTransactionsTransactionStateChanges]
+) -> DescribeTransactionsTransactionState:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_transactions_transaction_state(
     response: type[DescribeTransactionsResponse], **fields: Unpack[DescribeTransactionsTransactionStateFields]
 ) -> DescribeTransactionsTransactionState:
@@ -1190,6 +2116,18 @@ class DescribeTransactionsResponseFields(TypedDict):
     transaction_states: tuple[DescribeTransactionsTransactionState, ...]
 
 
+class DescribeTransactionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    transaction_states: tuple[DescribeTransactionsTransactionState, ...]
+
+
+def rebuild_describe_transactions_response(
+    entity: DescribeTransactionsResponse, /, **changes: Unpack[DescribeTransactionsResponseChanges]
+) -> DescribeTransactionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def describe_transactions_response(
     cls: type[DescribeTransactionsResponse], **fields: Unpack[DescribeTransactionsResponseFields]
 ) -> DescribeTransactionsResponse:
@@ -1199,6 +2137,16 @@ def describe_transactions_response(
 class EndTxnResponseFields(TypedDict):
     throttle_time: timedelta
     error_code: ErrorCode
+
+
+class EndTxnResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+
+
+def rebuild_end_txn_response(entity: EndTxnResponse, /, **changes: Unpack[EndTxnResponseChanges]) -> EndTxnResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def end_txn_response(cls: type[EndTxnResponse], **fields: Unpack[EndTxnResponseFields]) -> EndTxnResponse:
@@ -1226,6 +2174,18 @@ AbortedTransaction = (
 class AbortedTransactionFields(TypedDict):
     producer_id: int
     first_offset: int
+
+
+class AbortedTransactionChanges(TypedDict, total=False):
+    producer_id: int
+    first_offset: int
+
+
+def rebuild_aborted_transaction(
+    entity: AbortedTransaction, /, **changes: Unpack[AbortedTransactionChanges]
+) -> AbortedTransaction:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def aborted_transaction(
@@ -1268,6 +2228,25 @@ class PartitionDataFields(TypedDict):
     snapshot_id: NotRequired[SnapshotId]
 
 
+class PartitionDataChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    high_watermark: int
+    last_stable_offset: int
+    aborted_transactions: tuple[AbortedTransaction, ...] | None
+    records: bytes | None
+    log_start_offset: int
+    preferred_read_replica: int
+    diverging_epoch: FetchEpochEndOffset
+    current_leader: FetchLeaderIdAndEpoch
+    snapshot_id: SnapshotId
+
+
+def rebuild_partition_data(entity: PartitionData, /, **changes: Unpack[PartitionDataChanges]) -> PartitionData:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def partition_data(response: type[FetchResponse], **fields: Unpack[PartitionDataFields]) -> PartitionData:
     """``PartitionData``, of ``response``'s version."""
     built: PartitionData = build_fields(nested(response, "PartitionData"), fields)
@@ -1298,6 +2277,19 @@ class FetchableTopicResponseFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class FetchableTopicResponseChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[PartitionData, ...]
+    topic_id: UUID | None
+
+
+def rebuild_fetchable_topic_response(
+    entity: FetchableTopicResponse, /, **changes: Unpack[FetchableTopicResponseChanges]
+) -> FetchableTopicResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def fetchable_topic_response(
     response: type[FetchResponse], **fields: Unpack[FetchableTopicResponseFields]
 ) -> FetchableTopicResponse:
@@ -1312,6 +2304,19 @@ class FetchResponseFields(TypedDict):
     error_code: NotRequired[ErrorCode]
     session_id: NotRequired[int]
     node_endpoints: NotRequired[tuple[FetchNodeEndpoint, ...]]
+
+
+class FetchResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[FetchableTopicResponse, ...]
+    error_code: ErrorCode
+    session_id: int
+    node_endpoints: tuple[FetchNodeEndpoint, ...]
+
+
+def rebuild_fetch_response(entity: FetchResponse, /, **changes: Unpack[FetchResponseChanges]) -> FetchResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def fetch_response(cls: type[FetchResponse], **fields: Unpack[FetchResponseFields]) -> FetchResponse:
@@ -1331,6 +2336,18 @@ FetchEpochEndOffset = (
 class FetchEpochEndOffsetFields(TypedDict):
     epoch: NotRequired[int]
     end_offset: NotRequired[int]
+
+
+class FetchEpochEndOffsetChanges(TypedDict, total=False):
+    epoch: int
+    end_offset: int
+
+
+def rebuild_fetch_epoch_end_offset(
+    entity: FetchEpochEndOffset, /, **changes: Unpack[FetchEpochEndOffsetChanges]
+) -> FetchEpochEndOffset:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def fetch_epoch_end_offset(
@@ -1356,6 +2373,18 @@ class FetchLeaderIdAndEpochFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class FetchLeaderIdAndEpochChanges(TypedDict, total=False):
+    leader_id: int
+    leader_epoch: int
+
+
+def rebuild_fetch_leader_id_and_epoch(
+    entity: FetchLeaderIdAndEpoch, /, **changes: Unpack[FetchLeaderIdAndEpochChanges]
+) -> FetchLeaderIdAndEpoch:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def fetch_leader_id_and_epoch(
     response: type[FetchResponse], **fields: Unpack[FetchLeaderIdAndEpochFields]
 ) -> FetchLeaderIdAndEpoch:
@@ -1370,6 +2399,16 @@ SnapshotId = SnapshotIdV12 | SnapshotIdV13 | SnapshotIdV14 | SnapshotIdV15 | Sna
 class SnapshotIdFields(TypedDict):
     end_offset: NotRequired[int]
     epoch: NotRequired[int]
+
+
+class SnapshotIdChanges(TypedDict, total=False):
+    end_offset: int
+    epoch: int
+
+
+def rebuild_snapshot_id(entity: SnapshotId, /, **changes: Unpack[SnapshotIdChanges]) -> SnapshotId:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def snapshot_id(response: type[FetchResponse], **fields: Unpack[SnapshotIdFields]) -> SnapshotId:
@@ -1388,6 +2427,20 @@ class FetchNodeEndpointFields(TypedDict):
     rack: NotRequired[str | None]
 
 
+class FetchNodeEndpointChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_fetch_node_endpoint(
+    entity: FetchNodeEndpoint, /, **changes: Unpack[FetchNodeEndpointChanges]
+) -> FetchNodeEndpoint:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def fetch_node_endpoint(response: type[FetchResponse], **fields: Unpack[FetchNodeEndpointFields]) -> FetchNodeEndpoint:
     """``NodeEndpoint``, of ``response``'s version."""
     built: FetchNodeEndpoint = build_fields(nested(response, "NodeEndpoint"), fields)
@@ -1402,6 +2455,23 @@ class FindCoordinatorResponseFields(TypedDict):
     throttle_time: NotRequired[timedelta]
     error_message: NotRequired[str | None]
     coordinators: NotRequired[tuple[Coordinator, ...]]
+
+
+class FindCoordinatorResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    node_id: int
+    host: str
+    port: int
+    throttle_time: timedelta
+    error_message: str | None
+    coordinators: tuple[Coordinator, ...]
+
+
+def rebuild_find_coordinator_response(
+    entity: FindCoordinatorResponse, /, **changes: Unpack[FindCoordinatorResponseChanges]
+) -> FindCoordinatorResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def find_coordinator_response(
@@ -1422,6 +2492,20 @@ class CoordinatorFields(TypedDict):
     error_message: str | None
 
 
+class CoordinatorChanges(TypedDict, total=False):
+    key: str
+    node_id: int
+    host: str
+    port: int
+    error_code: ErrorCode
+    error_message: str | None
+
+
+def rebuild_coordinator(entity: Coordinator, /, **changes: Unpack[CoordinatorChanges]) -> Coordinator:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def coordinator(response: type[FindCoordinatorResponse], **fields: Unpack[CoordinatorFields]) -> Coordinator:
     """``Coordinator``, of ``response``'s version."""
     built: Coordinator = build_fields(nested(response, "Coordinator"), fields)
@@ -1431,6 +2515,18 @@ def coordinator(response: type[FindCoordinatorResponse], **fields: Unpack[Coordi
 class HeartbeatResponseFields(TypedDict):
     error_code: ErrorCode
     throttle_time: NotRequired[timedelta]
+
+
+class HeartbeatResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    throttle_time: timedelta
+
+
+def rebuild_heartbeat_response(
+    entity: HeartbeatResponse, /, **changes: Unpack[HeartbeatResponseChanges]
+) -> HeartbeatResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def heartbeat_response(cls: type[HeartbeatResponse], **fields: Unpack[HeartbeatResponseFields]) -> HeartbeatResponse:
@@ -1449,6 +2545,22 @@ class IncrementalAlterConfigsAlterConfigsResourceResponseFields(TypedDict):
     resource_name: str
 
 
+class IncrementalAlterConfigsAlterConfigsResourceResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+
+
+def rebuild_incremental_alter_configs_alter_configs_resource_response(
+    entity: IncrementalAlterConfigsAlterConfigsResourceResponse,
+    /,
+    **changes: Unpack[IncrementalAlterConfigsAlterConfigsResourceResponseChanges],
+) -> IncrementalAlterConfigsAlterConfigsResourceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def incremental_alter_configs_alter_configs_resource_response(
     response: type[IncrementalAlterConfigsResponse],
     **fields: Unpack[IncrementalAlterConfigsAlterConfigsResourceResponseFields],
@@ -1465,6 +2577,18 @@ class IncrementalAlterConfigsResponseFields(TypedDict):
     responses: tuple[IncrementalAlterConfigsAlterConfigsResourceResponse, ...]
 
 
+class IncrementalAlterConfigsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    responses: tuple[IncrementalAlterConfigsAlterConfigsResourceResponse, ...]
+
+
+def rebuild_incremental_alter_configs_response(
+    entity: IncrementalAlterConfigsResponse, /, **changes: Unpack[IncrementalAlterConfigsResponseChanges]
+) -> IncrementalAlterConfigsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def incremental_alter_configs_response(
     cls: type[IncrementalAlterConfigsResponse], **fields: Unpack[IncrementalAlterConfigsResponseFields]
 ) -> IncrementalAlterConfigsResponse:
@@ -1476,6 +2600,20 @@ class InitProducerIdResponseFields(TypedDict):
     error_code: ErrorCode
     producer_id: NotRequired[int]
     producer_epoch: int
+
+
+class InitProducerIdResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    producer_id: int
+    producer_epoch: int
+
+
+def rebuild_init_producer_id_response(
+    entity: InitProducerIdResponse, /, **changes: Unpack[InitProducerIdResponseChanges]
+) -> InitProducerIdResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def init_producer_id_response(
@@ -1504,6 +2642,19 @@ class JoinGroupResponseMemberFields(TypedDict):
     group_instance_id: NotRequired[str | None]
 
 
+class JoinGroupResponseMemberChanges(TypedDict, total=False):
+    member_id: str
+    metadata: bytes
+    group_instance_id: str | None
+
+
+def rebuild_join_group_response_member(
+    entity: JoinGroupResponseMember, /, **changes: Unpack[JoinGroupResponseMemberChanges]
+) -> JoinGroupResponseMember:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def join_group_response_member(
     response: type[JoinGroupResponse], **fields: Unpack[JoinGroupResponseMemberFields]
 ) -> JoinGroupResponseMember:
@@ -1524,6 +2675,25 @@ class JoinGroupResponseFields(TypedDict):
     skip_assignment: NotRequired[bool]
 
 
+class JoinGroupResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    generation_id: int
+    protocol_name: str | None
+    leader: str
+    member_id: str
+    members: tuple[JoinGroupResponseMember, ...]
+    throttle_time: timedelta
+    protocol_type: str | None
+    skip_assignment: bool
+
+
+def rebuild_join_group_response(
+    entity: JoinGroupResponse, /, **changes: Unpack[JoinGroupResponseChanges]
+) -> JoinGroupResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def join_group_response(cls: type[JoinGroupResponse], **fields: Unpack[JoinGroupResponseFields]) -> JoinGroupResponse:
     return build_fields(cls, fields)
 
@@ -1532,6 +2702,19 @@ class LeaveGroupResponseFields(TypedDict):
     error_code: ErrorCode
     throttle_time: NotRequired[timedelta]
     members: NotRequired[tuple[MemberResponse, ...]]
+
+
+class LeaveGroupResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    throttle_time: timedelta
+    members: tuple[MemberResponse, ...]
+
+
+def rebuild_leave_group_response(
+    entity: LeaveGroupResponse, /, **changes: Unpack[LeaveGroupResponseChanges]
+) -> LeaveGroupResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def leave_group_response(
@@ -1549,6 +2732,17 @@ class MemberResponseFields(TypedDict):
     error_code: ErrorCode
 
 
+class MemberResponseChanges(TypedDict, total=False):
+    member_id: str
+    group_instance_id: str | None
+    error_code: ErrorCode
+
+
+def rebuild_member_response(entity: MemberResponse, /, **changes: Unpack[MemberResponseChanges]) -> MemberResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def member_response(response: type[LeaveGroupResponse], **fields: Unpack[MemberResponseFields]) -> MemberResponse:
     """``MemberResponse``, of ``response``'s version."""
     built: MemberResponse = build_fields(nested(response, "MemberResponse"), fields)
@@ -1564,6 +2758,17 @@ class ListedGroupFields(TypedDict):
     group_state: NotRequired[str]
 
 
+class ListedGroupChanges(TypedDict, total=False):
+    group_id: str
+    protocol_type: str
+    group_state: str
+
+
+def rebuild_listed_group(entity: ListedGroup, /, **changes: Unpack[ListedGroupChanges]) -> ListedGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def listed_group(response: type[ListGroupsResponse], **fields: Unpack[ListedGroupFields]) -> ListedGroup:
     """``ListedGroup``, of ``response``'s version."""
     built: ListedGroup = build_fields(nested(response, "ListedGroup"), fields)
@@ -1574,6 +2779,19 @@ class ListGroupsResponseFields(TypedDict):
     error_code: ErrorCode
     groups: tuple[ListedGroup, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class ListGroupsResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    groups: tuple[ListedGroup, ...]
+    throttle_time: timedelta
+
+
+def rebuild_list_groups_response(
+    entity: ListGroupsResponse, /, **changes: Unpack[ListGroupsResponseChanges]
+) -> ListGroupsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def list_groups_response(
@@ -1602,6 +2820,21 @@ class ListOffsetsPartitionResponseFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class ListOffsetsPartitionResponseChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+def rebuild_list_offsets_partition_response(
+    entity: ListOffsetsPartitionResponse, /, **changes: Unpack[ListOffsetsPartitionResponseChanges]
+) -> ListOffsetsPartitionResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def list_offsets_partition_response(
     response: type[ListOffsetsResponse], **fields: Unpack[ListOffsetsPartitionResponseFields]
 ) -> ListOffsetsPartitionResponse:
@@ -1627,6 +2860,18 @@ class ListOffsetsTopicResponseFields(TypedDict):
     partitions: tuple[ListOffsetsPartitionResponse, ...]
 
 
+class ListOffsetsTopicResponseChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[ListOffsetsPartitionResponse, ...]
+
+
+def rebuild_list_offsets_topic_response(
+    entity: ListOffsetsTopicResponse, /, **changes: Unpack[ListOffsetsTopicResponseChanges]
+) -> ListOffsetsTopicResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def list_offsets_topic_response(
     response: type[ListOffsetsResponse], **fields: Unpack[ListOffsetsTopicResponseFields]
 ) -> ListOffsetsTopicResponse:
@@ -1638,6 +2883,18 @@ def list_offsets_topic_response(
 class ListOffsetsResponseFields(TypedDict):
     topics: tuple[ListOffsetsTopicResponse, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class ListOffsetsResponseChanges(TypedDict, total=False):
+    topics: tuple[ListOffsetsTopicResponse, ...]
+    throttle_time: timedelta
+
+
+def rebuild_list_offsets_response(
+    entity: ListOffsetsResponse, /, **changes: Unpack[ListOffsetsResponseChanges]
+) -> ListOffsetsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def list_offsets_response(
@@ -1655,6 +2912,19 @@ class ListTransactionsTransactionStateFields(TypedDict):
     transaction_state: str
 
 
+class ListTransactionsTransactionStateChanges(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
+
+
+def rebuild_list_transactions_transaction_state(
+    entity: ListTransactionsTransactionState, /, **changes: Unpack[ListTransactionsTransactionStateChanges]
+) -> ListTransactionsTransactionState:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def list_transactions_transaction_state(
     response: type[ListTransactionsResponse], **fields: Unpack[ListTransactionsTransactionStateFields]
 ) -> ListTransactionsTransactionState:
@@ -1668,6 +2938,20 @@ class ListTransactionsResponseFields(TypedDict):
     error_code: ErrorCode
     unknown_state_filters: NotRequired[tuple[str, ...]]
     transaction_states: tuple[ListTransactionsTransactionState, ...]
+
+
+class ListTransactionsResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    error_code: ErrorCode
+    unknown_state_filters: tuple[str, ...]
+    transaction_states: tuple[ListTransactionsTransactionState, ...]
+
+
+def rebuild_list_transactions_response(
+    entity: ListTransactionsResponse, /, **changes: Unpack[ListTransactionsResponseChanges]
+) -> ListTransactionsResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def list_transactions_response(
@@ -1697,6 +2981,20 @@ class MetadataResponseBrokerFields(TypedDict):
     host: str
     port: int
     rack: NotRequired[str | None]
+
+
+class MetadataResponseBrokerChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_metadata_response_broker(
+    entity: MetadataResponseBroker, /, **changes: Unpack[MetadataResponseBrokerChanges]
+) -> MetadataResponseBroker:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def metadata_response_broker(
@@ -1733,6 +3031,23 @@ class MetadataResponsePartitionFields(TypedDict):
     leader_epoch: NotRequired[int]
 
 
+class MetadataResponsePartitionChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition_index: int
+    leader_id: int
+    replica_nodes: tuple[int, ...]
+    isr_nodes: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    leader_epoch: int
+
+
+def rebuild_metadata_response_partition(
+    entity: MetadataResponsePartition, /, **changes: Unpack[MetadataResponsePartitionChanges]
+) -> MetadataResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response_partition(
     response: type[MetadataResponse], **fields: Unpack[MetadataResponsePartitionFields]
 ) -> MetadataResponsePartition:
@@ -1766,6 +3081,22 @@ class MetadataResponseTopicFields(TypedDict):
     topic_id: NotRequired[UUID | None]
 
 
+class MetadataResponseTopicChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    name: str | None
+    is_internal: bool
+    partitions: tuple[MetadataResponsePartition, ...]
+    topic_authorized_operations: int
+    topic_id: UUID | None
+
+
+def rebuild_metadata_response_topic(
+    entity: MetadataResponseTopic, /, **changes: Unpack[MetadataResponseTopicChanges]
+) -> MetadataResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def metadata_response_topic(
     response: type[MetadataResponse], **fields: Unpack[MetadataResponseTopicFields]
 ) -> MetadataResponseTopic:
@@ -1781,6 +3112,22 @@ class MetadataResponseFields(TypedDict):
     cluster_id: NotRequired[str | None]
     throttle_time: NotRequired[timedelta]
     cluster_authorized_operations: NotRequired[int]
+
+
+class MetadataResponseChanges(TypedDict, total=False):
+    brokers: tuple[MetadataResponseBroker, ...]
+    controller_id: int
+    topics: tuple[MetadataResponseTopic, ...]
+    cluster_id: str | None
+    throttle_time: timedelta
+    cluster_authorized_operations: int
+
+
+def rebuild_metadata_response(
+    entity: MetadataResponse, /, **changes: Unpack[MetadataResponseChanges]
+) -> MetadataResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def metadata_response(cls: type[MetadataResponse], **fields: Unpack[MetadataResponseFields]) -> MetadataResponse:
@@ -1802,6 +3149,18 @@ OffsetCommitResponsePartition = (
 class OffsetCommitResponsePartitionFields(TypedDict):
     partition_index: int
     error_code: ErrorCode
+
+
+class OffsetCommitResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+def rebuild_offset_commit_response_partition(
+    entity: OffsetCommitResponsePartition, /, **changes: Unpack[OffsetCommitResponsePartitionChanges]
+) -> OffsetCommitResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_commit_response_partition(
@@ -1829,6 +3188,18 @@ class OffsetCommitResponseTopicFields(TypedDict):
     partitions: tuple[OffsetCommitResponsePartition, ...]
 
 
+class OffsetCommitResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetCommitResponsePartition, ...]
+
+
+def rebuild_offset_commit_response_topic(
+    entity: OffsetCommitResponseTopic, /, **changes: Unpack[OffsetCommitResponseTopicChanges]
+) -> OffsetCommitResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_commit_response_topic(
     response: type[OffsetCommitResponse], **fields: Unpack[OffsetCommitResponseTopicFields]
 ) -> OffsetCommitResponseTopic:
@@ -1840,6 +3211,18 @@ def offset_commit_response_topic(
 class OffsetCommitResponseFields(TypedDict):
     topics: tuple[OffsetCommitResponseTopic, ...]
     throttle_time: NotRequired[timedelta]
+
+
+class OffsetCommitResponseChanges(TypedDict, total=False):
+    topics: tuple[OffsetCommitResponseTopic, ...]
+    throttle_time: timedelta
+
+
+def rebuild_offset_commit_response(
+    entity: OffsetCommitResponse, /, **changes: Unpack[OffsetCommitResponseChanges]
+) -> OffsetCommitResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_commit_response(
@@ -1854,6 +3237,18 @@ OffsetDeleteResponsePartition = OffsetDeleteResponsePartitionV0
 class OffsetDeleteResponsePartitionFields(TypedDict):
     partition_index: int
     error_code: ErrorCode
+
+
+class OffsetDeleteResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+def rebuild_offset_delete_response_partition(
+    entity: OffsetDeleteResponsePartition, /, **changes: Unpack[OffsetDeleteResponsePartitionChanges]
+) -> OffsetDeleteResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_delete_response_partition(
@@ -1872,6 +3267,18 @@ class OffsetDeleteResponseTopicFields(TypedDict):
     partitions: tuple[OffsetDeleteResponsePartition, ...]
 
 
+class OffsetDeleteResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetDeleteResponsePartition, ...]
+
+
+def rebuild_offset_delete_response_topic(
+    entity: OffsetDeleteResponseTopic, /, **changes: Unpack[OffsetDeleteResponseTopicChanges]
+) -> OffsetDeleteResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_delete_response_topic(
     response: type[OffsetDeleteResponse], **fields: Unpack[OffsetDeleteResponseTopicFields]
 ) -> OffsetDeleteResponseTopic:
@@ -1884,6 +3291,19 @@ class OffsetDeleteResponseFields(TypedDict):
     error_code: ErrorCode
     throttle_time: timedelta
     topics: tuple[OffsetDeleteResponseTopic, ...]
+
+
+class OffsetDeleteResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    throttle_time: timedelta
+    topics: tuple[OffsetDeleteResponseTopic, ...]
+
+
+def rebuild_offset_delete_response(
+    entity: OffsetDeleteResponse, /, **changes: Unpack[OffsetDeleteResponseChanges]
+) -> OffsetDeleteResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_delete_response(
@@ -1910,6 +3330,21 @@ class OffsetFetchResponsePartitionFields(TypedDict):
     committed_leader_epoch: NotRequired[int]
 
 
+class OffsetFetchResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    metadata: str | None
+    error_code: ErrorCode
+    committed_leader_epoch: int
+
+
+def rebuild_offset_fetch_response_partition(
+    entity: OffsetFetchResponsePartition, /, **changes: Unpack[OffsetFetchResponsePartitionChanges]
+) -> OffsetFetchResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_fetch_response_partition(
     response: type[OffsetFetchResponse], **fields: Unpack[OffsetFetchResponsePartitionFields]
 ) -> OffsetFetchResponsePartition:
@@ -1933,6 +3368,18 @@ class OffsetFetchResponseTopicFields(TypedDict):
     partitions: tuple[OffsetFetchResponsePartition, ...]
 
 
+class OffsetFetchResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetFetchResponsePartition, ...]
+
+
+def rebuild_offset_fetch_response_topic(
+    entity: OffsetFetchResponseTopic, /, **changes: Unpack[OffsetFetchResponseTopicChanges]
+) -> OffsetFetchResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_fetch_response_topic(
     response: type[OffsetFetchResponse], **fields: Unpack[OffsetFetchResponseTopicFields]
 ) -> OffsetFetchResponseTopic:
@@ -1946,6 +3393,20 @@ class OffsetFetchResponseFields(TypedDict):
     error_code: NotRequired[ErrorCode]
     throttle_time: NotRequired[timedelta]
     groups: NotRequired[tuple[OffsetFetchResponseGroup, ...]]
+
+
+class OffsetFetchResponseChanges(TypedDict, total=False):
+    topics: tuple[OffsetFetchResponseTopic, ...]
+    error_code: ErrorCode
+    throttle_time: timedelta
+    groups: tuple[OffsetFetchResponseGroup, ...]
+
+
+def rebuild_offset_fetch_response(
+    entity: OffsetFetchResponse, /, **changes: Unpack[OffsetFetchResponseChanges]
+) -> OffsetFetchResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_fetch_response(
@@ -1965,6 +3426,21 @@ class OffsetFetchResponsePartitionsFields(TypedDict):
     error_code: ErrorCode
 
 
+class OffsetFetchResponsePartitionsChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str | None
+    error_code: ErrorCode
+
+
+def rebuild_offset_fetch_response_partitions(
+    entity: OffsetFetchResponsePartitions, /, **changes: Unpack[OffsetFetchResponsePartitionsChanges]
+) -> OffsetFetchResponsePartitions:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_fetch_response_partitions(
     response: type[OffsetFetchResponse], **fields: Unpack[OffsetFetchResponsePartitionsFields]
 ) -> OffsetFetchResponsePartitions:
@@ -1979,6 +3455,18 @@ OffsetFetchResponseTopics = OffsetFetchResponseTopicsV8 | OffsetFetchResponseTop
 class OffsetFetchResponseTopicsFields(TypedDict):
     name: str
     partitions: tuple[OffsetFetchResponsePartitions, ...]
+
+
+class OffsetFetchResponseTopicsChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetFetchResponsePartitions, ...]
+
+
+def rebuild_offset_fetch_response_topics(
+    entity: OffsetFetchResponseTopics, /, **changes: Unpack[OffsetFetchResponseTopicsChanges]
+) -> OffsetFetchResponseTopics:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_fetch_response_topics(
@@ -1996,6 +3484,19 @@ class OffsetFetchResponseGroupFields(TypedDict):
     group_id: str
     topics: tuple[OffsetFetchResponseTopics, ...]
     error_code: NotRequired[ErrorCode]
+
+
+class OffsetFetchResponseGroupChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetFetchResponseTopics, ...]
+    error_code: ErrorCode
+
+
+def rebuild_offset_fetch_response_group(
+    entity: OffsetFetchResponseGroup, /, **changes: Unpack[OffsetFetchResponseGroupChanges]
+) -> OffsetFetchResponseGroup:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_fetch_response_group(
@@ -2018,6 +3519,20 @@ class OffsetForLeaderEpochEpochEndOffsetFields(TypedDict):
     end_offset: NotRequired[int]
 
 
+class OffsetForLeaderEpochEpochEndOffsetChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    partition: int
+    leader_epoch: int
+    end_offset: int
+
+
+def rebuild_offset_for_leader_epoch_epoch_end_offset(
+    entity: OffsetForLeaderEpochEpochEndOffset, /, **changes: Unpack[OffsetForLeaderEpochEpochEndOffsetChanges]
+) -> OffsetForLeaderEpochEpochEndOffset:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_for_leader_epoch_epoch_end_offset(
     response: type[OffsetForLeaderEpochResponse], **fields: Unpack[OffsetForLeaderEpochEpochEndOffsetFields]
 ) -> OffsetForLeaderEpochEpochEndOffset:
@@ -2034,6 +3549,18 @@ class OffsetForLeaderTopicResultFields(TypedDict):
     partitions: tuple[OffsetForLeaderEpochEpochEndOffset, ...]
 
 
+class OffsetForLeaderTopicResultChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[OffsetForLeaderEpochEpochEndOffset, ...]
+
+
+def rebuild_offset_for_leader_topic_result(
+    entity: OffsetForLeaderTopicResult, /, **changes: Unpack[OffsetForLeaderTopicResultChanges]
+) -> OffsetForLeaderTopicResult:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def offset_for_leader_topic_result(
     response: type[OffsetForLeaderEpochResponse], **fields: Unpack[OffsetForLeaderTopicResultFields]
 ) -> OffsetForLeaderTopicResult:
@@ -2045,6 +3572,18 @@ def offset_for_leader_topic_result(
 class OffsetForLeaderEpochResponseFields(TypedDict):
     throttle_time: timedelta
     topics: tuple[OffsetForLeaderTopicResult, ...]
+
+
+class OffsetForLeaderEpochResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[OffsetForLeaderTopicResult, ...]
+
+
+def rebuild_offset_for_leader_epoch_response(
+    entity: OffsetForLeaderEpochResponse, /, **changes: Unpack[OffsetForLeaderEpochResponseChanges]
+) -> OffsetForLeaderEpochResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def offset_for_leader_epoch_response(
@@ -2077,6 +3616,24 @@ class PartitionProduceResponseFields(TypedDict):
     current_leader: NotRequired[ProduceLeaderIdAndEpoch]
 
 
+class PartitionProduceResponseChanges(TypedDict, total=False):
+    index: int
+    error_code: ErrorCode
+    base_offset: int
+    log_append_time: datetime | None
+    log_start_offset: int
+    record_errors: tuple[BatchIndexAndErrorMessage, ...]
+    error_message: str | None
+    current_leader: ProduceLeaderIdAndEpoch
+
+
+def rebuild_partition_produce_response(
+    entity: PartitionProduceResponse, /, **changes: Unpack[PartitionProduceResponseChanges]
+) -> PartitionProduceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def partition_produce_response(
     response: type[ProduceResponse], **fields: Unpack[PartitionProduceResponseFields]
 ) -> PartitionProduceResponse:
@@ -2103,6 +3660,18 @@ class TopicProduceResponseFields(TypedDict):
     partition_responses: tuple[PartitionProduceResponse, ...]
 
 
+class TopicProduceResponseChanges(TypedDict, total=False):
+    name: str
+    partition_responses: tuple[PartitionProduceResponse, ...]
+
+
+def rebuild_topic_produce_response(
+    entity: TopicProduceResponse, /, **changes: Unpack[TopicProduceResponseChanges]
+) -> TopicProduceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def topic_produce_response(
     response: type[ProduceResponse], **fields: Unpack[TopicProduceResponseFields]
 ) -> TopicProduceResponse:
@@ -2115,6 +3684,17 @@ class ProduceResponseFields(TypedDict):
     responses: tuple[TopicProduceResponse, ...]
     throttle_time: NotRequired[timedelta]
     node_endpoints: NotRequired[tuple[ProduceNodeEndpoint, ...]]
+
+
+class ProduceResponseChanges(TypedDict, total=False):
+    responses: tuple[TopicProduceResponse, ...]
+    throttle_time: timedelta
+    node_endpoints: tuple[ProduceNodeEndpoint, ...]
+
+
+def rebuild_produce_response(entity: ProduceResponse, /, **changes: Unpack[ProduceResponseChanges]) -> ProduceResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def produce_response(cls: type[ProduceResponse], **fields: Unpack[ProduceResponseFields]) -> ProduceResponse:
@@ -2134,6 +3714,18 @@ class BatchIndexAndErrorMessageFields(TypedDict):
     batch_index_error_message: NotRequired[str | None]
 
 
+class BatchIndexAndErrorMessageChanges(TypedDict, total=False):
+    batch_index: int
+    batch_index_error_message: str | None
+
+
+def rebuild_batch_index_and_error_message(
+    entity: BatchIndexAndErrorMessage, /, **changes: Unpack[BatchIndexAndErrorMessageChanges]
+) -> BatchIndexAndErrorMessage:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def batch_index_and_error_message(
     response: type[ProduceResponse], **fields: Unpack[BatchIndexAndErrorMessageFields]
 ) -> BatchIndexAndErrorMessage:
@@ -2148,6 +3740,18 @@ ProduceLeaderIdAndEpoch = ProduceLeaderIdAndEpochV10 | ProduceLeaderIdAndEpochV1
 class ProduceLeaderIdAndEpochFields(TypedDict):
     leader_id: NotRequired[int]
     leader_epoch: NotRequired[int]
+
+
+class ProduceLeaderIdAndEpochChanges(TypedDict, total=False):
+    leader_id: int
+    leader_epoch: int
+
+
+def rebuild_produce_leader_id_and_epoch(
+    entity: ProduceLeaderIdAndEpoch, /, **changes: Unpack[ProduceLeaderIdAndEpochChanges]
+) -> ProduceLeaderIdAndEpoch:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def produce_leader_id_and_epoch(
@@ -2168,6 +3772,20 @@ class ProduceNodeEndpointFields(TypedDict):
     rack: NotRequired[str | None]
 
 
+class ProduceNodeEndpointChanges(TypedDict, total=False):
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+
+
+def rebuild_produce_node_endpoint(
+    entity: ProduceNodeEndpoint, /, **changes: Unpack[ProduceNodeEndpointChanges]
+) -> ProduceNodeEndpoint:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def produce_node_endpoint(
     response: type[ProduceResponse], **fields: Unpack[ProduceNodeEndpointFields]
 ) -> ProduceNodeEndpoint:
@@ -2182,6 +3800,21 @@ class SyncGroupResponseFields(TypedDict):
     throttle_time: NotRequired[timedelta]
     protocol_type: NotRequired[str | None]
     protocol_name: NotRequired[str | None]
+
+
+class SyncGroupResponseChanges(TypedDict, total=False):
+    error_code: ErrorCode
+    assignment: bytes
+    throttle_time: timedelta
+    protocol_type: str | None
+    protocol_name: str | None
+
+
+def rebuild_sync_group_response(
+    entity: SyncGroupResponse, /, **changes: Unpack[SyncGroupResponseChanges]
+) -> SyncGroupResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def sync_group_response(cls: type[SyncGroupResponse], **fields: Unpack[SyncGroupResponseFields]) -> SyncGroupResponse:
@@ -2199,6 +3832,18 @@ TxnOffsetCommitResponsePartition = (
 class TxnOffsetCommitResponsePartitionFields(TypedDict):
     partition_index: int
     error_code: ErrorCode
+
+
+class TxnOffsetCommitResponsePartitionChanges(TypedDict, total=False):
+    partition_index: int
+    error_code: ErrorCode
+
+
+def rebuild_txn_offset_commit_response_partition(
+    entity: TxnOffsetCommitResponsePartition, /, **changes: Unpack[TxnOffsetCommitResponsePartitionChanges]
+) -> TxnOffsetCommitResponsePartition:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
 
 
 def txn_offset_commit_response_partition(
@@ -2222,6 +3867,18 @@ class TxnOffsetCommitResponseTopicFields(TypedDict):
     partitions: tuple[TxnOffsetCommitResponsePartition, ...]
 
 
+class TxnOffsetCommitResponseTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[TxnOffsetCommitResponsePartition, ...]
+
+
+def rebuild_txn_offset_commit_response_topic(
+    entity: TxnOffsetCommitResponseTopic, /, **changes: Unpack[TxnOffsetCommitResponseTopicChanges]
+) -> TxnOffsetCommitResponseTopic:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def txn_offset_commit_response_topic(
     response: type[TxnOffsetCommitResponse], **fields: Unpack[TxnOffsetCommitResponseTopicFields]
 ) -> TxnOffsetCommitResponseTopic:
@@ -2235,7 +3892,1369 @@ class TxnOffsetCommitResponseFields(TypedDict):
     topics: tuple[TxnOffsetCommitResponseTopic, ...]
 
 
+class TxnOffsetCommitResponseChanges(TypedDict, total=False):
+    throttle_time: timedelta
+    topics: tuple[TxnOffsetCommitResponseTopic, ...]
+
+
+def rebuild_txn_offset_commit_response(
+    entity: TxnOffsetCommitResponse, /, **changes: Unpack[TxnOffsetCommitResponseChanges]
+) -> TxnOffsetCommitResponse:
+    """``entity`` with ``changes`` (``rebuild``: a field its version lacks is dropped)."""
+    return rebuild_fields(entity, changes)
+
+
 def txn_offset_commit_response(
     cls: type[TxnOffsetCommitResponse], **fields: Unpack[TxnOffsetCommitResponseFields]
 ) -> TxnOffsetCommitResponse:
     return build_fields(cls, fields)
+
+
+class AddOffsetsToTxnRequestChanges(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    group_id: str
+
+
+def rebuild_add_offsets_to_txn_request(
+    entity: AddOffsetsToTxnRequest, /, **changes: Unpack[AddOffsetsToTxnRequestChanges]
+) -> AddOffsetsToTxnRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+AddPartitionsToTxnRequestAddPartitionsToTxnTopic = (
+    AddPartitionsToTxnRequestAddPartitionsToTxnTopicV0
+    | AddPartitionsToTxnRequestAddPartitionsToTxnTopicV1
+    | AddPartitionsToTxnRequestAddPartitionsToTxnTopicV2
+    | AddPartitionsToTxnRequestAddPartitionsToTxnTopicV3
+)
+
+
+class AddPartitionsToTxnRequestAddPartitionsToTxnTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[int, ...]
+
+
+def rebuild_add_partitions_to_txn_request_add_partitions_to_txn_topic(
+    entity: AddPartitionsToTxnRequestAddPartitionsToTxnTopic,
+    /,
+    **changes: Unpack[AddPartitionsToTxnRequestAddPartitionsToTxnTopicChanges],
+) -> AddPartitionsToTxnRequestAddPartitionsToTxnTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class AddPartitionsToTxnRequestChanges(TypedDict, total=False):
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: tuple[AddPartitionsToTxnRequestAddPartitionsToTxnTopic, ...]
+
+
+def rebuild_add_partitions_to_txn_request(
+    entity: AddPartitionsToTxnRequest, /, **changes: Unpack[AddPartitionsToTxnRequestChanges]
+) -> AddPartitionsToTxnRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+AlterConfigsRequestAlterableConfig = (
+    AlterConfigsRequestAlterableConfigV0 | AlterConfigsRequestAlterableConfigV1 | AlterConfigsRequestAlterableConfigV2
+)
+
+
+class AlterConfigsRequestAlterableConfigChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+
+
+def rebuild_alter_configs_request_alterable_config(
+    entity: AlterConfigsRequestAlterableConfig, /, **changes: Unpack[AlterConfigsRequestAlterableConfigChanges]
+) -> AlterConfigsRequestAlterableConfig:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+AlterConfigsRequestAlterConfigsResource = (
+    AlterConfigsRequestAlterConfigsResourceV0
+    | AlterConfigsRequestAlterConfigsResourceV1
+    | AlterConfigsRequestAlterConfigsResourceV2
+)
+
+
+class AlterConfigsRequestAlterConfigsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    configs: tuple[AlterConfigsRequestAlterableConfig, ...]
+
+
+def rebuild_alter_configs_request_alter_configs_resource(
+    entity: AlterConfigsRequestAlterConfigsResource,
+    /,
+    **changes: Unpack[AlterConfigsRequestAlterConfigsResourceChanges],
+) -> AlterConfigsRequestAlterConfigsResource:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class AlterConfigsRequestChanges(TypedDict, total=False):
+    resources: tuple[AlterConfigsRequestAlterConfigsResource, ...]
+    validate_only: bool
+
+
+def rebuild_alter_configs_request(
+    entity: AlterConfigsRequest, /, **changes: Unpack[AlterConfigsRequestChanges]
+) -> AlterConfigsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ConsumerGroupDescribeRequestChanges(TypedDict, total=False):
+    group_ids: tuple[str, ...]
+    include_authorized_operations: bool
+
+
+def rebuild_consumer_group_describe_request(
+    entity: ConsumerGroupDescribeRequest, /, **changes: Unpack[ConsumerGroupDescribeRequestChanges]
+) -> ConsumerGroupDescribeRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ConsumerGroupHeartbeatRequestTopicPartitions = ConsumerGroupHeartbeatRequestTopicPartitionsV0
+
+
+class ConsumerGroupHeartbeatRequestTopicPartitionsChanges(TypedDict, total=False):
+    topic_id: UUID | None
+    partitions: tuple[int, ...]
+
+
+def rebuild_consumer_group_heartbeat_request_topic_partitions(
+    entity: ConsumerGroupHeartbeatRequestTopicPartitions,
+    /,
+    **changes: Unpack[ConsumerGroupHeartbeatRequestTopicPartitionsChanges],
+) -> ConsumerGroupHeartbeatRequestTopicPartitions:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ConsumerGroupHeartbeatRequestChanges(TypedDict, total=False):
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout: timedelta
+    subscribed_topic_names: tuple[str, ...] | None
+    server_assignor: str | None
+    topic_partitions: tuple[ConsumerGroupHeartbeatRequestTopicPartitions, ...] | None
+
+
+def rebuild_consumer_group_heartbeat_request(
+    entity: ConsumerGroupHeartbeatRequest, /, **changes: Unpack[ConsumerGroupHeartbeatRequestChanges]
+) -> ConsumerGroupHeartbeatRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreatePartitionsRequestCreatePartitionsAssignment = (
+    CreatePartitionsRequestCreatePartitionsAssignmentV0
+    | CreatePartitionsRequestCreatePartitionsAssignmentV1
+    | CreatePartitionsRequestCreatePartitionsAssignmentV2
+    | CreatePartitionsRequestCreatePartitionsAssignmentV3
+)
+
+
+class CreatePartitionsRequestCreatePartitionsAssignmentChanges(TypedDict, total=False):
+    broker_ids: tuple[int, ...]
+
+
+def rebuild_create_partitions_request_create_partitions_assignment(
+    entity: CreatePartitionsRequestCreatePartitionsAssignment,
+    /,
+    **changes: Unpack[CreatePartitionsRequestCreatePartitionsAssignmentChanges],
+) -> CreatePartitionsRequestCreatePartitionsAssignment:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreatePartitionsRequestCreatePartitionsTopic = (
+    CreatePartitionsRequestCreatePartitionsTopicV0
+    | CreatePartitionsRequestCreatePartitionsTopicV1
+    | CreatePartitionsRequestCreatePartitionsTopicV2
+    | CreatePartitionsRequestCreatePartitionsTopicV3
+)
+
+
+class CreatePartitionsRequestCreatePartitionsTopicChanges(TypedDict, total=False):
+    name: str
+    count: int
+    assignments: tuple[CreatePartitionsRequestCreatePartitionsAssignment, ...] | None
+
+
+def rebuild_create_partitions_request_create_partitions_topic(
+    entity: CreatePartitionsRequestCreatePartitionsTopic,
+    /,
+    **changes: Unpack[CreatePartitionsRequestCreatePartitionsTopicChanges],
+) -> CreatePartitionsRequestCreatePartitionsTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class CreatePartitionsRequestChanges(TypedDict, total=False):
+    topics: tuple[CreatePartitionsRequestCreatePartitionsTopic, ...]
+    timeout: timedelta
+    validate_only: bool
+
+
+def rebuild_create_partitions_request(
+    entity: CreatePartitionsRequest, /, **changes: Unpack[CreatePartitionsRequestChanges]
+) -> CreatePartitionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreateTopicsRequestCreatableReplicaAssignment = (
+    CreateTopicsRequestCreatableReplicaAssignmentV2
+    | CreateTopicsRequestCreatableReplicaAssignmentV3
+    | CreateTopicsRequestCreatableReplicaAssignmentV4
+    | CreateTopicsRequestCreatableReplicaAssignmentV5
+    | CreateTopicsRequestCreatableReplicaAssignmentV6
+    | CreateTopicsRequestCreatableReplicaAssignmentV7
+)
+
+
+class CreateTopicsRequestCreatableReplicaAssignmentChanges(TypedDict, total=False):
+    partition_index: int
+    broker_ids: tuple[int, ...]
+
+
+def rebuild_create_topics_request_creatable_replica_assignment(
+    entity: CreateTopicsRequestCreatableReplicaAssignment,
+    /,
+    **changes: Unpack[CreateTopicsRequestCreatableReplicaAssignmentChanges],
+) -> CreateTopicsRequestCreatableReplicaAssignment:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreateTopicsRequestCreatableTopicConfig = (
+    CreateTopicsRequestCreatableTopicConfigV2
+    | CreateTopicsRequestCreatableTopicConfigV3
+    | CreateTopicsRequestCreatableTopicConfigV4
+    | CreateTopicsRequestCreatableTopicConfigV5
+    | CreateTopicsRequestCreatableTopicConfigV6
+    | CreateTopicsRequestCreatableTopicConfigV7
+)
+
+
+class CreateTopicsRequestCreatableTopicConfigChanges(TypedDict, total=False):
+    name: str
+    value: str | None
+
+
+def rebuild_create_topics_request_creatable_topic_config(
+    entity: CreateTopicsRequestCreatableTopicConfig,
+    /,
+    **changes: Unpack[CreateTopicsRequestCreatableTopicConfigChanges],
+) -> CreateTopicsRequestCreatableTopicConfig:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+CreateTopicsRequestCreatableTopic = (
+    CreateTopicsRequestCreatableTopicV2
+    | CreateTopicsRequestCreatableTopicV3
+    | CreateTopicsRequestCreatableTopicV4
+    | CreateTopicsRequestCreatableTopicV5
+    | CreateTopicsRequestCreatableTopicV6
+    | CreateTopicsRequestCreatableTopicV7
+)
+
+
+class CreateTopicsRequestCreatableTopicChanges(TypedDict, total=False):
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: tuple[CreateTopicsRequestCreatableReplicaAssignment, ...]
+    configs: tuple[CreateTopicsRequestCreatableTopicConfig, ...]
+
+
+def rebuild_create_topics_request_creatable_topic(
+    entity: CreateTopicsRequestCreatableTopic, /, **changes: Unpack[CreateTopicsRequestCreatableTopicChanges]
+) -> CreateTopicsRequestCreatableTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class CreateTopicsRequestChanges(TypedDict, total=False):
+    topics: tuple[CreateTopicsRequestCreatableTopic, ...]
+    timeout: timedelta
+    validate_only: bool
+
+
+def rebuild_create_topics_request(
+    entity: CreateTopicsRequest, /, **changes: Unpack[CreateTopicsRequestChanges]
+) -> CreateTopicsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DeleteGroupsRequestChanges(TypedDict, total=False):
+    groups_names: tuple[str, ...]
+
+
+def rebuild_delete_groups_request(
+    entity: DeleteGroupsRequest, /, **changes: Unpack[DeleteGroupsRequestChanges]
+) -> DeleteGroupsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DeleteRecordsRequestDeleteRecordsPartition = (
+    DeleteRecordsRequestDeleteRecordsPartitionV0
+    | DeleteRecordsRequestDeleteRecordsPartitionV1
+    | DeleteRecordsRequestDeleteRecordsPartitionV2
+)
+
+
+class DeleteRecordsRequestDeleteRecordsPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    offset: int
+
+
+def rebuild_delete_records_request_delete_records_partition(
+    entity: DeleteRecordsRequestDeleteRecordsPartition,
+    /,
+    **changes: Unpack[DeleteRecordsRequestDeleteRecordsPartitionChanges],
+) -> DeleteRecordsRequestDeleteRecordsPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DeleteRecordsRequestDeleteRecordsTopic = (
+    DeleteRecordsRequestDeleteRecordsTopicV0
+    | DeleteRecordsRequestDeleteRecordsTopicV1
+    | DeleteRecordsRequestDeleteRecordsTopicV2
+)
+
+
+class DeleteRecordsRequestDeleteRecordsTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[DeleteRecordsRequestDeleteRecordsPartition, ...]
+
+
+def rebuild_delete_records_request_delete_records_topic(
+    entity: DeleteRecordsRequestDeleteRecordsTopic, /, **changes: Unpack[DeleteRecordsRequestDeleteRecordsTopicChanges]
+) -> DeleteRecordsRequestDeleteRecordsTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DeleteRecordsRequestChanges(TypedDict, total=False):
+    topics: tuple[DeleteRecordsRequestDeleteRecordsTopic, ...]
+    timeout: timedelta
+
+
+def rebuild_delete_records_request(
+    entity: DeleteRecordsRequest, /, **changes: Unpack[DeleteRecordsRequestChanges]
+) -> DeleteRecordsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DeleteTopicsRequestChanges(TypedDict, total=False):
+    topic_names: tuple[str, ...]
+    timeout: timedelta
+    topics: tuple[DeleteTopicsRequestDeleteTopicState, ...]
+
+
+def rebuild_delete_topics_request(
+    entity: DeleteTopicsRequest, /, **changes: Unpack[DeleteTopicsRequestChanges]
+) -> DeleteTopicsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DeleteTopicsRequestDeleteTopicState = DeleteTopicsRequestDeleteTopicStateV6
+
+
+class DeleteTopicsRequestDeleteTopicStateChanges(TypedDict, total=False):
+    name: str | None
+    topic_id: UUID | None
+
+
+def rebuild_delete_topics_request_delete_topic_state(
+    entity: DeleteTopicsRequestDeleteTopicState, /, **changes: Unpack[DeleteTopicsRequestDeleteTopicStateChanges]
+) -> DeleteTopicsRequestDeleteTopicState:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeClusterRequestChanges(TypedDict, total=False):
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+
+
+def rebuild_describe_cluster_request(
+    entity: DescribeClusterRequest, /, **changes: Unpack[DescribeClusterRequestChanges]
+) -> DescribeClusterRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeConfigsRequestDescribeConfigsResource = (
+    DescribeConfigsRequestDescribeConfigsResourceV1
+    | DescribeConfigsRequestDescribeConfigsResourceV2
+    | DescribeConfigsRequestDescribeConfigsResourceV3
+    | DescribeConfigsRequestDescribeConfigsResourceV4
+)
+
+
+class DescribeConfigsRequestDescribeConfigsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    configuration_keys: tuple[str, ...] | None
+
+
+def rebuild_describe_configs_request_describe_configs_resource(
+    entity: DescribeConfigsRequestDescribeConfigsResource,
+    /,
+    **changes: Unpack[DescribeConfigsRequestDescribeConfigsResourceChanges],
+) -> DescribeConfigsRequestDescribeConfigsResource:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeConfigsRequestChanges(TypedDict, total=False):
+    resources: tuple[DescribeConfigsRequestDescribeConfigsResource, ...]
+    include_synonyms: bool
+    include_documentation: bool
+
+
+def rebuild_describe_configs_request(
+    entity: DescribeConfigsRequest, /, **changes: Unpack[DescribeConfigsRequestChanges]
+) -> DescribeConfigsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeGroupsRequestChanges(TypedDict, total=False):
+    groups: tuple[str, ...]
+    include_authorized_operations: bool
+
+
+def rebuild_describe_groups_request(
+    entity: DescribeGroupsRequest, /, **changes: Unpack[DescribeGroupsRequestChanges]
+) -> DescribeGroupsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeProducersRequestTopicRequest = DescribeProducersRequestTopicRequestV0
+
+
+class DescribeProducersRequestTopicRequestChanges(TypedDict, total=False):
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def rebuild_describe_producers_request_topic_request(
+    entity: DescribeProducersRequestTopicRequest, /, **changes: Unpack[DescribeProducersRequestTopicRequestChanges]
+) -> DescribeProducersRequestTopicRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeProducersRequestChanges(TypedDict, total=False):
+    topics: tuple[DescribeProducersRequestTopicRequest, ...]
+
+
+def rebuild_describe_producers_request(
+    entity: DescribeProducersRequest, /, **changes: Unpack[DescribeProducersRequestChanges]
+) -> DescribeProducersRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeTopicPartitionsRequestTopicRequest = DescribeTopicPartitionsRequestTopicRequestV0
+
+
+class DescribeTopicPartitionsRequestTopicRequestChanges(TypedDict, total=False):
+    name: str
+
+
+def rebuild_describe_topic_partitions_request_topic_request(
+    entity: DescribeTopicPartitionsRequestTopicRequest,
+    /,
+    **changes: Unpack[DescribeTopicPartitionsRequestTopicRequestChanges],
+) -> DescribeTopicPartitionsRequestTopicRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+DescribeTopicPartitionsRequestCursor = DescribeTopicPartitionsRequestCursorV0
+
+
+class DescribeTopicPartitionsRequestCursorChanges(TypedDict, total=False):
+    topic_name: str
+    partition_index: int
+
+
+def rebuild_describe_topic_partitions_request_cursor(
+    entity: DescribeTopicPartitionsRequestCursor, /, **changes: Unpack[DescribeTopicPartitionsRequestCursorChanges]
+) -> DescribeTopicPartitionsRequestCursor:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeTopicPartitionsRequestChanges(TypedDict, total=False):
+    topics: tuple[DescribeTopicPartitionsRequestTopicRequest, ...]
+    response_partition_limit: int
+    cursor: DescribeTopicPartitionsRequestCursor | None
+
+
+def rebuild_describe_topic_partitions_request(
+    entity: DescribeTopicPartitionsRequest, /, **changes: Unpack[DescribeTopicPartitionsRequestChanges]
+) -> DescribeTopicPartitionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class DescribeTransactionsRequestChanges(TypedDict, total=False):
+    transactional_ids: tuple[str, ...]
+
+
+def rebuild_describe_transactions_request(
+    entity: DescribeTransactionsRequest, /, **changes: Unpack[DescribeTransactionsRequestChanges]
+) -> DescribeTransactionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class EndTxnRequestChanges(TypedDict, total=False):
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+
+
+def rebuild_end_txn_request(entity: EndTxnRequest, /, **changes: Unpack[EndTxnRequestChanges]) -> EndTxnRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestFetchPartition = (
+    FetchRequestFetchPartitionV4
+    | FetchRequestFetchPartitionV5
+    | FetchRequestFetchPartitionV6
+    | FetchRequestFetchPartitionV7
+    | FetchRequestFetchPartitionV8
+    | FetchRequestFetchPartitionV9
+    | FetchRequestFetchPartitionV10
+    | FetchRequestFetchPartitionV11
+    | FetchRequestFetchPartitionV12
+    | FetchRequestFetchPartitionV13
+    | FetchRequestFetchPartitionV14
+    | FetchRequestFetchPartitionV15
+    | FetchRequestFetchPartitionV16
+    | FetchRequestFetchPartitionV17
+)
+
+
+class FetchRequestFetchPartitionChanges(TypedDict, total=False):
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    log_start_offset: int
+    current_leader_epoch: int
+    last_fetched_epoch: int
+    replica_directory_id: UUID | None
+
+
+def rebuild_fetch_request_fetch_partition(
+    entity: FetchRequestFetchPartition, /, **changes: Unpack[FetchRequestFetchPartitionChanges]
+) -> FetchRequestFetchPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestFetchTopic = (
+    FetchRequestFetchTopicV4
+    | FetchRequestFetchTopicV5
+    | FetchRequestFetchTopicV6
+    | FetchRequestFetchTopicV7
+    | FetchRequestFetchTopicV8
+    | FetchRequestFetchTopicV9
+    | FetchRequestFetchTopicV10
+    | FetchRequestFetchTopicV11
+    | FetchRequestFetchTopicV12
+    | FetchRequestFetchTopicV13
+    | FetchRequestFetchTopicV14
+    | FetchRequestFetchTopicV15
+    | FetchRequestFetchTopicV16
+    | FetchRequestFetchTopicV17
+)
+
+
+class FetchRequestFetchTopicChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[FetchRequestFetchPartition, ...]
+    topic_id: UUID | None
+
+
+def rebuild_fetch_request_fetch_topic(
+    entity: FetchRequestFetchTopic, /, **changes: Unpack[FetchRequestFetchTopicChanges]
+) -> FetchRequestFetchTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class FetchRequestChanges(TypedDict, total=False):
+    replica_id: int
+    max_wait: timedelta
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    topics: tuple[FetchRequestFetchTopic, ...]
+    session_id: int
+    session_epoch: int
+    forgotten_topics_data: tuple[FetchRequestForgottenTopic, ...]
+    rack_id: str
+    cluster_id: str | None
+    replica_state: FetchRequestReplicaState
+
+
+def rebuild_fetch_request(entity: FetchRequest, /, **changes: Unpack[FetchRequestChanges]) -> FetchRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestForgottenTopic = (
+    FetchRequestForgottenTopicV7
+    | FetchRequestForgottenTopicV8
+    | FetchRequestForgottenTopicV9
+    | FetchRequestForgottenTopicV10
+    | FetchRequestForgottenTopicV11
+    | FetchRequestForgottenTopicV12
+    | FetchRequestForgottenTopicV13
+    | FetchRequestForgottenTopicV14
+    | FetchRequestForgottenTopicV15
+    | FetchRequestForgottenTopicV16
+    | FetchRequestForgottenTopicV17
+)
+
+
+class FetchRequestForgottenTopicChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[int, ...]
+    topic_id: UUID | None
+
+
+def rebuild_fetch_request_forgotten_topic(
+    entity: FetchRequestForgottenTopic, /, **changes: Unpack[FetchRequestForgottenTopicChanges]
+) -> FetchRequestForgottenTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+FetchRequestReplicaState = FetchRequestReplicaStateV15 | FetchRequestReplicaStateV16 | FetchRequestReplicaStateV17
+
+
+class FetchRequestReplicaStateChanges(TypedDict, total=False):
+    replica_id: int
+    replica_epoch: int
+
+
+def rebuild_fetch_request_replica_state(
+    entity: FetchRequestReplicaState, /, **changes: Unpack[FetchRequestReplicaStateChanges]
+) -> FetchRequestReplicaState:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class FindCoordinatorRequestChanges(TypedDict, total=False):
+    key: str
+    key_type: int
+    coordinator_keys: tuple[str, ...]
+
+
+def rebuild_find_coordinator_request(
+    entity: FindCoordinatorRequest, /, **changes: Unpack[FindCoordinatorRequestChanges]
+) -> FindCoordinatorRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class HeartbeatRequestChanges(TypedDict, total=False):
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+def rebuild_heartbeat_request(
+    entity: HeartbeatRequest, /, **changes: Unpack[HeartbeatRequestChanges]
+) -> HeartbeatRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+IncrementalAlterConfigsRequestAlterableConfig = (
+    IncrementalAlterConfigsRequestAlterableConfigV0 | IncrementalAlterConfigsRequestAlterableConfigV1
+)
+
+
+class IncrementalAlterConfigsRequestAlterableConfigChanges(TypedDict, total=False):
+    name: str
+    config_operation: int
+    value: str | None
+
+
+def rebuild_incremental_alter_configs_request_alterable_config(
+    entity: IncrementalAlterConfigsRequestAlterableConfig,
+    /,
+    **changes: Unpack[IncrementalAlterConfigsRequestAlterableConfigChanges],
+) -> IncrementalAlterConfigsRequestAlterableConfig:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+IncrementalAlterConfigsRequestAlterConfigsResource = (
+    IncrementalAlterConfigsRequestAlterConfigsResourceV0 | IncrementalAlterConfigsRequestAlterConfigsResourceV1
+)
+
+
+class IncrementalAlterConfigsRequestAlterConfigsResourceChanges(TypedDict, total=False):
+    resource_type: int
+    resource_name: str
+    configs: tuple[IncrementalAlterConfigsRequestAlterableConfig, ...]
+
+
+def rebuild_incremental_alter_configs_request_alter_configs_resource(
+    entity: IncrementalAlterConfigsRequestAlterConfigsResource,
+    /,
+    **changes: Unpack[IncrementalAlterConfigsRequestAlterConfigsResourceChanges],
+) -> IncrementalAlterConfigsRequestAlterConfigsResource:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class IncrementalAlterConfigsRequestChanges(TypedDict, total=False):
+    resources: tuple[IncrementalAlterConfigsRequestAlterConfigsResource, ...]
+    validate_only: bool
+
+
+def rebuild_incremental_alter_configs_request(
+    entity: IncrementalAlterConfigsRequest, /, **changes: Unpack[IncrementalAlterConfigsRequestChanges]
+) -> IncrementalAlterConfigsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class InitProducerIdRequestChanges(TypedDict, total=False):
+    transactional_id: str | None
+    transaction_timeout: timedelta
+    producer_id: int
+    producer_epoch: int
+
+
+def rebuild_init_producer_id_request(
+    entity: InitProducerIdRequest, /, **changes: Unpack[InitProducerIdRequestChanges]
+) -> InitProducerIdRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+JoinGroupRequestProtocol = (
+    JoinGroupRequestProtocolV0
+    | JoinGroupRequestProtocolV1
+    | JoinGroupRequestProtocolV2
+    | JoinGroupRequestProtocolV3
+    | JoinGroupRequestProtocolV4
+    | JoinGroupRequestProtocolV5
+    | JoinGroupRequestProtocolV6
+    | JoinGroupRequestProtocolV7
+    | JoinGroupRequestProtocolV8
+    | JoinGroupRequestProtocolV9
+)
+
+
+class JoinGroupRequestProtocolChanges(TypedDict, total=False):
+    name: str
+    metadata: bytes
+
+
+def rebuild_join_group_request_protocol(
+    entity: JoinGroupRequestProtocol, /, **changes: Unpack[JoinGroupRequestProtocolChanges]
+) -> JoinGroupRequestProtocol:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class JoinGroupRequestChanges(TypedDict, total=False):
+    group_id: str
+    session_timeout: timedelta
+    member_id: str
+    protocol_type: str
+    protocols: tuple[JoinGroupRequestProtocol, ...]
+    rebalance_timeout: timedelta
+    group_instance_id: str | None
+    reason: str | None
+
+
+def rebuild_join_group_request(
+    entity: JoinGroupRequest, /, **changes: Unpack[JoinGroupRequestChanges]
+) -> JoinGroupRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class LeaveGroupRequestChanges(TypedDict, total=False):
+    group_id: str
+    member_id: str
+    members: tuple[LeaveGroupRequestMemberIdentity, ...]
+
+
+def rebuild_leave_group_request(
+    entity: LeaveGroupRequest, /, **changes: Unpack[LeaveGroupRequestChanges]
+) -> LeaveGroupRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+LeaveGroupRequestMemberIdentity = (
+    LeaveGroupRequestMemberIdentityV3 | LeaveGroupRequestMemberIdentityV4 | LeaveGroupRequestMemberIdentityV5
+)
+
+
+class LeaveGroupRequestMemberIdentityChanges(TypedDict, total=False):
+    member_id: str
+    group_instance_id: str | None
+    reason: str | None
+
+
+def rebuild_leave_group_request_member_identity(
+    entity: LeaveGroupRequestMemberIdentity, /, **changes: Unpack[LeaveGroupRequestMemberIdentityChanges]
+) -> LeaveGroupRequestMemberIdentity:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ListGroupsRequestChanges(TypedDict, total=False):
+    states_filter: tuple[str, ...]
+
+
+def rebuild_list_groups_request(
+    entity: ListGroupsRequest, /, **changes: Unpack[ListGroupsRequestChanges]
+) -> ListGroupsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ListOffsetsRequestListOffsetsPartition = (
+    ListOffsetsRequestListOffsetsPartitionV1
+    | ListOffsetsRequestListOffsetsPartitionV2
+    | ListOffsetsRequestListOffsetsPartitionV3
+    | ListOffsetsRequestListOffsetsPartitionV4
+    | ListOffsetsRequestListOffsetsPartitionV5
+    | ListOffsetsRequestListOffsetsPartitionV6
+    | ListOffsetsRequestListOffsetsPartitionV7
+    | ListOffsetsRequestListOffsetsPartitionV8
+)
+
+
+class ListOffsetsRequestListOffsetsPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    timestamp: int
+    current_leader_epoch: int
+
+
+def rebuild_list_offsets_request_list_offsets_partition(
+    entity: ListOffsetsRequestListOffsetsPartition, /, **changes: Unpack[ListOffsetsRequestListOffsetsPartitionChanges]
+) -> ListOffsetsRequestListOffsetsPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ListOffsetsRequestListOffsetsTopic = (
+    ListOffsetsRequestListOffsetsTopicV1
+    | ListOffsetsRequestListOffsetsTopicV2
+    | ListOffsetsRequestListOffsetsTopicV3
+    | ListOffsetsRequestListOffsetsTopicV4
+    | ListOffsetsRequestListOffsetsTopicV5
+    | ListOffsetsRequestListOffsetsTopicV6
+    | ListOffsetsRequestListOffsetsTopicV7
+    | ListOffsetsRequestListOffsetsTopicV8
+)
+
+
+class ListOffsetsRequestListOffsetsTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[ListOffsetsRequestListOffsetsPartition, ...]
+
+
+def rebuild_list_offsets_request_list_offsets_topic(
+    entity: ListOffsetsRequestListOffsetsTopic, /, **changes: Unpack[ListOffsetsRequestListOffsetsTopicChanges]
+) -> ListOffsetsRequestListOffsetsTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ListOffsetsRequestChanges(TypedDict, total=False):
+    replica_id: int
+    topics: tuple[ListOffsetsRequestListOffsetsTopic, ...]
+    isolation_level: int
+
+
+def rebuild_list_offsets_request(
+    entity: ListOffsetsRequest, /, **changes: Unpack[ListOffsetsRequestChanges]
+) -> ListOffsetsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ListTransactionsRequestChanges(TypedDict, total=False):
+    state_filters: tuple[str, ...]
+    producer_id_filters: tuple[int, ...]
+    duration_filter: int
+
+
+def rebuild_list_transactions_request(
+    entity: ListTransactionsRequest, /, **changes: Unpack[ListTransactionsRequestChanges]
+) -> ListTransactionsRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+MetadataRequestTopic = (
+    MetadataRequestTopicV1
+    | MetadataRequestTopicV2
+    | MetadataRequestTopicV3
+    | MetadataRequestTopicV4
+    | MetadataRequestTopicV5
+    | MetadataRequestTopicV6
+    | MetadataRequestTopicV7
+    | MetadataRequestTopicV8
+    | MetadataRequestTopicV9
+    | MetadataRequestTopicV10
+    | MetadataRequestTopicV11
+    | MetadataRequestTopicV12
+)
+
+
+class MetadataRequestTopicChanges(TypedDict, total=False):
+    name: str | None
+    topic_id: UUID | None
+
+
+def rebuild_metadata_request_topic(
+    entity: MetadataRequestTopic, /, **changes: Unpack[MetadataRequestTopicChanges]
+) -> MetadataRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class MetadataRequestChanges(TypedDict, total=False):
+    topics: tuple[MetadataRequestTopic, ...] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+
+
+def rebuild_metadata_request(entity: MetadataRequest, /, **changes: Unpack[MetadataRequestChanges]) -> MetadataRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetCommitRequestPartition = (
+    OffsetCommitRequestPartitionV2
+    | OffsetCommitRequestPartitionV3
+    | OffsetCommitRequestPartitionV4
+    | OffsetCommitRequestPartitionV5
+    | OffsetCommitRequestPartitionV6
+    | OffsetCommitRequestPartitionV7
+    | OffsetCommitRequestPartitionV8
+    | OffsetCommitRequestPartitionV9
+)
+
+
+class OffsetCommitRequestPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    committed_metadata: str | None
+    committed_leader_epoch: int
+
+
+def rebuild_offset_commit_request_partition(
+    entity: OffsetCommitRequestPartition, /, **changes: Unpack[OffsetCommitRequestPartitionChanges]
+) -> OffsetCommitRequestPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetCommitRequestTopic = (
+    OffsetCommitRequestTopicV2
+    | OffsetCommitRequestTopicV3
+    | OffsetCommitRequestTopicV4
+    | OffsetCommitRequestTopicV5
+    | OffsetCommitRequestTopicV6
+    | OffsetCommitRequestTopicV7
+    | OffsetCommitRequestTopicV8
+    | OffsetCommitRequestTopicV9
+)
+
+
+class OffsetCommitRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetCommitRequestPartition, ...]
+
+
+def rebuild_offset_commit_request_topic(
+    entity: OffsetCommitRequestTopic, /, **changes: Unpack[OffsetCommitRequestTopicChanges]
+) -> OffsetCommitRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetCommitRequestChanges(TypedDict, total=False):
+    group_id: str
+    generation_id_or_member_epoch: int
+    member_id: str
+    retention_time: timedelta
+    topics: tuple[OffsetCommitRequestTopic, ...]
+    group_instance_id: str | None
+
+
+def rebuild_offset_commit_request(
+    entity: OffsetCommitRequest, /, **changes: Unpack[OffsetCommitRequestChanges]
+) -> OffsetCommitRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetDeleteRequestPartition = OffsetDeleteRequestPartitionV0
+
+
+class OffsetDeleteRequestPartitionChanges(TypedDict, total=False):
+    partition_index: int
+
+
+def rebuild_offset_delete_request_partition(
+    entity: OffsetDeleteRequestPartition, /, **changes: Unpack[OffsetDeleteRequestPartitionChanges]
+) -> OffsetDeleteRequestPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetDeleteRequestTopic = OffsetDeleteRequestTopicV0
+
+
+class OffsetDeleteRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[OffsetDeleteRequestPartition, ...]
+
+
+def rebuild_offset_delete_request_topic(
+    entity: OffsetDeleteRequestTopic, /, **changes: Unpack[OffsetDeleteRequestTopicChanges]
+) -> OffsetDeleteRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetDeleteRequestChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetDeleteRequestTopic, ...]
+
+
+def rebuild_offset_delete_request(
+    entity: OffsetDeleteRequest, /, **changes: Unpack[OffsetDeleteRequestChanges]
+) -> OffsetDeleteRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetFetchRequestTopic = (
+    OffsetFetchRequestTopicV2
+    | OffsetFetchRequestTopicV3
+    | OffsetFetchRequestTopicV4
+    | OffsetFetchRequestTopicV5
+    | OffsetFetchRequestTopicV6
+    | OffsetFetchRequestTopicV7
+)
+
+
+class OffsetFetchRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def rebuild_offset_fetch_request_topic(
+    entity: OffsetFetchRequestTopic, /, **changes: Unpack[OffsetFetchRequestTopicChanges]
+) -> OffsetFetchRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetFetchRequestChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetFetchRequestTopic, ...] | None
+    require_stable: bool
+    groups: tuple[OffsetFetchRequestGroup, ...]
+
+
+def rebuild_offset_fetch_request(
+    entity: OffsetFetchRequest, /, **changes: Unpack[OffsetFetchRequestChanges]
+) -> OffsetFetchRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetFetchRequestTopics = OffsetFetchRequestTopicsV8 | OffsetFetchRequestTopicsV9
+
+
+class OffsetFetchRequestTopicsChanges(TypedDict, total=False):
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+def rebuild_offset_fetch_request_topics(
+    entity: OffsetFetchRequestTopics, /, **changes: Unpack[OffsetFetchRequestTopicsChanges]
+) -> OffsetFetchRequestTopics:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetFetchRequestGroup = OffsetFetchRequestGroupV8 | OffsetFetchRequestGroupV9
+
+
+class OffsetFetchRequestGroupChanges(TypedDict, total=False):
+    group_id: str
+    topics: tuple[OffsetFetchRequestTopics, ...] | None
+    member_id: str | None
+    member_epoch: int
+
+
+def rebuild_offset_fetch_request_group(
+    entity: OffsetFetchRequestGroup, /, **changes: Unpack[OffsetFetchRequestGroupChanges]
+) -> OffsetFetchRequestGroup:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetForLeaderEpochRequestOffsetForLeaderPartition = (
+    OffsetForLeaderEpochRequestOffsetForLeaderPartitionV2
+    | OffsetForLeaderEpochRequestOffsetForLeaderPartitionV3
+    | OffsetForLeaderEpochRequestOffsetForLeaderPartitionV4
+)
+
+
+class OffsetForLeaderEpochRequestOffsetForLeaderPartitionChanges(TypedDict, total=False):
+    partition: int
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+def rebuild_offset_for_leader_epoch_request_offset_for_leader_partition(
+    entity: OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    /,
+    **changes: Unpack[OffsetForLeaderEpochRequestOffsetForLeaderPartitionChanges],
+) -> OffsetForLeaderEpochRequestOffsetForLeaderPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+OffsetForLeaderEpochRequestOffsetForLeaderTopic = (
+    OffsetForLeaderEpochRequestOffsetForLeaderTopicV2
+    | OffsetForLeaderEpochRequestOffsetForLeaderTopicV3
+    | OffsetForLeaderEpochRequestOffsetForLeaderTopicV4
+)
+
+
+class OffsetForLeaderEpochRequestOffsetForLeaderTopicChanges(TypedDict, total=False):
+    topic: str
+    partitions: tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, ...]
+
+
+def rebuild_offset_for_leader_epoch_request_offset_for_leader_topic(
+    entity: OffsetForLeaderEpochRequestOffsetForLeaderTopic,
+    /,
+    **changes: Unpack[OffsetForLeaderEpochRequestOffsetForLeaderTopicChanges],
+) -> OffsetForLeaderEpochRequestOffsetForLeaderTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class OffsetForLeaderEpochRequestChanges(TypedDict, total=False):
+    topics: tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, ...]
+    replica_id: int
+
+
+def rebuild_offset_for_leader_epoch_request(
+    entity: OffsetForLeaderEpochRequest, /, **changes: Unpack[OffsetForLeaderEpochRequestChanges]
+) -> OffsetForLeaderEpochRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ProduceRequestPartitionProduceData = (
+    ProduceRequestPartitionProduceDataV3
+    | ProduceRequestPartitionProduceDataV4
+    | ProduceRequestPartitionProduceDataV5
+    | ProduceRequestPartitionProduceDataV6
+    | ProduceRequestPartitionProduceDataV7
+    | ProduceRequestPartitionProduceDataV8
+    | ProduceRequestPartitionProduceDataV9
+    | ProduceRequestPartitionProduceDataV10
+    | ProduceRequestPartitionProduceDataV11
+)
+
+
+class ProduceRequestPartitionProduceDataChanges(TypedDict, total=False):
+    index: int
+    records: bytes | None
+
+
+def rebuild_produce_request_partition_produce_data(
+    entity: ProduceRequestPartitionProduceData, /, **changes: Unpack[ProduceRequestPartitionProduceDataChanges]
+) -> ProduceRequestPartitionProduceData:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+ProduceRequestTopicProduceData = (
+    ProduceRequestTopicProduceDataV3
+    | ProduceRequestTopicProduceDataV4
+    | ProduceRequestTopicProduceDataV5
+    | ProduceRequestTopicProduceDataV6
+    | ProduceRequestTopicProduceDataV7
+    | ProduceRequestTopicProduceDataV8
+    | ProduceRequestTopicProduceDataV9
+    | ProduceRequestTopicProduceDataV10
+    | ProduceRequestTopicProduceDataV11
+)
+
+
+class ProduceRequestTopicProduceDataChanges(TypedDict, total=False):
+    name: str
+    partition_data: tuple[ProduceRequestPartitionProduceData, ...]
+
+
+def rebuild_produce_request_topic_produce_data(
+    entity: ProduceRequestTopicProduceData, /, **changes: Unpack[ProduceRequestTopicProduceDataChanges]
+) -> ProduceRequestTopicProduceData:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class ProduceRequestChanges(TypedDict, total=False):
+    transactional_id: str | None
+    acks: int
+    timeout: timedelta
+    topic_data: tuple[ProduceRequestTopicProduceData, ...]
+
+
+def rebuild_produce_request(entity: ProduceRequest, /, **changes: Unpack[ProduceRequestChanges]) -> ProduceRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+SyncGroupRequestAssignment = (
+    SyncGroupRequestAssignmentV0
+    | SyncGroupRequestAssignmentV1
+    | SyncGroupRequestAssignmentV2
+    | SyncGroupRequestAssignmentV3
+    | SyncGroupRequestAssignmentV4
+    | SyncGroupRequestAssignmentV5
+)
+
+
+class SyncGroupRequestAssignmentChanges(TypedDict, total=False):
+    member_id: str
+    assignment: bytes
+
+
+def rebuild_sync_group_request_assignment(
+    entity: SyncGroupRequestAssignment, /, **changes: Unpack[SyncGroupRequestAssignmentChanges]
+) -> SyncGroupRequestAssignment:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class SyncGroupRequestChanges(TypedDict, total=False):
+    group_id: str
+    generation_id: int
+    member_id: str
+    assignments: tuple[SyncGroupRequestAssignment, ...]
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+
+
+def rebuild_sync_group_request(
+    entity: SyncGroupRequest, /, **changes: Unpack[SyncGroupRequestChanges]
+) -> SyncGroupRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+TxnOffsetCommitRequestPartition = (
+    TxnOffsetCommitRequestPartitionV0
+    | TxnOffsetCommitRequestPartitionV1
+    | TxnOffsetCommitRequestPartitionV2
+    | TxnOffsetCommitRequestPartitionV3
+)
+
+
+class TxnOffsetCommitRequestPartitionChanges(TypedDict, total=False):
+    partition_index: int
+    committed_offset: int
+    committed_metadata: str | None
+    committed_leader_epoch: int
+
+
+def rebuild_txn_offset_commit_request_partition(
+    entity: TxnOffsetCommitRequestPartition, /, **changes: Unpack[TxnOffsetCommitRequestPartitionChanges]
+) -> TxnOffsetCommitRequestPartition:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+TxnOffsetCommitRequestTopic = (
+    TxnOffsetCommitRequestTopicV0
+    | TxnOffsetCommitRequestTopicV1
+    | TxnOffsetCommitRequestTopicV2
+    | TxnOffsetCommitRequestTopicV3
+)
+
+
+class TxnOffsetCommitRequestTopicChanges(TypedDict, total=False):
+    name: str
+    partitions: tuple[TxnOffsetCommitRequestPartition, ...]
+
+
+def rebuild_txn_offset_commit_request_topic(
+    entity: TxnOffsetCommitRequestTopic, /, **changes: Unpack[TxnOffsetCommitRequestTopicChanges]
+) -> TxnOffsetCommitRequestTopic:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)
+
+
+class TxnOffsetCommitRequestChanges(TypedDict, total=False):
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    topics: tuple[TxnOffsetCommitRequestTopic, ...]
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+
+
+def rebuild_txn_offset_commit_request(
+    entity: TxnOffsetCommitRequest, /, **changes: Unpack[TxnOffsetCommitRequestChanges]
+) -> TxnOffsetCommitRequest:
+    """``entity`` with ``changes`` (``rebuild_request``: a dropped value must mean the field's absence)."""
+    return rebuild_request_fields(entity, changes)

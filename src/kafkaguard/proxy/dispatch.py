@@ -17,9 +17,7 @@ authorized, and every answer the proxy makes itself goes out after the relayed a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from kafkaguard.apis import STORE_HANDLERS
 from kafkaguard.authorizer.requests import ApiKey
@@ -27,6 +25,7 @@ from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.scope import ListenerContext, scope_fields, scope_of
 from kafkaguard.proxy.handlers import admin, group_admin, transactions
 from kafkaguard.proxy.handlers.coordinator import find_coordinator
@@ -45,30 +44,48 @@ from kafkaguard.proxy.handlers.offsets import list_offsets
 from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.handlers.producers import init_producer_id
 from kafkaguard.proxy.handlers.topic_partitions import describe_topic_partitions
+from kafkaguard.proxy.messages import (
+    CONSUMER_GROUP_HEARTBEAT,
+    DESCRIBE_CLUSTER,
+    DESCRIBE_TOPIC_PARTITIONS,
+    FETCH,
+    FIND_COORDINATOR,
+    HEARTBEAT,
+    INIT_PRODUCER_ID,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_OFFSETS,
+    METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
+    PRODUCE,
+    SYNC_GROUP,
+)
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 from kafkaguard.proxy.upstream import Dial
 from kafkaguard.proxy.versions import CAPS, LOCAL
 
-ProxyHandler = Callable[[ProxyScope, Any], Awaitable[Reply]]
-
+#: Each API the proxy forwards → its handler (``route``: checked against the API's request union).
 HANDLERS: dict[ApiKey, ProxyHandler] = {
-    ApiKey.PRODUCE: produce,
-    ApiKey.FETCH: fetch,
-    ApiKey.LIST_OFFSETS: list_offsets,
-    ApiKey.METADATA: metadata,
-    ApiKey.OFFSET_COMMIT: offset_commit,
-    ApiKey.OFFSET_FETCH: offset_fetch,
-    ApiKey.FIND_COORDINATOR: find_coordinator,
-    ApiKey.JOIN_GROUP: join_group,
-    ApiKey.HEARTBEAT: heartbeat,
-    ApiKey.LEAVE_GROUP: leave_group,
-    ApiKey.SYNC_GROUP: sync_group,
-    ApiKey.INIT_PRODUCER_ID: init_producer_id,
-    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
-    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_group_heartbeat,
+    **routes(
+        route(PRODUCE, produce),
+        route(FETCH, fetch),
+        route(LIST_OFFSETS, list_offsets),
+        route(METADATA, metadata),
+        route(OFFSET_COMMIT, offset_commit),
+        route(OFFSET_FETCH, offset_fetch),
+        route(FIND_COORDINATOR, find_coordinator),
+        route(JOIN_GROUP, join_group),
+        route(HEARTBEAT, heartbeat),
+        route(LEAVE_GROUP, leave_group),
+        route(SYNC_GROUP, sync_group),
+        route(INIT_PRODUCER_ID, init_producer_id),
+        route(DESCRIBE_CLUSTER, describe_cluster),
+        route(DESCRIBE_TOPIC_PARTITIONS, describe_topic_partitions),
+        route(CONSUMER_GROUP_HEARTBEAT, consumer_group_heartbeat),
+    ),
     **transactions.HANDLERS,
     **admin.HANDLERS,
     **group_admin.HANDLERS,

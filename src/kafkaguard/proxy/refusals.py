@@ -4,26 +4,26 @@
 Kafka answers a refused topic the same way in every per-partition API: each partition the request named gets the
 error and the API's placeholder values (offsets -1, no records …), and the refused topics are merged with the
 answer for the allowed ones. The APIs differ only in the names of their entities and fields, so each says those
-once (a ``PartitionRefusal``) and the building and merging are done here, in one place for every handler: a
-refusal then cannot drift from the others (the error text of one API, the placeholder of another).
+once (a ``RefusedTopic``: a typed function of the generated builders) and the rest is shared here: every refused
+topic is built the same way (``refused_topics``), decided by one check (``denied_topics``), and merged with the
+upstream's answer to the allowed part the same way (``with_refused``), read as the API's own response union.
 
 Nothing here decides: the handlers authorize, and say what is refused with which error.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import Requirement
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import Api
 from kafkaguard.protocol.wire_errors import error_fields, wire_error
 from kafkaguard.proxy.scope import ProxyScope
 
@@ -35,6 +35,10 @@ CLUSTER_DENIED = ItemError(KafkaErrorCode.CLUSTER_AUTHORIZATION_FAILED)
 TRANSACTIONAL_ID_DENIED = ItemError(KafkaErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
 #: A batch that failed as a whole: the items not at fault (AddPartitionsToTxn).
 NOT_ATTEMPTED = ItemError(KafkaErrorCode.OPERATION_NOT_ATTEMPTED)
+
+ResponseT = TypeVar("ResponseT")
+KeyT = TypeVar("KeyT")
+AnsweredT = TypeVar("AnsweredT")
 
 
 def code_and_message(
@@ -56,99 +60,80 @@ def error_response(scope: ProxyScope, error: ItemError, **fields: Any) -> Entity
     return response
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRefusal:
-    """How one API answers the partitions of a refused topic: its entity and field names, request and response,
-    and Kafka's placeholder values for a partition it did not serve."""
+class IndexedPartition(Protocol):
+    """A request's partition named by ``partition_index`` (ListOffsets, OffsetCommit, DeleteRecords …)."""
 
-    topic_entity: str
-    partition_entity: str
-    #: the topic's name field (the same in the request and the response)
-    topic: str = "name"
-    #: the request's list of a topic's partitions, and a partition's index in it (None: the list holds the indexes)
-    partitions: str = "partitions"
-    index: str | None = "partition_index"
-    #: the response's list of a topic's partitions, and a partition's index in it
-    answer_partitions: str = "partitions"
-    answer_index: str = "partition_index"
-    #: the partition's error fields: its code, its message when it has one, and which message rule the API follows
-    code: str = "error_code"
-    message: str | None = None
-    default_text: bool = False
-    #: Kafka's values for the partition's other fields (offsets -1, no records …)
-    placeholders: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    @property
+    def partition_index(self) -> int: ...
 
-    def topic_answer(self, cls: type[Any], name: str, indexes: Iterable[Any], error: ItemError) -> Any:
-        """One topic of the response: ``error`` for each of ``indexes``."""
-        partition_cls = nested(cls, self.partition_entity)
-        errors = code_and_message(error, code=self.code, message=self.message, default_text=self.default_text)
-        partitions = tuple(
-            build(partition_cls, **{self.answer_index: index}, **errors, **self.placeholders) for index in indexes
-        )
-        return build(nested(cls, self.topic_entity), **{self.topic: name, self.answer_partitions: partitions})
 
-    def refused(self, cls: type[Any], topics: Iterable[Any], error: ItemError) -> tuple[Any, ...]:
-        """The response's topics for the request's ``topics``: ``error`` for every partition each names."""
-        return tuple(self.topic_answer(cls, getattr(t, self.topic), self._indexes(t), error) for t in topics)
+class NamedTopic(Protocol):
+    """A request's topic: its name and its partitions (ListOffsets, OffsetCommit, TxnOffsetCommit, DeleteRecords,
+    OffsetDelete). mypy checks each version's kio class against it where a handler passes one."""
 
-    def every_topic(
-        self, scope: ProxyScope, topics: Iterable[Any], error: ItemError, field: str = "topics", **fields: Any
-    ) -> Entity:
-        """The whole request refused: this API's response with ``error`` for every partition of ``topics`` (its
-        ``field``) and the response's other ``fields``."""
-        cls = response_schema(scope.api_key, scope.api_version)
-        response: Entity = build(cls, throttle_time=NO_THROTTLE, **{field: self.refused(cls, topics, error)}, **fields)
-        return response
+    @property
+    def name(self) -> str: ...
 
-    async def per_topic(self, scope: ProxyScope, request: Any, requirement: Requirement) -> Reply:
-        """Kafka's per-topic check of ``request``'s ``topics``: ``requirement`` on each topic named (one audited
-        decision). All allowed, the request goes upstream unchanged; else the denied topics' partitions get
-        TOPIC_AUTHORIZATION_FAILED and the others are forwarded (``forward_allowed``)."""
-        names = list(dict.fromkeys(getattr(topic, self.topic) for topic in request.topics))
-        outcome = scope.authorize(requirement, {ResourceType.TOPIC: names})
-        denied = {name for name in names if not outcome.allows(ResourceType.TOPIC, name)}
-        if not denied:
-            return await scope.relay()
-        return await self.forward_allowed(scope, request, denied, TOPIC_DENIED)
+    @property
+    def partitions(self) -> Sequence[IndexedPartition]: ...
 
-    async def forward_allowed(
-        self, scope: ProxyScope, request: Any, denied: Collection[str], error: ItemError, **empty: Any
-    ) -> Reply:
-        """The answer to ``request`` (its ``topics``) when the topics ``denied`` get ``error``: the others are
-        forwarded, and ``with_refused`` merges the two."""
-        topics = request.topics
-        refused = [topic for topic in topics if getattr(topic, self.topic) in denied]
-        allowed = tuple(topic for topic in topics if getattr(topic, self.topic) not in denied)
-        cls = response_schema(scope.api_key, scope.api_version)
-        return await with_refused(scope, request, self.refused(cls, refused, error), allowed, field="topics", **empty)
 
-    def _indexes(self, topic: Any) -> list[Any]:
-        partitions = getattr(topic, self.partitions)
-        return list(partitions) if self.index is None else [getattr(p, self.index) for p in partitions]
+class IndexedTopic(Protocol):
+    """A request's topic whose partitions are bare indexes (OffsetFetch, DescribeProducers)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_indexes(self) -> Sequence[int]: ...
+
+
+def named(topics: Iterable[NamedTopic]) -> Iterable[tuple[str, list[int]]]:
+    """``refused_topics``' pairs of ``NamedTopic``s."""
+    return ((topic.name, [p.partition_index for p in topic.partitions]) for topic in topics)
+
+
+def indexed(topics: Iterable[IndexedTopic]) -> Iterable[tuple[str, Sequence[int]]]:
+    """``refused_topics``' pairs of ``IndexedTopic``s."""
+    return ((topic.name, topic.partition_indexes) for topic in topics)
+
+
+#: One refused topic of an API's response ``cls``: ``error`` for each partition of ``indexes`` that the request
+#: named under ``key`` (the topic's name; Fetch v13+ its id), and Kafka's placeholder values for the partition's
+#: other fields (offsets -1, no records …). One typed function per API, written with the generated builders
+#: (``proxy.builders``), so mypy checks every entity and field it names.
+RefusedTopic = Callable[[type[ResponseT], KeyT, Iterable[int], ItemError], AnsweredT]
+
+
+def refused_topics(
+    topic: RefusedTopic[ResponseT, KeyT, AnsweredT],
+    cls: type[ResponseT],
+    topics: Iterable[tuple[KeyT, Iterable[int]]],
+    error: ItemError,
+) -> tuple[AnsweredT, ...]:
+    """The response's topics for the request's ``topics`` (each its key and the partitions it names): ``error`` for
+    every partition, as ``topic`` answers one."""
+    return tuple(topic(cls, key, indexes, error) for key, indexes in topics)
+
+
+def denied_topics(scope: ProxyScope, requirement: Requirement, names: Iterable[str]) -> set[str]:
+    """Kafka's per-topic check: ``requirement`` on each topic of ``names`` (one audited decision); the denied."""
+    unique = list(dict.fromkeys(names))
+    outcome = scope.authorize(requirement, {ResourceType.TOPIC: unique})
+    return {name for name in unique if not outcome.allows(ResourceType.TOPIC, name)}
 
 
 async def with_refused(
     scope: ProxyScope,
-    request: Any,
-    refused: tuple[Any, ...],
-    allowed: tuple[Any, ...],
-    *,
-    field: str,
-    answer_field: str | None = None,
-    refused_first: bool = False,
-    **empty: Any,
+    api: Api[object, ResponseT],
+    asking: Entity | None,
+    own: Callable[[], Reply],
+    merged: Callable[[ResponseT], Reply],
 ) -> Reply:
-    """The answer to a request of which ``allowed`` (its ``field``) may go upstream and ``refused`` (the response's
-    ``answer_field``, by default ``field``) is answered here: the proxy's own response when nothing is allowed (with
-    ``empty``'s other fields), else the upstream's answer to the allowed part with the refusals merged in, after its
-    own items or (``refused_first``, as Kafka lists them for that API) before them."""
-    answer_field = answer_field or field
-    reply: Reply
-    if not allowed:
-        cls = response_schema(scope.api_key, scope.api_version)
-        reply = build(cls, throttle_time=NO_THROTTLE, **{answer_field: refused}, **empty)
-        return reply
-    answer = (await scope.forward(rebuild_request(request, **{field: allowed}))).body()
-    answered = tuple(getattr(answer, answer_field))
-    reply = rebuild(answer, **{answer_field: refused + answered if refused_first else answered + refused})
-    return reply
+    """The answer to a request of which a part may go upstream — ``asking``, the request with that part only; None
+    when nothing may — and the rest is refused here: ``own()`` (the proxy's own response, the refusals alone) when
+    nothing may go, else ``merged`` of the upstream's answer to ``asking`` (the refusals merged in, in the order
+    Kafka lists them for the API)."""
+    if asking is None:
+        return own()
+    return merged((await scope.forward(asking)).body(api))

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
+
+from kio.static.protocol import Entity
 
 from kafkaguard.config import Listener
 from kafkaguard.protocol.outbox import Outbox
-from kafkaguard.protocol.replies import Relayed
+from kafkaguard.protocol.replies import Relayed, Reply
+from kafkaguard.protocol.routes import Api, Routed
 from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.proxy.nodes import NodeDirectory
 from kafkaguard.proxy.quotas import QuotaMeter
@@ -17,6 +20,8 @@ from kafkaguard.proxy.relay import AnswerRelay, Through
 from kafkaguard.proxy.upstream import Upstream
 from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response, encode_request, request_correlation_id
+
+ResponseT = TypeVar("ResponseT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,14 +31,21 @@ class Forwarded:
     scope: ProxyScope
     payload: bytes
 
-    def body(self) -> Any:
-        """The decoded kio response (lengths checked first; ``UpstreamProtocolError`` if unreadable).
+    def body(self, api: Api[object, ResponseT]) -> ResponseT:
+        """The decoded kio response as ``api``'s response union (``forwarded.body(PRODUCE)``: a ``ProduceResponse``,
+        ``proxy.messages``), lengths checked first; ``UpstreamProtocolError`` if unreadable. From there mypy checks
+        every field a handler reads (a field some versions lack is narrowed with ``isinstance`` first).
 
-        Typed ``Any`` on purpose: the scope knows its API at run time only, and a union alias cannot be passed as a
-        ``type[R]`` to a generic ``body_as``. Each handler names its API's response union where it reads the answer
-        (``answer: ProduceResponse = forwarded.body()``, ``proxy.messages``): one annotation, no cast, and from
-        there mypy checks every field it reads (a field some versions lack is narrowed with ``isinstance`` first) and
-        ``rebuild`` returns that union, so no ``Any`` reaches a handler's return (no ``warn_return_any`` override)."""
+        :raises TypeError: ``api`` is not the scope's API (a bug of the handler, never upstream input): the answer is
+            decoded with the scope's schema, so only that API's union describes it."""
+        scope = self.scope
+        if api.key is not scope.api_key:
+            raise TypeError(f"a {scope.api_key.api_name} answer read as {api.key.api_name}'s")
+        return api.response(self.entity())
+
+    def entity(self) -> Entity:
+        """The decoded kio response as an entity of no API in particular: for code shared by every API
+        (``refusals.with_refused``), which reads it only through the API's own descriptor."""
         return decode_response(self.scope.api_key, self.scope.api_version, self.payload)
 
 
@@ -54,33 +66,33 @@ class ProxyScope(RequestScope):
     #: The proxy's one quota meter (``ProxyServer.meter``).
     meter: QuotaMeter
 
-    async def forward(self, body: Any = None) -> Forwarded:
+    async def forward(self, body: Entity | None = None) -> Forwarded:
         """Send the request upstream — as received when ``body`` is None, else ``body`` with the client's header
         values — and wait for the answer (after the relayed answers before it: the upstream answers in order)."""
         await self.outbox.flushed()
         return Forwarded(self, await self.upstream.exchange(self._payload_for(body)))
 
-    async def relay(self, body: Any = None, edit: AnswerEdit | None = None) -> Relayed:
+    async def relay(self, body: Entity | None = None, edit: AnswerEdit | None = None) -> Relayed:
         """Send the request upstream (as ``forward``); its answer goes to the client unchanged, as it arrives, after
         the answers before it: the fast path of a request whose every resource is allowed. Returns once the request
         is sent; the connection's outbox passes the answer on (``relay.AnswerRelay``; with ``edit``, walked and its
         last bytes rewritten on the way)."""
         return Relayed(await self._sent(body, edit))
 
-    async def relay_through(self, through: Through, body: Any = None, edit: AnswerEdit | None = None) -> None:
+    async def relay_through(self, through: Through, body: Entity | None = None, edit: AnswerEdit | None = None) -> None:
         """``relay``, its answer passed on through the writer ``through`` makes of the client's (a quota's metering
         writer), and waited for: the caller then knows what passed."""
         self.outbox.relay(await self._sent(body, edit, through))
         await self.outbox.flushed()
 
-    async def _sent(self, body: Any, edit: AnswerEdit | None, through: Through | None = None) -> AnswerRelay:
+    async def _sent(self, body: Entity | None, edit: AnswerEdit | None, through: Through | None = None) -> AnswerRelay:
         """Send the request upstream (as ``forward``, without waiting for the answers before it): its answer's way
         back."""
         payload = self._payload_for(body)
         await self.upstream.send(payload)
         return AnswerRelay(self.upstream, request_correlation_id(payload), edit, through)
 
-    async def forward_without_response(self, body: Any = None) -> None:
+    async def forward_without_response(self, body: Entity | None = None) -> None:
         """Send a request the upstream does not answer (Produce with acks=0)."""
         await self.outbox.flushed()
         await self.upstream.send(self._payload_for(body))
@@ -96,9 +108,13 @@ class ProxyScope(RequestScope):
         changed in place by the handler at a field of fixed offset (Fetch's session epoch), never re-encoded."""
         return dataclasses.replace(self, payload=payload)
 
-    def _payload_for(self, body: Any) -> bytes:
+    def _payload_for(self, body: Entity | None) -> bytes:
         if body is None:
             if not self.payload:  # a scope of ``forwarded_at``: a bug of the handler, never client input
                 raise TypeError(f"{self.api_key.api_name} v{self.api_version}: forwarded without a body")
             return self.payload
         return encode_request(self.api_key, self.api_version, self.correlation_id, self.client_id, body)
+
+
+#: A proxy handler as a dispatch table holds it (``protocol.routes.route`` checks its body against its API's).
+ProxyHandler = Routed[ProxyScope, Reply]

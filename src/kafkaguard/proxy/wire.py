@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import io
 import struct
-from typing import Any
 
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.static.primitive import i16, i32
+from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, request_schema, response_schema, writer_for
@@ -30,7 +30,9 @@ class UpstreamProtocolError(ProtocolError):
     sent_by_client = False  # the client is not to blame: nothing is charged to it
 
 
-def encode_request(api_key: ApiKey, api_version: int, correlation_id: int, client_id: str | None, body: Any) -> bytes:
+def encode_request(
+    api_key: ApiKey, api_version: int, correlation_id: int, client_id: str | None, body: Entity
+) -> bytes:
     """A request payload (no length prefix): the header version the schema names, then ``body``."""
     schema = request_schema(api_key, api_version)
     header_cls = schema.__header_schema__
@@ -70,7 +72,7 @@ def request_correlation_id(payload: bytes) -> int:
     return int(_CORRELATION.unpack_from(payload, 4)[0])
 
 
-def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> Any:
+def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> Entity:
     """The kio response body of a response payload (no length prefix).
 
     :raises UpstreamProtocolError: lengths that do not fit, or bytes kio cannot read as that response.
@@ -79,7 +81,8 @@ def decode_response(api_key: ApiKey, api_version: int, payload: bytes) -> Any:
     schema = response_schema(api_key, api_version)
     try:
         check_body(schema, payload, offset, max_items=None)  # a trusted upstream's answer: bounded by its bytes
-        return reader_for(schema)(payload, offset)[0]
+        decoded: Entity = reader_for(schema)(payload, offset)[0]
+        return decoded
     except ProtocolError as e:
         raise UpstreamProtocolError(f"malformed {api_key.api_name} v{api_version} response: {e}") from e
     except DECODE_ERRORS as e:

@@ -10,17 +10,21 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
+from kafkaguard.protocol.messages import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CLUSTER, METADATA
 from kafkaguard.protocol.replies import Response
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.scope import ListenerContext, scope_of
 from kafkaguard.server.handlers.cluster import describe_cluster
 from kafkaguard.server.handlers.topics import create_topics, delete_topics, metadata
 from kafkaguard.server.versions import SERVER_VERSIONS
 
 HANDLERS: dict[ApiKey, Handler] = {
-    ApiKey.METADATA: metadata,
-    ApiKey.DESCRIBE_CLUSTER: describe_cluster,
-    ApiKey.CREATE_TOPICS: create_topics,
-    ApiKey.DELETE_TOPICS: delete_topics,
+    **routes(
+        route(METADATA, metadata),
+        route(DESCRIBE_CLUSTER, describe_cluster),
+        route(CREATE_TOPICS, create_topics),
+        route(DELETE_TOPICS, delete_topics),
+    ),
     **STORE_HANDLERS,
 }
 if set(HANDLERS) | CONNECTION_APIS != set(SERVER_VERSIONS):  # dispatch is exhaustive, checked at import

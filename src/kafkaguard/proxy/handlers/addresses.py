@@ -21,7 +21,7 @@ async def proxied_brokers(scope: ProxyScope, brokers: Any, id_field: str = "node
         node_id = int(getattr(broker, id_field))
         if 0 <= node_id <= MAX_NODE_ID:
             host, port = directory.advertised(scope.listener, node_id)
-            proxied.append(rebuild(broker, host=host, port=port))
+            proxied.append(rebuild(broker, host=host, port=port))  # a broker of any API: untyped on purpose
     return tuple(proxied)
 
 

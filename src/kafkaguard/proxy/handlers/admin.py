@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
@@ -47,40 +47,78 @@ from kafkaguard.model import (
     KafkaErrorCode,
     ResourceType,
 )
-from kafkaguard.protocol.build import NO_THROTTLE, build_request, has_field, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build_request, has_field, nested, rebuild_request
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.wire_errors import error_fields, wire_error
 from kafkaguard.proxy.builders import (
     CreatableTopicResult,
     DeletableTopicResult,
+    DeleteRecordsTopicResult,
     DescribeConfigsResult,
+    OffsetForLeaderTopicResult,
     alter_configs_alter_configs_resource_response,
+    alter_configs_response,
     creatable_topic_result,
+    create_partitions_response,
     create_partitions_topic_result,
     create_topics_response,
     deletable_topic_result,
+    delete_records_partition_result,
+    delete_records_response,
+    delete_records_topic_result,
+    delete_topics_response,
     describe_configs_response,
     describe_configs_result,
     incremental_alter_configs_alter_configs_resource_response,
+    incremental_alter_configs_response,
+    offset_for_leader_epoch_epoch_end_offset,
+    offset_for_leader_epoch_response,
+    offset_for_leader_topic_result,
+    rebuild_alter_configs_response,
+    rebuild_creatable_topic_result,
+    rebuild_create_partitions_request,
+    rebuild_create_partitions_response,
+    rebuild_create_topics_request,
+    rebuild_create_topics_response,
+    rebuild_delete_records_request,
+    rebuild_delete_records_response,
+    rebuild_delete_topics_request,
+    rebuild_delete_topics_response,
+    rebuild_describe_configs_request,
+    rebuild_describe_configs_response,
+    rebuild_incremental_alter_configs_response,
+    rebuild_offset_for_leader_epoch_request,
+    rebuild_offset_for_leader_epoch_response,
 )
 from kafkaguard.proxy.handlers.by_id import topic_names
 from kafkaguard.proxy.messages import (
+    ALTER_CONFIGS,
+    CREATE_PARTITIONS,
+    CREATE_TOPICS,
+    DELETE_RECORDS,
+    DELETE_TOPICS,
+    DESCRIBE_CONFIGS,
+    INCREMENTAL_ALTER_CONFIGS,
+    OFFSET_FOR_LEADER_EPOCH,
     AlterConfigsRequest,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
 )
-from kafkaguard.proxy.refusals import CLUSTER_DENIED, TOPIC_DENIED, PartitionRefusal, with_refused
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.refusals import CLUSTER_DENIED, TOPIC_DENIED, denied_topics, named, refused_topics, with_refused
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 from kafkaguard.service.topics import CLUSTER_METADATA_PROHIBITED, CLUSTER_METADATA_TOPIC, DUPLICATE_NAME
 from kafkaguard.store.uuids import ZERO_UUID
 
@@ -93,17 +131,6 @@ _BOTH = ItemError(KafkaErrorCode.INVALID_REQUEST, "You may not specify both topi
 _DUPLICATE_ID = ItemError(KafkaErrorCode.INVALID_REQUEST, "Duplicate topic id.")
 #: DeleteTopics names topics by id from v6 (KIP-516).
 _DELETE_BY_ID_FROM = 6
-_DELETE_RECORDS_REFUSAL = PartitionRefusal(
-    "DeleteRecordsTopicResult", "DeleteRecordsPartitionResult", placeholders={"low_watermark": -1}
-)
-_EPOCH_REFUSAL = PartitionRefusal(
-    "OffsetForLeaderTopicResult",
-    "EpochEndOffset",
-    topic="topic",
-    index="partition",
-    answer_index="partition",
-    placeholders={"leader_epoch": -1, "end_offset": -1},
-)
 #: The Metadata version the proxy asks the upstream which topics exist (every Kafka from 1.0 to 4.x serves it).
 _METADATA_VERSION = 4
 
@@ -158,12 +185,12 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     allowed = tuple(topic for topic in request.topics if topic.name in creatable)
     if not allowed:
         return create_topics_response(cls, throttle_time=NO_THROTTLE, topics=tuple(refused))
-    forwarded = await scope.forward(rebuild_request(request, topics=allowed) if refused else None)
-    answer: CreateTopicsResponse = forwarded.body()
+    forwarded = await scope.forward(rebuild_create_topics_request(request, topics=allowed) if refused else None)
+    answer: CreateTopicsResponse = forwarded.body(CREATE_TOPICS)
     results: Sequence[CreatableTopicResult] = answer.topics
     if shows_configs:
         results = _hide_configs(scope, results)
-    return rebuild(answer, topics=tuple(results) + tuple(refused))
+    return rebuild_create_topics_response(answer, topics=tuple(results) + tuple(refused))
 
 
 def _hide_configs(scope: ProxyScope, results: Sequence[CreatableTopicResult]) -> tuple[CreatableTopicResult, ...]:
@@ -177,7 +204,7 @@ def _hide_configs(scope: ProxyScope, results: Sequence[CreatableTopicResult]) ->
     return tuple(
         result
         if result.error_code != ErrorCode.none or result.name in describable
-        else rebuild(
+        else rebuild_creatable_topic_result(
             result,
             topic_config_error_code=wire_error(TOPIC_DENIED).value,
             num_partitions=-1,
@@ -213,8 +240,23 @@ async def delete_topics(scope: ProxyScope, request: DeleteTopicsRequest) -> Repl
         refused.append(result(name, _UNKNOWN_TOPIC if absent else TOPIC_DENIED))
     if not refused:
         return await scope.relay()
+    asking = rebuild_delete_topics_request(request, topic_names=tuple(deletable)) if deletable else None
+    return await _deleted(scope, cls, asking, tuple(refused))
+
+
+async def _deleted(
+    scope: ProxyScope,
+    cls: type[DeleteTopicsResponse],
+    asking: DeleteTopicsRequest | None,
+    refused: tuple[DeletableTopicResult, ...],
+) -> Reply:
+    """The answer to a DeleteTopics of which ``asking`` goes upstream: its results, then the ``refused``."""
     return await with_refused(
-        scope, request, tuple(refused), tuple(deletable), field="topic_names", answer_field="responses"
+        scope,
+        DELETE_TOPICS,
+        asking,
+        own=lambda: delete_topics_response(cls, throttle_time=NO_THROTTLE, responses=refused),
+        merged=lambda answer: rebuild_delete_topics_response(answer, responses=answer.responses + refused),
     )
 
 
@@ -289,7 +331,9 @@ async def _delete_topics_v6(scope: ProxyScope, request: Any) -> Reply:
         if (t.name is None and t.topic_id in named and named[t.topic_id] in deletable)
         or (t.name is not None and t.name in names_once and t.name in deletable)
     )
-    return await with_refused(scope, request, tuple(refused), allowed, field="topics", answer_field="responses")
+    return await _deleted(
+        scope, cls, rebuild_delete_topics_request(request, topics=allowed) if allowed else None, tuple(refused)
+    )
 
 
 async def _existing_topics(scope: ProxyScope, names: list[str]) -> set[str]:
@@ -320,17 +364,43 @@ async def create_partitions(scope: ProxyScope, request: CreatePartitionsRequest)
     if not refused:
         return await scope.relay()
     allowed = tuple(topic for topic in request.topics if topic.name in alterable)
-    # Kafka lists its refusals first
     return await with_refused(
-        scope, request, refused, allowed, field="topics", answer_field="results", refused_first=True
+        scope,
+        CREATE_PARTITIONS,
+        rebuild_create_partitions_request(request, topics=allowed) if allowed else None,
+        own=lambda: create_partitions_response(cls, throttle_time=NO_THROTTLE, results=refused),
+        # Kafka lists its refusals first
+        merged=lambda answer: rebuild_create_partitions_response(answer, results=refused + answer.results),
     )
 
 
 # ------------------------------------------------------------------------------------------------- DeleteRecords
 
 
+def _refused_records(
+    cls: type[DeleteRecordsResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> DeleteRecordsTopicResult:
+    partitions = tuple(
+        delete_records_partition_result(cls, partition_index=index, low_watermark=-1, error_code=wire_error(error))
+        for index in indexes
+    )
+    return delete_records_topic_result(cls, name=name, partitions=partitions)
+
+
 async def delete_records(scope: ProxyScope, request: DeleteRecordsRequest) -> Reply:
-    return await _DELETE_RECORDS_REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.DELETE_RECORDS])
+    denied = denied_topics(scope, REQUIREMENTS[ApiKey.DELETE_RECORDS], (t.name for t in request.topics))
+    if not denied:
+        return await scope.relay()
+    cls: type[DeleteRecordsResponse] = response_schema(ApiKey.DELETE_RECORDS, scope.api_version)
+    refused = refused_topics(_refused_records, cls, named(t for t in request.topics if t.name in denied), TOPIC_DENIED)
+    allowed = tuple(t for t in request.topics if t.name not in denied)
+    return await with_refused(
+        scope,
+        DELETE_RECORDS,
+        rebuild_delete_records_request(request, topics=allowed) if allowed else None,
+        own=lambda: delete_records_response(cls, throttle_time=NO_THROTTLE, topics=refused),
+        merged=lambda answer: rebuild_delete_records_response(answer, topics=answer.topics + refused),
+    )
 
 
 # ------------------------------------------------------------------------------- DescribeConfigs, AlterConfigs …
@@ -406,7 +476,13 @@ async def describe_configs(scope: ProxyScope, request: DescribeConfigsRequest) -
         if not ok
     )
     allowed = tuple(resource for resource, ok in zip(resources, allows, strict=True) if ok)
-    return await with_refused(scope, request, refused, allowed, field="resources", answer_field="results")
+    return await with_refused(
+        scope,
+        DESCRIBE_CONFIGS,
+        rebuild_describe_configs_request(request, resources=allowed) if allowed else None,
+        own=lambda: describe_configs_response(cls, throttle_time=NO_THROTTLE, results=refused),
+        merged=lambda answer: rebuild_describe_configs_response(answer, results=answer.results + refused),
+    )
 
 
 async def alter_configs(scope: ProxyScope, request: AlterConfigsRequest) -> Reply:
@@ -454,8 +530,24 @@ async def _alter_configs(scope: ProxyScope, request: Any) -> Reply:
             )
     if not refused:
         return await scope.relay()
+    # the two APIs' requests have the same fields: ``request`` is one of either (typed ``Any``), changed as itself
+    asking = rebuild_request(request, resources=tuple(allowed)) if allowed else None
+    refusals = tuple(refused)
+    # Kafka lists its refusals first; the two APIs' answers have the same fields, each read as its own API's
+    if scope.api_key is ApiKey.ALTER_CONFIGS:
+        return await with_refused(
+            scope,
+            ALTER_CONFIGS,
+            asking,
+            own=lambda: alter_configs_response(cls, throttle_time=NO_THROTTLE, responses=refusals),
+            merged=lambda answer: rebuild_alter_configs_response(answer, responses=refusals + answer.responses),
+        )
     return await with_refused(
-        scope, request, tuple(refused), tuple(allowed), field="resources", answer_field="responses", refused_first=True
+        scope,
+        INCREMENTAL_ALTER_CONFIGS,
+        asking,
+        own=lambda: incremental_alter_configs_response(cls, throttle_time=NO_THROTTLE, responses=refusals),
+        merged=lambda answer: rebuild_incremental_alter_configs_response(answer, responses=refusals + answer.responses),
     )
 
 
@@ -471,21 +563,66 @@ _OFFSET_FOR_LEADER_EPOCH = Requirement(
 )
 
 
+class _EpochPartition(Protocol):
+    @property
+    def partition(self) -> int: ...
+
+
+class _EpochTopic(Protocol):
+    """An OffsetForLeaderEpoch request's topic, in every version offered."""
+
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partitions(self) -> Sequence[_EpochPartition]: ...
+
+
+def _refused_epochs(
+    cls: type[OffsetForLeaderEpochResponse], topics: Iterable[_EpochTopic], error: ItemError
+) -> tuple[OffsetForLeaderTopicResult, ...]:
+    def topic(
+        cls: type[OffsetForLeaderEpochResponse], name: str, indexes: Iterable[int], error: ItemError
+    ) -> OffsetForLeaderTopicResult:
+        partitions = tuple(
+            offset_for_leader_epoch_epoch_end_offset(
+                cls, partition=index, error_code=wire_error(error), leader_epoch=-1, end_offset=-1
+            )
+            for index in indexes
+        )
+        return offset_for_leader_topic_result(cls, topic=name, partitions=partitions)
+
+    return refused_topics(topic, cls, ((t.topic, [p.partition for p in t.partitions]) for t in topics), error)
+
+
 async def offset_for_leader_epoch(scope: ProxyScope, request: OffsetForLeaderEpochRequest) -> Reply:
+    cls: type[OffsetForLeaderEpochResponse] = response_schema(ApiKey.OFFSET_FOR_LEADER_EPOCH, scope.api_version)
     replica_id = int(getattr(request, "replica_id", -1))
     if replica_id >= 0:  # a follower: the proxy never serves replication
-        return _EPOCH_REFUSAL.every_topic(scope, request.topics, CLUSTER_DENIED)
-    return await _EPOCH_REFUSAL.per_topic(scope, request, _OFFSET_FOR_LEADER_EPOCH)
+        every = _refused_epochs(cls, request.topics, CLUSTER_DENIED)
+        return offset_for_leader_epoch_response(cls, throttle_time=NO_THROTTLE, topics=every)
+    denied = denied_topics(scope, _OFFSET_FOR_LEADER_EPOCH, (t.topic for t in request.topics))
+    if not denied:
+        return await scope.relay()
+    refused = _refused_epochs(cls, [t for t in request.topics if t.topic in denied], TOPIC_DENIED)
+    allowed = tuple(t for t in request.topics if t.topic not in denied)
+    return await with_refused(
+        scope,
+        OFFSET_FOR_LEADER_EPOCH,
+        rebuild_offset_for_leader_epoch_request(request, topics=allowed) if allowed else None,
+        own=lambda: offset_for_leader_epoch_response(cls, throttle_time=NO_THROTTLE, topics=refused),
+        merged=lambda answer: rebuild_offset_for_leader_epoch_response(answer, topics=answer.topics + refused),
+    )
 
 
-#: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {
-    ApiKey.CREATE_TOPICS: create_topics,
-    ApiKey.DELETE_TOPICS: delete_topics,
-    ApiKey.CREATE_PARTITIONS: create_partitions,
-    ApiKey.DELETE_RECORDS: delete_records,
-    ApiKey.DESCRIBE_CONFIGS: describe_configs,
-    ApiKey.ALTER_CONFIGS: alter_configs,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch,
-}
+#: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
+HANDLERS: dict[ApiKey, ProxyHandler] = routes(
+    route(CREATE_TOPICS, create_topics),
+    route(DELETE_TOPICS, delete_topics),
+    route(CREATE_PARTITIONS, create_partitions),
+    route(DELETE_RECORDS, delete_records),
+    route(DESCRIBE_CONFIGS, describe_configs),
+    route(ALTER_CONFIGS, alter_configs),
+    route(INCREMENTAL_ALTER_CONFIGS, incremental_alter_configs),
+    route(OFFSET_FOR_LEADER_EPOCH, offset_for_leader_epoch),
+)

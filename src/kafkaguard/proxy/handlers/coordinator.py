@@ -12,13 +12,20 @@ from kio.schema.find_coordinator.v4.response import FindCoordinatorResponse as F
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
-from kafkaguard.proxy.builders import Coordinator, coordinator, find_coordinator_response
+from kafkaguard.proxy.builders import (
+    Coordinator,
+    coordinator,
+    find_coordinator_response,
+    rebuild_coordinator,
+    rebuild_find_coordinator_request,
+    rebuild_find_coordinator_response,
+)
 from kafkaguard.proxy.handlers.addresses import proxied_node
-from kafkaguard.proxy.messages import FindCoordinatorRequest, FindCoordinatorResponse
+from kafkaguard.proxy.messages import FIND_COORDINATOR, FindCoordinatorRequest, FindCoordinatorResponse
 from kafkaguard.proxy.refusals import GROUP_DENIED, TRANSACTIONAL_ID_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError
@@ -33,6 +40,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     cls: type[FindCoordinatorResponse] = response_schema(ApiKey.FIND_COORDINATOR, scope.api_version)
     resource_type = _KEY_TYPES.get(int(getattr(request, "key_type", 0)))  # v0 asks for groups only
     batched = hasattr(request, "coordinator_keys")
+    # v4+ batch their keys, v0-v3 name one: mypy narrows a union of versions by isinstance, not by hasattr
     keys: list[str] = list(request.coordinator_keys) if batched else [request.key]  # type: ignore[union-attr]
     if resource_type is None:  # Kafka: "Unknown coordinator type" (INVALID_REQUEST) for every key
         if batched:
@@ -46,24 +54,24 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     if not batched:
         if denied:
             return _single(cls, _DENIED[resource_type])
-        single: FindCoordinatorResponse = (await scope.forward()).body()
+        single: FindCoordinatorResponse = (await scope.forward()).body(FIND_COORDINATOR)
         if isinstance(single, FindCoordinatorResponseV4):  # decoded at the request's version: v0-v3 answer one key
             raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as v4")
         host, port = await proxied_node(scope, int(single.node_id), single.host, int(single.port))
-        return rebuild(single, host=host, port=port)
+        return rebuild_find_coordinator_response(single, host=host, port=port)
     refused = _coordinators(cls, denied, _DENIED[resource_type])
     if not allowed:
         return find_coordinator_response(cls, throttle_time=NO_THROTTLE, coordinators=refused)
     answer: FindCoordinatorResponse = (
-        await scope.forward(rebuild_request(request, coordinator_keys=tuple(allowed)))
-    ).body()
+        await scope.forward(rebuild_find_coordinator_request(request, coordinator_keys=tuple(allowed)))
+    ).body(FIND_COORDINATOR)
     if not isinstance(answer, FindCoordinatorResponseV4):  # decoded at the request's version: v4 batches keys
         raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as {type(answer).__name__}")
     coordinators = []
     for found in answer.coordinators:
         host, port = await proxied_node(scope, int(found.node_id), found.host, int(found.port))
-        coordinators.append(rebuild(found, host=host, port=port))
-    return rebuild(answer, coordinators=tuple(coordinators) + refused)
+        coordinators.append(rebuild_coordinator(found, host=host, port=port))
+    return rebuild_find_coordinator_response(answer, coordinators=tuple(coordinators) + refused)
 
 
 def _single(cls: type[FindCoordinatorResponse], error: ItemError) -> FindCoordinatorResponse:

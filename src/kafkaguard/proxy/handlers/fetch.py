@@ -52,10 +52,9 @@ Without a quota the fast path is untouched.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -64,42 +63,80 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.header import decode_header
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
-from kafkaguard.proxy.builders import fetch_response
+from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.builders import (
+    FetchableTopicResponse,
+    PartitionData,
+    fetch_response,
+    fetchable_topic_response,
+    partition_data,
+    rebuild_fetch_request,
+    rebuild_fetch_response,
+)
 from kafkaguard.proxy.fetch_walk import FetchAnswerWalk, node_endpoints_in, tail_with
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.handlers.by_id import topic_names
-from kafkaguard.proxy.messages import FetchRequest, FetchResponse
-from kafkaguard.proxy.quotas import FETCH, QuotaMeter, user_of
-from kafkaguard.proxy.refusals import TOPIC_DENIED, PartitionRefusal
+from kafkaguard.proxy.messages import FETCH, FetchRequest, FetchResponse
+from kafkaguard.proxy.quotas import FETCH as FETCH_QUOTA
+from kafkaguard.proxy.quotas import QuotaMeter, user_of
+from kafkaguard.proxy.refusals import TOPIC_DENIED, refused_topics
 from kafkaguard.proxy.scope import Forwarded, ProxyScope
 from kafkaguard.proxy.walks import AnswerEdit
 
 TOPIC = ResourceType.TOPIC
 #: Kafka's FetchMetadata: no session, and the epoch that asks for none.
 NO_SESSION, FINAL_EPOCH = 0, -1
-#: Kafka's ``FetchResponse.partitionResponse(tp, error)``: watermarks -1, no records (``MemoryRecords.EMPTY``, never
-#: null: clients read its size).
-_REFUSAL = PartitionRefusal(
-    "FetchableTopicResponse",
-    "PartitionData",
-    topic="topic",
-    index="partition",
-    placeholders={
-        "high_watermark": -1,
-        "last_stable_offset": -1,
-        "log_start_offset": -1,
-        "aborted_transactions": None,
-        "preferred_read_replica": -1,
-        "records": b"",
-    },
-)
 
 
-_REFUSAL_BY_ID = dataclasses.replace(_REFUSAL, topic="topic_id")
+def _refused_partitions(
+    cls: type[FetchResponse], indexes: Iterable[int], error: ItemError
+) -> tuple[PartitionData, ...]:
+    """Kafka's ``FetchResponse.partitionResponse(tp, error)``: watermarks -1, no records (``MemoryRecords.EMPTY``,
+    never null: clients read its size)."""
+    return tuple(
+        partition_data(
+            cls,
+            partition_index=index,
+            error_code=wire_error(error),
+            high_watermark=-1,
+            last_stable_offset=-1,
+            log_start_offset=-1,
+            aborted_transactions=None,
+            preferred_read_replica=-1,
+            records=b"",
+        )
+        for index in indexes
+    )
+
+
+def _refused_by_name(
+    cls: type[FetchResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> FetchableTopicResponse:
+    return fetchable_topic_response(cls, topic=name, partitions=_refused_partitions(cls, indexes, error))
+
+
+def _refused_by_id(
+    cls: type[FetchResponse], topic_id: UUID, indexes: Iterable[int], error: ItemError
+) -> FetchableTopicResponse:
+    return fetchable_topic_response(cls, topic_id=topic_id, partitions=_refused_partitions(cls, indexes, error))
+
+
+def _refused(
+    scope: ProxyScope, cls: type[FetchResponse], topics: Iterable[Any], error: ItemError
+) -> tuple[FetchableTopicResponse, ...]:
+    """The response's topics for the request's ``topics``: by id from v13, else by name."""
+    key = _topic_key(scope)
+    # The topic's key is a field of another name per version range (``topic``, ``topic_id``): read by its name.
+    keyed = [(getattr(t, key), [p.partition for p in t.partitions]) for t in topics]
+    if key == "topic_id":
+        return refused_topics(_refused_by_id, cls, keyed, error)
+    return refused_topics(_refused_by_name, cls, keyed, error)
+
+
 #: Fetch names topics by id from v13 (KIP-516); its answers carry ``node_endpoints`` from v16 (KIP-951).
 _BY_ID_FROM, _ENDPOINTS_FROM = 13, 16
 #: From v15 a follower names itself in the tagged ``replica_state``, no longer in the body's ``replica_id``.
@@ -131,10 +168,9 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     limit = meter.max_fetch_bytes(charge.user, charge.client_id)
     capped = False
     if limit is not None and request.max_bytes > limit:
-        request = rebuild_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
+        request = rebuild_fetch_request(request, max_bytes=limit, min_bytes=min(request.min_bytes, limit))
         capped = True
     by_id = scope.api_version >= _BY_ID_FROM
-    refusal = _REFUSAL_BY_ID if by_id else _REFUSAL
     if _replica_id(request) >= 0:  # a follower: CLUSTER_ACTION, never granted through the proxy
         return _answer(scope, request.topics, TOPIC_DENIED)  # Kafka: no client quota
     unknown: set[Any]  # topics by id (v13+) or by name: the request's topic key
@@ -161,21 +197,21 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     refused = [topic for topic in request.topics if getattr(topic, key) in denied]
     missing = [topic for topic in request.topics if getattr(topic, key) in unknown]
     allowed = tuple(topic for topic in request.topics if getattr(topic, key) not in denied | unknown)
-    cls = response_schema(ApiKey.FETCH, scope.api_version)
-    refusals = refusal.refused(cls, missing, _UNKNOWN_ID) + refusal.refused(cls, refused, TOPIC_DENIED)
+    cls: type[FetchResponse] = response_schema(ApiKey.FETCH, scope.api_version)
+    refusals = _refused(scope, cls, missing, _UNKNOWN_ID) + _refused(scope, cls, refused, TOPIC_DENIED)
     if not allowed:
         return charge.local(_response(scope, refusals))
     # Only the allowed topics go upstream, sessionless: a rebuilt fetch names nothing the caller was not allowed,
     # and without a session (id 0, FINAL_EPOCH) the upstream adds no partition of an earlier fetch to it.
-    forwarded = await scope.forward(rebuild_request(_sessionless(request), topics=allowed))
+    forwarded = await scope.forward(rebuild_fetch_request(_sessionless(request), topics=allowed))
     throttled = charge.forwarded(forwarded)
     if throttled is not None:
         return throttled
-    answer: FetchResponse = forwarded.body()
+    answer: FetchResponse = forwarded.body(FETCH)
     endpoints = getattr(answer, "node_endpoints", ())  # v16+: at the proxy's addresses before any client sees them
     if endpoints:
-        answer = rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
-    answer = rebuild(answer, responses=answer.responses + refusals)
+        answer = rebuild_fetch_response(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
+    answer = rebuild_fetch_response(answer, responses=answer.responses + refusals)
     return answer
 
 
@@ -199,7 +235,7 @@ async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[U
 
 
 def _sessionless(request: Any) -> Any:
-    return rebuild_request(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
+    return rebuild_fetch_request(request, session_id=NO_SESSION, session_epoch=FINAL_EPOCH, forgotten_topics_data=())
 
 
 #: Kafka's ``FetchMetadata.INITIAL_EPOCH``: session id 0 with epoch 0 asks the broker to create a session.
@@ -245,7 +281,7 @@ class _Charge:
 
     def record(self, payload_size: int) -> int:
         size = payload_size - self.header_size + 4
-        return self.meter.record(FETCH, self.user, self.client_id, size, refund_if_throttled=True)
+        return self.meter.record(FETCH_QUOTA, self.user, self.client_id, size, refund_if_throttled=True)
 
     def throttled(self, throttle_ms: int, upstream_ms: int = 0) -> Reply:
         """Kafka's ``getThrottledResponse``: no partitions, the throttle, muted after it is sent."""
@@ -333,9 +369,8 @@ class _MeteringWriter:
 
 
 def _answer(scope: ProxyScope, topics: Any, error: ItemError) -> FetchResponse:
-    cls = response_schema(ApiKey.FETCH, scope.api_version)
-    refusal = _REFUSAL_BY_ID if scope.api_version >= _BY_ID_FROM else _REFUSAL
-    return _response(scope, refusal.refused(cls, topics, error))
+    cls: type[FetchResponse] = response_schema(ApiKey.FETCH, scope.api_version)
+    return _response(scope, _refused(scope, cls, topics, error))
 
 
 def _response(scope: ProxyScope, responses: tuple[Any, ...]) -> FetchResponse:

@@ -30,28 +30,48 @@ member connect from: the proxy's own outbound address).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from kio.schema.errors import ErrorCode
 
 from kafkaguard.apis.operations import OPERATIONS_NOT_REQUESTED
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement, authorized_operations
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
+from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.builders import (
     ConsumerGroupDescribeDescribedGroup,
     DescribeGroupsDescribedGroup,
+    OffsetDeleteResponseTopic,
     consumer_group_describe_described_group,
     consumer_group_describe_response,
     deletable_group_result,
+    delete_groups_response,
     describe_groups_described_group,
     describe_groups_response,
+    offset_delete_response_partition,
+    offset_delete_response_topic,
+    rebuild_consumer_group_describe_described_group,
+    rebuild_consumer_group_describe_request,
+    rebuild_consumer_group_describe_response,
+    rebuild_delete_groups_request,
+    rebuild_delete_groups_response,
+    rebuild_describe_groups_described_group,
+    rebuild_describe_groups_request,
+    rebuild_describe_groups_response,
+    rebuild_list_groups_response,
+    rebuild_offset_delete_request,
+    rebuild_offset_delete_response,
 )
 from kafkaguard.proxy.messages import (
+    CONSUMER_GROUP_DESCRIBE,
+    DELETE_GROUPS,
+    DESCRIBE_GROUPS,
+    LIST_GROUPS,
+    OFFSET_DELETE,
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
     DeleteGroupsRequest,
@@ -66,14 +86,25 @@ from kafkaguard.proxy.messages import (
 from kafkaguard.proxy.refusals import (
     GROUP_DENIED,
     TOPIC_DENIED,
-    PartitionRefusal,
     error_response,
+    named,
+    refused_topics,
     with_refused,
 )
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
-_OFFSET_DELETE_REFUSAL = PartitionRefusal("OffsetDeleteResponseTopic", "OffsetDeleteResponsePartition")
+
+
+def _refused_topic(
+    cls: type[OffsetDeleteResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> OffsetDeleteResponseTopic:
+    partitions = tuple(
+        offset_delete_response_partition(cls, partition_index=index, error_code=wire_error(error)) for index in indexes
+    )
+    return offset_delete_response_topic(cls, name=name, partitions=partitions)
+
+
 #: Kafka 4.0's check of the topics a described consumer group's members are assigned (KAFKA-18813): DESCRIBE on each.
 ASSIGNED_TOPICS = Requirement(
     "ConsumerGroupDescribe(assignments)",
@@ -114,29 +145,31 @@ async def describe_groups(scope: ProxyScope, request: DescribeGroupsRequest) -> 
     if not allowed:
         return describe_groups_response(cls, throttle_time=NO_THROTTLE, groups=refused)
     answer: DescribeGroupsResponse = (
-        await scope.forward(rebuild_request(request, groups=allowed) if refused else None)
-    ).body()
+        await scope.forward(rebuild_describe_groups_request(request, groups=allowed) if refused else None)
+    ).body(DESCRIBE_GROUPS)
     described: tuple[DescribeGroupsDescribedGroup, ...] = answer.groups
     if with_operations:
         described = tuple(
-            rebuild(
+            rebuild_describe_groups_described_group(
                 group, authorized_operations=authorized_operations(scope.snapshot, scope.context, GROUP, group.group_id)
             )
             if group.error_code == ErrorCode.none
             else group
             for group in described
         )
-    return rebuild(answer, groups=refused + tuple(described))
+    return rebuild_describe_groups_response(answer, groups=refused + tuple(described))
 
 
 # ---------------------------------------------------------------------------------------------------- ListGroups
 
 
 async def list_groups(scope: ProxyScope, request: ListGroupsRequest) -> Reply:
-    answer: ListGroupsResponse = (await scope.forward()).body()
+    answer: ListGroupsResponse = (await scope.forward()).body(LIST_GROUPS)
     ids = list(dict.fromkeys(group.group_id for group in answer.groups))
     visible = _allowed(scope, REQUIREMENTS[ApiKey.LIST_GROUPS], GROUP, ids)
-    return rebuild(answer, groups=tuple(group for group in answer.groups if group.group_id in visible))
+    return rebuild_list_groups_response(
+        answer, groups=tuple(group for group in answer.groups if group.group_id in visible)
+    )
 
 
 # -------------------------------------------------------------------------------------------------- DeleteGroups
@@ -154,14 +187,20 @@ async def delete_groups(scope: ProxyScope, request: DeleteGroupsRequest) -> Repl
         if group_id not in deletable
     )
     allowed = tuple(group_id for group_id in request.groups_names if group_id in deletable)
-    return await with_refused(scope, request, refused, allowed, field="groups_names", answer_field="results")
+    return await with_refused(
+        scope,
+        DELETE_GROUPS,
+        rebuild_delete_groups_request(request, groups_names=allowed) if allowed else None,
+        own=lambda: delete_groups_response(cls, throttle_time=NO_THROTTLE, results=refused),
+        merged=lambda answer: rebuild_delete_groups_response(answer, results=answer.results + refused),
+    )
 
 
 # -------------------------------------------------------------------------------------------------- OffsetDelete
 
 
 async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Reply:
-    cls = response_schema(ApiKey.OFFSET_DELETE, scope.api_version)
+    cls: type[OffsetDeleteResponse] = response_schema(ApiKey.OFFSET_DELETE, scope.api_version)
     names = list(dict.fromkeys(topic.name for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_DELETE], {GROUP: [request.group_id], TOPIC: names})
     if not outcome.allows(GROUP, request.group_id):
@@ -169,12 +208,16 @@ async def offset_delete(scope: ProxyScope, request: OffsetDeleteRequest) -> Repl
     readable = {name for name in names if outcome.allows(TOPIC, name)}
     if len(readable) == len(names):
         return await scope.relay()
-    refused = _OFFSET_DELETE_REFUSAL.refused(cls, [t for t in request.topics if t.name not in readable], TOPIC_DENIED)
+    refused = refused_topics(
+        _refused_topic, cls, named(t for t in request.topics if t.name not in readable), TOPIC_DENIED
+    )
     allowed = tuple(topic for topic in request.topics if topic.name in readable)
-    answer: OffsetDeleteResponse = (await scope.forward(rebuild_request(request, topics=allowed))).body()
+    answer: OffsetDeleteResponse = (await scope.forward(rebuild_offset_delete_request(request, topics=allowed))).body(
+        OFFSET_DELETE
+    )
     if answer.error_code != ErrorCode.none:  # OffsetDeleteResponse.Builder.merge: a group-level error wins
         return answer
-    return rebuild(answer, topics=answer.topics + refused)
+    return rebuild_offset_delete_response(answer, topics=answer.topics + refused)
 
 
 # ------------------------------------------------------------------------------------------ ConsumerGroupDescribe
@@ -195,8 +238,8 @@ async def consumer_group_describe(scope: ProxyScope, request: ConsumerGroupDescr
     # Only the describable groups go upstream: the request loses groups, never gains any (forward no more than
     # was authorized); ``include_authorized_operations`` goes as sent, its answer is replaced below.
     answer: ConsumerGroupDescribeResponse = (
-        await scope.forward(rebuild_request(request, group_ids=allowed) if refused else None)
-    ).body()
+        await scope.forward(rebuild_consumer_group_describe_request(request, group_ids=allowed) if refused else None)
+    ).body(CONSUMER_GROUP_DESCRIBE)
     assigned = {
         group.group_id: _assigned_topics(group) for group in answer.groups if group.error_code == ErrorCode.none
     }
@@ -209,10 +252,10 @@ async def consumer_group_describe(scope: ProxyScope, request: ConsumerGroupDescr
             described.append(_consumer_group_error(cls, group.group_id, TOPIC_DENIED))
         elif request.include_authorized_operations:
             operations = authorized_operations(scope.snapshot, scope.context, GROUP, group.group_id)
-            described.append(rebuild(group, authorized_operations=operations))
+            described.append(rebuild_consumer_group_describe_described_group(group, authorized_operations=operations))
         else:
             described.append(group)
-    return rebuild(answer, groups=refused + tuple(described))
+    return rebuild_consumer_group_describe_response(answer, groups=refused + tuple(described))
 
 
 def _consumer_group_error(
@@ -243,11 +286,11 @@ def _assigned_topics(group: ConsumerGroupDescribeDescribedGroup) -> set[str]:
     }
 
 
-#: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {
-    ApiKey.DESCRIBE_GROUPS: describe_groups,
-    ApiKey.LIST_GROUPS: list_groups,
-    ApiKey.DELETE_GROUPS: delete_groups,
-    ApiKey.OFFSET_DELETE: offset_delete,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_group_describe,
-}
+#: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
+HANDLERS: dict[ApiKey, ProxyHandler] = routes(
+    route(DESCRIBE_GROUPS, describe_groups),
+    route(LIST_GROUPS, list_groups),
+    route(DELETE_GROUPS, delete_groups),
+    route(OFFSET_DELETE, offset_delete),
+    route(CONSUMER_GROUP_DESCRIBE, consumer_group_describe),
+)

@@ -30,6 +30,7 @@ broker address.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -39,44 +40,103 @@ from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFet
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
 from kafkaguard.proxy.builders import (
+    OffsetCommitResponseTopic,
     OffsetFetchResponseGroup,
+    OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
+    offset_commit_response,
+    offset_commit_response_partition,
+    offset_commit_response_topic,
     offset_fetch_response,
     offset_fetch_response_group,
+    offset_fetch_response_partition,
+    offset_fetch_response_partitions,
+    offset_fetch_response_topic,
+    offset_fetch_response_topics,
+    rebuild_offset_commit_request,
+    rebuild_offset_commit_response,
+    rebuild_offset_fetch_request,
+    rebuild_offset_fetch_request_group,
+    rebuild_offset_fetch_response,
+    rebuild_offset_fetch_response_group,
 )
 from kafkaguard.proxy.messages import (
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
     ConsumerGroupHeartbeatRequest,
     HeartbeatRequest,
     JoinGroupRequest,
     LeaveGroupRequest,
     OffsetCommitRequest,
+    OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
     SyncGroupRequest,
 )
-from kafkaguard.proxy.refusals import GROUP_DENIED, TOPIC_DENIED, PartitionRefusal, error_response
+from kafkaguard.proxy.refusals import (
+    GROUP_DENIED,
+    TOPIC_DENIED,
+    error_response,
+    indexed,
+    named,
+    refused_topics,
+    with_refused,
+)
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError
 
 GROUP, TOPIC = ResourceType.GROUP, ResourceType.TOPIC
-_COMMIT_REFUSAL = PartitionRefusal("OffsetCommitResponseTopic", "OffsetCommitResponsePartition")
-#: Kafka's ``OffsetFetchResponse.UNAUTHORIZED_PARTITION`` for each named partition: offset -1, epoch -1, metadata "";
-#: v8+ (several groups) names its entities with an "s".
-_FETCH_REFUSALS = {
-    grouped: PartitionRefusal(
-        f"OffsetFetchResponseTopic{suffix}",
-        f"OffsetFetchResponsePartition{suffix}",
-        partitions="partition_indexes",
-        index=None,
-        placeholders={"committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""},
+
+
+def _refused_commit(
+    cls: type[OffsetCommitResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> OffsetCommitResponseTopic:
+    partitions = tuple(
+        offset_commit_response_partition(cls, partition_index=index, error_code=wire_error(error)) for index in indexes
     )
-    for grouped, suffix in ((False, ""), (True, "s"))
-}
+    return offset_commit_response_topic(cls, name=name, partitions=partitions)
+
+
+def _refused_fetch(
+    cls: type[OffsetFetchResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> OffsetFetchResponseTopic:
+    """Kafka's ``OffsetFetchResponse.UNAUTHORIZED_PARTITION`` for each named partition: offset -1, epoch -1,
+    metadata "" (v0-v7: one group)."""
+    partitions = tuple(
+        offset_fetch_response_partition(
+            cls,
+            partition_index=index,
+            committed_offset=-1,
+            committed_leader_epoch=-1,
+            metadata="",
+            error_code=wire_error(error),
+        )
+        for index in indexes
+    )
+    return offset_fetch_response_topic(cls, name=name, partitions=partitions)
+
+
+def _refused_fetch_grouped(
+    cls: type[OffsetFetchResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> OffsetFetchResponseTopics:
+    """As ``_refused_fetch``, for v8+ (several groups; its entities are named with an "s")."""
+    partitions = tuple(
+        offset_fetch_response_partitions(
+            cls,
+            partition_index=index,
+            committed_offset=-1,
+            committed_leader_epoch=-1,
+            metadata="",
+            error_code=wire_error(error),
+        )
+        for index in indexes
+    )
+    return offset_fetch_response_topics(cls, name=name, partitions=partitions)
 
 
 #: The answers per group (v8+) decoded at the request's version.
@@ -149,12 +209,22 @@ def _heartbeat_refused(scope: ProxyScope, error: ItemError) -> Reply:
 async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Reply:
     names = list(dict.fromkeys(topic.name for topic in request.topics))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_COMMIT], {GROUP: [request.group_id], TOPIC: names})
+    cls: type[OffsetCommitResponse] = response_schema(ApiKey.OFFSET_COMMIT, scope.api_version)
     if not outcome.allows(GROUP, request.group_id):
-        return _COMMIT_REFUSAL.every_topic(scope, request.topics, GROUP_DENIED)
+        every = refused_topics(_refused_commit, cls, named(request.topics), GROUP_DENIED)
+        return offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=every)
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         return await scope.relay()
-    return await _COMMIT_REFUSAL.forward_allowed(scope, request, denied, TOPIC_DENIED)
+    refused = refused_topics(_refused_commit, cls, named(t for t in request.topics if t.name in denied), TOPIC_DENIED)
+    allowed = tuple(t for t in request.topics if t.name not in denied)
+    return await with_refused(
+        scope,
+        OFFSET_COMMIT,
+        rebuild_offset_commit_request(request, topics=allowed) if allowed else None,
+        own=lambda: offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
+        merged=lambda answer: rebuild_offset_commit_response(answer, topics=answer.topics + refused),
+    )
 
 
 async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
@@ -167,15 +237,32 @@ async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
     if not outcome.allows(GROUP, group_id):
         return error_response(scope, GROUP_DENIED, topics=())
     if named is None:  # every topic of the group: those the caller may not describe are left out
-        answer: OffsetFetchResponse = (await scope.forward()).body()
+        answer: OffsetFetchResponse = (await scope.forward()).body(OFFSET_FETCH)
         if isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version: v8+ went to the per-group path
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
         visible = _describable(scope, [topic.name for topic in answer.topics])
-        return rebuild(answer, topics=tuple(topic for topic in answer.topics if topic.name in visible))
+        return rebuild_offset_fetch_response(
+            answer, topics=tuple(topic for topic in answer.topics if topic.name in visible)
+        )
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         return await scope.relay()
-    return await _FETCH_REFUSALS[False].forward_allowed(scope, request, denied, TOPIC_DENIED, error_code=ErrorCode.none)
+    cls: type[OffsetFetchResponse] = response_schema(ApiKey.OFFSET_FETCH, scope.api_version)
+    refused = refused_topics(_refused_fetch, cls, indexed(t for t in named if t.name in denied), TOPIC_DENIED)
+    allowed = tuple(t for t in named if t.name not in denied)
+
+    def merged(answer: OffsetFetchResponse) -> Reply:
+        if isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version: v8+ went to the per-group path
+            raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as v8")
+        return rebuild_offset_fetch_response(answer, topics=answer.topics + refused)
+
+    return await with_refused(
+        scope,
+        OFFSET_FETCH,
+        rebuild_offset_fetch_request(request, topics=allowed) if allowed else None,
+        own=lambda: offset_fetch_response(cls, throttle_time=NO_THROTTLE, topics=refused, error_code=ErrorCode.none),
+        merged=merged,
+    )
 
 
 async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
@@ -183,7 +270,7 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
     cls: type[OffsetFetchResponse] = response_schema(ApiKey.OFFSET_FETCH, scope.api_version)
     refused_groups: list[OffsetFetchResponseGroup] = []
     asked: list[Any] = []
-    refused_topics: dict[str, tuple[OffsetFetchResponseTopics, ...]] = {}
+    refused_topics_of: dict[str, tuple[OffsetFetchResponseTopics, ...]] = {}
     all_topics: set[str] = set()
     for group in request.groups:
         names = [topic.name for topic in group.topics] if group.topics is not None else []
@@ -200,11 +287,15 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
             continue
         denied = {name for name in names if not outcome.allows(TOPIC, name)}
         refused = [topic for topic in group.topics if topic.name in denied]
-        refused_topics[group.group_id] = _FETCH_REFUSALS[True].refused(cls, refused, TOPIC_DENIED)
-        asked.append(rebuild_request(group, topics=tuple(t for t in group.topics if t.name not in denied)))
+        refused_topics_of[group.group_id] = refused_topics(_refused_fetch_grouped, cls, indexed(refused), TOPIC_DENIED)
+        asked.append(
+            rebuild_offset_fetch_request_group(group, topics=tuple(t for t in group.topics if t.name not in denied))
+        )
     answered: list[OffsetFetchResponseGroup] = []
     if asked:
-        answer: OffsetFetchResponse = (await scope.forward(rebuild_request(request, groups=tuple(asked)))).body()
+        answer: OffsetFetchResponse = (
+            await scope.forward(rebuild_offset_fetch_request(request, groups=tuple(asked)))
+        ).body(OFFSET_FETCH)
         if not isinstance(answer, _GROUPED_ANSWERS):  # decoded at the request's version, v8+: per group
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as {type(answer).__name__}")
         for group in answer.groups:
@@ -212,7 +303,9 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
             if group.group_id in all_topics:
                 visible = _describable(scope, [topic.name for topic in topics])
                 topics = tuple(topic for topic in topics if topic.name in visible)
-            answered.append(rebuild(group, topics=topics + refused_topics.get(group.group_id, ())))
+            answered.append(
+                rebuild_offset_fetch_response_group(group, topics=topics + refused_topics_of.get(group.group_id, ()))
+            )
     return offset_fetch_response(cls, throttle_time=NO_THROTTLE, groups=tuple(answered + refused_groups))
 
 

@@ -41,16 +41,29 @@ from kafkaguard.protocol.build import (
     convert_request,
     convert_response,
     nested,
-    rebuild,
-    rebuild_request,
 )
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
-from kafkaguard.proxy.builders import MetadataResponseTopic, metadata_response, metadata_response_topic
+from kafkaguard.proxy.builders import (
+    MetadataResponseTopic,
+    metadata_response,
+    metadata_response_topic,
+    rebuild_describe_cluster_response,
+    rebuild_metadata_request,
+    rebuild_metadata_response,
+    rebuild_metadata_response_topic,
+)
 from kafkaguard.proxy.handlers.addresses import proxied_brokers
 from kafkaguard.proxy.handlers.by_id import topic_names
-from kafkaguard.proxy.messages import DescribeClusterRequest, DescribeClusterResponse, MetadataRequest, MetadataResponse
+from kafkaguard.proxy.messages import (
+    DESCRIBE_CLUSTER,
+    METADATA,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
 from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.versions import forwarded_version
@@ -76,8 +89,8 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     include_ops = bool(getattr(request, "include_topic_authorized_operations", False))
     if request.topics is None:
         whole: MetadataResponse = (
-            await scope.forward(rebuild_request(request, allow_auto_topic_creation=False))
-        ).body()
+            await scope.forward(rebuild_metadata_request(request, allow_auto_topic_creation=False))
+        ).body(METADATA)
         scope.nodes.topic_ids.observe(whole.topics, complete=True)
         listed = [topic.name for topic in whole.topics if topic.name is not None]
         outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: listed})
@@ -91,7 +104,7 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
     outcome = scope.authorize(REQUIREMENTS[ApiKey.METADATA], {TOPIC: names})
     describable = [name for name in names if outcome.allows(TOPIC, name)]
     refused = [name for name in names if not outcome.allows(TOPIC, name)]
-    answer: MetadataResponse = (await scope.forward(_asking(request, describable, auto_create=False))).body()
+    answer: MetadataResponse = (await scope.forward(_asking(request, describable, auto_create=False))).body(METADATA)
     scope.nodes.topic_ids.observe(answer.topics)
     # Only what was asked and may be described: an upstream answer naming more (or fewer) topics passes nothing on.
     allowed_names = set(describable)
@@ -106,9 +119,11 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
         creatable = [name for name in missing if creation.allows(TOPIC, name)]
         refused += [name for name in missing if not creation.allows(TOPIC, name)]
         if creatable:
-            created: MetadataResponse = (await scope.forward(_asking(request, creatable, auto_create=True))).body()
+            created: MetadataResponse = (await scope.forward(_asking(request, creatable, auto_create=True))).body(
+                METADATA
+            )
             found.update({topic.name: topic for topic in created.topics if topic.name in allowed_names})
-        answer = rebuild(answer, topics=tuple(found.values()))
+        answer = rebuild_metadata_response(answer, topics=tuple(found.values()))
     allowed = tuple(topic for name, topic in found.items() if name not in refused)
     denials = tuple(_refusal(type(answer), name) for name in refused)
     return await _answer(scope, request, answer, allowed, include_ops, denials)
@@ -168,8 +183,8 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
     allowed = [i for i in ids if i in names and i not in denied]
     topic_cls = nested(type(request), "MetadataRequestTopic")
     asking = tuple(build_request(topic_cls, name=None, topic_id=i) for i in allowed)
-    forwarded = rebuild_request(request, topics=asking, allow_auto_topic_creation=False)
-    answer: MetadataResponse = (await scope.forward(forwarded)).body()
+    forwarded = rebuild_metadata_request(request, topics=asking, allow_auto_topic_creation=False)
+    answer: MetadataResponse = (await scope.forward(forwarded)).body(METADATA)
     scope.nodes.topic_ids.observe(answer.topics)
     cls = type(answer)
     # Only what was asked, under the name it was authorized by: an upstream answer naming more passes nothing on.
@@ -197,7 +212,7 @@ async def _by_id(scope: ProxyScope, request: Any, include_ops: bool) -> Reply:
 def _asking(request: Any, names: Sequence[str], *, auto_create: bool) -> Any:
     topic_cls = nested(type(request), "MetadataRequestTopic")
     topics = tuple(build_request(topic_cls, name=name, topic_id=ZERO_UUID) for name in names)
-    return rebuild_request(request, topics=topics, allow_auto_topic_creation=auto_create)
+    return rebuild_metadata_request(request, topics=topics, allow_auto_topic_creation=auto_create)
 
 
 def _refusal(cls: type[MetadataResponse], name: str) -> MetadataResponseTopic:
@@ -223,13 +238,13 @@ async def _answer(
 ) -> Reply:
     if include_ops:  # every topic here is named: ``_metadata`` passes on only the named ones
         topics = tuple(
-            rebuild(
+            rebuild_metadata_response_topic(
                 t, topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, t.name or "")
             )
             for t in topics
         )
     wanted_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
-    return rebuild(
+    return rebuild_metadata_response(
         answer,
         brokers=await proxied_brokers(scope, answer.brokers),
         topics=topics + denials,
@@ -238,9 +253,9 @@ async def _answer(
 
 
 async def describe_cluster(scope: ProxyScope, request: DescribeClusterRequest) -> Reply:
-    answer: DescribeClusterResponse = (await scope.forward()).body()
+    answer: DescribeClusterResponse = (await scope.forward()).body(DESCRIBE_CLUSTER)
     wanted = bool(getattr(request, "include_cluster_authorized_operations", False))
-    return rebuild(
+    return rebuild_describe_cluster_response(
         answer,
         brokers=await proxied_brokers(scope, answer.brokers, id_field="broker_id"),
         cluster_authorized_operations=cluster_operations(scope) if wanted else OPERATIONS_NOT_REQUESTED,

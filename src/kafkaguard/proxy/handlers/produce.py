@@ -35,20 +35,30 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
-from kafkaguard.protocol.build import rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.replies import NO_RESPONSE, Close, Reply
-from kafkaguard.proxy.builders import produce_response
+from kafkaguard.protocol.wire_errors import error_fields
+from kafkaguard.proxy.builders import (
+    TopicProduceResponse,
+    partition_produce_response,
+    produce_response,
+    rebuild_produce_request,
+    rebuild_produce_response,
+    topic_produce_response,
+)
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
-from kafkaguard.proxy.messages import ProduceRequest, ProduceResponse
+from kafkaguard.proxy.messages import PRODUCE, ProduceRequest, ProduceResponse
 from kafkaguard.proxy.produce_walk import ENDPOINTS_FROM, ProduceAnswerWalk
-from kafkaguard.proxy.quotas import PRODUCE, user_of
-from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, PartitionRefusal
+from kafkaguard.proxy.quotas import PRODUCE as PRODUCE_QUOTA
+from kafkaguard.proxy.quotas import user_of
+from kafkaguard.proxy.refusals import TOPIC_DENIED, TRANSACTIONAL_ID_DENIED, refused_topics
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response
@@ -59,17 +69,41 @@ _MAGIC_AT, _ATTRIBUTES_AT = 16, 21
 _ATTRIBUTES = struct.Struct(">h")
 _CORRELATION = struct.Struct(">i")
 _TRANSACTIONAL = 0x10
-#: Kafka's ``PartitionResponse(error)``: offsets -1, no append time.
-_REFUSAL = PartitionRefusal(
-    "TopicProduceResponse",
-    "PartitionProduceResponse",
-    partitions="partition_data",
-    index="index",
-    answer_partitions="partition_responses",
-    answer_index="index",
-    message="error_message",
-    placeholders={"base_offset": -1, "log_append_time": None, "log_start_offset": -1, "record_errors": ()},
-)
+
+
+class _Partition(Protocol):
+    @property
+    def index(self) -> int: ...
+
+
+class _Topic(Protocol):
+    """A Produce request's topic, in every version offered."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partition_data(self) -> Sequence[_Partition]: ...
+
+
+def _refused_topic(
+    cls: type[ProduceResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> TopicProduceResponse:
+    """Kafka's ``PartitionResponse(error)`` for each partition: offsets -1, no append time."""
+    errors = error_fields(error)
+    partitions = tuple(
+        partition_produce_response(
+            cls, index=index, **errors, base_offset=-1, log_append_time=None, log_start_offset=-1, record_errors=()
+        )
+        for index in indexes
+    )
+    return topic_produce_response(cls, name=name, partition_responses=partitions)
+
+
+def _refused(
+    cls: type[ProduceResponse], topics: Iterable[_Topic], error: ItemError
+) -> tuple[TopicProduceResponse, ...]:
+    return refused_topics(_refused_topic, cls, ((t.name, [p.index for p in t.partition_data]) for t in topics), error)
 
 
 def has_transactional_records(request: Any) -> bool:
@@ -96,28 +130,28 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     fire_and_forget = request.acks == 0
     user, client_id = user_of(scope.context.principal), scope.client_id or ""
-    throttle_ms = scope.meter.record(PRODUCE, user, client_id, len(scope.payload))
+    throttle_ms = scope.meter.record(PRODUCE_QUOTA, user, client_id, len(scope.payload))
     if not denied:
         if fire_and_forget:
             await scope.forward_without_response()
             return scope.meter.throttled(NO_RESPONSE, throttle_ms)
         if not throttle_ms:
             return await _relay(scope)
-        whole: ProduceResponse = (await scope.forward()).body()
+        whole: ProduceResponse = (await scope.forward()).body(PRODUCE)
         whole = await _proxied(scope, whole)
         return scope.meter.throttled(_with_throttle(whole, throttle_ms), throttle_ms)
     allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
     if fire_and_forget:
         if allowed:
-            await scope.forward_without_response(rebuild_request(request, topic_data=allowed))
+            await scope.forward_without_response(rebuild_produce_request(request, topic_data=allowed))
         return Close(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     cls = response_schema(ApiKey.PRODUCE, scope.api_version)
-    refused = _REFUSAL.refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
+    refused = _refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
     throttle = timedelta(milliseconds=throttle_ms)
     if not allowed:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
-    answer: ProduceResponse = (await scope.forward(rebuild_request(request, topic_data=allowed))).body()
-    merged = rebuild(await _proxied(scope, answer), responses=answer.responses + refused)
+    answer: ProduceResponse = (await scope.forward(rebuild_produce_request(request, topic_data=allowed))).body(PRODUCE)
+    merged = rebuild_produce_response(await _proxied(scope, answer), responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
 
 
@@ -141,7 +175,7 @@ async def _proxied_answer(scope: ProxyScope, body: bytes) -> bytes:
     with ``node_endpoints`` rewritten: decoded, rewritten and re-encoded, the same bytes after the correlation id."""
     version = scope.api_version
     payload = _CORRELATION.pack(scope.correlation_id) + body  # the upstream's: ``pass_answer_on`` checked it is this
-    answer: ProduceResponse = decode_response(ApiKey.PRODUCE, version, payload)
+    answer = PRODUCE.response(decode_response(ApiKey.PRODUCE, version, payload))
     framed = encode_response(ApiKey.PRODUCE, version, scope.correlation_id, await _proxied(scope, answer))
     return framed[8:]  # after the frame's size and the correlation id
 
@@ -151,17 +185,20 @@ async def _proxied(scope: ProxyScope, answer: ProduceResponse) -> ProduceRespons
     endpoints = getattr(answer, "node_endpoints", ())
     if not endpoints:
         return answer
-    return rebuild(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
+    return rebuild_produce_response(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
 
 
 def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse:
     """``answer`` with Kafka's throttle: the larger of the upstream's and the proxy's."""
     if not throttle_ms:
         return answer
-    return rebuild(answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms)))
+    return rebuild_produce_response(
+        answer, throttle_time=max(answer.throttle_time, timedelta(milliseconds=throttle_ms))
+    )
 
 
-def _every_partition(scope: ProxyScope, request: Any, error: ItemError) -> Reply:
+def _every_partition(scope: ProxyScope, request: ProduceRequest, error: ItemError) -> Reply:
     if request.acks == 0:
         return Close(f"Produce with acks=0 refused: {error.code.name}")
-    return _REFUSAL.every_topic(scope, request.topic_data, error, field="responses")
+    cls: type[ProduceResponse] = response_schema(ApiKey.PRODUCE, scope.api_version)
+    return produce_response(cls, throttle_time=NO_THROTTLE, responses=_refused(cls, request.topic_data, error))

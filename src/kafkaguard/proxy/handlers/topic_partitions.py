@@ -29,7 +29,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, authorized_operations
 from kafkaguard.model import ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
@@ -37,8 +37,15 @@ from kafkaguard.proxy.builders import (
     DescribeTopicPartitionsResponseTopic,
     describe_topic_partitions_response,
     describe_topic_partitions_response_topic,
+    rebuild_describe_topic_partitions_request,
+    rebuild_describe_topic_partitions_response,
+    rebuild_describe_topic_partitions_response_topic,
 )
-from kafkaguard.proxy.messages import DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse
+from kafkaguard.proxy.messages import (
+    DESCRIBE_TOPIC_PARTITIONS,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from kafkaguard.proxy.refusals import TOPIC_DENIED
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.topic_ids import BY_ID_VERSION
@@ -69,22 +76,22 @@ async def describe_topic_partitions(scope: ProxyScope, request: DescribeTopicPar
     # What goes upstream: the names the caller may describe, at or after the cursor; the cursor only when its topic
     # is one of them (else Kafka starts that page at partition 0 of the first name, as the upstream does without it).
     topic_cls = nested(type(request), "TopicRequest")
-    asked = rebuild_request(
+    asked = rebuild_describe_topic_partitions_request(
         request,
         topics=tuple(build_request(topic_cls, name=name) for name in allowed),
         cursor=cursor if cursor is not None and cursor.topic_name in allowed else None,
     )
-    answer: DescribeTopicPartitionsResponse = (await scope.forward(asked)).body()
+    answer: DescribeTopicPartitionsResponse = (await scope.forward(asked)).body(DESCRIBE_TOPIC_PARTITIONS)
     wanted = set(allowed)
     described = tuple(
-        rebuild(
+        rebuild_describe_topic_partitions_response_topic(
             topic,
             topic_authorized_operations=authorized_operations(scope.snapshot, scope.context, TOPIC, str(topic.name)),
         )
         for topic in answer.topics
         if topic.name in wanted and not (every and topic.error_code == ErrorCode.unknown_topic_or_partition)
     )  # for all topics, one deleted since the listing is left out, as Kafka's own listing would
-    return rebuild(answer, topics=described + refused)
+    return rebuild_describe_topic_partitions_response(answer, topics=described + refused)
 
 
 async def _all_topics(scope: ProxyScope) -> list[str]:

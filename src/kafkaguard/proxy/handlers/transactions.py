@@ -26,7 +26,7 @@ the audit log records what Kafka's authorizer log would.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -36,55 +36,103 @@ from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
-from kafkaguard.protocol.build import NO_THROTTLE, rebuild, rebuild_request
+from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, response_schema
 from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.lengths import check_body
 from kafkaguard.protocol.replies import Reply
-from kafkaguard.proxy.builders import add_partitions_to_txn_response
+from kafkaguard.protocol.routes import route, routes
+from kafkaguard.protocol.wire_errors import error_fields, wire_error
+from kafkaguard.proxy.builders import (
+    AddPartitionsToTxnTopicResult,
+    TopicResponse,
+    TxnOffsetCommitResponseTopic,
+    add_partitions_to_txn_partition_result,
+    add_partitions_to_txn_response,
+    add_partitions_to_txn_topic_result,
+    describe_producers_response,
+    partition_response,
+    rebuild_describe_producers_request,
+    rebuild_describe_producers_response,
+    rebuild_describe_transactions_request,
+    rebuild_list_transactions_response,
+    rebuild_txn_offset_commit_request,
+    rebuild_txn_offset_commit_response,
+    topic_response,
+    txn_offset_commit_response,
+    txn_offset_commit_response_partition,
+    txn_offset_commit_response_topic,
+)
 from kafkaguard.proxy.messages import (
+    ADD_OFFSETS_TO_TXN,
+    ADD_PARTITIONS_TO_TXN,
+    DESCRIBE_PRODUCERS,
+    DESCRIBE_TRANSACTIONS,
+    END_TXN,
+    LIST_TRANSACTIONS,
+    TXN_OFFSET_COMMIT,
     AddOffsetsToTxnRequest,
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
     DescribeProducersRequest,
+    DescribeProducersResponse,
     DescribeTransactionsRequest,
     EndTxnRequest,
     ListTransactionsRequest,
     ListTransactionsResponse,
     TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
 )
 from kafkaguard.proxy.refusals import (
     GROUP_DENIED,
     NOT_ATTEMPTED,
     TOPIC_DENIED,
     TRANSACTIONAL_ID_DENIED,
-    PartitionRefusal,
     code_and_message,
+    denied_topics,
     error_response,
+    indexed,
+    named,
+    refused_topics,
+    with_refused,
 )
-from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 from kafkaguard.proxy.wire import UpstreamProtocolError, response_header_size
 from kafkaguard.service.topics import INTERNAL_TOPICS, topic_name_error
 
 TOPIC, GROUP, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID
-_ADD_PARTITIONS_REFUSAL = PartitionRefusal(
-    "AddPartitionsToTxnTopicResult",
-    "AddPartitionsToTxnPartitionResult",
-    answer_partitions="results_by_partition",
-    code="partition_error_code",
-)
-#: Kafka's ``TxnOffsetCommitRequest.getErrorResponseTopics``.
-_COMMIT_REFUSAL = PartitionRefusal("TxnOffsetCommitResponseTopic", "TxnOffsetCommitResponsePartition")
-#: ``ApiError(error)``: the error's default text.
-_PRODUCERS_REFUSAL = PartitionRefusal(
-    "TopicResponse",
-    "PartitionResponse",
-    partitions="partition_indexes",
-    index=None,
-    message="error_message",
-    default_text=True,
-    placeholders={"active_producers": ()},
-)
+
+
+def _refused_partitions(
+    cls: type[AddPartitionsToTxnResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> AddPartitionsToTxnTopicResult:
+    results = tuple(
+        add_partitions_to_txn_partition_result(cls, partition_index=index, partition_error_code=wire_error(error))
+        for index in indexes
+    )
+    return add_partitions_to_txn_topic_result(cls, name=name, results_by_partition=results)
+
+
+def _refused_commit(
+    cls: type[TxnOffsetCommitResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> TxnOffsetCommitResponseTopic:
+    """Kafka's ``TxnOffsetCommitRequest.getErrorResponseTopics``."""
+    partitions = tuple(
+        txn_offset_commit_response_partition(cls, partition_index=index, error_code=wire_error(error))
+        for index in indexes
+    )
+    return txn_offset_commit_response_topic(cls, name=name, partitions=partitions)
+
+
+def _refused_producers(
+    cls: type[DescribeProducersResponse], name: str, indexes: Iterable[int], error: ItemError
+) -> TopicResponse:
+    """``ApiError(error)``: the error's default text."""
+    errors = error_fields(error, default_text=True)
+    partitions = tuple(
+        partition_response(cls, partition_index=index, **errors, active_producers=()) for index in indexes
+    )
+    return topic_response(cls, name=name, partitions=partitions)
 
 
 #: DescribeTransactions lists a transaction's partitions only for the topics the caller may describe.
@@ -119,9 +167,7 @@ async def add_partitions_to_txn(scope: ProxyScope, request: AddPartitionsToTxnRe
 def _add_partitions_results(
     cls: type[AddPartitionsToTxnResponse], partitions: dict[str, dict[int, None]], error_of: Callable[[str], ItemError]
 ) -> AddPartitionsToTxnResponse:
-    results = tuple(
-        _ADD_PARTITIONS_REFUSAL.topic_answer(cls, name, indexes, error_of(name)) for name, indexes in partitions.items()
-    )
+    results = tuple(_refused_partitions(cls, name, indexes, error_of(name)) for name, indexes in partitions.items())
     return add_partitions_to_txn_response(cls, throttle_time=NO_THROTTLE, results_by_topic_v3_and_below=results)
 
 
@@ -146,11 +192,26 @@ async def end_txn(scope: ProxyScope, request: EndTxnRequest) -> Reply:
 
 
 async def txn_offset_commit(scope: ProxyScope, request: TxnOffsetCommitRequest) -> Reply:
-    if not _allows(scope, TRANSACTIONAL_ID, request.transactional_id):
-        return _COMMIT_REFUSAL.every_topic(scope, request.topics, TRANSACTIONAL_ID_DENIED)
-    if not _allows(scope, GROUP, request.group_id):
-        return _COMMIT_REFUSAL.every_topic(scope, request.topics, GROUP_DENIED)
-    return await _COMMIT_REFUSAL.per_topic(scope, request, REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT])
+    cls: type[TxnOffsetCommitResponse] = response_schema(ApiKey.TXN_OFFSET_COMMIT, scope.api_version)
+    for resource_type, name, error in (
+        (TRANSACTIONAL_ID, request.transactional_id, TRANSACTIONAL_ID_DENIED),
+        (GROUP, request.group_id, GROUP_DENIED),
+    ):
+        if not _allows(scope, resource_type, name):
+            every = refused_topics(_refused_commit, cls, named(request.topics), error)
+            return txn_offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=every)
+    denied = denied_topics(scope, REQUIREMENTS[ApiKey.TXN_OFFSET_COMMIT], (t.name for t in request.topics))
+    if not denied:
+        return await scope.relay()
+    refused = refused_topics(_refused_commit, cls, named(t for t in request.topics if t.name in denied), TOPIC_DENIED)
+    allowed = tuple(t for t in request.topics if t.name not in denied)
+    return await with_refused(
+        scope,
+        TXN_OFFSET_COMMIT,
+        rebuild_txn_offset_commit_request(request, topics=allowed) if allowed else None,
+        own=lambda: txn_offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
+        merged=lambda answer: rebuild_txn_offset_commit_response(answer, topics=answer.topics + refused),
+    )
 
 
 # -------------------------------------------------------------------------------------------- DescribeProducers
@@ -163,7 +224,18 @@ async def describe_producers(scope: ProxyScope, request: DescribeProducersReques
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     if not denied:
         return await scope.relay()
-    return await _PRODUCERS_REFUSAL.forward_allowed(scope, request, denied, TOPIC_DENIED)
+    cls: type[DescribeProducersResponse] = response_schema(ApiKey.DESCRIBE_PRODUCERS, scope.api_version)
+    refused = refused_topics(
+        _refused_producers, cls, indexed(t for t in request.topics if t.name in denied), TOPIC_DENIED
+    )
+    allowed = tuple(t for t in request.topics if t.name not in denied)
+    return await with_refused(
+        scope,
+        DESCRIBE_PRODUCERS,
+        rebuild_describe_producers_request(request, topics=allowed) if allowed else None,
+        own=lambda: describe_producers_response(cls, throttle_time=NO_THROTTLE, topics=refused),
+        merged=lambda answer: rebuild_describe_producers_response(answer, topics=answer.topics + refused),
+    )
 
 
 # ----------------------------------------------------------------------------------------- DescribeTransactions
@@ -233,7 +305,9 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
     if not allowed:
         whole = _DescribeTransactionsResponse(throttle_time=NO_THROTTLE, transaction_states=refused)
         return whole
-    forwarded = await scope.forward(None if not refused else rebuild_request(request, transactional_ids=allowed))
+    forwarded = await scope.forward(
+        None if not refused else rebuild_describe_transactions_request(request, transactional_ids=allowed)
+    )
     answer = decode_describe_transactions(forwarded.payload)
     names = list(dict.fromkeys(topic.topic for state in answer.transaction_states for topic in state.topics))
     topics = scope.authorize(DESCRIBE_TRANSACTION_TOPICS, {TOPIC: names})
@@ -249,20 +323,20 @@ async def describe_transactions(scope: ProxyScope, request: DescribeTransactions
 
 
 async def list_transactions(scope: ProxyScope, request: ListTransactionsRequest) -> Reply:
-    answer: ListTransactionsResponse = (await scope.forward()).body()
+    answer: ListTransactionsResponse = (await scope.forward()).body(LIST_TRANSACTIONS)
     ids = list(dict.fromkeys(state.transactional_id for state in answer.transaction_states))
     outcome = scope.authorize(REQUIREMENTS[ApiKey.LIST_TRANSACTIONS], {TRANSACTIONAL_ID: ids})
     visible = tuple(s for s in answer.transaction_states if outcome.allows(TRANSACTIONAL_ID, s.transactional_id))
-    return rebuild(answer, transaction_states=visible)
+    return rebuild_list_transactions_response(answer, transaction_states=visible)
 
 
-#: API → handler; merged into ``proxy.connection.HANDLERS``.
-HANDLERS: dict[ApiKey, Any] = {
-    ApiKey.ADD_PARTITIONS_TO_TXN: add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: add_offsets_to_txn,
-    ApiKey.END_TXN: end_txn,
-    ApiKey.TXN_OFFSET_COMMIT: txn_offset_commit,
-    ApiKey.DESCRIBE_PRODUCERS: describe_producers,
-    ApiKey.DESCRIBE_TRANSACTIONS: describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: list_transactions,
-}
+#: API → handler (each checked against its API's request union); merged into ``proxy.dispatch.HANDLERS``.
+HANDLERS: dict[ApiKey, ProxyHandler] = routes(
+    route(ADD_PARTITIONS_TO_TXN, add_partitions_to_txn),
+    route(ADD_OFFSETS_TO_TXN, add_offsets_to_txn),
+    route(END_TXN, end_txn),
+    route(TXN_OFFSET_COMMIT, txn_offset_commit),
+    route(DESCRIBE_PRODUCERS, describe_producers),
+    route(DESCRIBE_TRANSACTIONS, describe_transactions),
+    route(LIST_TRANSACTIONS, list_transactions),
+)
