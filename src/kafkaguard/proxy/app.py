@@ -30,6 +30,7 @@ from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
+from kafkaguard.proxy.passthrough import passthrough_problem, unsupported_by_broker
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.upstream_tokens import AccessTokenSource
@@ -46,7 +47,7 @@ class ProxyServer(ListeningServer):
     def __init__(self, services: Services, *, shadow_loader: AclFileLoader | None = None) -> None:
         super().__init__(services, shadow_loader=shadow_loader)
         settings = services.settings
-        problem = check_listeners(settings.parsed_listeners)
+        problem = check_listeners(settings.parsed_listeners) or passthrough_problem(settings)
         if problem is not None:
             raise InvalidConfigError(problem)
         #: Client quotas' byte rates, one meter for every connection of this proxy (Kafka's per-broker sensors).
@@ -66,6 +67,8 @@ class ProxyServer(ListeningServer):
         self.features = NO_FEATURES
         #: Node listeners: the bound listener → (the client listener it belongs to, the upstream node id).
         self._node_listeners: dict[Listener, tuple[Listener, int]] = {}
+        #: ``upstream_authentication: passthrough``: clients' logins are the brokers' (``passthrough``).
+        self.passthrough = settings.upstream_authentication == "passthrough"
         #: Client connections accepted per upstream node (None: bootstrap connections), since start.
         self.connections_per_node: Counter[int | None] = Counter()
 
@@ -99,7 +102,7 @@ class ProxyServer(ListeningServer):
         node_id = self._node_listeners.get(listener, (listener, None))[1]
         self.connections_per_node[node_id] += 1
         route = ProxyRoute(node_id=node_id, nodes=self.nodes, versions=self.versions, meter=self.meter, dial=self._dial,
-                           features=self.features)  # fmt: skip
+                           features=self.features, passthrough=self.passthrough)  # fmt: skip
         return ProxyDispatcher(context, route)
 
     async def _serve_node(self, node_id: int) -> None:
@@ -140,6 +143,10 @@ class ProxyServer(ListeningServer):
                                          f"auto.create.topics.enable with v1-v{DESCRIBE_CONFIGS_VERSION}")  # fmt: skip
             self.auto_create.version = min(high, DESCRIBE_CONFIGS_VERSION)
             await self._identify_bootstrap(upstream)
+            if self.passthrough:
+                problem = unsupported_by_broker(self.services.settings, upstream.offered_mechanisms)
+                if problem is not None:
+                    raise InvalidConfigError(problem)
         except Exception as e:
             raise InvalidConfigError(f"cannot use the upstream {self.services.settings.upstream}: {e}") from e
         finally:
