@@ -84,6 +84,8 @@ class Challenge:
     """The exchange goes on: send ``token`` and wait for the client's next one."""
 
     token: bytes
+    #: The error message to answer with (a broker's, passed through: Kafka sends "" where kafkaguard sends null).
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,8 @@ class Authenticated:
 
     token: bytes
     login: Login
+    #: As ``Challenge.message``.
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

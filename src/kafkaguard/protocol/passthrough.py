@@ -139,13 +139,13 @@ class PassthroughServer:
             self._charge(attempt)
             return Failed(answer.error_message or "", error_code=answer.error_code, relayed=True)
         if self.name != "PLAIN" and first:
-            return Challenge(answer.auth_bytes)
+            return Challenge(answer.auth_bytes, answer.error_message)
         if attempt is not None:
             self._budget.succeeded(attempt)
         if self._user is None:  # accepted by the broker, yet no name kafkaguard can read: it cannot authorize it
             return Failed("Authentication failed: the user name could not be read for authorization")
         login = Login(self._user, self.name, relayed_lifetime_ms=answer.session_lifetime_ms)
-        return Authenticated(answer.auth_bytes, login)
+        return Authenticated(answer.auth_bytes, login, answer.error_message)
 
     def _charge(self, attempt: Attempt | None) -> None:
         """The broker refused: a failed login, paid for whichever step it came at (a SCRAM client-first for an

@@ -101,6 +101,8 @@ class SaslState:
         self.failure_code: int | None = None
         #: Whether the failure is the broker's verdict, passed through (``mechanisms.Failed.relayed``).
         self.failure_relayed = False
+        #: The error message of the last step that went on or succeeded (None; a broker's passed through).
+        self.answer_message: str | None = None
         #: How long the session lasts once authenticated, in ms; 0: until the connection closes.
         self.session_lifetime_ms = session_lifetime_ms
         self._reauth_ms = session_lifetime_ms
@@ -204,6 +206,7 @@ class SaslState:
             return None, self.failure
         step = await server.step(token)
         if isinstance(step, Challenge):
+            self.answer_message = step.message
             return step.token, None
         if isinstance(step, Failed):
             self.throttled = step.throttled
@@ -219,6 +222,7 @@ class SaslState:
             if refusal is not None:
                 return self._fail(refusal)
         self.login = login
+        self.answer_message = step.message
         relayed = login.relayed_lifetime_ms
         self.session_lifetime_ms = _lifetime_ms(self._reauth_ms, login.expires_at_ms) if relayed is None else relayed
         self.stage = SaslStage.AUTHENTICATED
@@ -258,7 +262,7 @@ class SaslState:
         response = sasl_authenticate_response(
             cls,
             error_code=ErrorCode.none,
-            error_message=None,
+            error_message=self.answer_message,
             auth_bytes=reply or b"",
             session_lifetime=timedelta(milliseconds=lifetime),
         )

@@ -32,6 +32,7 @@ import ssl
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 from typing import Any, Protocol
 
@@ -452,7 +453,7 @@ class UpstreamConnection:
         code = int(answer.error_code)
         if code != 0:
             self._fail(UpstreamUnavailable(f"upstream {self.address} refused the client's login"))
-        lifetime = int(answer.session_lifetime_ms)
+        lifetime = answer.session_lifetime // timedelta(milliseconds=1)  # kio reads session_lifetime_ms as a timedelta
         return RelayedAnswer(code, answer.error_message, bytes(answer.auth_bytes), lifetime)
 
     async def _relay_link(self, first: bool) -> Link:

@@ -82,17 +82,19 @@ def admin(kafka: KafkaBroker) -> AdminClient:
 
 def set_password(kafka: KafkaBroker, user: str, password: str, *mechanisms: ScramMechanism) -> None:
     """SCRAM credentials made by Kafka's Admin API (AlterUserScramCredentials), on the broker only."""
-    changes: list[UserScramCredentialAlteration] = [
-        UserScramCredentialUpsertion(user, ScramCredentialInfo(m, 4096), password.encode()) for m in mechanisms
-    ]
-    for future in admin(kafka).alter_user_scram_credentials(changes).values():
+    for mechanism in mechanisms:  # one alteration per user and request (Kafka: DUPLICATE_RESOURCE)
+        alter(kafka, [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())])
+
+
+def alter(kafka: KafkaBroker, changes: list[UserScramCredentialAlteration]) -> None:
+    client = admin(kafka)  # kept until the results are in (its handle ends with it)
+    for future in client.alter_user_scram_credentials(changes).values():
         future.result(TIMEOUT)
 
 
 def delete_user(kafka: KafkaBroker, user: str, *mechanisms: ScramMechanism) -> None:
-    changes: list[UserScramCredentialAlteration] = [UserScramCredentialDeletion(user, m) for m in mechanisms]
-    for future in admin(kafka).alter_user_scram_credentials(changes).values():
-        future.result(TIMEOUT)
+    for mechanism in mechanisms:
+        alter(kafka, [UserScramCredentialDeletion(user, mechanism)])
 
 
 def login(address: tuple[str, int], mechanism: str, user: str, password: str) -> list[Answer]:
@@ -191,7 +193,8 @@ def test_every_login_is_decided_as_the_broker_decides_it(plain_kafka: KafkaBroke
 def kafka_allows(kafka: KafkaBroker, principal: str, topic: str, *operations: KafkaAclOperation) -> None:
     bindings = [KafkaAclBinding(KafkaResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*", op,
                                 KafkaAclPermissionType.ALLOW) for op in operations]  # fmt: skip
-    for future in admin(kafka).create_acls(bindings).values():
+    client = admin(kafka)
+    for future in client.create_acls(bindings).values():
         future.result(TIMEOUT)
 
 
@@ -207,13 +210,21 @@ def produce(proxy: ServerHandle, user: str, password: str, topic: str) -> KafkaE
     return outcomes[0]
 
 
-def broker_principals(kafka: KafkaBroker, topic: str) -> set[str]:
-    """Who the broker's authorizer saw asking about ``topic``."""
+def broker_principals(kafka: KafkaBroker, topic: str, since: int) -> set[str]:
+    """Who the broker's authorizer saw asking about ``topic`` and for what (``User:x WRITE``), in its log from byte
+    ``since`` on (``log_end``)."""
     found = set()
-    for line in kafka.authorizer_log.read_text().splitlines():
-        if f"on resource = Topic:LITERAL:{topic} " in line:
-            found.add(line.split("Principal = ", 1)[1].split(" ", 1)[0])
+    with kafka.authorizer_log.open("rb") as log:
+        log.seek(since)
+        for line in log.read().decode(errors="replace").splitlines():
+            if f"on resource = Topic:LITERAL:{topic} " in line:
+                principal = line.split("Principal = ", 1)[1].split(" ", 1)[0]
+                found.add(f"{principal} {line.split(' operation = ', 1)[1].split(' ', 1)[0]}")
     return found
+
+
+def log_end(kafka: KafkaBroker) -> int:
+    return kafka.authorizer_log.stat().st_size
 
 
 def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, passthrough: ServerHandle):
@@ -223,7 +234,8 @@ def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, pas
     until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
     only_broker, only_kafkaguard, both_allow = (f"{kind}-{uuid.uuid4().hex[:8]}" for kind in
                                                 ("only-broker", "only-kafkaguard", "both"))  # fmt: skip
-    for future in admin(plain_kafka).create_topics([NewTopic(t, 1, 1) for t in (only_broker, only_kafkaguard,
+    client = admin(plain_kafka)
+    for future in client.create_topics([NewTopic(t, 1, 1) for t in (only_broker, only_kafkaguard,
                                                                                  both_allow)]).values():  # fmt: skip
         future.result(TIMEOUT)
     for topic in (only_broker, both_allow):
@@ -231,15 +243,16 @@ def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, pas
     for topic in (only_kafkaguard, both_allow):
         grant(passthrough, principal, ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
 
+    since = log_end(plain_kafka)  # the setup above was the broker's admin's: what follows is the client's traffic
     outcomes: dict[str, Any] = {topic: produce(passthrough, user, password, topic)
                                 for topic in (only_broker, only_kafkaguard, both_allow)}  # fmt: skip
     assert outcomes[both_allow] is None
     for refused in (only_broker, only_kafkaguard):  # the refusal Kafka gives, whoever gave it
         assert outcomes[refused] is not None and outcomes[refused].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     # the broker saw the client itself, never the proxy's service user; kafkaguard never let it ask for only_broker
-    assert broker_principals(plain_kafka, both_allow) == {principal}
-    assert broker_principals(plain_kafka, only_kafkaguard) == {principal}
-    assert broker_principals(plain_kafka, only_broker) == set()
+    assert broker_principals(plain_kafka, both_allow, since) == {f"{principal} DESCRIBE", f"{principal} WRITE"}
+    assert broker_principals(plain_kafka, only_kafkaguard, since) == {f"{principal} DESCRIBE"}  # the broker refused
+    assert broker_principals(plain_kafka, only_broker, since) == set()
     records = [r for r in passthrough.audit_records() if r.get("principal") == principal]
     seen = {(r.get("resource_name"), r.get("decision")) for r in records}
     assert any(name == both_allow for name, _ in seen), seen
