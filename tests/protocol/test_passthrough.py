@@ -7,12 +7,19 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
+from kafkaguard.bootstrap import build_services
+from kafkaguard.config import Listener, load_settings
 from kafkaguard.identity.failure_budget import LoginFailureBudget
+from kafkaguard.protocol.api_versions import NO_FEATURES
+from kafkaguard.protocol.connection import CONNECTION_VERSIONS, Connection
 from kafkaguard.protocol.mechanisms import Authenticated, Challenge, Failed, MechanismServer
 from kafkaguard.protocol.passthrough import (
     LoginUnavailable,
@@ -22,6 +29,9 @@ from kafkaguard.protocol.passthrough import (
     claimed_user,
 )
 from kafkaguard.protocol.sasl import SaslState
+from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
+from tests.protocol.test_connection import RecordingWriter
+from tests.wire import decode_response, encode_request, frame
 
 CLIENT = "10.0.0.7"
 FIRST = b"n,,n=al=2Cice=3D,r=fyko+d2lbbFgONRv9qkxdawL"
@@ -156,3 +166,58 @@ def test_sasl_answers_the_broker_s_error_code_its_lifetime_and_no_extra_delay() 
     assert outcome.failed and not outcome.delay  # type: ignore[attr-defined]
     assert outcome.response.error_code == ErrorCode.illegal_sasl_state  # type: ignore[attr-defined]
     assert outcome.response.error_message == "broker says no"  # type: ignore[attr-defined]
+
+
+class RelayingDispatcher:
+    """A dispatcher whose connection's logins go to ``relay`` (as the proxy's in passthrough); no request after."""
+
+    versions = CONNECTION_VERSIONS
+    features = NO_FEATURES
+
+    def __init__(self, relay: Broker) -> None:
+        self.login_relay = relay
+
+    async def dispatch(self, incoming: object) -> object:
+        raise AssertionError("no request after login in these tests")
+
+    async def close(self) -> None:
+        return None
+
+
+def connection_run(tmp_path: Path, relay: Broker) -> RecordingWriter:
+    """A PLAIN login on a connection whose logins pass through ``relay``: what the connection wrote."""
+    services = build_services(load_settings(None, data_dir=tmp_path / "data", sasl_plain_without_tls=True,
+                                            sasl_mechanisms=["SCRAM-SHA-256", "PLAIN"]))  # fmt: skip
+
+    async def go() -> RecordingWriter:
+        reader = asyncio.StreamReader()
+        reader.feed_data(frame(encode_request(SaslHandshakeRequest(mechanism="PLAIN"), 1)))
+        reader.feed_data(frame(encode_request(SaslAuthenticateRequest(auth_bytes=b"\x00bob\x00bob-secret"), 2)))
+        reader.feed_eof()
+        writer = RecordingWriter()
+        context = ListenerContext(services, Listener.parse("SASL_PLAINTEXT://127.0.0.1:0"),
+                                  BrokerInfo(1, "broker", 9092, "c1"))  # fmt: skip
+        await Connection(context, RelayingDispatcher(relay), reader, writer).run()  # type: ignore[arg-type]
+        return writer
+
+    try:
+        return asyncio.run(go())
+    finally:
+        services.close()
+
+
+def test_a_connection_s_login_passes_through_its_relay(tmp_path: Path) -> None:
+    relay = Broker([ok(lifetime_ms=0)])
+    writer = connection_run(tmp_path, relay)
+    handshake, answer = writer.frames()
+    assert decode_response(handshake, 17, 1)[1].error_code.value == 0
+    correlation_id, body = decode_response(answer, 36, 2)
+    assert correlation_id == 2 and body.error_code.value == 0
+    assert relay.received == [("PLAIN", b"\x00bob\x00bob-secret", True)]
+
+
+def test_a_broker_that_cannot_be_asked_closes_the_connection_without_an_answer(tmp_path: Path) -> None:
+    writer = connection_run(tmp_path, Broker([], down=True))
+    (handshake,) = writer.frames()  # the handshake is answered; the login is not: no false "authentication failed"
+    assert decode_response(handshake, 17, 1)[1].error_code.value == 0
+    assert writer.closed
