@@ -319,6 +319,8 @@ class KafkaBroker:
     #: PLAIN users (name: password) of the SASL_PLAINTEXT listener, which then enables PLAIN beside SCRAM (Kafka's
     #: PLAIN users live in its JAAS configuration: no API creates them).
     plain_users: dict[str, str] = field(default_factory=dict)
+    #: More server.properties lines (e.g. ``connections.max.reauth.ms=…``).
+    extra_properties: tuple[str, ...] = ()
 
     @property
     def bootstrap(self) -> str:
@@ -456,6 +458,7 @@ class KafkaBroker:
                 "num.io.threads=2",
                 "background.threads=2",
                 "log.cleaner.threads=1",
+                *self.extra_properties,
             ],
         )
         write_server_log4j(self.workdir, self.authorizer_log)

@@ -38,7 +38,10 @@ from confluent_kafka.cimpl import NewTopic
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
+from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model import AclOperation, ResourceType
+from kafkaguard.protocol.passthrough import RelayedAnswer
+from kafkaguard.proxy.upstream import UpstreamConnection
 from kafkaguard.scram import ScramMechanism as KafkaguardScram
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.conftest import start_proxy
@@ -48,13 +51,16 @@ from tests.wire import Wire
 
 PLAIN_USER, PLAIN_PASSWORD = "plain-client", "plain-client-secret"
 TIMEOUT = 30.0
+#: The broker's session lifetime (KIP-368): short, so that a test sees clients re-authenticate.
+REAUTH_MS = 3000
 Answer = tuple[str, int, str | None]  # (the step, its error code, its error message)
 
 
 @pytest.fixture(scope="module")
 def plain_kafka(kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     broker = KafkaBroker(kafka_dist, tmp_path_factory.mktemp("passthrough-kafka"),
-                         plain_users={PLAIN_USER: PLAIN_PASSWORD})  # fmt: skip
+                         plain_users={PLAIN_USER: PLAIN_PASSWORD},
+                         extra_properties=(f"connections.max.reauth.ms={REAUTH_MS}",))  # fmt: skip
     broker.start()
     try:
         yield broker
@@ -266,3 +272,50 @@ def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBro
     answers = login(passthrough.sasl, "SCRAM-SHA-256", "only-in-kafkaguard", "its-password")
     assert not accepted(answers)
     assert accepted(login(passthrough.sasl, "SCRAM-SHA-512", ADMIN, ADMIN_PASSWORD))
+
+
+def test_a_session_re_authenticates_through_to_the_broker(
+    plain_kafka: KafkaBroker, passthrough: ServerHandle, monkeypatch: pytest.MonkeyPatch
+):
+    """The broker gives sessions a lifetime (connections.max.reauth.ms): the proxy passes it on, the client
+    re-authenticates before it ends (KIP-368), and the proxy relays that on the same upstream connection."""
+    renewals: list[str] = []
+    real = UpstreamConnection.relay_login
+
+    async def spy(self: UpstreamConnection, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        if first and self.connected:  # a first token on a logged-in connection: a re-authentication
+            renewals.append(mechanism)
+        return await real(self, mechanism, token, first=first)
+
+    monkeypatch.setattr(UpstreamConnection, "relay_login", spy)
+    user, password = f"pt-{uuid.uuid4().hex[:8]}", "reauth-password"
+    set_password(plain_kafka, user, password, SHA256)
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
+    topic = f"reauth-{uuid.uuid4().hex[:8]}"
+    client = admin(plain_kafka)
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    kafka_allows(plain_kafka, f"User:{user}", topic, KafkaAclOperation.WRITE, KafkaAclOperation.DESCRIBE)
+    grant(passthrough, f"User:{user}", ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
+    host, port = passthrough.sasl
+    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
+                         "linger.ms": 0})  # fmt: skip
+    outcomes: list[KafkaError | None] = []
+    deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+    while time.monotonic() < deadline:  # produce across more than two session lifetimes
+        producer.produce(topic, b"again", on_delivery=lambda err, _msg: outcomes.append(err))
+        producer.flush(TIMEOUT)
+        time.sleep(0.5)  # pacing the producer across the sessions' lifetimes
+    assert outcomes and all(err is None for err in outcomes), outcomes
+    assert renewals and set(renewals) == {"SCRAM-SHA-256"}
+
+
+def test_a_mechanism_the_broker_does_not_enable_stops_the_proxy_at_start(kafka: KafkaBroker, tmp_path: Path):
+    """``kafka`` (the session's broker) enables SCRAM only: passing PLAIN through to it cannot work, and the proxy
+    says so at start, from the broker's own SaslHandshake answer."""
+    with pytest.raises(InvalidConfigError) as failure:
+        start_proxy(tmp_path, kafka, upstream_authentication="passthrough", sasl_plain_without_tls=True,
+                    sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])  # fmt: skip
+    message = str(failure.value)
+    assert "the broker does not enable PLAIN (it offers SCRAM-SHA-512, SCRAM-SHA-256)" in message
+    assert ADMIN_PASSWORD not in message
