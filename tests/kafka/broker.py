@@ -316,6 +316,11 @@ class KafkaBroker:
     oauth_port: int = field(default_factory=free_port)
     #: Super users besides ``User:admin`` (e.g. the principal a client certificate maps to).
     extra_super_users: tuple[str, ...] = ()
+    #: PLAIN users (name: password) of the SASL_PLAINTEXT listener, which then enables PLAIN beside SCRAM (Kafka's
+    #: PLAIN users live in its JAAS configuration: no API creates them).
+    plain_users: dict[str, str] = field(default_factory=dict)
+    #: More server.properties lines (e.g. ``connections.max.reauth.ms=…``).
+    extra_properties: tuple[str, ...] = ()
 
     @property
     def bootstrap(self) -> str:
@@ -403,13 +408,19 @@ class KafkaBroker:
             advertised += f",HOP://{LOOPBACK}:{self.hop_advertised_port}"
             hop = [f"listener.name.hop.scram-sha-{bits}.sasl.jaas.config={jaas}" for bits in (256, 512)]
         identity: list[str] = []
+        mechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
+        if self.plain_users:
+            mechanisms += ",PLAIN"
+            users = " ".join(f'user_{name}="{password}"' for name, password in self.plain_users.items())
+            identity.append(f'listener.name.sasl_plaintext.plain.sasl.jaas.config={_PLAIN_JAAS} username="{ADMIN}" '
+                            f'password="{ADMIN_PASSWORD}" user_{ADMIN}="{ADMIN_PASSWORD}" {users};')  # fmt: skip
         if self.identity is not None:
             listeners += f",MTLS://{LOOPBACK}:{self.mtls_port}"
             advertised += f",MTLS://{LOOPBACK}:{self.mtls_port}"
             if self.identity.oauth is not None:
                 listeners += f",OAUTH://{LOOPBACK}:{self.oauth_port}"
                 advertised += f",OAUTH://{LOOPBACK}:{self.oauth_port}"
-            identity = self.identity.properties()
+            identity += self.identity.properties()
         properties = write_properties(
             self.workdir / "server.properties",
             [
@@ -424,7 +435,7 @@ class KafkaBroker:
                 *identity,
                 "inter.broker.listener.name=SASL_PLAINTEXT",
                 "controller.listener.names=CONTROLLER",
-                "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+                f"sasl.enabled.mechanisms={mechanisms}",
                 "sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512",
                 f"listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config={jaas}",
                 f"listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config={jaas}",
@@ -447,6 +458,7 @@ class KafkaBroker:
                 "num.io.threads=2",
                 "background.threads=2",
                 "log.cleaner.threads=1",
+                *self.extra_properties,
             ],
         )
         write_server_log4j(self.workdir, self.authorizer_log)

@@ -43,6 +43,7 @@ from kafkaguard.model import (
 from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
 from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
 from kafkaguard.protocol.outbox import Outbox
+from kafkaguard.protocol.passthrough import LoginUnavailable, RelayedAnswer
 from kafkaguard.protocol.replies import ClientWriter, Close, NoResponse, Relayed, Reply, Throttled
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext, scope_fields
 from kafkaguard.proxy.dispatch import HANDLERS
@@ -134,6 +135,10 @@ class MemoryUpstream:
         self.closed = False
         #: What becomes of an edited answer's framed bytes on the way (a test corrupts them).
         self.corrupt: Callable[[bytes], bytes] = lambda framed: framed
+        #: How the broker answers a passed-through login's tokens, (mechanism, token, first) -> its answer (None: it
+        #: cannot be reached); ``relayed`` keeps each (mechanism, token, first) received.
+        self.login: Callable[[str, bytes, bool], RelayedAnswer] | None = None
+        self.relayed: list[tuple[str, bytes, bool]] = []
 
     def close(self) -> None:
         """As ``UpstreamConnection.close`` (the client connection ended; ``ProxyDispatcher.close``)."""
@@ -185,6 +190,13 @@ class MemoryUpstream:
         except UpstreamProtocolError as e:  # as the real connection: the client's connection must close
             self._failure = UpstreamUnavailable(str(e))
             raise self._failure from e
+
+    async def relay_login(self, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        """As ``UpstreamConnection.relay_login``: the answer ``login`` gives (none: the broker is unreachable)."""
+        if self.login is None:
+            raise LoginUnavailable(f"upstream {self.address} could not be asked about a login: ConnectionRefusedError")
+        self.relayed.append((mechanism, token, first))
+        return self.login(mechanism, token, first)
 
     async def call(self, api_key: ApiKey, api_version: int, body: Any) -> Any:
         payload = encode_request(api_key, api_version, next(self._correlation), CLIENT_ID, body)

@@ -45,6 +45,13 @@ def proxy(
         str | None, typer.Option(help="SCRAM-SHA-512 (default), SCRAM-SHA-256 or OAUTHBEARER.")
     ] = None,
     upstream_user: Annotated[str | None, typer.Option(help="The proxy's service user on the upstream.")] = None,
+    upstream_authentication: Annotated[
+        str | None,
+        typer.Option(
+            help="service_account (default) or passthrough: relay each client's SCRAM/PLAIN login to the broker, "
+            "which decides it, and send its requests up as itself (upstream_passthrough_mechanisms: which)."
+        ),
+    ] = None,
     upstream_password_file: Annotated[
         Path | None, typer.Option(help="File with the service user's password (or KAFKAGUARD_UPSTREAM_PASSWORD).")
     ] = None,
@@ -136,6 +143,7 @@ def proxy(
             upstream_security_protocol=upstream_security_protocol,
             upstream_sasl_mechanism=upstream_sasl_mechanism,
             upstream_user=upstream_user,
+            upstream_authentication=upstream_authentication,
             upstream_password_file=upstream_password_file,
             upstream_ssl_cafile=upstream_ssl_cafile,
             upstream_ssl_certfile=upstream_ssl_certfile,

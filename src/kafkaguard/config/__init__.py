@@ -510,6 +510,19 @@ class Settings(BaseSettings):
         None, description="Kafka's sasl.oauthbearer.scope: the scope asked for with the token (optional)."
     )
 
+    # Logins passed through to the upstream (issue 38; the checks are the proxy's, proxy/passthrough.py)
+    upstream_authentication: Literal["service_account", "passthrough"] = Field(
+        "service_account",
+        description="How the proxy's clients reach the upstream: 'service_account' (kafkaguard checks their logins, "
+        "and their requests go up as the proxy's service user) or 'passthrough' (each client's SCRAM or PLAIN login "
+        "is relayed to the broker, which decides it, and its requests go up on its own connection as itself).",
+    )
+    upstream_passthrough_mechanisms: list[str] = Field(
+        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"],
+        description="With upstream_authentication passthrough: which enabled mechanisms are passed through (the "
+        "others are kafkaguard's own logins, going up as the service user). SCRAM-SHA-256, SCRAM-SHA-512, PLAIN.",
+    )
+
     @model_validator(mode="after")
     def _check_upstream_login(self) -> Settings:
         """The upstream identity settings that only mean something together (each message says what to add)."""

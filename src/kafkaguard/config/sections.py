@@ -398,6 +398,11 @@ class ProxySettings:
     #: None unless the protocol is SSL or SASL_SSL.
     tls: UpstreamTls | None
     timeout_seconds: float
+    #: ``service_account``: kafkaguard decides the clients' logins; ``passthrough``: the brokers do
+    #: (``protocol.passthrough``, ``proxy.passthrough``).
+    authentication: Literal["service_account", "passthrough"]
+    #: In passthrough: the mechanisms whose logins go to the broker (the others stay kafkaguard's own).
+    passthrough_mechanisms: tuple[str, ...]
 
     @classmethod
     def of(cls, settings: Settings) -> ProxySettings:
@@ -434,7 +439,14 @@ class ProxySettings:
                 _upstream_key_password(settings),
             )
         return cls(
-            settings.upstream, tuple(settings.upstream_servers), protocol, login, tls, settings.upstream_timeout_seconds
+            settings.upstream,
+            tuple(settings.upstream_servers),
+            protocol,
+            login,
+            tls,
+            settings.upstream_timeout_seconds,
+            settings.upstream_authentication,
+            tuple(settings.upstream_passthrough_mechanisms),
         )
 
 

@@ -38,8 +38,9 @@ from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
 from kafkaguard.protocol.identity import CertificateNotMapped, Identity
-from kafkaguard.protocol.mechanisms import Login
+from kafkaguard.protocol.mechanisms import Login, MechanismSource
 from kafkaguard.protocol.outbox import Outbox
+from kafkaguard.protocol.passthrough import LoginRelay, PassthroughMechanisms
 from kafkaguard.protocol.prelogin import pre_login_limit
 from kafkaguard.protocol.replies import Close, NoResponse, Relayed, Reply, Response, Throttled
 from kafkaguard.protocol.sasl import SaslOutcome, SaslState, record_login, record_peer_login
@@ -106,6 +107,11 @@ class Dispatcher(Protocol):
     async def close(self) -> None:
         """The connection has ended (after its last answer went out or was dropped)."""
 
+    @property
+    def login_relay(self) -> LoginRelay | None:
+        """Where this connection's logins go when they are passed through (the proxy with ``upstream_authentication:
+        passthrough``: its own upstream connection, ``protocol.passthrough``); None: kafkaguard decides them."""
+
 
 class Connection:
     """A client connection (see the module docstring); ``dispatcher`` answers its logged-in requests."""
@@ -134,10 +140,17 @@ class Connection:
         identity = self.services.sections.identity
         self.identity = context.identity or Identity.from_services(self.services)
         violations = context.violations
+        mechanisms: MechanismSource = self.identity.mechanisms
+        relay = dispatcher.login_relay
+        if relay is not None:
+            passed = frozenset(self.services.sections.proxy.passthrough_mechanisms)
+            mechanisms = PassthroughMechanisms(mechanisms, relay, passed, self.services.login_budget)
+        #: Whether a re-authentication must wait for the relayed answers before it (its tokens share the upstream).
+        self._relays_logins = relay is not None
         self.sasl = (
             SaslState(
                 identity.listener_mechanisms(self.listener),
-                self.identity.mechanisms,
+                mechanisms,
                 self.host,
                 session_lifetime_ms=identity.connections_max_reauth_ms,
                 refuse_login=None if violations is None else violations.login_refusal,
@@ -397,6 +410,8 @@ class Connection:
         if self.sasl is None:
             raise CloseConnection(f"{api_key.api_name} on a {self.listener.protocol.value} listener")
         sasl, refused = self._sasl_state(self.sasl, api_key)
+        if refused is None and self._relays_logins and sasl.reauthenticating:
+            await self.outbox.flushed()  # a passed-through re-authentication goes up after the answers before it
         if refused is not None:
             outcome = sasl.refuse(api_key, version, refused)
         elif api_key is ApiKey.SASL_HANDSHAKE:
@@ -405,7 +420,7 @@ class Connection:
             outcome = await sasl.authenticate(version, body)
         if refused is None:
             self._count_login(sasl, outcome)  # before answering: a client that sees the answer sees the count
-        if outcome.failed:
+        if outcome.failed and outcome.delay:
             await self._failure_delay()
         await self.send(encode_response(api_key, version, correlation_id, outcome.response))
         if outcome.close:
@@ -432,7 +447,8 @@ class Connection:
         reply, error = await sasl.token(frame)
         if error is not None:
             self._record_login(sasl, ok=False)
-            await self._failure_delay()
+            if not sasl.failure_relayed:  # a broker's verdict came delayed by the broker
+                await self._failure_delay()
             raise CloseConnection(f"SASL authentication failed: {error}")
         if sasl.authenticated:
             self._record_login(sasl, ok=True)

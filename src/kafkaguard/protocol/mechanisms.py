@@ -74,6 +74,9 @@ class Login:
     expires_at_ms: int | None = None
     #: OAUTHBEARER with a groups claim: the token's groups, as ``Group:NAME`` principals.
     groups: tuple[str, ...] = field(default=())
+    #: A login passed through to the broker (``protocol.passthrough``): the session lifetime the broker gave, in ms
+    #: (0: none), which is then the session's, whatever kafkaguard's ``connections_max_reauth_ms``.
+    relayed_lifetime_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,8 @@ class Challenge:
     """The exchange goes on: send ``token`` and wait for the client's next one."""
 
     token: bytes
+    #: The error message to answer with (a broker's, passed through: Kafka sends "" where kafkaguard sends null).
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +94,8 @@ class Authenticated:
 
     token: bytes
     login: Login
+    #: As ``Challenge.message``.
+    message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +105,11 @@ class Failed:
 
     message: str
     throttled: bool = False
+    #: The Kafka error code to answer (None: SASL_AUTHENTICATION_FAILED).
+    error_code: int | None = None
+    #: The broker's verdict, passed through (``protocol.passthrough``): answered as it came, without kafkaguard's own
+    #: failure delay (the broker delayed it already).
+    relayed: bool = False
 
 
 def throttled(error: LoginThrottledError) -> Failed:
@@ -121,6 +133,14 @@ class MechanismServer(Protocol):
 
     async def step(self, token: bytes) -> Step:
         """Take the client's next token."""
+
+
+class MechanismSource(Protocol):
+    """What a SASL handshake starts its exchange from: ``Mechanisms``, or ``passthrough.PassthroughMechanisms``."""
+
+    def server(self, name: str, *, client: str, reauthentication: bool) -> MechanismServer:
+        """A server for one exchange of the enabled mechanism ``name`` with the client at address ``client``."""
+        ...
 
 
 class ScramServer:

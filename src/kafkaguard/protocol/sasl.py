@@ -46,7 +46,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import ScramStateError
 from kafkaguard.protocol.builders import sasl_authenticate_response, sasl_handshake_response
 from kafkaguard.protocol.codec import constant_response, response_schema
-from kafkaguard.protocol.mechanisms import Challenge, Failed, Login, Mechanisms, MechanismServer
+from kafkaguard.protocol.mechanisms import Challenge, Failed, Login, MechanismServer, MechanismSource
 from kafkaguard.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
 
 log = logging.getLogger(__name__)
@@ -64,18 +64,20 @@ class SaslStage(Enum):
 
 @dataclass
 class SaslOutcome:
-    """What to send back and what happens next. ``failed``: answer after the failure delay, then close."""
+    """What to send back and what happens next. ``failed``: answer after the failure delay (unless ``delay`` is
+    false: the broker's verdict, delayed by the broker), then close."""
 
     response: Any
     failed: bool = False
     close: bool = False
+    delay: bool = True
 
 
 class SaslState:
     def __init__(
         self,
         enabled: list[str],
-        mechanisms: Mechanisms,
+        mechanisms: MechanismSource,
         client: str,
         *,
         session_lifetime_ms: int = 0,
@@ -95,6 +97,12 @@ class SaslState:
         self.failure: str | None = None
         #: Whether the failure budget refused the login unchecked (``mechanisms.Failed.throttled``).
         self.throttled = False
+        #: The failure's Kafka error code when it is not SASL_AUTHENTICATION_FAILED (a broker's, passed through).
+        self.failure_code: int | None = None
+        #: Whether the failure is the broker's verdict, passed through (``mechanisms.Failed.relayed``).
+        self.failure_relayed = False
+        #: The error message of the last step that went on or succeeded (None; a broker's passed through).
+        self.answer_message: str | None = None
         #: How long the session lasts once authenticated, in ms; 0: until the connection closes.
         self.session_lifetime_ms = session_lifetime_ms
         self._reauth_ms = session_lifetime_ms
@@ -203,9 +211,11 @@ class SaslState:
             return None, self.failure
         step = await server.step(token)
         if isinstance(step, Challenge):
+            self.answer_message = step.message
             return step.token, None
         if isinstance(step, Failed):
             self.throttled = step.throttled
+            self.failure_code, self.failure_relayed = step.error_code, step.relayed
             return self._fail(step.message)
         login, renewing = step.login, self._renewing
         if renewing is not None and login.user != renewing[0]:
@@ -218,7 +228,9 @@ class SaslState:
             if refusal is not None:
                 return self._fail(refusal)
         self.login = login
-        self.session_lifetime_ms = _lifetime_ms(self._reauth_ms, login.expires_at_ms)
+        self.answer_message = step.message
+        relayed = login.relayed_lifetime_ms
+        self.session_lifetime_ms = _lifetime_ms(self._reauth_ms, login.expires_at_ms) if relayed is None else relayed
         self.stage = SaslStage.AUTHENTICATED
         return step.token, None
 
@@ -245,16 +257,18 @@ class SaslState:
             code = ErrorCode.sasl_authentication_failed
             if self._server is None:
                 code = ErrorCode.illegal_sasl_state
+            elif self.failure_code is not None:
+                code = ErrorCode(self.failure_code)
             response = sasl_authenticate_response(
                 cls, error_code=code, error_message=error, auth_bytes=b"", session_lifetime=timedelta(0)
             )
-            return SaslOutcome(response, failed=True, close=True)
+            return SaslOutcome(response, failed=True, close=True, delay=not self.failure_relayed)
         # v0 has no session_lifetime_ms: such a client is not told, yet its session expires all the same (Kafka).
         lifetime = self.session_lifetime_ms if self.authenticated and api_version >= 1 else 0
         response = sasl_authenticate_response(
             cls,
             error_code=ErrorCode.none,
-            error_message=None,
+            error_message=self.answer_message,
             auth_bytes=reply or b"",
             session_lifetime=timedelta(milliseconds=lifetime),
         )

@@ -31,6 +31,7 @@ from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
+from kafkaguard.proxy.passthrough import passthrough_problem, unsupported_by_broker
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import (
     Address,
@@ -54,7 +55,7 @@ class ProxyServer(ListeningServer):
     def __init__(self, services: Services, *, shadow_loader: AclFileLoader | None = None) -> None:
         super().__init__(services, shadow_loader=shadow_loader)
         listening, proxy = services.sections.listening, services.sections.proxy
-        problem = check_listeners(listening.listeners)
+        problem = check_listeners(listening.listeners) or passthrough_problem(services.sections)
         if problem is not None:
             raise InvalidConfigError(problem)
         #: Client quotas' byte rates, one meter for every connection of this proxy (Kafka's per-broker sensors).
@@ -72,6 +73,8 @@ class ProxyServer(ListeningServer):
         self.features = NO_FEATURES
         #: Node listeners: the bound listener → (the client listener it belongs to, the upstream node id).
         self._node_listeners: dict[Listener, tuple[Listener, int]] = {}
+        #: ``upstream_authentication: passthrough``: clients' logins are the brokers' (``passthrough``).
+        self.passthrough = proxy.authentication == "passthrough"
         #: Client connections accepted per upstream node (None: bootstrap connections), since start.
         self.connections_per_node: Counter[int | None] = Counter()
 
@@ -111,6 +114,7 @@ class ProxyServer(ListeningServer):
             meter=self.meter,
             dial=self._dial,
             features=self.features,
+            passthrough=self.passthrough,
         )
         return ProxyDispatcher(context, route)
 
@@ -163,6 +167,10 @@ class ProxyServer(ListeningServer):
                 )
             self.auto_create.version = min(high, DESCRIBE_CONFIGS_VERSION)
             await self._identify_bootstrap(upstream)
+            if self.passthrough:
+                problem = unsupported_by_broker(self.services.sections, upstream.offered_mechanisms)
+                if problem is not None:
+                    raise InvalidConfigError(problem)
         except Exception as e:
             raise InvalidConfigError(f"cannot use the upstream {self.services.sections.proxy.upstream}: {e}") from e
         finally:

@@ -24,6 +24,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import Versions
 from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
+from kafkaguard.protocol.passthrough import LoginRelay
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.scope import ListenerContext, scope_fields, scope_of
@@ -110,6 +111,8 @@ class ProxyRoute:
     dial: Dial
     #: The upstream's features as the proxy answers them (``versions.negotiate_features``).
     features: Features = NO_FEATURES
+    #: ``upstream_authentication: passthrough``: the connection's logins go to its broker (``protocol.passthrough``).
+    passthrough: bool = False
 
 
 class ProxyDispatcher:
@@ -152,6 +155,11 @@ class ProxyDispatcher:
             meter=self.route.meter,
         )
         return await HANDLERS[api_key](scope, request.body)
+
+    @property
+    def login_relay(self) -> LoginRelay | None:
+        """In passthrough, this connection's own upstream connection: the broker decides its logins."""
+        return self.upstream if self.route.passthrough else None
 
     async def close(self) -> None:
         self.upstream.close()

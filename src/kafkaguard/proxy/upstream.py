@@ -32,6 +32,7 @@ import ssl
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 from typing import Any, Protocol
 
@@ -39,6 +40,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import KafkaguardError, ScramError
 from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import request_schema
+from kafkaguard.protocol.passthrough import LoginUnavailable, RelayedAnswer
 from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy.links import Link, open_link
 from kafkaguard.proxy.oauthbearer_client import (
@@ -200,6 +202,10 @@ class Upstream(Protocol):
         """The client connection has ended."""
         ...
 
+    async def relay_login(self, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        """A client's SASL token passed through to the broker (``protocol.passthrough.LoginRelay``)."""
+        ...
+
 
 #: How a client connection gets its way upstream: from the addresses to try (``UpstreamConnection`` with the proxy's
 #: security and timeout; a test's in-memory upstream).
@@ -223,6 +229,11 @@ class UpstreamConnection:
         #: An answer being passed on: the link is then closed by ``pass_answer_on`` when it ends (a socket must not be
         #: closed under the loop's wait on it).
         self._passing = False
+        #: A client's login was passed through on this connection: it is the client's, and is never dialled again
+        #: with the service credential (``relay_login``).
+        self._relayed = False
+        #: The mechanisms the broker enables, from its answer to the service login's SaslHandshake (empty before).
+        self.offered_mechanisms: tuple[str, ...] = ()
 
     @property
     def connected(self) -> bool:
@@ -273,6 +284,8 @@ class UpstreamConnection:
             raise state.failure
         if isinstance(state, _Connected) and not state.link.closing:
             return state.link
+        if self._relayed:  # the client's own login is gone with its link: no other may stand in for it
+            raise self._fail(UpstreamUnavailable(f"upstream {self.address} closed the client's passed-through login"))
         await self.connect()
         state = self._state
         if not isinstance(state, _Connected):  # connect() leaves it connected or raises
@@ -397,6 +410,7 @@ class UpstreamConnection:
             1,
             build_request(request_schema(ApiKey.SASL_HANDSHAKE, 1), mechanism=mechanism_name),
         )
+        self.offered_mechanisms = tuple(str(name) for name in handshake.mechanisms)
         if int(handshake.error_code) != 0:
             raise ScramError(f"the upstream does not offer {mechanism_name} (it offers {list(handshake.mechanisms)})")
         if isinstance(login, OAuthBearerLogin):
@@ -436,6 +450,64 @@ class UpstreamConnection:
         if int(answer.error_code) != 0:
             raise ScramError(f"upstream login failed: {answer.error_message or answer.error_code}")
         return bytes(answer.auth_bytes)
+
+    async def relay_login(self, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        """Pass a SASL token of the client's on to the broker, and the broker's answer back (``protocol.passthrough``):
+        ``first`` opens this connection without the service login and sends SaslHandshake v1 for ``mechanism`` first
+        (or, on a connection already logged in, begins its re-authentication, KIP-368); the token goes in a
+        SaslAuthenticate v2. A refusal leaves the connection failed (the broker closes it, too).
+
+        :raises LoginUnavailable: the broker could not be reached or did not answer in time (never a token in it).
+        """
+        self._relayed = True
+        try:
+            async with asyncio.timeout(self._timeout):
+                link = await self._relay_link(first)
+                if first:
+                    schema = request_schema(ApiKey.SASL_HANDSHAKE, 1)
+                    handshake = await self._login_call(
+                        link, ApiKey.SASL_HANDSHAKE, 1, build_request(schema, mechanism=mechanism)
+                    )
+                    if int(handshake.error_code) != 0:
+                        self._fail(UpstreamUnavailable(f"upstream {self.address} does not enable {mechanism}"))
+                        return RelayedAnswer(int(handshake.error_code), f"Unsupported SASL mechanism {mechanism}", b"")
+                answer = await self._sasl_authenticate(link, token)
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ssl.SSLError, UpstreamProtocolError) as e:
+            failure = f"upstream {self.address} could not be asked about a login: {e.__class__.__name__}"
+            self._fail(UpstreamUnavailable(failure))
+            raise LoginUnavailable(failure) from None  # the exception's text may quote what was sent: not chained
+        code = int(answer.error_code)
+        if code != 0:
+            self._fail(UpstreamUnavailable(f"upstream {self.address} refused the client's login"))
+        lifetime = answer.session_lifetime // timedelta(milliseconds=1)  # kio reads session_lifetime_ms as a timedelta
+        return RelayedAnswer(code, answer.error_message, bytes(answer.auth_bytes), lifetime)
+
+    async def _relay_link(self, first: bool) -> Link:
+        """The link a relayed token goes on: a new one, dialled without a login, for a first token (the logged-in
+        one when re-authenticating); the one the exchange is on for the others.
+
+        :raises OSError, TimeoutError, ssl.SSLError: no address could be dialled.
+        :raises LoginUnavailable: the connection failed before.
+        """
+        state = self._state
+        if isinstance(state, _Failed):
+            raise LoginUnavailable(str(state.failure))
+        if isinstance(state, _Connected) and not state.link.closing:
+            return state.link
+        if not first:
+            raise LoginUnavailable(f"upstream {self.address} closed the connection during a login")
+        tls = self._security.tls if self._security.protocol.uses_tls else None
+        failure: OSError = OSError("no address for this upstream broker")
+        for address in self.addresses:
+            self.address = address
+            try:
+                link = await open_link(address.host, address.port, tls)
+            except OSError as e:  # ssl.SSLError is an OSError
+                failure = e
+                continue
+            self._state = _Connected(link)
+            return link
+        raise failure
 
 
 def _is_upstream(connection: UpstreamConnection) -> Upstream:

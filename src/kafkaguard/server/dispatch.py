@@ -53,3 +53,7 @@ class ServerDispatcher:
 
     async def close(self) -> None:
         pass
+
+    @property
+    def login_relay(self) -> None:
+        return None  # the server decides every login itself

@@ -1,0 +1,179 @@
+"""Logins passed through to the upstream broker (the proxy's ``upstream_authentication: passthrough``).
+
+A mechanism passed through is a ``MechanismServer`` like the others (``protocol.mechanisms``), but it checks nothing
+itself: each client token goes to the broker over the client connection's own upstream connection (a ``LoginRelay``:
+the proxy's ``UpstreamConnection``), and the broker's answer is the answer — its server tokens, its verdict, its error
+code and message, its session lifetime. kafkaguard only reads the user name the client claims, to know the principal
+the broker derives (Kafka's ``ScramSaslServer`` and ``PlainSaslServer`` take it as the authorization id):
+
+* SCRAM-SHA-256/512: the ``n=`` name of the client-first message, ``=2C``/``=3D`` unescaped (``scram.messages``); a
+  delegation-token login (the ``tokenauth`` extension) is refused, since its principal is the token's owner, which
+  only the broker knows;
+* PLAIN: the user name of ``authzid NUL user NUL password`` (the password is relayed, never kept).
+
+Nothing a client sends is stored or logged here. The process's failed-login budget (``identity.failure_budget``) still
+stands in front: asked before a client-first goes up, paid by every step the broker refuses (SCRAM: client-first for
+an unknown user, client-final for a wrong proof; PLAIN: its one token), given back on success. A broker that cannot
+be asked raises ``LoginUnavailable``: the connection closes without an answer, which Kafka's clients treat as a
+broker failure and retry, never as "authentication failed".
+
+Cost model: one upstream round trip per client token (a SCRAM login: handshake + two, PLAIN: handshake + one); the
+only parsing is a split of the first token.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Protocol
+
+from kafkaguard.errors import KafkaguardError, ScramError
+from kafkaguard.identity.failure_budget import Attempt, LoginFailureBudget, LoginThrottledError
+from kafkaguard.protocol.mechanisms import (
+    Authenticated,
+    Challenge,
+    Failed,
+    Login,
+    MechanismServer,
+    MechanismSource,
+    Step,
+    throttled,
+)
+from kafkaguard.scram.messages import parse_client_first
+
+#: The mechanisms a login can pass through (OAUTHBEARER and GSSAPI cannot yet).
+PASSTHROUGH_MECHANISMS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"})
+
+
+class LoginUnavailable(KafkaguardError):
+    """The broker could not be asked (unreachable, closed, or no answer in time); the message never holds a token."""
+
+
+@dataclass(frozen=True, slots=True)
+class RelayedAnswer:
+    """The broker's answer to one relayed token (its SaslAuthenticate response, or a refused SaslHandshake's code)."""
+
+    error_code: int
+    error_message: str | None
+    auth_bytes: bytes
+    session_lifetime_ms: int = 0
+
+
+class LoginRelay(Protocol):
+    """Where a passed-through login goes: the client connection's own upstream connection."""
+
+    async def relay_login(self, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        """Send ``token`` to the broker (``first``: after a SaslHandshake for ``mechanism``) and return its answer.
+
+        :raises LoginUnavailable: the broker could not be asked.
+        """
+        ...
+
+
+def claimed_user(mechanism: str, token: bytes) -> tuple[str | None, str | None]:
+    """(the user name the first token claims, why it cannot pass through) — both None when the token is malformed:
+    the broker then refuses it in its own words."""
+    if mechanism == "PLAIN":
+        parts = token.decode("utf-8", "replace").split("\x00", 3)  # as Kafka's PlainSaslServer reads it
+        return (parts[1] or None, None) if len(parts) == 3 else (None, None)
+    if any(part.lower() == "tokenauth=true" for part in token.decode("utf-8", "replace").split(",")):
+        # Kafka's principal is then the token's owner, which only the broker knows (and the parser refuses these)
+        return None, "Authentication failed: delegation token logins cannot be passed through"
+    try:
+        return parse_client_first(token).username, None
+    except ScramError:
+        return None, None
+
+
+def plain_secret(key: bytes, token: bytes) -> bytes:
+    """An HMAC of the password in a PLAIN token (empty for a malformed one), as ``passwords.checker`` keys it."""
+    parts = token.split(b"\x00", 2)
+    return hmac.digest(key, parts[2], "sha256") if len(parts) == 3 else b""
+
+
+class PassthroughServer:
+    """One client's exchange passed through to the broker (see the module docstring)."""
+
+    def __init__(
+        self, name: str, relay: LoginRelay, budget: LoginFailureBudget, client: str, *, key: bytes = b""
+    ) -> None:
+        """``key``: the process's key for the HMAC of a PLAIN password that the budget's known pairs compare
+        (``identity.failure_budget``: only the right password is exempt from a spent address budget)."""
+        self.name = name
+        self._relay = relay
+        self._budget = budget
+        self._client = client
+        self._key = key
+        self._user: str | None = None
+        self._secret = b""
+        self._steps = 0
+
+    @property
+    def claimed_user(self) -> str | None:
+        return self._user
+
+    async def step(self, token: bytes) -> Step:
+        first = self._steps == 0
+        self._steps += 1
+        proof = self.name == "PLAIN" or not first  # the token that carries the password or its proof
+        try:
+            if first:
+                self._user, refusal = claimed_user(self.name, token)
+                if refusal is not None:
+                    return Failed(refusal)
+                if self.name == "PLAIN":
+                    self._secret = plain_secret(self._key, token)
+                else:  # a SCRAM client-first: a refused client gets no salt from the broker either
+                    self._budget.check(self.name, self._client, self._user)
+            attempt = self._budget.take(self.name, self._client, self._user, secret=self._secret) if proof else None
+        except LoginThrottledError as e:
+            return throttled(e)
+        try:
+            answer = await self._relay.relay_login(self.name, token, first=first)
+        except LoginUnavailable:
+            if attempt is not None:
+                self._budget.cancelled(attempt)
+            raise
+        if answer.error_code != 0:
+            self._charge(attempt)
+            return Failed(answer.error_message or "", error_code=answer.error_code, relayed=True)
+        if self.name != "PLAIN" and first:
+            return Challenge(answer.auth_bytes, answer.error_message)
+        if attempt is not None:
+            self._budget.succeeded(attempt)
+        if self._user is None:  # accepted by the broker, yet no name kafkaguard can read: it cannot authorize it
+            return Failed("Authentication failed: the user name could not be read for authorization")
+        login = Login(self._user, self.name, relayed_lifetime_ms=answer.session_lifetime_ms)
+        return Authenticated(answer.auth_bytes, login, answer.error_message)
+
+    def _charge(self, attempt: Attempt | None) -> None:
+        """The broker refused: a failed login, paid for whichever step it came at (a SCRAM client-first for an
+        unknown user took nothing yet)."""
+        if attempt is None:
+            try:
+                attempt = self._budget.take(self.name, self._client, self._user, secret=self._secret)
+            except LoginThrottledError:
+                return  # nothing left to take: the refusal stands, and the next attempt is refused unchecked
+        self._budget.failed(attempt)
+
+
+class PassthroughMechanisms:
+    """A listener's mechanisms with ``passed`` ones passed through ``relay``; the rest are kafkaguard's own."""
+
+    def __init__(
+        self, own: MechanismSource, relay: LoginRelay, passed: frozenset[str], budget: LoginFailureBudget
+    ) -> None:
+        self._own = own
+        self._relay = relay
+        self._passed = passed & PASSTHROUGH_MECHANISMS
+        self._budget = budget
+        self._key = secrets.token_bytes(32)
+
+    def passes(self, name: str) -> bool:
+        return name in self._passed
+
+    def server(self, name: str, *, client: str, reauthentication: bool) -> MechanismServer:
+        if name in self._passed:
+            return PassthroughServer(name, self._relay, self._budget, client, key=self._key)
+        return self._own.server(name, client=client, reauthentication=reauthentication)

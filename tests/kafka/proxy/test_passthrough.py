@@ -1,0 +1,321 @@
+"""Logins passed through (``upstream_authentication: passthrough``), against the real Kafka broker: the broker
+decides every login, and every request goes up as the client itself; kafkaguard's ACLs still decide too.
+
+The broker here is this module's own (``plain_kafka``: SCRAM-SHA-256/512 and PLAIN on its SASL_PLAINTEXT listener).
+SCRAM users exist only on Kafka, made with its Admin API (AlterUserScramCredentials, through librdkafka); PLAIN users
+only in its JAAS configuration. kafkaguard's store holds no user at all but its admin. Each login is tried straight on
+the broker and through the proxy with the same raw client (``tests.wire``), and the two answers compared step by step
+(error code, error message): right and wrong passwords, an unknown user, a deleted one, a rotated password, both SCRAM
+mechanisms, PLAIN. Then producers show both ACL sets at work (both must allow), and the broker's authorizer log and
+kafkaguard's audit trail name the client, never the proxy's service user.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import scramp  # type: ignore[import-untyped]
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin._acl import AclBinding as KafkaAclBinding
+from confluent_kafka.admin._acl import AclOperation as KafkaAclOperation
+from confluent_kafka.admin._acl import AclPermissionType as KafkaAclPermissionType
+from confluent_kafka.admin._resource import ResourcePatternType
+from confluent_kafka.admin._resource import ResourceType as KafkaResourceType
+from confluent_kafka.admin._scram import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialAlteration,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
+from confluent_kafka.cimpl import NewTopic
+from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+
+from kafkaguard.errors import InvalidConfigError
+from kafkaguard.model import AclOperation, ResourceType
+from kafkaguard.protocol.passthrough import RelayedAnswer
+from kafkaguard.proxy.upstream import UpstreamConnection
+from kafkaguard.scram import ScramMechanism as KafkaguardScram
+from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
+from tests.kafka.proxy.conftest import start_proxy
+from tests.kafka.proxy.test_proxy_clients import grant
+from tests.serving import ServerHandle
+from tests.wire import Wire
+
+PLAIN_USER, PLAIN_PASSWORD = "plain-client", "plain-client-secret"
+TIMEOUT = 30.0
+#: The broker's session lifetime (KIP-368): short, so that a test sees clients re-authenticate.
+REAUTH_MS = 3000
+Answer = tuple[str, int, str | None]  # (the step, its error code, its error message)
+
+
+@pytest.fixture(scope="module")
+def plain_kafka(kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    broker = KafkaBroker(kafka_dist, tmp_path_factory.mktemp("passthrough-kafka"),
+                         plain_users={PLAIN_USER: PLAIN_PASSWORD},
+                         extra_properties=(f"connections.max.reauth.ms={REAUTH_MS}",))  # fmt: skip
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def passthrough(plain_kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+    """The proxy in passthrough; its service user is the broker's admin (for discovery and broker settings only)."""
+    handle = start_proxy(tmp_path_factory.mktemp("passthrough-proxy"), plain_kafka,
+                         upstream_authentication="passthrough",
+                         sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
+                         auth_failure_delay_ms=0)  # fmt: skip
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
+
+
+def admin(kafka: KafkaBroker) -> AdminClient:
+    return AdminClient(kafka.client_config())
+
+
+def set_password(kafka: KafkaBroker, user: str, password: str, *mechanisms: ScramMechanism) -> None:
+    """SCRAM credentials made by Kafka's Admin API (AlterUserScramCredentials), on the broker only."""
+    for mechanism in mechanisms:  # one alteration per user and request (Kafka: DUPLICATE_RESOURCE)
+        alter(kafka, [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), password.encode())])
+
+
+def alter(kafka: KafkaBroker, changes: list[UserScramCredentialAlteration]) -> None:
+    client = admin(kafka)  # kept until the results are in (its handle ends with it)
+    for future in client.alter_user_scram_credentials(changes).values():
+        future.result(TIMEOUT)
+
+
+def delete_user(kafka: KafkaBroker, user: str, *mechanisms: ScramMechanism) -> None:
+    for mechanism in mechanisms:
+        alter(kafka, [UserScramCredentialDeletion(user, mechanism)])
+
+
+def login(address: tuple[str, int], mechanism: str, user: str, password: str) -> list[Answer]:
+    """Each step's answer, as a raw client sees it, until the login ends (a refusal, or the server's last token)."""
+    with Wire(address, timeout=TIMEOUT) as wire:
+        handshake = wire.request(SaslHandshakeRequest(mechanism=mechanism))
+        answers: list[Answer] = [("handshake", handshake.error_code.value, None)]
+        if handshake.error_code.value:
+            return answers
+        if mechanism == "PLAIN":
+            tokens = iter([f"\x00{user}\x00{password}".encode()])
+            client = None
+        else:
+            client = scramp.ScramClient([mechanism], user, password)
+            tokens = iter([client.get_client_first().encode()])
+        for step in ("first", "final"):
+            token = next(tokens, None)
+            if token is None:
+                break
+            answer = wire.request(SaslAuthenticateRequest(auth_bytes=token))
+            answers.append((step, answer.error_code.value, answer.error_message))
+            if answer.error_code.value or client is None:
+                break
+            if step == "first":
+                client.set_server_first(bytes(answer.auth_bytes).decode())
+                tokens = iter([client.get_client_final().encode()])
+            else:
+                client.set_server_final(bytes(answer.auth_bytes).decode())  # the broker's proof checks out
+        return answers
+
+
+def both(kafka: KafkaBroker, proxy: ServerHandle, mechanism: str, user: str, password: str) -> list[Answer]:
+    """The login straight to the broker and through the proxy: the same answers, step by step."""
+    host, port = kafka.bootstrap.split(":")
+    direct = login((host, int(port)), mechanism, user, password)
+    through = login(proxy.sasl, mechanism, user, password)
+    assert through == direct, (mechanism, user)
+    return direct
+
+
+def accepted(answers: list[Answer]) -> bool:
+    return all(code == 0 for _step, code, _message in answers) and len(answers) >= 2
+
+
+def until_broker_agrees(kafka: KafkaBroker, mechanism: str, user: str, password: str, ok: bool) -> None:
+    """A credential change is committed before the broker's cache has it: wait until a direct login shows it."""
+    host, port = kafka.bootstrap.split(":")
+    deadline = time.monotonic() + TIMEOUT
+    while accepted(login((host, int(port)), mechanism, user, password)) != ok:
+        assert time.monotonic() < deadline, f"the broker never {'accepted' if ok else 'refused'} {user}"
+        time.sleep(0.2)  # polling the broker's credential cache, bounded by the deadline
+
+
+SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
+
+
+def test_every_login_is_decided_as_the_broker_decides_it(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    user = f"pt-{uuid.uuid4().hex[:8]}"
+    set_password(plain_kafka, user, "first-password", SHA256, SHA512)
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-512", user, "first-password", ok=True)
+    for kind in KafkaguardScram:  # kafkaguard has never heard of it
+        assert passthrough.services.credentials.lookup(user, kind) is None
+    outcomes = {}
+    for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+        outcomes[f"{mechanism} right"] = both(plain_kafka, passthrough, mechanism, user, "first-password")
+        outcomes[f"{mechanism} wrong"] = both(plain_kafka, passthrough, mechanism, user, "not-the-password")
+        outcomes[f"{mechanism} unknown"] = both(plain_kafka, passthrough, mechanism, f"ghost-{user}", "whatever")
+    outcomes["PLAIN right"] = both(plain_kafka, passthrough, "PLAIN", PLAIN_USER, PLAIN_PASSWORD)
+    outcomes["PLAIN wrong"] = both(plain_kafka, passthrough, "PLAIN", PLAIN_USER, "not-the-password")
+    outcomes["PLAIN unknown"] = both(plain_kafka, passthrough, "PLAIN", "nobody", PLAIN_PASSWORD)
+
+    set_password(plain_kafka, user, "rotated-password", SHA256, SHA512)  # a rotated password
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, "rotated-password", ok=True)
+    outcomes["rotated: old"] = both(plain_kafka, passthrough, "SCRAM-SHA-256", user, "first-password")
+    outcomes["rotated: new"] = both(plain_kafka, passthrough, "SCRAM-SHA-256", user, "rotated-password")
+    delete_user(plain_kafka, user, SHA256, SHA512)  # a deleted user
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, "rotated-password", ok=False)
+    outcomes["deleted"] = both(plain_kafka, passthrough, "SCRAM-SHA-256", user, "rotated-password")
+
+    verdicts = {case: accepted(answers) for case, answers in outcomes.items()}
+    assert verdicts == {
+        "SCRAM-SHA-256 right": True, "SCRAM-SHA-256 wrong": False, "SCRAM-SHA-256 unknown": False,
+        "SCRAM-SHA-512 right": True, "SCRAM-SHA-512 wrong": False, "SCRAM-SHA-512 unknown": False,
+        "PLAIN right": True, "PLAIN wrong": False, "PLAIN unknown": False,
+        "rotated: old": False, "rotated: new": True, "deleted": False,
+    }  # fmt: skip
+    # the refusals are Kafka's own words, passed on
+    assert outcomes["PLAIN wrong"][-1][2] == "Authentication failed: Invalid username or password"
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in str(outcomes["SCRAM-SHA-512 wrong"][-1][2])
+    # kafkaguard's audit trail names the principal the broker derived
+    logins = [data for category, data in passthrough.audit_events() if category == "authentication"]
+    succeeded = {str(data.get("principal")) for data in logins if data.get("principal")}
+    assert {f"User:{user}", f"User:{PLAIN_USER}"} <= succeeded
+
+
+def kafka_allows(kafka: KafkaBroker, principal: str, topic: str, *operations: KafkaAclOperation) -> None:
+    bindings = [KafkaAclBinding(KafkaResourceType.TOPIC, topic, ResourcePatternType.LITERAL, principal, "*", op,
+                                KafkaAclPermissionType.ALLOW) for op in operations]  # fmt: skip
+    client = admin(kafka)
+    for future in client.create_acls(bindings).values():
+        future.result(TIMEOUT)
+
+
+def produce(proxy: ServerHandle, user: str, password: str, topic: str) -> KafkaError | None:
+    host, port = proxy.sasl
+    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
+                         "message.timeout.ms": 10_000, "linger.ms": 0})  # fmt: skip
+    outcomes: list[KafkaError | None] = []
+    producer.produce(topic, b"passed through", on_delivery=lambda err, _msg: outcomes.append(err))
+    producer.flush(TIMEOUT)
+    assert len(outcomes) == 1
+    return outcomes[0]
+
+
+def broker_principals(kafka: KafkaBroker, topic: str, since: int) -> set[str]:
+    """Who the broker's authorizer saw asking about ``topic`` and for what (``User:x WRITE``), in its log from byte
+    ``since`` on (``log_end``)."""
+    found = set()
+    with kafka.authorizer_log.open("rb") as log:
+        log.seek(since)
+        for line in log.read().decode(errors="replace").splitlines():
+            if f"on resource = Topic:LITERAL:{topic} " in line:
+                principal = line.split("Principal = ", 1)[1].split(" ", 1)[0]
+                found.add(f"{principal} {line.split(' operation = ', 1)[1].split(' ', 1)[0]}")
+    return found
+
+
+def log_end(kafka: KafkaBroker) -> int:
+    return kafka.authorizer_log.stat().st_size
+
+
+def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    user, password = f"pt-{uuid.uuid4().hex[:8]}", "client-password"
+    principal = f"User:{user}"
+    set_password(plain_kafka, user, password, SHA256)
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
+    only_broker, only_kafkaguard, both_allow = (f"{kind}-{uuid.uuid4().hex[:8]}" for kind in
+                                                ("only-broker", "only-kafkaguard", "both"))  # fmt: skip
+    client = admin(plain_kafka)
+    for future in client.create_topics([NewTopic(t, 1, 1) for t in (only_broker, only_kafkaguard,
+                                                                                 both_allow)]).values():  # fmt: skip
+        future.result(TIMEOUT)
+    for topic in (only_broker, both_allow):
+        kafka_allows(plain_kafka, principal, topic, KafkaAclOperation.WRITE, KafkaAclOperation.DESCRIBE)
+    for topic in (only_kafkaguard, both_allow):
+        grant(passthrough, principal, ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
+
+    since = log_end(plain_kafka)  # the setup above was the broker's admin's: what follows is the client's traffic
+    outcomes: dict[str, Any] = {topic: produce(passthrough, user, password, topic)
+                                for topic in (only_broker, only_kafkaguard, both_allow)}  # fmt: skip
+    assert outcomes[both_allow] is None
+    for refused in (only_broker, only_kafkaguard):  # the refusal Kafka gives, whoever gave it
+        assert outcomes[refused] is not None and outcomes[refused].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # the broker saw the client itself, never the proxy's service user; kafkaguard never let it ask for only_broker
+    assert broker_principals(plain_kafka, both_allow, since) == {f"{principal} DESCRIBE", f"{principal} WRITE"}
+    assert broker_principals(plain_kafka, only_kafkaguard, since) == {f"{principal} DESCRIBE"}  # the broker refused
+    assert broker_principals(plain_kafka, only_broker, since) == set()
+    records = [r for r in passthrough.audit_records() if r.get("principal") == principal]
+    seen = {(r.get("resource_name"), r.get("decision")) for r in records}
+    assert any(name == both_allow for name, _ in seen), seen
+    assert any(name == only_broker for name, _ in seen), seen
+
+
+def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    """kafkaguard's own admin logs in through the proxy, too, as the broker's admin (same name and password there):
+    a user only kafkaguard knows cannot log in at all."""
+    passthrough.add_user("only-in-kafkaguard", "its-password")
+    answers = login(passthrough.sasl, "SCRAM-SHA-256", "only-in-kafkaguard", "its-password")
+    assert not accepted(answers)
+    assert accepted(login(passthrough.sasl, "SCRAM-SHA-512", ADMIN, ADMIN_PASSWORD))
+
+
+def test_a_session_re_authenticates_through_to_the_broker(
+    plain_kafka: KafkaBroker, passthrough: ServerHandle, monkeypatch: pytest.MonkeyPatch
+):
+    """The broker gives sessions a lifetime (connections.max.reauth.ms): the proxy passes it on, the client
+    re-authenticates before it ends (KIP-368), and the proxy relays that on the same upstream connection."""
+    renewals: list[str] = []
+    real = UpstreamConnection.relay_login
+
+    async def spy(self: UpstreamConnection, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        if first and self.connected:  # a first token on a logged-in connection: a re-authentication
+            renewals.append(mechanism)
+        return await real(self, mechanism, token, first=first)
+
+    monkeypatch.setattr(UpstreamConnection, "relay_login", spy)
+    user, password = f"pt-{uuid.uuid4().hex[:8]}", "reauth-password"
+    set_password(plain_kafka, user, password, SHA256)
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
+    topic = f"reauth-{uuid.uuid4().hex[:8]}"
+    client = admin(plain_kafka)
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    kafka_allows(plain_kafka, f"User:{user}", topic, KafkaAclOperation.WRITE, KafkaAclOperation.DESCRIBE)
+    grant(passthrough, f"User:{user}", ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
+    host, port = passthrough.sasl
+    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
+                         "linger.ms": 0})  # fmt: skip
+    outcomes: list[KafkaError | None] = []
+    deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+    while time.monotonic() < deadline:  # produce across more than two session lifetimes
+        producer.produce(topic, b"again", on_delivery=lambda err, _msg: outcomes.append(err))
+        producer.flush(TIMEOUT)
+        time.sleep(0.5)  # pacing the producer across the sessions' lifetimes
+    assert outcomes and all(err is None for err in outcomes), outcomes
+    assert renewals and set(renewals) == {"SCRAM-SHA-256"}
+
+
+def test_a_mechanism_the_broker_does_not_enable_stops_the_proxy_at_start(kafka: KafkaBroker, tmp_path: Path):
+    """``kafka`` (the session's broker) enables SCRAM only: passing PLAIN through to it cannot work, and the proxy
+    says so at start, from the broker's own SaslHandshake answer."""
+    with pytest.raises(InvalidConfigError) as failure:
+        start_proxy(tmp_path, kafka, upstream_authentication="passthrough", sasl_plain_without_tls=True,
+                    sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])  # fmt: skip
+    message = str(failure.value)
+    assert "the broker does not enable PLAIN (it offers SCRAM-SHA-512, SCRAM-SHA-256)" in message
+    assert ADMIN_PASSWORD not in message
