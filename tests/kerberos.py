@@ -34,6 +34,37 @@ SERVICE_HOST = "localhost"
 SERVICE_PRINCIPAL = f"{SERVICE}/{SERVICE_HOST}@{MAIN}"
 START_TIMEOUT = 15.0
 _TOOLS = ("krb5kdc", "kdb5_util", "kadmin.local", "kinit")
+
+#: The principal-to-local rules the GSSAPI tests serve with, on kafkaguard and on Kafka alike: no DEFAULT, so a
+#: principal none of them maps is refused.
+RULES = (
+    f"RULE:[1:$1@$0](.*@{OTHER.replace('.', '[.]')})s/@.*//L",  # OTHER's users, lower-cased
+    f"RULE:[2:$1_$2@$0](ops_.*@{OTHER.replace('.', '[.]')})s/@.*//U",  # OTHER's ops/… instances, upper-cased
+    f"RULE:[1:$1@$0](mallory@{MAIN.replace('.', '[.]')})",  # a non-simple result: refused, later rules unasked
+    "RULE:[2:$2@$1](.*@etl)s/@etl//L",  # etl/<job>: the job's name, lower-cased
+    f"RULE:[2:$1@$0](svc@{MAIN.replace('.', '[.]')})s/@.*/-service/",
+    f"RULE:[1:$1@$0](.*@{MAIN.replace('.', '[.]')})s/@.*//",  # MAIN's users as they are (DEFAULT's mapping)
+)
+
+#: (Kerberos principal, the User: name the rules give it, or None: refused).
+CASES = (
+    (f"alice@{MAIN}", "alice"),
+    (f"Bob@{MAIN}", "Bob"),
+    (f"CAROL@{MAIN}", "CAROL"),
+    (f"ivan.smith@{MAIN}", "ivan.smith"),
+    (f"judy_x-1@{MAIN}", "judy_x-1"),
+    (f"dave/admin@{MAIN}", None),  # an instance no rule maps (no DEFAULT)
+    (f"svc/host1.kafkaguard.test@{MAIN}", "svc-service"),
+    (f"etl/Nightly-Batch@{MAIN}", "nightly-batch"),
+    (f"mallory@{MAIN}", None),  # the third rule's result holds '@': no principal, the last rule is never asked
+    (f"erin@{OTHER}", "erin"),
+    (f"Frank@{OTHER}", "frank"),
+    (f"KEN@{OTHER}", "ken"),
+    (f"ops/Grace@{OTHER}", "OPS_GRACE"),
+    (f"heidi/x@{OTHER}", None),  # another realm's instance no rule maps
+    (f"Leo/Admin@{MAIN}", None),
+    (f"svc/host2@{MAIN}", "svc-service"),
+)
 _SBIN = ("/usr/sbin", "/usr/bin", "/sbin")
 
 
@@ -224,10 +255,11 @@ def start_kdc(directory: Path) -> Kdc:
             raise RuntimeError(f"kdb5_util create -r {realm} failed: {done.stdout}{done.stderr}")
     for realm in (MAIN, OTHER):  # the trust: OTHER's clients get MAIN's services (the same key in both realms)
         kdc.kadmin(realm, f"addprinc -pw kafkaguard-test-trust krbtgt/{MAIN}@{OTHER}")
-    kdc.process = subprocess.Popen(
-        [tool("krb5kdc"), "-n", "-r", MAIN, "-r", OTHER, "-P", str(directory / "krb5kdc.pid")],
-        env=os.environ | kdc.env(), stdout=subprocess.DEVNULL, stderr=(directory / "krb5kdc.err").open("wb"),
-    )  # fmt: skip
+    with (directory / "krb5kdc.err").open("wb") as errors:  # the child keeps its own descriptor
+        kdc.process = subprocess.Popen(
+            [tool("krb5kdc"), "-n", "-r", MAIN, "-r", OTHER, "-P", str(directory / "krb5kdc.pid")],
+            env=os.environ | kdc.env(), stdout=subprocess.DEVNULL, stderr=errors,
+        )  # fmt: skip
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if kdc.process.poll() is not None:

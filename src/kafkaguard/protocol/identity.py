@@ -1,6 +1,7 @@
 """How a server tells who its clients are, built once per process from the settings: the SASL mechanisms its
 listeners can offer (``mechanisms``: SCRAM, PLAIN's password check, OAUTHBEARER's token check with the identity
-provider's keys) and the rules that turn a client certificate into a principal.
+provider's keys, GSSAPI's acceptor with the node's keytab and the principal-to-local rules) and the rules that turn a
+client certificate into a principal.
 
 The connection (``protocol.connection``) asks: after the TLS handshake of an SSL listener, ``certificate_principal``;
 after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike. Every mechanism draws on
@@ -18,6 +19,8 @@ from kafkaguard.bootstrap import Services
 from kafkaguard.config import SecurityProtocol, Settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError, OAuthBearerError
 from kafkaguard.identity.jwks import JwksSource
+from kafkaguard.identity.kerberos import Acceptor, KerberosError, default_realm
+from kafkaguard.identity.kerberos_names import KerberosShortNamer
 from kafkaguard.identity.oauth import TokenExpectations
 from kafkaguard.identity.ssl_mapping import PrincipalMappingError, SslPrincipalMapper
 from kafkaguard.identity.super_user_reach import certificate_super_users
@@ -25,7 +28,7 @@ from kafkaguard.identity.x500 import rfc2253_name
 from kafkaguard.model import ANONYMOUS_PRINCIPAL
 from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.passwords.throttle import DerivationPool
-from kafkaguard.protocol.mechanisms import Mechanisms, TokenCheck
+from kafkaguard.protocol.mechanisms import KerberosCheck, Mechanisms, TokenCheck
 
 
 class CertificateNotMapped(KafkaguardError):
@@ -42,6 +45,8 @@ class Identity:
     ssl_mapper: SslPrincipalMapper
     #: PLAIN's PBKDF2 pool (None without PLAIN): closed with the server.
     pool: DerivationPool | None = None
+    #: GSSAPI's acceptor pool (None without GSSAPI): closed with the server.
+    kerberos_pool: DerivationPool | None = None
 
     def certificate_principal(self, certificate_der: bytes | None) -> str:
         """The principal of a client on an SSL listener: ``User:ANONYMOUS`` without a certificate (client auth
@@ -88,8 +93,11 @@ class Identity:
             )
             tokens = TokenCheck(keys, expectations)
         mapper = SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules)
-        mechanisms = Mechanisms(services.credentials, services.server_secret, services.login_budget, checker, tokens)
-        return cls(mechanisms, tokens, mapper, pool)
+        kerberos = _kerberos_check(settings)
+        mechanisms = Mechanisms(
+            services.credentials, services.server_secret, services.login_budget, checker, tokens, kerberos
+        )
+        return cls(mechanisms, tokens, mapper, pool, None if kerberos is None else kerberos.pool)
 
     async def start(self) -> None:
         """Load the identity provider's keys (OAUTHBEARER) and keep them fresh.
@@ -107,6 +115,27 @@ class Identity:
             await self.tokens.keys.close()
         if self.pool is not None:
             self.pool.close()
+        if self.kerberos_pool is not None:
+            self.kerberos_pool.close()
+
+
+def _kerberos_check(settings: Settings) -> KerberosCheck | None:
+    """GSSAPI's acceptor, rules and pool, or None without GSSAPI. The rules' ``DEFAULT`` realm is krb5.conf's
+    ``default_realm``, as Kafka's.
+
+    :raises InvalidConfigError: the keytab cannot be read or holds no key of the principal.
+    """
+    keytab, principal = settings.sasl_kerberos_keytab, settings.sasl_kerberos_principal
+    if "GSSAPI" not in settings.sasl_mechanisms or keytab is None or principal is None:
+        return None
+    try:
+        acceptor = Acceptor(keytab, principal)
+    except KerberosError as e:
+        raise InvalidConfigError(f"sasl_kerberos_keytab: {e}") from None
+    namer = KerberosShortNamer.from_rules(default_realm(), settings.sasl_kerberos_principal_to_local_rules)
+    # The same bounds as PLAIN's PBKDF2: accepting a ticket costs a keytab read and a replay-cache write.
+    pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="sasl-gssapi")
+    return KerberosCheck(acceptor, namer, pool)
 
 
 def certificate_super_user_warnings(settings: Settings, mapper: SslPrincipalMapper) -> list[str]:
