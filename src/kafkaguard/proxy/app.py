@@ -21,6 +21,7 @@ from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.identity.kerberos import Initiator, KerberosError
 from kafkaguard.node.listening import ListeningServer
 from kafkaguard.node.rollout_watch import AclFileLoader
 from kafkaguard.protocol.api_versions import NO_FEATURES
@@ -31,7 +32,7 @@ from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreat
 from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
 from kafkaguard.proxy.quotas import QuotaMeter
-from kafkaguard.proxy.upstream import Address, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
+from kafkaguard.proxy.upstream import Address, KerberosLogin, UpstreamConnection, UpstreamProtocol, UpstreamSecurity
 from kafkaguard.proxy.upstream_tokens import AccessTokenSource
 from kafkaguard.proxy.versions import FEATURES_COMPLETE_FROM, features_of, negotiate, negotiate_features
 from kafkaguard.scram import ScramMechanism
@@ -167,13 +168,14 @@ def upstream_security(settings: Settings) -> UpstreamSecurity:
     """
     protocol = UpstreamProtocol(settings.upstream_security_protocol)
     oauthbearer = settings.upstream_sasl_mechanism == "OAUTHBEARER"
+    kerberos = upstream_kerberos(settings) if protocol.uses_sasl else None
     password = settings.upstream_password.get_secret_value() if settings.upstream_password else ""
     if settings.upstream_password_file is not None:
         try:
             password = settings.upstream_password_file.read_text("utf-8").rstrip("\n")
         except OSError as e:
             raise InvalidConfigError(f"cannot read upstream_password_file: {e.strerror}") from None
-    if protocol.uses_sasl and not oauthbearer and (not settings.upstream_user or not password):
+    if protocol.uses_sasl and not oauthbearer and kerberos is None and (not settings.upstream_user or not password):
         raise InvalidConfigError(
             f"upstream_security_protocol {protocol.value} needs upstream_user and a password "
             "(KAFKAGUARD_UPSTREAM_PASSWORD or upstream_password_file)"
@@ -190,13 +192,29 @@ def upstream_security(settings: Settings) -> UpstreamSecurity:
     return UpstreamSecurity(
         protocol=protocol,
         mechanism=ScramMechanism.SCRAM_SHA_512
-        if oauthbearer
+        if oauthbearer or kerberos is not None
         else ScramMechanism.from_name(settings.upstream_sasl_mechanism),
         username=settings.upstream_user or "",
         password=password,
         tls=tls,
         tokens=tokens,
+        kerberos=kerberos,
     )
+
+
+def upstream_kerberos(settings: Settings) -> KerberosLogin | None:
+    """The proxy's Kerberos login towards the upstream (``upstream_sasl_mechanism`` GSSAPI), or None.
+
+    :raises InvalidConfigError: the keytab cannot be read.
+    """
+    keytab, principal = settings.upstream_sasl_kerberos_keytab, settings.upstream_sasl_kerberos_principal
+    if settings.upstream_sasl_mechanism != "GSSAPI" or keytab is None or principal is None:
+        return None
+    try:
+        initiator = Initiator(keytab, principal)
+    except KerberosError as e:
+        raise InvalidConfigError(f"upstream_sasl_kerberos_keytab: {e}") from None
+    return KerberosLogin(initiator, settings.upstream_sasl_kerberos_service_name or "")
 
 
 def upstream_tls(settings: Settings) -> ssl.SSLContext:
