@@ -222,6 +222,15 @@ class Settings(BaseSettings):
         description="This node's own Kerberos principal, <service>/<host>@REALM (Kafka's JAAS principal; needed for "
         "GSSAPI): a ticket is bound to the service it was issued for, so GSSAPI logins end here.",
     )
+    sasl_kerberos_accept_workers: int = Field(
+        1, ge=1, description="Threads accepting GSSAPI tickets (each reads the keytab and writes the replay cache)."
+    )
+    sasl_kerberos_accept_max_pending: int = Field(
+        256,
+        ge=1,
+        description="GSSAPI tickets being accepted or waiting at once (a ticket costs well under a millisecond); "
+        "beyond that a login is refused at once, to retry.",
+    )
     sasl_kerberos_principal_to_local_rules: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["DEFAULT"],
         description="Kafka's sasl.kerberos.principal.to.local.rules (a list; comma-separated as a flag or variable): "

@@ -14,6 +14,8 @@ from typing import Any
 
 import gssapi
 import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
@@ -198,3 +200,12 @@ def test_kafka_python_logs_in_with_gssapi(
             admin.close()
     assert described["error_code"] == ErrorCode.topic_authorization_failed
     assert principal_of(kerberos_server, topic) == {f"User:{expected}"}
+
+
+def test_confluent_kafkas_wheel_has_no_gssapi() -> None:
+    """The README says so: confluent-kafka's wheel bundles a librdkafka built without libsasl2, which refuses
+    GSSAPI when the client is made (its own message). Use kafka-python or Kafka's Java clients for Kerberos."""
+    with pytest.raises(KafkaException, match="No provider for SASL mechanism GSSAPI") as refused:
+        AdminClient({"bootstrap.servers": "localhost:1", "security.protocol": "SASL_PLAINTEXT",
+                     "sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": SERVICE})  # fmt: skip
+    assert "Current build options: PLAIN SASL_SCRAM OAUTHBEARER" in str(refused.value)

@@ -133,8 +133,9 @@ def _kerberos_check(settings: Settings) -> KerberosCheck | None:
     except KerberosError as e:
         raise InvalidConfigError(f"sasl_kerberos_keytab: {e}") from None
     namer = KerberosShortNamer.from_rules(default_realm(), settings.sasl_kerberos_principal_to_local_rules)
-    # The same bounds as PLAIN's PBKDF2: accepting a ticket costs a keytab read and a replay-cache write.
-    pool = DerivationPool(settings.console_login_workers, settings.console_login_max_pending, name="sasl-gssapi")
+    # Accepting a ticket costs a keytab read and a replay-cache write: off the loop, bounded.
+    pool = DerivationPool(settings.sasl_kerberos_accept_workers, settings.sasl_kerberos_accept_max_pending,
+                          name="sasl-gssapi")  # fmt: skip
     return KerberosCheck(acceptor, namer, pool)
 
 

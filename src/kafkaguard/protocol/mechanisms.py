@@ -21,8 +21,8 @@ in a ``Login`` or a failure whose message is safe to send to the client.
 - **GSSAPI** (Kerberos V5, RFC 4752, as Kafka's broker runs Java's ``GssKrb5Server``): the client's ticket accepted
   with the node's own keytab (``identity.kerberos``), the Kerberos principal it proves mapped to the ``User:`` name by
   ``sasl_kerberos_principal_to_local_rules`` (``identity.kerberos_names``). Accepting a ticket reads the keytab and
-  writes the replay cache, so each step runs on a bounded pool of its own (``KerberosCheck``), and the first pays
-  with a failed login of the client's address before it is accepted. A principal the rules cannot map fails the
+  writes the replay cache, so it runs on a bounded pool of its own (``KerberosCheck``), paid for first with a failed
+  login of the client's address. A principal the rules cannot map fails the
   login (Kafka fails that connection at its first request instead).
 
 Every mechanism draws on the process's one ``LoginFailureBudget`` (``identity.failure_budget``): a refused login
@@ -340,8 +340,8 @@ class OAuthBearerServer:
 @dataclass(frozen=True, slots=True)
 class KerberosCheck:
     """What GSSAPI logins are checked with: the node's acceptor (keytab and service principal), the rules that name
-    a principal, and the pool the acceptor's steps run on (its bounds are PLAIN's: ``console_login_workers``,
-    ``console_login_max_pending``)."""
+    a principal, and the pool tickets are accepted on (``sasl_kerberos_accept_workers``,
+    ``sasl_kerberos_accept_max_pending``)."""
 
     acceptor: Acceptor
     namer: KerberosShortNamer
@@ -353,9 +353,10 @@ _GSSAPI_FAILED = "Authentication failed during authentication due to invalid cre
 
 
 class GssapiServer:
-    """SASL/GSSAPI: ``identity.kerberos``'s server exchange, each step on the ``KerberosCheck``'s pool, the
-    principal named by its rules. The failure budget is paid (per address: a ticket is not guessed name by name)
-    before the first token is accepted, and given back when the login succeeds."""
+    """SASL/GSSAPI: ``identity.kerberos``'s server exchange, the ticket accepted on the ``KerberosCheck``'s pool (the
+    later steps wrap and unwrap a few bytes: on the loop), the principal named by its rules. The failure budget is
+    paid (per address: a ticket is not guessed name by name) before the first token is accepted, and given back when
+    the login succeeds."""
 
     name = "GSSAPI"
 
@@ -377,7 +378,9 @@ class GssapiServer:
             if exchange is None:
                 self._attempt = self._budget.take(self.name, self._client)
                 exchange = self._exchange = self._check.acceptor.exchange()
-            reply, done = await self._check.pool.run(exchange.step, token)
+                reply, done = await self._check.pool.run(exchange.step, token)
+            else:
+                reply, done = exchange.step(token)
         except LoginThrottledError as e:  # the budget refused, or the pool is full
             return self._fail(throttled(e), cancelled=True)
         except KerberosError as e:
