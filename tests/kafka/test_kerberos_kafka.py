@@ -193,7 +193,7 @@ def kafka_python_asks(target: Target, kdc: Kdc, directory: Path) -> dict[str, st
             try:
                 admin = KafkaAdminClient(bootstrap_servers=target.bootstrap, security_protocol="SASL_PLAINTEXT",
                                          sasl_mechanism="GSSAPI", sasl_kerberos_service_name=SERVICE,
-                                         request_timeout_ms=3000, bootstrap_timeout_ms=4000)  # fmt: skip
+                                         request_timeout_ms=3000, bootstrap_timeout_ms=2500)  # fmt: skip
             except KafkaPythonError:
                 continue  # refused (kafkaguard) or its connection closed at once (Kafka): nothing to ask with
             try:

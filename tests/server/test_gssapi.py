@@ -6,6 +6,7 @@ clients: the ``gssapi`` binding driving the wire exchange by hand, and kafka-pyt
 
 from __future__ import annotations
 
+import concurrent.futures
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -209,3 +210,35 @@ def test_confluent_kafkas_wheel_has_no_gssapi() -> None:
         AdminClient({"bootstrap.servers": "localhost:1", "security.protocol": "SASL_PLAINTEXT",
                      "sasl.mechanism": "GSSAPI", "sasl.kerberos.service.name": SERVICE})  # fmt: skip
     assert "Current build options: PLAIN SASL_SCRAM OAUTHBEARER" in str(refused.value)
+
+
+def test_refused_tickets_spend_the_failure_budget_and_waiting_ones_do_not(
+    tmp_path: Path, tls_files: TlsFiles, kdc: Kdc
+) -> None:
+    """Three bad tickets spend an address's burst of three: the fourth login is refused unchecked, a valid ticket
+    included. Many valid logins at once from one address (more than its burst) all pass."""
+    with kerberos_env(kdc):
+        handle = start_server(tmp_path / "budget", tls_files, listeners=["SASL_PLAINTEXT://127.0.0.1:0"],
+                              ssl_certfile=None, ssl_keyfile=None, login_failures_per_address_burst=3,
+                              **gssapi_settings(kdc))  # fmt: skip
+        try:
+            credentials = client_credentials(kdc, f"alice@{MAIN}", tmp_path)
+            wires = [Wire(handle.sasl) for _ in range(8)]  # more logins under way at once than the burst
+            try:
+                with concurrent.futures.ThreadPoolExecutor(len(wires)) as pool:
+                    logins = list(pool.map(lambda wire: gssapi_login(wire, credentials), wires))
+                assert logins == [(ErrorCode.none, None)] * len(wires)
+            finally:
+                for wire in wires:
+                    wire.close()
+            for _ in range(3):
+                with Wire(handle.sasl) as wire:
+                    assert wire.request(SaslHandshakeRequest(mechanism="GSSAPI")).error_code == ErrorCode.none
+                    answer = wire.request(SaslAuthenticateRequest(auth_bytes=b"\x60\x05not-a-ticket"))
+                    assert answer.error_message == REFUSED
+            with Wire(handle.sasl) as wire:
+                code, message = gssapi_login(wire, credentials)
+                assert code == ErrorCode.sasl_authentication_failed
+                assert message is not None and message.startswith("Authentication failed: Too many failed logins")
+        finally:
+            handle.stop()

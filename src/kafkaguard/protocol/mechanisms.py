@@ -21,8 +21,8 @@ in a ``Login`` or a failure whose message is safe to send to the client.
 - **GSSAPI** (Kerberos V5, RFC 4752, as Kafka's broker runs Java's ``GssKrb5Server``): the client's ticket accepted
   with the node's own keytab (``identity.kerberos``), the Kerberos principal it proves mapped to the ``User:`` name by
   ``sasl_kerberos_principal_to_local_rules`` (``identity.kerberos_names``). Accepting a ticket reads the keytab and
-  writes the replay cache, so it runs on a bounded pool of its own (``KerberosCheck``), paid for first with a failed
-  login of the client's address. A principal the rules cannot map fails the
+  writes the replay cache, so it runs on a bounded pool of its own (``KerberosCheck``); a spent address is refused
+  before it, and a refused ticket spends a failed login of the address. A principal the rules cannot map fails the
   login (Kafka fails that connection at its first request instead).
 
 Every mechanism draws on the process's one ``LoginFailureBudget`` (``identity.failure_budget``): a refused login
@@ -36,6 +36,7 @@ and the groups the token carried.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -49,7 +50,7 @@ from kafkaguard.errors import (
     ScramAuthenticationError,
     ScramStateError,
 )
-from kafkaguard.identity.failure_budget import Attempt, LoginFailureBudget, LoginThrottledError
+from kafkaguard.identity.failure_budget import LoginFailureBudget, LoginThrottledError
 from kafkaguard.identity.jwks import JwksSource
 from kafkaguard.identity.kerberos import Acceptor, GssapiServerExchange, KerberosError
 from kafkaguard.identity.kerberos_names import KerberosMappingError, KerberosName, KerberosShortNamer
@@ -354,9 +355,14 @@ _GSSAPI_FAILED = "Authentication failed during authentication due to invalid cre
 
 class GssapiServer:
     """SASL/GSSAPI: ``identity.kerberos``'s server exchange, the ticket accepted on the ``KerberosCheck``'s pool (the
-    later steps wrap and unwrap a few bytes: on the loop), the principal named by its rules. The failure budget is
-    paid (per address: a ticket is not guessed name by name) before the first token is accepted, and given back when
-    the login succeeds."""
+    later steps wrap and unwrap a few bytes: on the loop), the principal named by its rules.
+
+    The failure budget (per address: a ticket is not guessed name by name) is asked before the ticket is accepted,
+    and a refused ticket spends a failed login; unlike PLAIN's, a GSSAPI check takes nothing while it waits for the
+    pool. Why: a ticket cannot be guessed, only forged with the service's key, so the budget bounds the work a
+    failing address causes rather than guesses; and 50 clients behind one address logging in at once would
+    otherwise spend the address's whole burst merely by waiting (``bench_logins`` saw it). A flood of bad tickets
+    can go past the budget by at most the pool's ``max_pending`` in flight."""
 
     name = "GSSAPI"
 
@@ -365,7 +371,6 @@ class GssapiServer:
         self._budget = budget
         self._client = client
         self._exchange: GssapiServerExchange | None = None
-        self._attempt: Attempt | None = None
         self._peer: str | None = None
 
     @property
@@ -376,16 +381,18 @@ class GssapiServer:
         exchange = self._exchange
         try:
             if exchange is None:
-                self._attempt = self._budget.take(self.name, self._client)
+                self._budget.check(self.name, self._client)  # a spent address is refused before any work
                 exchange = self._exchange = self._check.acceptor.exchange()
                 reply, done = await self._check.pool.run(exchange.step, token)
             else:
                 reply, done = exchange.step(token)
         except LoginThrottledError as e:  # the budget refused, or the pool is full
-            return self._fail(throttled(e), cancelled=True)
+            return throttled(e)
         except KerberosError as e:
             log.info("GSSAPI login from /%s refused: %s", self._client, e)  # GSSAPI's status, never a key
-            return self._fail(Failed(_GSSAPI_FAILED))  # as Kafka: the reason is logged, never sent
+            with contextlib.suppress(LoginThrottledError):  # spent meanwhile: the address is failing already
+                self._budget.failed(self._budget.take(self.name, self._client))
+            return Failed(_GSSAPI_FAILED)  # as Kafka: the reason is logged, never sent
         self._peer = exchange.peer
         if not done:
             return Challenge(reply)
@@ -394,22 +401,10 @@ class GssapiServer:
             user = self._check.namer.short_name(KerberosName.parse(peer))
         except KerberosMappingError as e:
             log.info("GSSAPI login of %s from /%s has no principal: %s", peer, self._client, e)
-            return self._fail(
-                Failed(f"Authentication failed: no principal for {peer} under sasl_kerberos_principal_to_local_rules")
+            return Failed(
+                f"Authentication failed: no principal for {peer} under sasl_kerberos_principal_to_local_rules"
             )
-        if self._attempt is not None:
-            self._budget.succeeded(self._attempt)
-            self._attempt = None
         return Authenticated(reply, Login(user, self.name))
-
-    def _fail(self, failed: Failed, *, cancelled: bool = False) -> Failed:
-        attempt, self._attempt = self._attempt, None
-        if attempt is not None:
-            if cancelled:
-                self._budget.cancelled(attempt)  # the pool was full: nothing was checked
-            else:
-                self._budget.failed(attempt)
-        return failed
 
 
 class Mechanisms:
