@@ -12,7 +12,7 @@ from kafkaguard.identity.kerberos_names import (
     KerberosMappingError,
     KerberosName,
     KerberosShortNamer,
-    NoMatchingRule,
+    NoMatchingKerberosRule,
     replace_parameters,
     split_rules,
 )
@@ -72,17 +72,17 @@ def test_invalid_rules_refused(rule: str) -> None:
 def test_default_maps_only_the_default_realm_and_drops_the_instance() -> None:
     assert short(["DEFAULT"], "alice@REALM.COM") == "alice"
     assert short(["DEFAULT"], "alice/admin@REALM.COM") == "alice"
-    with pytest.raises(NoMatchingRule, match=r"No rules apply to alice@OTHER\.ORG, rules \[DEFAULT\]"):
+    with pytest.raises(NoMatchingKerberosRule, match=r"No rules apply to alice@OTHER\.ORG, rules \[DEFAULT\]"):
         short(["DEFAULT"], "alice@OTHER.ORG")
     assert short([], "alice") == "alice"  # a name without realm is used as it is, rules or not
-    with pytest.raises(NoMatchingRule):
+    with pytest.raises(NoMatchingKerberosRule):
         short([], "alice@REALM.COM")  # no rules at all
 
 
 def test_first_match_wins_and_a_non_simple_result_ends_the_search() -> None:
     rules = ["RULE:[1:$1@$0](.*@OTHER\\.ORG)s/@.*//", "RULE:[1:$1@$0]", "DEFAULT"]
     assert short(rules, "bob@OTHER.ORG") == "bob"
-    with pytest.raises(NoMatchingRule, match=r"Non-simple name alice@REALM\.COM after auth_to_local rule RULE:\[1:"):
+    with pytest.raises(NoMatchingKerberosRule, match=r"Non-simple name alice@REALM\.COM after auth_to_local rule"):
         short(rules, "alice@REALM.COM")  # the second rule applies with a non-simple name: DEFAULT is never asked
     assert short(rules, "alice/x@REALM.COM") == "alice"  # two components: only DEFAULT applies
 
@@ -136,7 +136,7 @@ def test_to_upper_case_as_kafka() -> None:
 
 def test_upper_case_realms_and_lower_case() -> None:
     assert short(["RULE:[1:$1]/L"], "ÄLICE@R") == "älice"
-    with pytest.raises(NoMatchingRule):  # realms are compared exactly
+    with pytest.raises(NoMatchingKerberosRule):  # realms are compared exactly
         short(["DEFAULT"], "alice@realm.com")
 
 

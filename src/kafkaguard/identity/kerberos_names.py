@@ -8,7 +8,7 @@ SASL/GSSAPI login. I/O-free, pure CPU in microseconds.
     namer.short_name(KerberosName.parse("Alice@EXAMPLE.COM"))          # 'Alice'   (DEFAULT: the default realm)
     namer.short_name(KerberosName.parse("App/Host1@EXAMPLE.COM"))      # 'app'     (rule 1: "App@EXAMPLE.COM",
                                                                        #  "@…" removed, lower-cased)
-    namer.short_name(KerberosName.parse("bob@OTHER.ORG"))              # raises NoMatchingRule (not the default realm)
+    namer.short_name(KerberosName.parse("bob@OTHER.ORG"))              # raises NoMatchingKerberosRule (another realm)
 
 Kafka's semantics, step by step:
 
@@ -27,10 +27,11 @@ Kafka's semantics, step by step:
     ``BadFormatString``); the rule applies when ``match`` matches the whole base (Java ``matches()``); then
     ``s/from/to/`` replaces the first match of ``from`` (with ``g``: every match) by ``to`` in Java's replacement
     syntax (``$1``, ``\\x``);
-  - a result holding ``/`` or ``@`` ends the search: no principal (``NoMatchingRule``, "Non-simple name …"), even if
-    a later rule would have given one; ``L`` lower-cases the result, ``U`` upper-cases it (``Locale.ENGLISH``).
+  - a result holding ``/`` or ``@`` ends the search: no principal (``NoMatchingKerberosRule``, "Non-simple name
+    …"), even if a later rule would have given one; ``L`` lower-cases the result, ``U`` upper-cases it
+    (``Locale.ENGLISH``).
 
-  No rule gives a name → ``NoMatchingRule`` ("No rules apply to …"). Patterns are Java regexes, matched as Java
+  No rule gives a name → ``NoMatchingKerberosRule`` ("No rules apply to …"). Patterns are Java regexes, matched as Java
   matches them or refused at configuration (``ssl_mapping.java_pattern``).
 * **Kafka's list setting**: a comma-separated string is split at commas with the spaces around them
   (``split_rules``), so a rule cannot hold a comma, as in Kafka.
@@ -68,7 +69,7 @@ class KerberosMappingError(KafkaguardError):
     """A Kerberos principal the rules cannot turn into a principal name (the login gets no principal)."""
 
 
-class NoMatchingRule(KerberosMappingError):
+class NoMatchingKerberosRule(KerberosMappingError):
     """No rule gives a name, or the one that applies gives a non-simple one (Kafka's ``NoMatchingRule``)."""
 
 
@@ -127,7 +128,7 @@ class KerberosRule:
         """Kafka's ``KerberosRule.apply``: ``params`` is (realm, first component[, second component]); the name this
         rule gives, or None when it does not apply.
 
-        :raises NoMatchingRule: the result is not a simple name.
+        :raises NoMatchingKerberosRule: the result is not a simple name.
         :raises BadFormatString: ``format`` cannot be expanded for this name.
         :raises KerberosMappingError: ``to`` cannot be expanded (Java's replacement errors).
         """
@@ -146,7 +147,7 @@ class KerberosRule:
                     except ReplacementError as e:
                         raise KerberosMappingError(f"rule {self}: {e}") from None
         if result is not None and _NON_SIMPLE.search(result):
-            raise NoMatchingRule(f"Non-simple name {result} after auth_to_local rule {self}")
+            raise NoMatchingKerberosRule(f"Non-simple name {result} after auth_to_local rule {self}")
         if self.to_lower and result is not None:
             result = result.lower()
         elif self.to_upper and result is not None:
@@ -182,7 +183,7 @@ class KerberosShortNamer:
     def short_name(self, name: KerberosName) -> str:
         """Kafka's ``shortName``: a name without realm as it is; else the first rule's name.
 
-        :raises KerberosMappingError: no rule gives a simple name (``NoMatchingRule``), or the rule that applies
+        :raises KerberosMappingError: no rule gives a simple name (``NoMatchingKerberosRule``), or the rule that applies
             cannot be expanded (``BadFormatString`` …).
         """
         if name.host is None:
@@ -195,7 +196,7 @@ class KerberosShortNamer:
             result = rule.apply(params)
             if result is not None:
                 return result
-        raise NoMatchingRule(f"No rules apply to {name}, rules [{', '.join(map(str, self.rules))}]")
+        raise NoMatchingKerberosRule(f"No rules apply to {name}, rules [{', '.join(map(str, self.rules))}]")
 
     def __str__(self) -> str:
         return f"KerberosShortNamer(principalToLocalRules = [{', '.join(map(str, self.rules))}])"
