@@ -14,7 +14,11 @@ SASL exchange (SaslHandshake v1 + SaslAuthenticate v2), close. Mechanisms:
 * PLAIN over SASL_SSL (kafkaguard checks the password against the stored SCRAM keys; Kafka against the
   ``user_bench`` entry of its JAAS line);
 * mTLS: an SSL listener with the client certificate required; the login is the TLS handshake with the certificate,
-  then one ApiVersions.
+  then one ApiVersions;
+* GSSAPI (Kerberos) over SASL_PLAINTEXT: a KDC of the run's own (``tests/kerberos.py``: MIT Kerberos on loopback),
+  every server accepting tickets for ``kafka/localhost`` with the same keytab (Kafka: JAAS ``Krb5LoginModule``);
+  the client's TGT and its service ticket got once before the run (a client reuses them for hours), so each login
+  is one AP-REQ (a fresh authenticator), the AP-REP, and the security-layer messages: three SaslAuthenticate.
 
 Baselines, per target and measured in the same rounds: connect + ApiVersions + close on the SASL_PLAINTEXT listener,
 and connect + TLS handshake (server certificate only) + ApiVersions + close on the SASL_SSL listener. The difference
@@ -60,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import gssapi
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
@@ -91,6 +96,7 @@ from tests.kafka.broker import (
     TlsIdentity,
 )
 from tests.kafka.pki import CertificateAuthority
+from tests.kerberos import MAIN, SERVICE, SERVICE_HOST, SERVICE_PRINCIPAL, Kdc, start_kdc
 
 HOST = "127.0.0.1"
 USER, PASSWORD = "bench", "bench-password"
@@ -121,9 +127,10 @@ class Material:
     client_key: Path
     jwks: Path
     tokens: dict[str, str]
+    kdc: Kdc
 
     @classmethod
-    def make(cls, directory: Path) -> Material:
+    def make(cls, directory: Path, kdc: Kdc) -> Material:
         ca = CertificateAuthority.create("kafkaguard bench CA")
         ca_file = ca.write(directory)
         server = ca.issue("CN=bench-server", hosts=(HOST, "localhost"))
@@ -135,7 +142,7 @@ class Material:
         valid = claims(now, sub=USER, exp=now + 6 * 3600)
         tokens = {"RS256": sign(valid, keys.rsa_1, "RS256", "rsa-1"), "ES256": sign(valid, keys.ec_1, "ES256", "ec-1")}
         return cls(directory, ca, ca_file, server.certificate_pem, server.key_pem, server_cert, server_key,
-                   client_cert, client_key, jwks, tokens)  # fmt: skip
+                   client_cert, client_key, jwks, tokens, kdc)  # fmt: skip
 
 
 def client_tls(material: Material, with_certificate: bool) -> ssl.SSLContext:
@@ -172,7 +179,10 @@ def kafkaguard_config(path: Path, material: Material, data_dir: Path, ports: dic
         ],
         "advertised_host": HOST,
         "super_users": f"User:{ADMIN}",
-        "sasl_mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"],
+        "sasl_mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER", "GSSAPI"],
+        "sasl_kerberos_service_name": SERVICE,
+        "sasl_kerberos_keytab": str(material.kdc.service_keytab),
+        "sasl_kerberos_principal": SERVICE_PRINCIPAL,
         "ssl_certfile": str(material.server_cert),
         "ssl_keyfile": str(material.server_key),
         "ssl_cafile": str(material.ca_file),
@@ -210,17 +220,26 @@ def start_kafkaguard(
     return ProxyProcess(command, workdir, list(ports.values())), ports
 
 
+@dataclass
 class LoginBroker(KafkaBroker):
     """The test broker with what the login benchmark needs beside its own listeners: OAUTHBEARER on the
-    SASL_PLAINTEXT listener, PLAIN (a JAAS ``user_bench`` entry) on the SASL_SSL one (``OAUTH``), and Kafka's JVM
-    defaults. ``MTLS`` is ``TlsIdentity``'s SSL listener, client certificates required."""
+    SASL_PLAINTEXT listener, PLAIN (a JAAS ``user_bench`` entry) on the SASL_SSL one (``OAUTH``), GSSAPI on the
+    SASL_PLAINTEXT listener (the same keytab as kafkaguard's), and Kafka's JVM defaults. ``MTLS`` is
+    ``TlsIdentity``'s SSL listener, client certificates required."""
+
+    kdc: Kdc | None = None
 
     def _write_config(self) -> Path:
+        assert self.kdc is not None
         path = super()._write_config()
         oauth = "org.apache.kafka.common.security.oauthbearer"
         plain = f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{USER}="{PASSWORD}";'
         extra = [  # a later key wins in java.util.Properties: these replace the fixture's values of the same keys
-            "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER,GSSAPI",
+            "listener.name.sasl_plaintext.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule "
+            f'required useKeyTab=true storeKey=true keyTab="{self.kdc.service_keytab}" '
+            f'principal="{SERVICE_PRINCIPAL}";',
+            f"sasl.kerberos.service.name={SERVICE}",
             f"listener.name.sasl_plaintext.oauthbearer.sasl.server.callback.handler.class="
             f"{oauth}.OAuthBearerValidatorCallbackHandler",
             f"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config={oauth}.OAuthBearerLoginModule required;",
@@ -234,7 +253,8 @@ class LoginBroker(KafkaBroker):
         return path
 
     def jvm_options(self) -> list[str]:
-        return KAFKA_JVM_OPTIONS
+        assert self.kdc is not None
+        return [*KAFKA_JVM_OPTIONS, f"-Djava.security.krb5.conf={self.kdc.krb5_conf}"]
 
     def scram_users(self) -> dict[str, str]:
         """The admin and the bench user (kafka-storage's default: 4,096 iterations, as ours)."""
@@ -248,7 +268,7 @@ def start_kafka(home: Path, tmp: Path, material: Material) -> LoginBroker:
         server_key_pem=material.server_key_pem,
         oauth=OAuthBearerValidation(material.jwks, expected_audience=(AUDIENCE,), expected_issuer=ISSUER),
     )
-    broker = LoginBroker(home, tmp / "kafka", identity=identity)
+    broker = LoginBroker(home, tmp / "kafka", identity=identity, kdc=material.kdc)
     broker.start()
     return broker
 
@@ -278,6 +298,40 @@ def sasl_exchange(mechanism: str, auth_bytes: bytes) -> Generator[Any, Any, None
         raise RuntimeError(f"{mechanism} login failed: {done.error_code!r} {done.error_message}")
 
 
+def gssapi_exchange(credentials: gssapi.Credentials) -> Generator[Any, Any, None]:
+    """SaslHandshake v1 + SASL/GSSAPI in SaslAuthenticate v2 as Java's GssKrb5Client: the AP-REQ, the empty token
+    after the AP-REP, the answer choosing no security layer; raises unless the login succeeds."""
+    handshake = yield SaslHandshakeRequest(mechanism="GSSAPI")
+    if handshake.error_code != 0:
+        raise RuntimeError(f"SaslHandshake GSSAPI failed: {handshake.error_code!r}")
+    target = gssapi.Name(f"{SERVICE}@{SERVICE_HOST}", gssapi.NameType.hostbased_service)
+    context = gssapi.SecurityContext(name=target, creds=credentials, usage="initiate")
+    token = context.step() or b""
+    for _ in range(4):
+        answer = yield SaslAuthenticateRequest(auth_bytes=token)
+        if answer.error_code != 0:
+            raise RuntimeError(f"GSSAPI login failed: {answer.error_code!r} {answer.error_message}")
+        challenge = bytes(answer.auth_bytes)
+        if not context.complete:
+            token = context.step(challenge) or b""
+        elif challenge:
+            context.unwrap(challenge)
+            token = context.wrap(b"\x01\x00\x00\x00", False).message
+        else:
+            return
+    raise RuntimeError("the GSSAPI exchange did not end")
+
+
+def kerberos_client(kdc: Kdc) -> gssapi.Credentials:
+    """The bench user's credentials: its TGT and its ticket for ``kafka/localhost`` got now, in a cache of its own
+    (a Kerberos client asks the KDC once, then reuses its service ticket for every connection)."""
+    ccache = kdc.kinit(f"{USER}@{MAIN}", kdc.directory / "bench-client.ccache")
+    credentials = gssapi.Credentials(usage="initiate", store={"ccache": f"FILE:{ccache}"})
+    target = gssapi.Name(f"{SERVICE}@{SERVICE_HOST}", gssapi.NameType.hostbased_service)
+    gssapi.SecurityContext(name=target, creds=credentials, usage="initiate").step()  # the service ticket, cached
+    return credentials
+
+
 Login = Callable[[KafkaConn], Awaitable[None]] | None
 
 
@@ -303,6 +357,11 @@ def scenarios(material: Material) -> list[Scenario]:
     def single(mechanism: str, auth_bytes: bytes) -> Login:
         return lambda conn: exchange(conn, sasl_exchange(mechanism, auth_bytes))
 
+    kerberos = kerberos_client(material.kdc)
+
+    def gssapi_login(conn: KafkaConn) -> Awaitable[None]:
+        return exchange(conn, gssapi_exchange(kerberos))
+
     def bearer(alg: str) -> bytes:
         return f"n,,\x01auth=Bearer {material.tokens[alg]}\x01\x01".encode()
 
@@ -324,6 +383,7 @@ def scenarios(material: Material) -> list[Scenario]:
         ),
         Scenario("OAUTHBEARER RS256 (SASL_SSL)", "sasl_ssl", server_only, single("OAUTHBEARER", bearer("RS256")), tls),
         Scenario("mTLS: TLS with client certificate + ApiVersions (SSL)", "ssl", with_cert, None, tls),
+        Scenario("GSSAPI (SASL_PLAINTEXT)", "sasl", None, gssapi_login, tcp),
     ]
 
 
@@ -470,8 +530,12 @@ class Outcome:
 
 
 async def run(plan: Plan, targets: dict[str, Target], material: Material, broker: KafkaBroker,
-              affinity: str) -> Outcome:  # fmt: skip
+              affinity: str, only: str | None = None) -> Outcome:  # fmt: skip
     cases = scenarios(material)
+    if only is not None:  # the scenarios named, and their baselines
+        chosen = {s.name for s in cases if only in s.name}
+        chosen |= {s.baseline for s in cases if s.name in chosen and s.baseline is not None}
+        cases = [s for s in cases if s.name in chosen]
     outcome = Outcome(plan, affinity, [s.name for s in cases], {s.name: s.baseline for s in cases})
     _say("warm-up: every scenario on every target")
     for scenario in cases:
@@ -608,11 +672,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="rounds (default 3)")
     parser.add_argument("--seconds", type=float, help="seconds per measurement (default 4)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
+    parser.add_argument("--only", help="only the scenarios whose name holds this text (and their baselines)")
     args = parser.parse_args(argv)
     plan = Plan.make(args)
     cores = sorted(os.sched_getaffinity(0))
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-logins-"))
     broker: LoginBroker | None = None
+    kdc: Kdc | None = None
     processes: list[ProxyProcess] = []
     try:
         try:
@@ -620,7 +686,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KafkaNotConfigured as e:
             print(f"bench_logins: no Kafka distribution: {e}", file=sys.stderr)
             return 2
-        material = Material.make(tmp / "material")
+        kdc = start_kdc(tmp / "kdc")
+        os.environ.update(kdc.env())  # the servers started now (and this process's gssapi client) find the KDC
+        material = Material.make(tmp / "material", kdc)
         if len(cores) >= 2:
             server_cpu, client_cpu = cores[-1], cores[0]
             os.sched_setaffinity(0, {server_cpu})  # the servers started now inherit it
@@ -645,7 +713,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                             {"sasl": broker.port, "sasl_ssl": broker.oauth_port, "ssl": broker.mtls_port}),
         }  # fmt: skip
         try:
-            outcome = asyncio.run(run(plan, targets, material, broker, affinity))
+            outcome = asyncio.run(run(plan, targets, material, broker, affinity, args.only))
         except BaseException:
             for process in processes:
                 print(process.output_tail(), file=sys.stderr)
@@ -657,11 +725,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             process.stop()
         if broker is not None:
             broker.stop()
+        if kdc is not None:
+            kdc.stop()
         os.sched_setaffinity(0, set(cores))
         shutil.rmtree(tmp, ignore_errors=True)
     markdown = render(outcome)
     print(markdown)
-    if not (args.no_write or plan.quick):
+    if not (args.no_write or plan.quick or args.only):
         write_section("logins-issue-26", markdown)
     return 0
 

@@ -1,6 +1,7 @@
 """Shared test configuration: hypothesis profiles (``ci`` is derandomized, so every run checks the same cases), and
 the running-server fixtures of ``tests.serving`` (``tls_files``, ``server``), which the tests of ``protocol``,
-``node`` and ``server`` all use."""
+``node`` and ``server`` all use, and the session's KDC of ``tests.kerberos`` (``kdc``, started only when a test asks
+for it)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.kafka.broker import kafka_source
+from tests.kerberos import kdc
 from tests.serving import server, tls_files
 
-__all__ = ["server", "tls_files"]  # fixtures: visible to every test module
+__all__ = ["kdc", "server", "tls_files"]  # fixtures: visible to every test module
 
 settings.register_profile("ci", derandomize=True, max_examples=200, deadline=None, print_blob=True)
 settings.register_profile("dev", max_examples=200, deadline=None)

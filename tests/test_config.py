@@ -3,6 +3,7 @@ refused with what to write instead."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,37 @@ def test_usage_is_the_default_audit_mode_and_its_window_must_be_positive(tmp_pat
         load_settings(None, audit_usage_window_seconds=0)
     with pytest.raises(InvalidConfigError, match="audit_mode: Input should be 'usage', 'denied' or 'all'"):
         load_settings(None, audit_mode="some")
+
+
+_GSSAPI = {
+    "sasl_mechanisms": ["GSSAPI"],
+    "sasl_kerberos_service_name": "kafka",
+    "sasl_kerberos_keytab": "/etc/kafka.keytab",
+    "sasl_kerberos_principal": "kafka/broker1.example.com@EXAMPLE.COM",
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"sasl_kerberos_keytab": None, "sasl_kerberos_principal": None},
+         "sasl_mechanisms has GSSAPI but sasl_kerberos_keytab, sasl_kerberos_principal are not set"),
+        ({"sasl_kerberos_service_name": None}, "sasl_mechanisms has GSSAPI but sasl_kerberos_service_name is not set"),
+        ({"sasl_kerberos_principal": "kafka@EXAMPLE.COM"}, "has no host: a service principal is <service>/<host>"),
+        ({"sasl_kerberos_principal": "zk/broker1@EXAMPLE.COM"},
+         "is not of the service sasl_kerberos_service_name 'kafka'"),
+        ({"sasl_kerberos_principal": "a/b/c@EXAMPLE.COM"}, "is not a Kerberos principal"),
+        ({"sasl_kerberos_principal_to_local_rules": "RULE:[1:$1]/L,DEFAULT/L"},
+         "Invalid rule: `DEFAULT/L`, unmatched substring: `/L`"),
+    ],
+)  # fmt: skip
+def test_gssapi_settings_are_checked_together(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidConfigError, match=re.escape(message)):
+        load_settings(None, **{key: value for key, value in (_GSSAPI | changes).items() if value is not None})
+
+
+def test_gssapi_settings_and_kafkas_list_splitting() -> None:
+    settings = load_settings(None, **_GSSAPI, sasl_kerberos_principal_to_local_rules=" RULE:[1:$1]/L , DEFAULT ")
+    assert settings.sasl_kerberos_principal_to_local_rules == ["RULE:[1:$1]/L", "DEFAULT"]
+    assert load_settings(None).sasl_kerberos_principal_to_local_rules == ["DEFAULT"]
+    assert load_settings(None, **(_GSSAPI | {"sasl_kerberos_principal": "kafka/broker1"})).sasl_kerberos_principal

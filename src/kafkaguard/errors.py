@@ -25,6 +25,10 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      ├── PrincipalMappingError            identity.ssl_mapping a certificate's DN the mapping rules cannot map
      │    ├── NoMatchingRule              identity.ssl_mapping no rule applies (Kafka's NoMatchingRule)
      │    └── ReplacementError            identity.ssl_mapping a matching rule's replacement Java cannot expand
+     ├── KerberosMappingError             identity.kerberos_names a Kerberos principal the to-local rules cannot map
+     │    ├── NoMatchingKerberosRule      identity.kerberos_names no rule gives a simple name (Kafka's NoMatchingRule)
+     │    └── BadFormatString             identity.kerberos_names a rule's [n:format] the name cannot fill
+     ├── KerberosError                    identity.kerberos a Kerberos or SASL/GSSAPI step failed (GSSAPI's reason)
      ├── OAuthBearerError                 errors            SASL/OAUTHBEARER: its exchange, tokens and keys
      │    ├── OAuthBearerAuthenticationError errors         a failed exchange (SASL_AUTHENTICATION_FAILED)
      │    │    └── OAuthBearerProtocolError errors          a malformed client response (generic client message)

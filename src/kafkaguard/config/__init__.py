@@ -33,6 +33,7 @@ from kafkaguard.audit.records.routing import parse_routes, topic_name_error
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.config.sections import Secret, StoreSettings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.identity.kerberos_names import KerberosMappingError, KerberosName, KerberosShortNamer, split_rules
 from kafkaguard.identity.ssl_mapping import SslPrincipalMapper
 from kafkaguard.model.host import cidr_error, java_host
 from kafkaguard.store.files import write_private
@@ -57,7 +58,7 @@ class SecurityProtocol(Enum):
 
 
 #: The SASL mechanisms a Kafka listener can offer.
-SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER")
+SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER", "GSSAPI")
 
 _LISTENER = re.compile(r"^(?P<protocol>[A-Z_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\s]*):(?P<port>\d{1,5})$")
 
@@ -211,6 +212,34 @@ class Settings(BaseSettings):
         description="A claim (or dotted path to a nested one, e.g. realm_access.roles) whose strings are the "
         "token's groups: each becomes a Group:NAME principal of the session, beside the stored memberships. "
         "kafkaguard's addition; Kafka has none.",
+    )
+    sasl_kerberos_service_name: str | None = Field(
+        None,
+        description="Kafka's sasl.kerberos.service.name: the service of this node's Kerberos principal (usually "
+        "kafka; needed for GSSAPI). Clients ask for a ticket to <service>/<the host they connect to>.",
+    )
+    sasl_kerberos_keytab: Path | None = Field(
+        None, description="The keytab holding the key of sasl_kerberos_principal (needed for GSSAPI; keep it private)."
+    )
+    sasl_kerberos_principal: str | None = Field(
+        None,
+        description="This node's own Kerberos principal, <service>/<host>@REALM (Kafka's JAAS principal; needed for "
+        "GSSAPI): a ticket is bound to the service it was issued for, so GSSAPI logins end here.",
+    )
+    sasl_kerberos_accept_workers: int = Field(
+        1, ge=1, description="Threads accepting GSSAPI tickets (each reads the keytab and writes the replay cache)."
+    )
+    sasl_kerberos_accept_max_pending: int = Field(
+        256,
+        ge=1,
+        description="GSSAPI tickets being accepted or waiting at once (a ticket costs well under a millisecond); "
+        "beyond that a login is refused at once, to retry.",
+    )
+    sasl_kerberos_principal_to_local_rules: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: ["DEFAULT"],
+        description="Kafka's sasl.kerberos.principal.to.local.rules (a list; comma-separated as a flag or variable): "
+        "how a Kerberos principal becomes the User: name, e.g. 'RULE:[2:$1@$0](.*@EXAMPLE\\.COM)s/@.*//L,DEFAULT'. "
+        "The first rule that applies wins; DEFAULT maps the default realm's principals to their first component.",
     )
     proxy_protocol: Literal["off", "optional", "required"] = Field(
         "off",
@@ -466,8 +495,19 @@ class Settings(BaseSettings):
     upstream_security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
         "PLAINTEXT", description="How the proxy reaches the upstream (Kafka's security.protocol)."
     )
-    upstream_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"] = Field(
+    upstream_sasl_mechanism: Literal["SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI"] = Field(
         "SCRAM-SHA-512", description="The proxy's SASL mechanism towards the upstream."
+    )
+    upstream_sasl_kerberos_service_name: str | None = Field(
+        None,
+        description="Kafka's sasl.kerberos.service.name for the upstream (GSSAPI): the service of the upstream "
+        "brokers' principals; the proxy asks for a ticket to <service>/<broker host>.",
+    )
+    upstream_sasl_kerberos_keytab: Path | None = Field(
+        None, description="The keytab of upstream_sasl_kerberos_principal (GSSAPI; keep it private)."
+    )
+    upstream_sasl_kerberos_principal: str | None = Field(
+        None, description="The proxy's own Kerberos principal on the upstream (GSSAPI), e.g. kafkaguard-proxy@REALM."
     )
     upstream_user: str | None = Field(None, description="The proxy's service user on the upstream (SASL).")
     upstream_password: SecretStr | None = Field(
@@ -550,6 +590,8 @@ class Settings(BaseSettings):
             raise InvalidConfigError(
                 f"upstream_sasl_oauthbearer_token_endpoint_url {url!r} is not https://… or http://…"
             )
+        if self.upstream_sasl_mechanism == "GSSAPI":
+            return self._check_upstream_kerberos(protocol)
         if self.upstream_sasl_mechanism != "OAUTHBEARER":
             return self
         missing = [
@@ -572,6 +614,26 @@ class Settings(BaseSettings):
             )
         if missing:
             raise InvalidConfigError(f"upstream_sasl_mechanism OAUTHBEARER needs {', '.join(missing)}")
+        return self
+
+    def _check_upstream_kerberos(self, protocol: SecurityProtocol) -> Settings:
+        if not protocol.uses_sasl:
+            raise InvalidConfigError(
+                f"upstream_sasl_mechanism GSSAPI needs upstream_security_protocol SASL_PLAINTEXT or SASL_SSL, "
+                f"not {protocol.value}"
+            )
+        missing = [
+            name
+            for name in (
+                "upstream_sasl_kerberos_service_name",
+                "upstream_sasl_kerberos_keytab",
+                "upstream_sasl_kerberos_principal",
+            )
+            if not getattr(self, name)
+        ]
+        if missing:
+            raise InvalidConfigError(f"upstream_sasl_mechanism GSSAPI needs {', '.join(missing)}")
+        _check_principal("upstream_sasl_kerberos_principal", str(self.upstream_sasl_kerberos_principal))
         return self
 
     @field_validator("audit_kafka_routes")
@@ -603,10 +665,10 @@ class Settings(BaseSettings):
                     "audit_kafka_bootstrap_servers 'upstream' needs upstream (the proxy's cluster); or name the "
                     "audit cluster's host:port"
                 )
-            if self.upstream_sasl_mechanism == "OAUTHBEARER":
+            if self.upstream_sasl_mechanism in ("OAUTHBEARER", "GSSAPI"):
                 raise InvalidConfigError(
-                    "audit_kafka_bootstrap_servers 'upstream' cannot log in with OAUTHBEARER: name the cluster's "
-                    "host:port and give the audit sink a SCRAM or PLAIN user (audit_kafka_user)"
+                    f"audit_kafka_bootstrap_servers 'upstream' cannot log in with {self.upstream_sasl_mechanism}: "
+                    "name the cluster's host:port and give the audit sink a SCRAM or PLAIN user (audit_kafka_user)"
                 )
             return self
         try:
@@ -800,6 +862,18 @@ class Settings(BaseSettings):
             return value
         return [part.strip() for item in items for part in str(item).split(",") if part.strip()]
 
+    @field_validator("sasl_kerberos_principal_to_local_rules", mode="before")
+    @classmethod
+    def _split_kerberos_rules(cls, value: object) -> object:
+        """A string (a flag, a variable) is split as Kafka splits its list settings; a YAML list stays as it is."""
+        return split_rules(value) if isinstance(value, str) else value
+
+    @field_validator("sasl_kerberos_principal_to_local_rules")
+    @classmethod
+    def _check_kerberos_rules(cls, value: list[str]) -> list[str]:
+        KerberosShortNamer.from_rules("", value)  # Kafka refuses bad rules at start; so does kafkaguard
+        return value
+
     @field_validator("ssl_principal_mapping_rules")
     @classmethod
     def _check_mapping_rules(cls, value: str) -> str:
@@ -831,12 +905,38 @@ class Settings(BaseSettings):
                 "sasl_mechanisms has OAUTHBEARER but sasl_oauthbearer_jwks_endpoint_url is not set: the identity "
                 "provider's keys (https://…/jwks or file:/path) are needed to check tokens"
             )
+        if "GSSAPI" in self.sasl_mechanisms:
+            self._check_kerberos()
         if self.proxy_protocol != "off" and not self.trusted_proxies:
             raise InvalidConfigError(
                 f"proxy_protocol {self.proxy_protocol} needs trusted_proxies: the load balancers' addresses whose "
                 "PROXY headers are believed"
             )
         return self
+
+    def _check_kerberos(self) -> None:
+        missing = [
+            name
+            for name in ("sasl_kerberos_service_name", "sasl_kerberos_keytab", "sasl_kerberos_principal")
+            if not getattr(self, name)
+        ]
+        if missing:
+            raise InvalidConfigError(
+                f"sasl_mechanisms has GSSAPI but {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set: "
+                "the node's own Kerberos principal (<service>/<host>@REALM), its keytab and the service name"
+            )
+        principal = _check_principal("sasl_kerberos_principal", str(self.sasl_kerberos_principal))
+        if principal.host is None:
+            raise InvalidConfigError(
+                f"sasl_kerberos_principal {self.sasl_kerberos_principal!r} has no host: a service principal is "
+                "<service>/<host>@REALM, the host the clients connect to"
+            )
+        if principal.service != self.sasl_kerberos_service_name:
+            raise InvalidConfigError(
+                f"sasl_kerberos_principal {self.sasl_kerberos_principal!r} is not of the service "
+                f"sasl_kerberos_service_name {self.sasl_kerberos_service_name!r}: clients ask for a ticket to "
+                f"{self.sasl_kerberos_service_name}/<host>"
+            )
 
     @classmethod
     def settings_customise_sources(
@@ -873,6 +973,20 @@ class Settings(BaseSettings):
         :raises InvalidConfigError: both password settings are given, or the file cannot be read.
         """
         return StoreSettings.of(self).url()
+
+
+def _check_principal(setting: str, principal: str) -> KerberosName:
+    """``principal`` parsed as Kafka parses a Kerberos name.
+
+    :raises InvalidConfigError: it is not ``name[/host][@REALM]``.
+    """
+    try:  # without a realm, the default realm's (krb5.conf)
+        name: KerberosName | None = KerberosName.parse(principal if "@" in principal else principal + "@")
+    except KerberosMappingError:
+        name = None
+    if name is None or not name.service:
+        raise InvalidConfigError(f"{setting} {principal!r} is not a Kerberos principal, name[/host]@REALM")
+    return name
 
 
 def _count_entries(value: object, separator: str, setting: str, example: str) -> object:

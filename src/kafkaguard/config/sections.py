@@ -139,6 +139,18 @@ class OAuthBearerSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class KerberosSettings:
+    """The node's own Kerberos service (GSSAPI): its principal and keytab, and Kafka's principal-to-local rules."""
+
+    service_name: str
+    keytab: Path
+    principal: str
+    principal_to_local_rules: tuple[str, ...]
+    accept_workers: int
+    accept_max_pending: int
+
+
+@dataclass(frozen=True, slots=True)
 class IdentitySettings:
     """Who a client is (``protocol.identity``, ``protocol.connection``) and the first admin (``bootstrap``)."""
 
@@ -146,6 +158,8 @@ class IdentitySettings:
     sasl_plain_without_tls: bool
     #: None unless OAUTHBEARER is among the mechanisms (the settings then have its JWKS endpoint).
     oauthbearer: OAuthBearerSettings | None
+    #: None unless GSSAPI is among the mechanisms (the settings' validation then makes sure each part is given).
+    kerberos: KerberosSettings | None
     ssl_principal_mapping_rules: str
     auth_failure_delay_ms: int
     connections_max_reauth_ms: int
@@ -169,10 +183,22 @@ class IdentitySettings:
                 clock_skew_seconds=settings.sasl_oauthbearer_clock_skew_seconds,
                 groups_claim_name=settings.sasl_oauthbearer_groups_claim_name,
             )
+        kerberos = None
+        keytab, principal = settings.sasl_kerberos_keytab, settings.sasl_kerberos_principal
+        if "GSSAPI" in settings.sasl_mechanisms and keytab is not None and principal is not None:
+            kerberos = KerberosSettings(
+                service_name=settings.sasl_kerberos_service_name or "",
+                keytab=keytab,
+                principal=principal,
+                principal_to_local_rules=tuple(settings.sasl_kerberos_principal_to_local_rules),
+                accept_workers=settings.sasl_kerberos_accept_workers,
+                accept_max_pending=settings.sasl_kerberos_accept_max_pending,
+            )
         return cls(
             sasl_mechanisms=tuple(settings.sasl_mechanisms),
             sasl_plain_without_tls=settings.sasl_plain_without_tls,
             oauthbearer=oauthbearer,
+            kerberos=kerberos,
             ssl_principal_mapping_rules=settings.ssl_principal_mapping_rules,
             auth_failure_delay_ms=settings.auth_failure_delay_ms,
             connections_max_reauth_ms=settings.connections_max_reauth_ms,
@@ -372,7 +398,16 @@ class UpstreamOAuthBearer:
     scope: str | None
 
 
-UpstreamCredential = UpstreamScram | UpstreamOAuthBearer
+@dataclass(frozen=True, slots=True)
+class UpstreamKerberos:
+    """The proxy's GSSAPI login upstream, by keytab (the settings' validation makes sure each part is given)."""
+
+    service_name: str
+    keytab: Path
+    principal: str
+
+
+UpstreamCredential = UpstreamScram | UpstreamOAuthBearer | UpstreamKerberos
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,6 +459,11 @@ class ProxySettings:
                     ),
                     settings.upstream_sasl_oauthbearer_scope,
                 )
+            elif settings.upstream_sasl_mechanism == "GSSAPI":
+                keytab, principal = settings.upstream_sasl_kerberos_keytab, settings.upstream_sasl_kerberos_principal
+                if keytab is None or principal is None:  # refused by the settings' validation: never reached
+                    raise InvalidConfigError("upstream_sasl_mechanism GSSAPI needs a keytab and a principal")
+                login = UpstreamKerberos(settings.upstream_sasl_kerberos_service_name or "", keytab, principal)
             else:
                 login = UpstreamScram(
                     ScramMechanism.from_name(settings.upstream_sasl_mechanism),

@@ -271,6 +271,15 @@ def escape_literal_back_references(unescaped: str, groups: int) -> str:
 
 def _replace_all(pattern: re.Pattern[str], text: str, replacement: str) -> str:
     """Java's ``text.replaceAll(pattern, replacement)``: every ``find()`` match, in turn, expanded."""
+    return java_replace(pattern, text, replacement, first_only=False)
+
+
+def java_replace(pattern: re.Pattern[str], text: str, replacement: str, *, first_only: bool) -> str:
+    """Java's ``Matcher.replaceAll`` (or with ``first_only``, ``replaceFirst``) of ``pattern`` (a ``java_pattern``)
+    in ``text``: every ``find()`` match in turn (or only the first), expanded as Java expands ``replacement``.
+
+    :raises ReplacementError: the replacement cannot be expanded (Java's message).
+    """
     out: list[str] = []
     last, position = 0, 0
     while position <= len(text):
@@ -280,6 +289,8 @@ def _replace_all(pattern: re.Pattern[str], text: str, replacement: str) -> str:
         out.append(text[last : match.start()])
         out.append(_expand(replacement, match))
         last = match.end()
+        if first_only:
+            break
         position = match.end() + (1 if match.end() == match.start() else 0)
     out.append(text[last:])
     return "".join(out)

@@ -1,6 +1,7 @@
 """How a server tells who its clients are, built once per process from the settings: the SASL mechanisms its
 listeners can offer (``mechanisms``: SCRAM, PLAIN's password check, OAUTHBEARER's token check with the identity
-provider's keys) and the rules that turn a client certificate into a principal.
+provider's keys, GSSAPI's acceptor with the node's keytab and the principal-to-local rules) and the rules that turn a
+client certificate into a principal.
 
 The connection (``protocol.connection``) asks: after the TLS handshake of an SSL listener, ``certificate_principal``;
 after a SASL login, the ``mechanisms.Login``. Server and proxy decide identity here alike. Every mechanism draws on
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 from kafkaguard.authorizer import parse_super_users
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import SecurityProtocol
-from kafkaguard.config.sections import ListenerSettings
+from kafkaguard.config.sections import KerberosSettings, ListenerSettings
 from kafkaguard.errors import InvalidConfigError, KafkaguardError, OAuthBearerError
 from kafkaguard.identity.jwks import JwksSource
+from kafkaguard.identity.kerberos import Acceptor, KerberosError, default_realm
+from kafkaguard.identity.kerberos_names import KerberosShortNamer
 from kafkaguard.identity.oauth import TokenExpectations
 from kafkaguard.identity.ssl_mapping import PrincipalMappingError, SslPrincipalMapper
 from kafkaguard.identity.super_user_reach import certificate_super_users
@@ -26,7 +29,7 @@ from kafkaguard.identity.x500 import rfc2253_name
 from kafkaguard.model import ANONYMOUS_PRINCIPAL
 from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.passwords.throttle import DerivationPool
-from kafkaguard.protocol.mechanisms import Mechanisms, TokenCheck
+from kafkaguard.protocol.mechanisms import KerberosCheck, Mechanisms, TokenCheck
 
 
 class CertificateNotMapped(KafkaguardError):
@@ -43,6 +46,8 @@ class Identity:
     ssl_mapper: SslPrincipalMapper
     #: PLAIN's PBKDF2 pool (None without PLAIN): closed with the server.
     pool: DerivationPool | None = None
+    #: GSSAPI's acceptor pool (None without GSSAPI): closed with the server.
+    kerberos_pool: DerivationPool | None = None
 
     def certificate_principal(self, certificate_der: bytes | None) -> str:
         """The principal of a client on an SSL listener: ``User:ANONYMOUS`` without a certificate (client auth
@@ -89,8 +94,11 @@ class Identity:
             )
             tokens = TokenCheck(keys, expectations)
         mapper = SslPrincipalMapper.from_rules(identity.ssl_principal_mapping_rules)
-        mechanisms = Mechanisms(services.credentials, services.server_secret, services.login_budget, checker, tokens)
-        return cls(mechanisms, tokens, mapper, pool)
+        kerberos = _kerberos_check(identity.kerberos)
+        mechanisms = Mechanisms(
+            services.credentials, services.server_secret, services.login_budget, checker, tokens, kerberos
+        )
+        return cls(mechanisms, tokens, mapper, pool, None if kerberos is None else kerberos.pool)
 
     async def start(self) -> None:
         """Load the identity provider's keys (OAUTHBEARER) and keep them fresh.
@@ -108,6 +116,26 @@ class Identity:
             await self.tokens.keys.close()
         if self.pool is not None:
             self.pool.close()
+        if self.kerberos_pool is not None:
+            self.kerberos_pool.close()
+
+
+def _kerberos_check(kerberos: KerberosSettings | None) -> KerberosCheck | None:
+    """GSSAPI's acceptor, rules and pool, or None without GSSAPI. The rules' ``DEFAULT`` realm is krb5.conf's
+    ``default_realm``, as Kafka's.
+
+    :raises InvalidConfigError: the keytab cannot be read or holds no key of the principal.
+    """
+    if kerberos is None:
+        return None
+    try:
+        acceptor = Acceptor(kerberos.keytab, kerberos.principal)
+    except KerberosError as e:
+        raise InvalidConfigError(f"sasl_kerberos_keytab: {e}") from None
+    namer = KerberosShortNamer.from_rules(default_realm(), list(kerberos.principal_to_local_rules))
+    # Accepting a ticket costs a keytab read and a replay-cache write: off the loop, bounded.
+    pool = DerivationPool(kerberos.accept_workers, kerberos.accept_max_pending, name="sasl-gssapi")
+    return KerberosCheck(acceptor, namer, pool)
 
 
 def certificate_super_user_warnings(

@@ -18,6 +18,12 @@ in a ``Login`` or a failure whose message is safe to send to the client.
   validated against the identity provider's keys (``identity.oauth``); a bad token gets Kafka's error challenge,
   and the client's ``%x01`` answer to it fails the login. A token's check pays with a failed login of the client's
   address before its key is looked up, so an address whose budget is spent cannot make the JWKS refresh.
+- **GSSAPI** (Kerberos V5, RFC 4752, as Kafka's broker runs Java's ``GssKrb5Server``): the client's ticket accepted
+  with the node's own keytab (``identity.kerberos``), the Kerberos principal it proves mapped to the ``User:`` name by
+  ``sasl_kerberos_principal_to_local_rules`` (``identity.kerberos_names``). Accepting a ticket reads the keytab and
+  writes the replay cache, so it runs on a bounded pool of its own (``KerberosCheck``); a spent address is refused
+  before it, and a refused ticket spends a failed login of the address. A principal the rules cannot map fails the
+  login (Kafka fails that connection at its first request instead).
 
 Every mechanism draws on the process's one ``LoginFailureBudget`` (``identity.failure_budget``): a refused login
 fails with "Authentication failed: Too many failed logins …; retry after N s" (``Failed.throttled``), whether or not
@@ -30,6 +36,7 @@ and the groups the token carried.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
@@ -45,6 +52,8 @@ from kafkaguard.errors import (
 )
 from kafkaguard.identity.failure_budget import LoginFailureBudget, LoginThrottledError
 from kafkaguard.identity.jwks import JwksSource
+from kafkaguard.identity.kerberos import Acceptor, GssapiServerExchange, KerberosError
+from kafkaguard.identity.kerberos_names import KerberosMappingError, KerberosName, KerberosShortNamer
 from kafkaguard.identity.oauth import (
     KeySet,
     TokenExpectations,
@@ -55,6 +64,7 @@ from kafkaguard.identity.oauth import (
 )
 from kafkaguard.identity.oauthbearer import OAuthBearerServerSession, OAuthBearerServerStage
 from kafkaguard.passwords.checker import PasswordChecker
+from kafkaguard.passwords.throttle import DerivationPool
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
 from kafkaguard.service.credentials import CredentialService
@@ -348,6 +358,75 @@ class OAuthBearerServer:
         return Authenticated(challenge, login)
 
 
+@dataclass(frozen=True, slots=True)
+class KerberosCheck:
+    """What GSSAPI logins are checked with: the node's acceptor (keytab and service principal), the rules that name
+    a principal, and the pool tickets are accepted on (``sasl_kerberos_accept_workers``,
+    ``sasl_kerberos_accept_max_pending``)."""
+
+    acceptor: Acceptor
+    namer: KerberosShortNamer
+    pool: DerivationPool
+
+
+#: Kafka's message for a GSSAPI login that failed (SaslServerAuthenticator's, with the SASL server's reason).
+_GSSAPI_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism GSSAPI"
+
+
+class GssapiServer:
+    """SASL/GSSAPI: ``identity.kerberos``'s server exchange, the ticket accepted on the ``KerberosCheck``'s pool (the
+    later steps wrap and unwrap a few bytes: on the loop), the principal named by its rules.
+
+    The failure budget (per address: a ticket is not guessed name by name) is asked before the ticket is accepted,
+    and a refused ticket spends a failed login; unlike PLAIN's, a GSSAPI check takes nothing while it waits for the
+    pool. Why: a ticket cannot be guessed, only forged with the service's key, so the budget bounds the work a
+    failing address causes rather than guesses; and 50 clients behind one address logging in at once would
+    otherwise spend the address's whole burst merely by waiting (``bench_logins`` saw it). A flood of bad tickets
+    can go past the budget by at most the pool's ``max_pending`` in flight."""
+
+    name = "GSSAPI"
+
+    def __init__(self, check: KerberosCheck, budget: LoginFailureBudget, client: str) -> None:
+        self._check = check
+        self._budget = budget
+        self._client = client
+        self._exchange: GssapiServerExchange | None = None
+        self._peer: str | None = None
+
+    @property
+    def claimed_user(self) -> str | None:
+        return self._peer
+
+    async def step(self, token: bytes) -> Step:
+        exchange = self._exchange
+        try:
+            if exchange is None:
+                self._budget.check(self.name, self._client)  # a spent address is refused before any work
+                exchange = self._exchange = self._check.acceptor.exchange()
+                reply, done = await self._check.pool.run(exchange.step, token)
+            else:
+                reply, done = exchange.step(token)
+        except LoginThrottledError as e:  # the budget refused, or the pool is full
+            return throttled(e)
+        except KerberosError as e:
+            log.info("GSSAPI login from /%s refused: %s", self._client, e)  # GSSAPI's status, never a key
+            with contextlib.suppress(LoginThrottledError):  # spent meanwhile: the address is failing already
+                self._budget.failed(self._budget.take(self.name, self._client))
+            return Failed(_GSSAPI_FAILED)  # as Kafka: the reason is logged, never sent
+        self._peer = exchange.peer
+        if not done:
+            return Challenge(reply)
+        peer = exchange.peer or ""
+        try:
+            user = self._check.namer.short_name(KerberosName.parse(peer))
+        except KerberosMappingError as e:
+            log.info("GSSAPI login of %s from /%s has no principal: %s", peer, self._client, e)
+            return Failed(
+                f"Authentication failed: no principal for {peer} under sasl_kerberos_principal_to_local_rules"
+            )
+        return Authenticated(reply, Login(user, self.name))
+
+
 class Mechanisms:
     """What a listener's SASL handshake can start: a ``MechanismServer`` per mechanism name (one per process)."""
 
@@ -358,14 +437,17 @@ class Mechanisms:
         budget: LoginFailureBudget,
         passwords: PasswordChecker | None = None,
         tokens: TokenCheck | None = None,
+        kerberos: KerberosCheck | None = None,
     ) -> None:
         """``budget``: the process's failed-login budget (``Services.login_budget``); ``passwords``: what checks
-        PLAIN's passwords (drawing on the same budget); ``tokens``: OAUTHBEARER's (None: not enabled)."""
+        PLAIN's passwords (drawing on the same budget); ``tokens``: OAUTHBEARER's (None: not enabled);
+        ``kerberos``: GSSAPI's (None: not enabled)."""
         self._credentials = credentials
         self._secret = secret
         self._budget = budget
         self._passwords = passwords
         self._tokens = tokens
+        self._kerberos = kerberos
 
     def server(self, name: str, *, client: str, reauthentication: bool) -> MechanismServer:
         """A server for one exchange of the enabled mechanism ``name`` with the client at address ``client``.
@@ -376,6 +458,8 @@ class Mechanisms:
             return PlainServer(self._passwords, client)
         if name == OAuthBearerServer.name and self._tokens is not None:
             return OAuthBearerServer(self._tokens, self._budget, client)
+        if name == GssapiServer.name and self._kerberos is not None:
+            return GssapiServer(self._kerberos, self._budget, client)
         mechanism = ScramMechanism.from_name(name)
         return ScramServer(
             mechanism, self._credentials, self._secret, self._budget, client, reauthentication=reauthentication

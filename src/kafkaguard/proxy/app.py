@@ -20,8 +20,16 @@ from collections import Counter
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
-from kafkaguard.config.sections import ProxySettings, Secret, UpstreamOAuthBearer, UpstreamScram, UpstreamTls
+from kafkaguard.config.sections import (
+    ProxySettings,
+    Secret,
+    UpstreamKerberos,
+    UpstreamOAuthBearer,
+    UpstreamScram,
+    UpstreamTls,
+)
 from kafkaguard.errors import InvalidConfigError, KafkaguardError
+from kafkaguard.identity.kerberos import Initiator, KerberosError
 from kafkaguard.node.listening import ListeningServer
 from kafkaguard.node.rollout_watch import AclFileLoader
 from kafkaguard.protocol.api_versions import NO_FEATURES
@@ -35,6 +43,7 @@ from kafkaguard.proxy.passthrough import passthrough_problem, unsupported_by_bro
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import (
     Address,
+    KerberosLogin,
     OAuthBearerLogin,
     ScramLogin,
     UpstreamConnection,
@@ -217,7 +226,21 @@ def upstream_security(proxy: ProxySettings) -> UpstreamSecurity:
             oauth.token_endpoint_url, oauth.client_id, oauth.client_secret.read() or "", scope=oauth.scope
         )
         login = OAuthBearerLogin(tokens)
+    if isinstance(proxy.login, UpstreamKerberos):
+        login = upstream_kerberos(proxy.login)
     return UpstreamSecurity(protocol=protocol, login=login, tls=tls)
+
+
+def upstream_kerberos(kerberos: UpstreamKerberos) -> KerberosLogin:
+    """The proxy's Kerberos login towards the upstream (``upstream_sasl_mechanism`` GSSAPI).
+
+    :raises InvalidConfigError: the keytab cannot be read.
+    """
+    try:
+        initiator = Initiator(kerberos.keytab, kerberos.principal)
+    except KerberosError as e:
+        raise InvalidConfigError(f"upstream_sasl_kerberos_keytab: {e}") from None
+    return KerberosLogin(initiator, kerberos.service_name)
 
 
 def _service_password(secret: Secret) -> str:

@@ -38,6 +38,7 @@ from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import KafkaguardError, ScramError
+from kafkaguard.identity.kerberos import Initiator, KerberosError
 from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import request_schema
 from kafkaguard.protocol.passthrough import LoginUnavailable, RelayedAnswer
@@ -102,6 +103,25 @@ class TokenSource(Protocol):
         ...
 
 
+#: The SASL name of Kerberos.
+GSSAPI = "GSSAPI"
+#: The most SaslAuthenticate round trips a GSSAPI login takes (the context, the empty token, the layer answer).
+_GSSAPI_MAX_STEPS = 5
+
+
+@dataclass(frozen=True, slots=True)
+class KerberosLogin:
+    """The proxy's own Kerberos principal (its keytab's credentials) and the upstream brokers' service name: each
+    connection asks for a ticket to ``<service>/<the broker host it dialled>``."""
+
+    initiator: Initiator
+    service: str
+
+    @property
+    def mechanism_name(self) -> str:
+        return GSSAPI
+
+
 @dataclass(frozen=True, slots=True)
 class ScramLogin:
     """SCRAM with the proxy's service user."""
@@ -129,7 +149,7 @@ class OAuthBearerLogin:
 
 
 #: How the proxy logs in on a SASL upstream.
-UpstreamLogin = ScramLogin | OAuthBearerLogin
+UpstreamLogin = ScramLogin | OAuthBearerLogin | KerberosLogin
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,8 +418,8 @@ class UpstreamConnection:
             state.link.close()
 
     async def _login(self, link: Link) -> None:
-        """SaslHandshake v1, then SCRAM or OAUTHBEARER in SaslAuthenticate v2 frames (KIP-152), as Kafka's Java
-        client logs in."""
+        """SaslHandshake v1, then SCRAM, OAUTHBEARER or GSSAPI in SaslAuthenticate v2 frames (KIP-152), as Kafka's
+        Java client logs in."""
         login = self._security.login
         if login is None:
             raise UpstreamProtocolError(f"no login for a {self._security.protocol.value} upstream")
@@ -415,6 +435,9 @@ class UpstreamConnection:
             raise ScramError(f"the upstream does not offer {mechanism_name} (it offers {list(handshake.mechanisms)})")
         if isinstance(login, OAuthBearerLogin):
             await self._login_oauthbearer(link, login.tokens)
+            return
+        if isinstance(login, KerberosLogin):
+            await self._login_gssapi(link, login)
             return
         session = ScramClientSession(login.mechanism, login.username, login.password, salted_password_cache=login.cache)
         server_first = await self._authenticate(link, session.first_message())
@@ -440,6 +463,31 @@ class UpstreamConnection:
             f"upstream {self.address} refused the proxy's OAUTHBEARER token{status}: "
             f"{answer.error_message or f'error code {answer.error_code}'}"
         )
+
+    async def _login_gssapi(self, link: Link, kerberos: KerberosLogin) -> None:
+        """SASL/GSSAPI as Java's ``GssKrb5Client`` (``identity.kerberos``). The first token may cost two round trips
+        to the KDC (the proxy's TGT from its keytab, then the broker's service ticket): made on a thread.
+
+        :raises UpstreamUnavailable: no ticket to be had, or the upstream refused the login (with its message).
+        """
+        try:
+            exchange = kerberos.initiator.exchange(kerberos.service, self.address.host)
+            token: bytes | None = await asyncio.to_thread(exchange.first)
+            for _ in range(_GSSAPI_MAX_STEPS):
+                if token is None:
+                    return
+                answer = await self._sasl_authenticate(link, token)
+                if int(answer.error_code) != 0:
+                    raise UpstreamUnavailable(
+                        f"upstream {self.address} refused the proxy's GSSAPI login as {kerberos.initiator.principal}: "
+                        f"{answer.error_message or f'error code {answer.error_code}'}"
+                    )
+                token = exchange.step(bytes(answer.auth_bytes))  # no I/O after the first token: cheap on the loop
+        except KerberosError as e:
+            raise UpstreamUnavailable(
+                f"upstream {self.address}: the proxy's GSSAPI login as {kerberos.initiator.principal} failed: {e}"
+            ) from None
+        raise UpstreamUnavailable(f"upstream {self.address}: the GSSAPI login did not end")
 
     async def _sasl_authenticate(self, link: Link, auth_bytes: bytes) -> Any:
         schema = request_schema(ApiKey.SASL_AUTHENTICATE, 2)
