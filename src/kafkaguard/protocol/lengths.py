@@ -244,8 +244,8 @@ def tagged_fields_at(schema: type[Any], buffer: bytes, offset: int) -> int:
 def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, tagged: bool) -> tuple[Check, int]:
     """The check of one field and the fewest bytes it can take."""
     inner, is_array, optional = unwrap(field.type)
-    if dataclasses.is_dataclass(inner):
-        element_check, element_size = _compile(inner)  # type: ignore[arg-type]
+    if isinstance(inner, type) and dataclasses.is_dataclass(inner):  # a field's type is a class, never an instance
+        element_check, element_size = _compile(inner)
         if not is_array and optional and not tagged:
             return _nullable_struct(element_check, what), 1
     else:
