@@ -9,6 +9,6 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 #: A JSON object: the shape of an audit record, an event's ``data`` and an ACL row.
 JsonObject: TypeAlias = "dict[str, JsonValue]"
