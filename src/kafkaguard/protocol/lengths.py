@@ -27,6 +27,10 @@ count 1), ``18 × 1.5e9 > 0 remaining`` → LengthError "topics: 1500000000 elem
 Cost model: one Python step per field and per array element actually present; a valid request of n bytes costs
 O(number of its fields), independent of what its counts claim. Valid requests decode exactly as before: the walk
 only raises, it never changes what kio reads.
+
+Why ``Any`` stays here: the walk is compiled from any kio schema class and its field annotations
+(``tuple[X, ...] | None`` read with ``get_origin``/``get_args``), found at run time; no static type covers every
+generated class, and the walk never reads a decoded value.
 """
 
 from __future__ import annotations
