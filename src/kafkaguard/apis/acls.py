@@ -39,6 +39,7 @@ from kafkaguard.model import (
     StoredAcl,
 )
 from kafkaguard.model.binding import unsupported_code
+from kafkaguard.model.enums import KafkaEnum
 from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.builders import (
     acl_creation_result,
@@ -78,7 +79,7 @@ def _invalid(message: str) -> ItemError:
 SUCCESS_MESSAGE = ""
 
 
-def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
+def _unknown_codes(**codes: tuple[int, type[KafkaEnum]]) -> str | None:
     """A message naming the first field holding the code 0 (UNKNOWN), where Kafka closes the connection (§16.3)."""
     for field, (code, _enum) in codes.items():
         if code == 0:
@@ -86,7 +87,7 @@ def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
     return None
 
 
-def _unrecognised(**codes: tuple[int, type[Any]]) -> str | None:
+def _unrecognised(**codes: tuple[int, type[KafkaEnum]]) -> str | None:
     """The first field whose (non-zero) code this version does not know, or None."""
     for field, (code, enum) in codes.items():
         if enum.from_code(code).is_unknown:
@@ -94,7 +95,7 @@ def _unrecognised(**codes: tuple[int, type[Any]]) -> str | None:
     return None
 
 
-def _filter_codes(request: Any) -> dict[str, tuple[int, type[Any]]]:
+def _filter_codes(request: Any) -> dict[str, tuple[int, type[KafkaEnum]]]:
     return {
         "resource_type": (request.resource_type_filter, ResourceType),
         "pattern_type": (request.pattern_type_filter, PatternType),
@@ -103,7 +104,7 @@ def _filter_codes(request: Any) -> dict[str, tuple[int, type[Any]]]:
     }
 
 
-def _name(enum: type[Any], code: int) -> str:
+def _name(enum: type[KafkaEnum], code: int) -> str:
     """A wire code's name for an event: ``TOPIC``, or ``UNKNOWN(42)`` for a code this version does not know."""
     member = enum.from_code(code)
     return f"UNKNOWN({code})" if member.is_unknown else str(member.name)
