@@ -126,6 +126,8 @@ def test_the_audit_record_names_the_groups_the_login_brought():
     with_token = authorizer.explain(RequestContext("User:alice", "10.0.0.1", ("Group:payments",)), action)
     written = to_dict(record_from_decision(with_token, datetime.now(UTC)))
     assert written["login_groups"] == ["Group:payments"]
-    assert "principal=Group:payments" in written["rule"]
+    rule = written["rule"]
+    assert isinstance(rule, str)
+    assert "principal=Group:payments" in rule
     without = authorizer.explain(RequestContext("User:alice", "10.0.0.1"), action)
     assert "login_groups" not in to_dict(record_from_decision(without, datetime.now(UTC)))

@@ -15,12 +15,13 @@ from kafkaguard.audit.records import to_dict, to_json_line
 from kafkaguard.audit.records.usage import UsageAggregator
 from kafkaguard.cli.main import app
 from kafkaguard.model import AuthorizationResult
+from kafkaguard.model.json_value import JsonObject
 from tests.pipeline.test_jobs_cli import CURRENT, PROPOSED, records
 
 pytestmark = pytest.mark.spark
 
 
-def envelope(data: dict[str, object]) -> str:
+def envelope(data: JsonObject) -> str:
     return json.dumps(
         {"specversion": "1.0", "id": "x", "source": "kafkaguard://n", "type": "io.kafkaguard.authorization.v2",
          "time": data["time"], "subject": f"TOPIC:{data['resource_name']}", "data": data}

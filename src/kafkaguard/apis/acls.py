@@ -17,7 +17,14 @@ results and DescribeAcls answers carry the empty message "", as Kafka's do.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Sequence
+
+from kio.schema.create_acls.v1.request import AclCreation as AclCreationV1
+from kio.schema.create_acls.v2.request import AclCreation as AclCreationV2
+from kio.schema.create_acls.v3.request import AclCreation as AclCreationV3
+from kio.schema.delete_acls.v1.request import DeleteAclsFilter as DeleteAclsFilterV1
+from kio.schema.delete_acls.v2.request import DeleteAclsFilter as DeleteAclsFilterV2
+from kio.schema.delete_acls.v3.request import DeleteAclsFilter as DeleteAclsFilterV3
 
 from kafkaguard.apis.acl_encoding import encode_describe_acls
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
@@ -39,6 +46,7 @@ from kafkaguard.model import (
     StoredAcl,
 )
 from kafkaguard.model.binding import unsupported_code
+from kafkaguard.model.enums import KafkaEnum
 from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.builders import (
     acl_creation_result,
@@ -61,6 +69,11 @@ from kafkaguard.protocol.scope import RequestScope
 from kafkaguard.protocol.wire_errors import error_fields
 from kafkaguard.service.events import acl_fields_event, acl_filter_event
 
+#: A filter as the wire carries it: a DescribeAcls request is its own filter, a DeleteAcls request holds several.
+WireFilter = DescribeAclsRequest | DeleteAclsFilterV1 | DeleteAclsFilterV2 | DeleteAclsFilterV3
+#: One binding of a CreateAcls request, of any version.
+WireCreation = AclCreationV1 | AclCreationV2 | AclCreationV3
+
 
 def not_authorized_message(scope: RequestScope) -> str:
     return f"Request {scope.api_key.api_name} v{scope.api_version} is not authorized."
@@ -78,7 +91,7 @@ def _invalid(message: str) -> ItemError:
 SUCCESS_MESSAGE = ""
 
 
-def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
+def _unknown_codes(**codes: tuple[int, type[KafkaEnum]]) -> str | None:
     """A message naming the first field holding the code 0 (UNKNOWN), where Kafka closes the connection (§16.3)."""
     for field, (code, _enum) in codes.items():
         if code == 0:
@@ -86,7 +99,7 @@ def _unknown_codes(**codes: tuple[int, type[Any]]) -> str | None:
     return None
 
 
-def _unrecognised(**codes: tuple[int, type[Any]]) -> str | None:
+def _unrecognised(**codes: tuple[int, type[KafkaEnum]]) -> str | None:
     """The first field whose (non-zero) code this version does not know, or None."""
     for field, (code, enum) in codes.items():
         if enum.from_code(code).is_unknown:
@@ -94,7 +107,7 @@ def _unrecognised(**codes: tuple[int, type[Any]]) -> str | None:
     return None
 
 
-def _filter_codes(request: Any) -> dict[str, tuple[int, type[Any]]]:
+def _filter_codes(request: WireFilter) -> dict[str, tuple[int, type[KafkaEnum]]]:
     return {
         "resource_type": (request.resource_type_filter, ResourceType),
         "pattern_type": (request.pattern_type_filter, PatternType),
@@ -103,13 +116,13 @@ def _filter_codes(request: Any) -> dict[str, tuple[int, type[Any]]]:
     }
 
 
-def _name(enum: type[Any], code: int) -> str:
+def _name(enum: type[KafkaEnum], code: int) -> str:
     """A wire code's name for an event: ``TOPIC``, or ``UNKNOWN(42)`` for a code this version does not know."""
     member = enum.from_code(code)
     return f"UNKNOWN({code})" if member.is_unknown else str(member.name)
 
 
-def creation_fields(creation: Any) -> dict[str, str | None]:
+def creation_fields(creation: WireCreation) -> dict[str, str | None]:
     """A CreateAcls creation's fields as sent, for the event of a refused one (never validated: it was refused)."""
     return {
         "principal": creation.principal,
@@ -122,7 +135,7 @@ def creation_fields(creation: Any) -> dict[str, str | None]:
     }
 
 
-def filter_fields(wire: Any) -> dict[str, str | None]:
+def filter_fields(wire: WireFilter) -> dict[str, str | None]:
     """A DeleteAcls filter's fields as sent (None: any), for the event of a refused one."""
     return {
         "principal": wire.principal_filter,
@@ -135,7 +148,7 @@ def filter_fields(wire: Any) -> dict[str, str | None]:
     }
 
 
-def filter_from_wire(request: Any) -> AclBindingFilter | str:
+def filter_from_wire(request: WireFilter) -> AclBindingFilter | str:
     """A DescribeAcls/DeleteAcls filter, or the reason it cannot be one: the code 0 named (§16.3), or Kafka's
     DeleteAcls message for an unrecognised code ("Unknown patternFilter." before "Unknown entryFilter.")."""
     codes = _filter_codes(request)
@@ -184,7 +197,7 @@ async def describe_acls(scope: RequestScope, request: DescribeAclsRequest) -> De
     return encode_describe_acls(scope.api_version, list(grouped.items()))
 
 
-def _binding_from_wire(creation: Any) -> AclBinding | None:
+def _binding_from_wire(creation: WireCreation) -> AclBinding | None:
     """A binding, or None when the creation holds a filter-only value (ANY, MATCH): Kafka fails the whole
     request with UNKNOWN_SERVER_ERROR then (SEMANTICS.md §8.1)."""
     try:
@@ -214,8 +227,9 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
 
     if not scope.authorize(REQUIREMENTS[ApiKey.CREATE_ACLS]).request_allowed:
         denied, actor = _denied(scope), scope.actor()
+        creations: Sequence[WireCreation] = request.creations  # one version's tuple: mypy joins the union to object
         await scope.refuse(
-            request.creations,
+            creations,
             lambda creation: acl_fields_event("acl.created", actor, creation_fields(creation), denied),
         )
         return every(denied)
@@ -234,18 +248,21 @@ async def create_acls(scope: RequestScope, request: CreateAclsRequest) -> Create
 async def delete_acls(scope: RequestScope, request: DeleteAclsRequest) -> DeleteAclsResponse:
     cls: type[DeleteAclsResponse] = response_schema(ApiKey.DELETE_ACLS, scope.api_version)
     actor = scope.actor()
+    filters: Sequence[WireFilter] = request.filters  # one version's tuple: mypy joins the union to object
     if not scope.authorize(REQUIREMENTS[ApiKey.DELETE_ACLS]).request_allowed:
         error = _denied(scope)
         await scope.refuse(
-            request.filters,
+            filters,
             lambda wire: acl_filter_event(actor, filter_fields(wire), error),
         )
         denied = error_fields(error)
-        results = tuple(delete_acls_filter_result(cls, **denied, matching_acls=()) for _ in request.filters)
+        results = tuple(delete_acls_filter_result(cls, **denied, matching_acls=()) for _ in filters)
         return delete_acls_response(cls, throttle_time=NO_THROTTLE, filter_results=results)
-    parsed = [filter_from_wire(wire) for wire in request.filters]
+    parsed = [filter_from_wire(wire) for wire in filters]
     valid = [acl_filter for acl_filter in parsed if not isinstance(acl_filter, str)]
-    invalid = [(wire, reason) for wire, reason in zip(request.filters, parsed, strict=True) if isinstance(reason, str)]
+    invalid: list[tuple[WireFilter, str]] = [
+        (wire, reason) for wire, reason in zip(filters, parsed, strict=True) if isinstance(reason, str)
+    ]
     if invalid:
         await scope.refuse(
             invalid,

@@ -16,7 +16,6 @@ V = TypeVar("V")
 
 SHARDS = 64
 MASK = SHARDS - 1
-_EMPTY: dict[object, object] = {}
 
 
 class ShardedMap(Generic[K, V]):
@@ -25,8 +24,11 @@ class ShardedMap(Generic[K, V]):
     __slots__ = ("_size", "shards")
 
     def __init__(self, shards: tuple[dict[K, V], ...] | None = None, size: int = 0) -> None:
-        # Empty shards all share one dict: shards are copied before any write, so sharing is safe.
-        self.shards: tuple[dict[K, V], ...] = shards if shards is not None else (_EMPTY,) * SHARDS  # type: ignore[assignment]
+        # An empty map's shards all share one dict: shards are copied before any write, so sharing is safe.
+        if shards is None:
+            empty: dict[K, V] = {}
+            shards = (empty,) * SHARDS
+        self.shards: tuple[dict[K, V], ...] = shards
         self._size = size
 
     @classmethod

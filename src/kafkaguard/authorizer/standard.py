@@ -132,11 +132,22 @@ class StandardAuthorizer:
         self._write_lock = threading.Lock()
 
     @classmethod
-    def from_config(cls, config: Mapping[str, str], **kwargs: object) -> StandardAuthorizer:
+    def from_config(
+        cls,
+        config: Mapping[str, str],
+        *,
+        acls: Iterable[StoredAcl] = (),
+        ready: bool = True,
+        id_factory: Callable[[], AclId] = _new_id,
+        memberships: Mapping[str, Iterable[str]] | None = None,
+    ) -> StandardAuthorizer:
         """Build from Kafka's configuration keys ``super.users`` and ``allow.everyone.if.no.acl.found``
-        (Java ``Boolean.parseBoolean`` of the trimmed value: only ``true``, in any case, is true)."""
+        (Java ``Boolean.parseBoolean`` of the trimmed value: only ``true``, in any case, is true); the keywords
+        are ``__init__``'s, with its defaults."""
         allow = config.get("allow.everyone.if.no.acl.found", "false").strip().lower() == "true"
-        return cls(config.get("super.users", ""), allow, **kwargs)  # type: ignore[arg-type]
+        return cls(
+            config.get("super.users", ""), allow, acls=acls, ready=ready, id_factory=id_factory, memberships=memberships
+        )
 
     # ------------------------------------------------------------------------------------------ configuration
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -28,7 +28,8 @@ from kafkaguard.cli.check import (
 from kafkaguard.cli.client import CliError, KafkaAdmin, client_config, load_properties
 from kafkaguard.cli.groups import ConfigFile, DataDir, store_services
 from kafkaguard.cli.output import fail
-from kafkaguard.model import StoredAcl, principal_error
+from kafkaguard.model import AclOperation, StoredAcl, principal_error
+from kafkaguard.model.json_value import JsonObject
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
 
@@ -93,7 +94,7 @@ def who_can_command(
 # -------------------------------------------------------------------------------------------------- output
 
 
-def _acl_json(acl: StoredAcl) -> dict[str, str]:
+def _acl_json(acl: StoredAcl) -> JsonObject:
     pattern, entry = acl.binding.pattern, acl.binding.entry
     return {
         "id": acl.id,
@@ -107,7 +108,7 @@ def _acl_json(acl: StoredAcl) -> dict[str, str]:
     }
 
 
-def _decided_json(decided: Decided) -> dict[str, Any]:
+def _decided_json(decided: Decided) -> JsonObject:
     return {
         "resource_type": decided.resource.resource_type.name,
         "resource_name": decided.resource.name,
@@ -116,7 +117,7 @@ def _decided_json(decided: Decided) -> dict[str, Any]:
     }
 
 
-def access_json(answer: PrincipalAccess) -> dict[str, Any]:
+def access_json(answer: PrincipalAccess) -> JsonObject:
     """``can``'s answer as JSON (also the REST API's shape)."""
     return {
         "principal": answer.principal,
@@ -138,7 +139,7 @@ def access_json(answer: PrincipalAccess) -> dict[str, Any]:
     }
 
 
-def holders_json(answer: ResourceHolders) -> dict[str, Any]:
+def holders_json(answer: ResourceHolders) -> JsonObject:
     """``who-can``'s answer as JSON (also the REST API's shape)."""
     return {
         "resource_type": answer.resource.resource_type.name,
@@ -158,7 +159,7 @@ def holders_json(answer: ResourceHolders) -> dict[str, Any]:
     }
 
 
-def _ops(ops: tuple[Any, ...]) -> str:
+def _ops(ops: tuple[AclOperation, ...]) -> str:
     return ", ".join(op.name for op in ops) or "-"
 
 

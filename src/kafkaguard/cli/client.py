@@ -14,6 +14,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -204,10 +205,12 @@ def to_rd_filter(acl_filter: AclBindingFilter) -> RdAclBindingFilter:
     pattern, entry = acl_filter.pattern_filter, acl_filter.entry_filter
     return RdAclBindingFilter(
         _rd_resource_type(pattern.resource_type),
-        pattern.name,  # type: ignore[arg-type]  # None is "any name", as librdkafka documents
+        # librdkafka's AclBindingFilter documents None as "any" for these three, but inherits AclBinding's `str`
+        # annotations: the ignores stay until confluent-kafka types its filter.
+        pattern.name,  # type: ignore[arg-type]  # None is "any name" (see above)
         RdPatternType(pattern.pattern_type.code),
-        entry.principal,  # type: ignore[arg-type]
-        entry.host,  # type: ignore[arg-type]
+        entry.principal,  # type: ignore[arg-type]  # None is "any principal" (see above)
+        entry.host,  # type: ignore[arg-type]  # None is "any host" (see above)
         _rd_operation(entry.operation),
         RdAclPermissionType(entry.permission_type.code),
     )
@@ -215,22 +218,23 @@ def to_rd_filter(acl_filter: AclBindingFilter) -> RdAclBindingFilter:
 
 def from_rd_binding(rd: RdAclBinding) -> AclBinding | None:
     """The binding, or None when librdkafka flattened a code it does not know to UNKNOWN."""
-    codes = (rd.restype, rd.resource_pattern_type, rd.operation, rd.permission_type)
-    if any(getattr(code, "value", 0) == 0 for code in codes):
+    codes = [_rd_code(code) for code in (rd.restype, rd.resource_pattern_type, rd.operation, rd.permission_type)]
+    if 0 in codes:
         return None
+    restype, pattern_type, operation, permission_type = codes
     return AclBinding(
-        ResourcePattern(
-            ResourceType.from_code(rd.restype.value),  # type: ignore[union-attr]
-            rd.name,
-            PatternType.from_code(rd.resource_pattern_type.value),  # type: ignore[union-attr]
-        ),
+        ResourcePattern(ResourceType.from_code(restype), rd.name, PatternType.from_code(pattern_type)),
         AccessControlEntry(
-            rd.principal,
-            rd.host,
-            AclOperation.from_code(rd.operation.value),  # type: ignore[union-attr]
-            AclPermissionType.from_code(rd.permission_type.value),  # type: ignore[union-attr]
+            rd.principal, rd.host, AclOperation.from_code(operation), AclPermissionType.from_code(permission_type)
         ),
     )
+
+
+def _rd_code(field: Enum | str | int) -> int:
+    """The code of one of a librdkafka binding's enum fields, typed ``Enum | str | int`` because its constructor
+    accepts all three; it converts a str or int to the enum before it returns, so the field is an Enum."""
+    assert isinstance(field, Enum)  # noqa: S101 - true by construction: AclBinding.__init__ converts every field
+    return int(field.value)
 
 
 def _rd_resource_type(resource_type: ResourceType) -> RdResourceType:

@@ -106,6 +106,7 @@ class _BasicScheme(HTTPBasic):
     """Declares HTTP Basic in the OpenAPI document; the header itself is parsed by ``parse_basic`` (UTF-8, where
     FastAPI's own parser accepts ASCII only)."""
 
+    # FastAPI's HTTPBasic.__call__ itself ignores narrowing HTTPBase's return type; this override inherits that.
     async def __call__(self, request: HTTPConnection) -> HTTPBasicCredentials | None:  # type: ignore[override]
         return None
 

@@ -275,7 +275,9 @@ def _parse_claims(payload: bytes) -> dict[str, Any]:
     return {name: value for name, value in claims.items() if value is not None}
 
 
-def _check_registered_claims(claims: Mapping[str, Any], expectations: TokenExpectations, now: int) -> tuple[int, int]:
+def _check_registered_claims(
+    claims: Mapping[str, object], expectations: TokenExpectations, now: int
+) -> tuple[int, int]:
     """jose4j's default validators, in its order: aud, iss, the dates, sub, jti. Returns (exp, iat) in seconds."""
     aud = claims.get("aud")
     if aud is None:
@@ -339,7 +341,7 @@ def _check_registered_claims(claims: Mapping[str, Any], expectations: TokenExpec
     return exp, iat
 
 
-def _string_claim(claims: Mapping[str, Any], name: str) -> str | None:
+def _string_claim(claims: Mapping[str, object], name: str) -> str | None:
     value = claims.get(name)
     if value is not None and not isinstance(value, str):
         raise TokenRejected(
@@ -348,7 +350,7 @@ def _string_claim(claims: Mapping[str, Any], name: str) -> str | None:
     return value
 
 
-def _numeric_date(claims: Mapping[str, Any], name: str) -> int | None:
+def _numeric_date(claims: Mapping[str, object], name: str) -> int | None:
     """jose4j's ``getNumericDateClaimValue``: a JSON number, truncated to whole seconds (Java's ``longValue``)."""
     value = claims.get(name)
     if value is None:
@@ -389,7 +391,7 @@ def _validate_string(name: str, value: str | None) -> str:
     return value
 
 
-def _groups(claims: Mapping[str, Any], path: str | None) -> tuple[str, ...]:
+def _groups(claims: Mapping[str, object], path: str | None) -> tuple[str, ...]:
     if path is None:
         return ()
     value: object = claims.get(path)

@@ -253,6 +253,8 @@ class _Build:
     upper: bool = False
 
 
+# A re._parser node is (opcode, argument), the argument's type depending on the opcode (an int, a tuple, a
+# subpattern): the walkers below take it as Any, since an opcode test does not narrow a tuple's other member.
 def _texts(nodes: Sequence[tuple[Any, Any]], build: _Build) -> list[str]:
     """Strings matching the sequence ``nodes`` (with ``build.captures`` in their groups), at most MAX_CANDIDATES."""
     if 0 in build.captures:  # $0: the whole match, which is the subject

@@ -54,17 +54,17 @@ ESCAPED = frozenset(',=+<>#;"\\')
 ESCAPED_AT_ENDS_TEXT = " \r"
 
 
-class _AttributeTypeAndValue(core.Sequence):  # type: ignore[misc]
+class _AttributeTypeAndValue(core.Sequence):  # type: ignore[misc]  # subclasses untyped asn1crypto
     """An AVA whose value is kept as it is (``Any``): its DER is written as hex, so it must not be re-encoded."""
 
     _fields = [("type", core.ObjectIdentifier), ("value", core.Any)]  # noqa: RUF012 - asn1crypto's schema
 
 
-class _RelativeDistinguishedName(core.SetOf):  # type: ignore[misc]
+class _RelativeDistinguishedName(core.SetOf):  # type: ignore[misc]  # subclasses untyped asn1crypto
     _child_spec = _AttributeTypeAndValue
 
 
-class _RDNSequence(core.SequenceOf):  # type: ignore[misc]
+class _RDNSequence(core.SequenceOf):  # type: ignore[misc]  # subclasses untyped asn1crypto
     _child_spec = _RelativeDistinguishedName
 
 

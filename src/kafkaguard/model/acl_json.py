@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kafkaguard.errors import InvalidAclError, InvalidNameError
 from kafkaguard.model.binding import AclBinding, AclBindingFilter, StoredAcl, validate_new_binding
@@ -89,8 +89,8 @@ def acls_to_document(acls: Iterable[AclBinding | StoredAcl]) -> dict[str, list[d
     return {"acls": rows}
 
 
-def binding_from_dict(row: Mapping[str, Any]) -> AclBinding:
-    """One entry → a binding valid for creation.
+def binding_from_dict(row: object) -> AclBinding:
+    """One entry → a binding valid for creation; ``row`` is anything a parser gave (this checks its shape).
 
     :raises InvalidAclError: with a message naming the field and the accepted values.
     """
@@ -105,10 +105,14 @@ def binding_from_dict(row: Mapping[str, Any]) -> AclBinding:
     extra = sorted(set(row) - set(FIELDS) - {"id"})
     if extra:
         raise InvalidAclError(f"unknown field(s): {', '.join(extra)}; expected {', '.join(FIELDS)}")
-    resource_type = _enum(ResourceType, row, "resource_type", filter_only=(ResourceType.ANY,))
-    pattern_type = _enum(PatternType, row, "pattern_type", filter_only=(PatternType.ANY, PatternType.MATCH))
-    operation = _enum(AclOperation, row, "operation", filter_only=(AclOperation.ANY,))
-    permission = _enum(AclPermissionType, row, "permission_type", filter_only=(AclPermissionType.ANY,))
+    resource_type = _enum(ResourceType, row["resource_type"], "resource_type", filter_only=(ResourceType.ANY,))
+    pattern_type = _enum(
+        PatternType, row["pattern_type"], "pattern_type", filter_only=(PatternType.ANY, PatternType.MATCH)
+    )
+    operation = _enum(AclOperation, row["operation"], "operation", filter_only=(AclOperation.ANY,))
+    permission = _enum(
+        AclPermissionType, row["permission_type"], "permission_type", filter_only=(AclPermissionType.ANY,)
+    )
     binding = AclBinding(
         ResourcePattern(resource_type, row["resource_name"], pattern_type),
         AccessControlEntry(row["principal"], row["host"], operation, permission),
@@ -119,8 +123,8 @@ def binding_from_dict(row: Mapping[str, Any]) -> AclBinding:
     return binding
 
 
-def acls_from_document(document: Any) -> list[AclBinding]:
-    """Every binding of a parsed JSON document, in order.
+def acls_from_document(document: object) -> list[AclBinding]:
+    """Every binding of a parsed JSON document (whatever ``json.loads`` gave: this checks its shape), in order.
 
     :raises AclJsonError: the document is not ``{"acls": [...]}`` or any entry is bad (all are reported).
     """
@@ -138,12 +142,12 @@ def acls_from_document(document: Any) -> list[AclBinding]:
     return bindings
 
 
-def _enum(cls: type[_E], row: Mapping[str, Any], field: str, filter_only: tuple[_E, ...]) -> _E:
+def _enum(cls: type[_E], text: str, field: str, filter_only: tuple[_E, ...]) -> _E:
     try:
-        value = cls.from_string(row[field])
+        value = cls.from_string(text)
     except InvalidNameError as e:
         raise InvalidAclError(f"{field}: {e}") from e
     if value in filter_only or value.is_unknown:
         allowed = ", ".join(m.name for m in cls if m not in filter_only and not m.is_unknown)
-        raise InvalidAclError(f"{field} {row[field]!r} cannot be stored in an ACL; expected one of {allowed}")
+        raise InvalidAclError(f"{field} {text!r} cannot be stored in an ACL; expected one of {allowed}")
     return value

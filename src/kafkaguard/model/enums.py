@@ -31,7 +31,9 @@ class KafkaEnum(IntEnum):
             pseudo = int.__new__(cls, value)
             pseudo._name_ = "UNKNOWN"
             pseudo._value_ = value
-            return cls._value2member_map_.setdefault(value, pseudo)  # type: ignore[return-value]
+            member = cls._value2member_map_.setdefault(value, pseudo)
+            assert isinstance(member, cls)  # noqa: S101 - cls's own map holds only cls's members
+            return member
         return None
 
     @classmethod
@@ -92,6 +94,7 @@ def _lookup(cls: type[_E]) -> dict[str, _E]:
     if table is None:
         table = {_squash(m.name): m for m in cls}
         _LOOKUPS[cls] = table
+    # _LOOKUPS[cls] only ever holds cls's own members, a per-key value type a dict annotation cannot say.
     return table  # type: ignore[return-value]
 
 

@@ -78,6 +78,7 @@ def break_transport_cycles() -> None:
                 setattr(self, _READ_CALLBACK, None)
 
     setattr(_call_connection_lost, _PATCHED, True)
+    # A function's __wrapped__ is undeclared in typeshed, but it is the attribute inspect.unwrap follows.
     _call_connection_lost.__wrapped__ = lost  # type: ignore[attr-defined]
     cls._call_connection_lost = _call_connection_lost
 

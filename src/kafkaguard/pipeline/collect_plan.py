@@ -282,13 +282,13 @@ def to_row(value: bytes | None, partition: int, offset: int, timestamp_ms: int |
     return row
 
 
-def row_day(row: Mapping[str, Any]) -> date:
+def row_day(row: Mapping[str, object]) -> date:
     """The ``date=`` directory of a row: the event's day (UTC), else its Kafka timestamp's, else 1970-01-01."""
     when = row.get("time") or row.get("kafka_timestamp")
     return when.date() if isinstance(when, datetime) else date(1970, 1, 1)
 
 
-def event_day(row: Mapping[str, Any]) -> date | None:
+def event_day(row: Mapping[str, object]) -> date | None:
     """The event's day, or None for a row that is not an event (it goes with its neighbours)."""
     when = row.get("time")
     return when.date() if isinstance(when, datetime) else None
@@ -382,7 +382,7 @@ REPEAT_WINDOW_OFFSETS = 10_000
 EventKey = tuple[str, str]
 
 
-def event_key(row: Mapping[str, Any]) -> EventKey | None:
+def event_key(row: Mapping[str, object]) -> EventKey | None:
     """A valid envelope's (source, id); None for a row kept with its error (never taken for a repeat)."""
     if row.get("error") is not None or row.get("source") is None or row.get("id") is None:
         return None

@@ -14,6 +14,10 @@ silently becomes that default (Metadata v1–v3 has no ``allow_auto_topic_creati
 and a dropped ``False`` becomes "create every topic named"). ``build_request``, ``rebuild_request`` and
 ``convert_request`` are the strict variants for requests: they drop a field only when its value is what its absence
 means (``absent_value``), and raise ``WideningRequestError`` for any other value.
+
+Why ``Any`` stays here: this is the one untyped implementation behind the generated typed wrappers
+(``protocol.builders``, ``proxy.builders``); a field's value is whatever its class of that version declares, which
+only the wrappers, one per entity, can name.
 """
 
 from __future__ import annotations

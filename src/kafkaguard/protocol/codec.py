@@ -7,6 +7,9 @@ memory from a count taken from the wire and abort the process), ignoring trailin
 (confluent-kafka sends one extra byte in AlterUserScramCredentials), and ApiVersions' rules — a request
 version above ours still gets an answer (v0 with UNSUPPORTED_VERSION and our versions, so the client can pick),
 and ApiVersions responses always use response header v0.
+
+Why ``Any`` stays here: the schema of an (API key, version) is looked up at run time, among hundreds of generated
+classes; the typed edges are the handlers' own (``apis.Handler``, the proxy's dispatch), which name their versions.
 """
 
 from __future__ import annotations

@@ -27,6 +27,10 @@ count 1), ``18 × 1.5e9 > 0 remaining`` → LengthError "topics: 1500000000 elem
 Cost model: one Python step per field and per array element actually present; a valid request of n bytes costs
 O(number of its fields), independent of what its counts claim. Valid requests decode exactly as before: the walk
 only raises, it never changes what kio reads.
+
+Why ``Any`` stays here: the walk is compiled from any kio schema class and its field annotations
+(``tuple[X, ...] | None`` read with ``get_origin``/``get_args``), found at run time; no static type covers every
+generated class, and the walk never reads a decoded value.
 """
 
 from __future__ import annotations
@@ -244,8 +248,8 @@ def tagged_fields_at(schema: type[Any], buffer: bytes, offset: int) -> int:
 def _compile_field(field: dataclasses.Field[Any], flexible: bool, what: str, *, tagged: bool) -> tuple[Check, int]:
     """The check of one field and the fewest bytes it can take."""
     inner, is_array, optional = unwrap(field.type)
-    if dataclasses.is_dataclass(inner):
-        element_check, element_size = _compile(inner)  # type: ignore[arg-type]
+    if isinstance(inner, type) and dataclasses.is_dataclass(inner):  # a field's type is a class, never an instance
+        element_check, element_size = _compile(inner)
         if not is_array and optional and not tagged:
             return _nullable_struct(element_check, what), 1
     else:

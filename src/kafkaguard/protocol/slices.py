@@ -17,6 +17,9 @@ A[:4], the suffix A[5:], and the answer is prefix + uvarint(3 + 1) + the 3 group
 
 Cost model: the same kio work as one ``encode_response`` plus two encodings of the body without its array, and one
 loop turn per ``SLICE`` elements; a response whose arrays are all at most ``SLICE`` long is encoded in one go.
+
+Why ``Any`` stays here: a body is any response entity of any version, and its arrays are found by walking its
+dataclass fields at run time, as kio's writer does.
 """
 
 from __future__ import annotations

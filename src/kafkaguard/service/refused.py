@@ -53,6 +53,7 @@ from kafkaguard.store import HistoryStore
 log = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
 
 #: Characters kept of any text in a refused event (a name, a principal, a host); the rest is cut and counted.
 MAX_TEXT = 512
@@ -271,7 +272,7 @@ def bounded(event: ManagementEvent) -> ManagementEvent:
         error_message=None if event.error_message is None else _text(event.error_message),
         principal=None if event.principal is None else _text(event.principal),
         resource_name=None if event.resource_name is None else _text(event.resource_name),
-        details=_value(dict(event.details)),  # type: ignore[arg-type]
+        details=_entries(event.details),
     )
 
 
@@ -281,14 +282,18 @@ def _text(text: str) -> str:
     return f"{text[:MAX_TEXT]}…[{len(text) - MAX_TEXT} more characters]"
 
 
+def _entries(value: Mapping[_K, object]) -> dict[str, object]:
+    out = {_text(str(key)): _value(item) for key, item in itertools.islice(value.items(), MAX_ENTRIES)}
+    if len(value) > MAX_ENTRIES:
+        out["…"] = f"{len(value) - MAX_ENTRIES} more entries"
+    return out
+
+
 def _value(value: object) -> object:
     if isinstance(value, str):
         return _text(value)
     if isinstance(value, Mapping):
-        out = {_text(str(key)): _value(item) for key, item in itertools.islice(value.items(), MAX_ENTRIES)}
-        if len(value) > MAX_ENTRIES:
-            out["…"] = f"{len(value) - MAX_ENTRIES} more entries"
-        return out
+        return _entries(value)
     if isinstance(value, list | tuple):
         items = [_value(item) for item in value[:MAX_ENTRIES]]
         if len(value) > MAX_ENTRIES:

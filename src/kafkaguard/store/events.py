@@ -13,6 +13,7 @@ Never a secret in an event: a SCRAM event carries the user, mechanism and iterat
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 from kafkaguard.model import AclBinding, AclBindingFilter, Actor, ItemError, ManagementEvent, StoredAcl
 from kafkaguard.model.acl_json import binding_to_dict, filter_to_dict
@@ -20,7 +21,14 @@ from kafkaguard.model.management import json_number
 from kafkaguard.store.ports import QuotaEntity, TopicRecord
 
 
-def _error(error: ItemError | None) -> dict[str, str | None]:
+class _ErrorFields(TypedDict, total=False):
+    """The keyword arguments a refused item adds to its ``ManagementEvent``; none for a success (the defaults)."""
+
+    result: str
+    error_message: str | None
+
+
+def _error(error: ItemError | None) -> _ErrorFields:
     if error is None:
         return {}
     return {"result": error.code.name, "error_message": error.text}
@@ -46,7 +54,7 @@ def acl_fields_event(
         resource_type=fields.get("resource_type"),
         resource_name=fields.get("resource_name"),
         details={"acl": {**fields, "id": fields.get("id")}},
-        **_error(error),  # type: ignore[arg-type]
+        **_error(error),
     )
 
 
@@ -65,7 +73,7 @@ def acl_filter_event(
         resource_type=fields.get("resource_type"),
         resource_name=fields.get("resource_name"),
         details={"filter": fields},
-        **_error(error),  # type: ignore[arg-type]
+        **_error(error),
     )
 
 
@@ -87,7 +95,7 @@ def scram_event(
         subject=f"User:{user}",
         principal=f"User:{user}",
         details=details,
-        **_error(error),  # type: ignore[arg-type]
+        **_error(error),
     )
 
 
@@ -98,7 +106,7 @@ def member_event(action: str, actor: Actor, group: str, member: str, error: Item
         subject=f"Group:{group}",
         principal=member,
         details={"group": group, "member": member},
-        **_error(error),  # type: ignore[arg-type]
+        **_error(error),
     )
 
 
@@ -125,7 +133,7 @@ def quota_entity_event(
             "entity": names,
             "quota": {key: None if value is None else json_number(value) for key, value in values.items()},
         },
-        **_error(error),  # type: ignore[arg-type]
+        **_error(error),
     )
 
 
@@ -152,5 +160,5 @@ def topic_event(
         resource_type="TOPIC",
         resource_name=name,
         details=details,
-        **_error(error),  # type: ignore[arg-type]
+        **_error(error),
     )

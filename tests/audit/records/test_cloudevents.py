@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kafkaguard.audit.records.cloudevents import CATEGORY_TYPES, DATASCHEMA, envelope, source_of, to_json, unwrap
+from kafkaguard.model.json_value import JsonObject
 
 WHEN = datetime(2025, 3, 14, 9, 26, 53, 104_999, tzinfo=UTC)
 
@@ -22,7 +23,9 @@ def test_an_envelope_has_the_published_fields_in_order():
     assert made["time"] == "2025-03-14T09:26:53.104Z"
     assert made["subject"] == "TOPIC:payments"
     assert made["dataschema"] == DATASCHEMA
-    assert uuid.UUID(hex=made["id"]).version == 4
+    made_id = made["id"]
+    assert isinstance(made_id, str)
+    assert uuid.UUID(hex=made_id).version == 4
     assert to_json(made).startswith('{"specversion":"1.0","id":')
 
 
@@ -34,7 +37,7 @@ def test_ids_are_fresh_unless_given():
 
 @pytest.mark.parametrize("category", list(CATEGORY_TYPES))
 def test_unwrap_gives_back_category_and_data(category: str):
-    data = {"result": "SUCCESS", "nested": {"a": [1, 2]}}
+    data: JsonObject = {"result": "SUCCESS", "nested": {"a": [1, 2]}}
     line = to_json(envelope(category, "User:bob", data, source=source_of("n1"), time=WHEN))
     assert unwrap(json.loads(line)) == (category, data)
 

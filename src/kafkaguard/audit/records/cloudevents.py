@@ -24,7 +24,8 @@ import socket
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+
+from kafkaguard.model.json_value import JsonObject, JsonValue
 
 SPECVERSION = "1.0"
 DATACONTENTTYPE = "application/json"
@@ -65,12 +66,12 @@ def event_time(time: datetime | str) -> str:
 def envelope(
     category: str,
     subject: str,
-    data: Mapping[str, Any],
+    data: Mapping[str, JsonValue],
     *,
     source: str,
     time: datetime | str,
     id: str | None = None,  # the CloudEvents attribute's name
-) -> dict[str, Any]:
+) -> JsonObject:
     """The envelope of one event, its fields in the published order.
 
     :raises ValueError: ``category`` is not one of ``CATEGORIES``.
@@ -92,7 +93,7 @@ def envelope(
     }
 
 
-def unwrap(obj: object) -> tuple[str, dict[str, Any]] | None:
+def unwrap(obj: object) -> tuple[str, JsonObject] | None:
     """(category, data) of an envelope; None when ``obj`` is not one (a v1 flat record, anything else).
 
     A kafkaguard type of a category this code does not know yet gives that category's word (``io.kafkaguard.x.v3``
@@ -110,6 +111,6 @@ def unwrap(obj: object) -> tuple[str, dict[str, Any]] | None:
     return category, data
 
 
-def to_json(event: Mapping[str, Any]) -> str:
+def to_json(event: Mapping[str, JsonValue]) -> str:
     """One line of JSON (compact, UTF-8 as is), without the newline."""
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"))

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
 
 from kafkaguard.audit.records.cloudevents import AUTHENTICATION, MANAGEMENT
 from kafkaguard.audit.records.spool import MAX_OWNER_BYTES
@@ -46,7 +45,7 @@ def bounded_principal(name: str) -> str:
     return f"{head}{_ELLIPSIS}{digest}"
 
 
-def event_principal(category: str, subject: str, data: Mapping[str, Any]) -> str:
+def event_principal(category: str, subject: str, data: Mapping[str, object]) -> str:
     """The principal who caused an event of ``category`` (see the module docstring), bounded; "" when it names none."""
     if category == MANAGEMENT:
         actor = data.get("actor")

@@ -14,16 +14,18 @@ audit trail (``AuditLog.record_event``).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from kafkaguard.audit.records.cloudevents import AUTHENTICATION
+from kafkaguard.model.json_value import JsonValue
 
 #: Longest claimed name an event carries (the rest is elided).
 _NAME_CHARS = 256
 
 
 class EventSink(Protocol):
-    def record_event(self, category: str, subject: str, data: dict[str, Any]) -> None: ...
+    def record_event(self, category: str, subject: str, data: Mapping[str, JsonValue]) -> None: ...
 
 
 def _bounded(text: str | None) -> str | None:

@@ -21,15 +21,15 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from kafkaguard.audit.records.cloudevents import event_time
+from kafkaguard.model.json_value import JsonObject, JsonValue
 
 
 @dataclass(slots=True)
 class _Open:
     subject: str
-    data: dict[str, Any]
+    data: JsonObject
     first: datetime
     last: datetime
     count: int = 1
@@ -41,7 +41,7 @@ class Collapsed:
     """One event to write: its subject, data (with count and last_time when it stands for several) and time."""
 
     subject: str
-    data: dict[str, Any]
+    data: JsonObject
     time: datetime
 
 
@@ -52,7 +52,7 @@ class FailureWindows:
         self._lock = threading.Lock()
         self._open: dict[tuple[str, tuple[tuple[str, str], ...]], _Open] = {}
 
-    def add(self, subject: str, data: Mapping[str, Any], now: datetime) -> Collapsed | None:
+    def add(self, subject: str, data: Mapping[str, JsonValue], now: datetime) -> Collapsed | None:
         """Count one failure; returns an event to write at once only when it cannot be collapsed (``seconds`` 0, or
         ``max_keys`` distinct failures already open)."""
         if self.seconds <= 0:

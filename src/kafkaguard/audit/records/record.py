@@ -45,6 +45,7 @@ from typing import Any, Protocol
 
 from kafkaguard.audit.records.cloudevents import AUTHORIZATION, CATEGORY_TYPES
 from kafkaguard.model import AclOperation, Action, AuthorizationResult, PatternType, RequestContext, ResourceType
+from kafkaguard.model.json_value import JsonObject
 
 #: The version this code writes; it reads every version up to it.
 SCHEMA_VERSION = 2
@@ -191,8 +192,8 @@ def format_time(time: datetime) -> str:
     return time.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{time.microsecond // 1000:03d}Z"
 
 
-def to_dict(record: AuditRecord) -> dict[str, Any]:
-    written = {
+def to_dict(record: AuditRecord) -> JsonObject:
+    written: JsonObject = {
         "version": record.version,
         "time": format_time(record.time),
         "principal": record.principal,
@@ -235,7 +236,8 @@ def parse_time(text: str) -> datetime | None:
 
 def validation_reason(fields: dict[str, Any]) -> str | None:
     """Why a decoded object is not a valid record, or None. The pipeline's JVM validation mirrors this order
-    and these reasons exactly (``kafkaguard.pipeline.readers``)."""
+    and these reasons exactly (``kafkaguard.pipeline.readers``). ``fields`` is ``json.loads``'s object, ``Any``
+    to mypy: this function is the check that makes reading its fields safe."""
     version = fields.get("version")
     if not isinstance(version, int) or isinstance(version, bool):
         return "missing or non-integer version"
@@ -274,7 +276,8 @@ def validation_reason(fields: dict[str, Any]) -> str | None:
 def unwrap_envelope(fields: dict[str, Any]) -> dict[str, Any] | _NotARecord | str:
     """The record fields of a decoded line: the line itself (a flat record), an envelope's ``data`` (an
     authorization event), ``NOT_A_RECORD`` (an envelope of another category), or a reason (an envelope
-    without data). (``kafkaguard.audit.records.cloudevents`` owns the envelope; this reads only its type and data.)"""
+    without data). (``kafkaguard.audit.records.cloudevents`` owns the envelope; this reads only its type and data.)
+    ``Any``, as in ``validation_reason``: the fields are ``json.loads``'s, not yet checked."""
     if fields.get("specversion") is None:
         return fields
     if fields.get("type") not in AUTHORIZATION_TYPES:

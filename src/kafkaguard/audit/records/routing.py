@@ -26,7 +26,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kafkaguard.audit.records.cloudevents import AUTHENTICATION, AUTHORIZATION, CATEGORIES, MANAGEMENT, SHADOW
 
@@ -83,7 +82,7 @@ class Route:
         return self.resource is None or subject.startswith(self.resource)
 
 
-def event_result(category: str, data: Mapping[str, Any]) -> str | None:
+def event_result(category: str, data: Mapping[str, object]) -> str | None:
     """The word a rule's ``result`` matches: allowed/denied of a decision, success/failure of a login or change."""
     if category in (AUTHORIZATION, SHADOW):
         decision = data.get("decision")
@@ -94,7 +93,7 @@ def event_result(category: str, data: Mapping[str, Any]) -> str | None:
     return "success" if result == "SUCCESS" else "failure"
 
 
-def event_principal(category: str, data: Mapping[str, Any]) -> str | None:
+def event_principal(category: str, data: Mapping[str, object]) -> str | None:
     """Who the event is about: the caller of a decision, the actor of a change, who logged in (or tried to)."""
     if category == MANAGEMENT:
         actor = data.get("actor")
@@ -113,7 +112,7 @@ class Router:
     routes: tuple[Route, ...]
     default_topic: str | None
 
-    def route(self, category: str, subject: str, data: Mapping[str, Any]) -> str | None:
+    def route(self, category: str, subject: str, data: Mapping[str, object]) -> str | None:
         """The topic of one event, or None: dropped."""
         if not self.routes:
             return self.default_topic

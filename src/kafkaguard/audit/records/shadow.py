@@ -19,15 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kafkaguard.audit.records.cloudevents import CATEGORY_TYPES, SHADOW, envelope
 from kafkaguard.audit.records.record import AuditRecord, to_dict
+from kafkaguard.model.json_value import JsonObject
 
 SHADOW_TYPE = CATEGORY_TYPES[SHADOW]
 
 
-def shadow_data(record: AuditRecord, shadow_decision: str, shadow_rule: str) -> dict[str, Any]:
+def shadow_data(record: AuditRecord, shadow_decision: str, shadow_rule: str) -> JsonObject:
     """A flipped decision's event data: ``record`` is the active decision's record, beside the candidate's answer."""
     data = to_dict(record)
     data["shadow_decision"] = shadow_decision
@@ -35,12 +35,12 @@ def shadow_data(record: AuditRecord, shadow_decision: str, shadow_rule: str) -> 
     return data
 
 
-def shadow_subject(data: Mapping[str, Any]) -> str:
+def shadow_subject(data: Mapping[str, object]) -> str:
     """``RESOURCE_TYPE:name``, as an authorization event's subject."""
     return f"{data['resource_type']}:{data['resource_name']}"
 
 
-def shadow_event(record: AuditRecord, shadow_decision: str, shadow_rule: str, *, source: str) -> dict[str, Any]:
+def shadow_event(record: AuditRecord, shadow_decision: str, shadow_rule: str, *, source: str) -> JsonObject:
     """The envelope of one flipped decision, as the audit trail writes it."""
     data = shadow_data(record, shadow_decision, shadow_rule)
     return envelope(SHADOW, shadow_subject(data), data, source=source, time=record.time)

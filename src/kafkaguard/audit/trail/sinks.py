@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from glob import escape as glob_escape
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from kafkaguard.audit.records.trail_statistics import SENT, AuditTrailStatistics
+from kafkaguard.model.json_value import JsonObject
 from kafkaguard.store.files import open_private_append, tighten
 
 
@@ -29,7 +30,7 @@ class Outgoing:
 
     category: str | None
     subject: str
-    data: dict[str, Any]
+    data: JsonObject
     line: str
     principal: str = ""
 

@@ -57,6 +57,7 @@ from kafkaguard.audit.records.trail_statistics import DROPPED, AuditTrailStatist
 from kafkaguard.audit.records.usage import DEFAULT_MAX_KEYS, UsageAggregator
 from kafkaguard.audit.trail.sinks import FileSink, Outgoing, Sink
 from kafkaguard.authorizer.decision_memo import DecisionMemo
+from kafkaguard.model.json_value import JsonObject, JsonValue
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ class Event:
 
     category: str
     subject: str
-    data: dict[str, Any]
+    data: JsonObject
     time: datetime | str
 
 
@@ -75,7 +76,7 @@ class Event:
 class _Decisions:
     """A function making one request's authorization records (in the writer thread, where usage mode folds them)."""
 
-    make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]
+    make: Callable[[], Sequence[AuditRecord | Mapping[str, JsonValue]]]
 
 
 #: What the buffer holds: a note line for the file (a gap), a request's decisions, or a function that makes events
@@ -134,13 +135,15 @@ class AuditLog:
         """Queue one record; never blocks."""
         self.record_later(partial(tuple, (record,)))
 
-    def record_later(self, make: Callable[[], Sequence[AuditRecord | Mapping[str, Any]]]) -> None:
+    def record_later(self, make: Callable[[], Sequence[AuditRecord | Mapping[str, JsonValue]]]) -> None:
         """Queue the records ``make`` returns, made when they are written, off the event loop (``make`` must only
         read immutable state, such as one authorizer snapshot's decisions); never blocks. A mapping among them is
         a shadow event's data (``audit.records.shadow.shadow_data``): never folded. The buffer's bound counts each call
         once, however many records it makes."""
         self._queue(_Decisions(make))
 
+    # Any: the events relayed from the services carry ``Mapping[str, object]`` (``ManagementEvent.data``), which
+    # json.dumps checks when the line is written; the EventRelay's listener type fixes this parameter's.
     def record_event(self, category: str, subject: str, data: Mapping[str, Any]) -> None:
         """Queue one management or authentication event (``data`` as issue 27's spec says: never a password, a
         token, a salt or a key); never blocks, callable from any thread. A failed login (authentication, result
@@ -282,8 +285,10 @@ def authorization_subject(record: AuditRecord) -> str:
     return f"{record.resource_type.name}:{record.resource_name}"
 
 
-def _shadow_event(data: Mapping[str, Any]) -> Event:
-    return Event(SHADOW, shadow_subject(data), dict(data), data["time"])
+def _shadow_event(data: Mapping[str, JsonValue]) -> Event:
+    time = data["time"]
+    assert isinstance(time, str)  # noqa: S101 - shadow_data's time is record.to_dict's formatted text
+    return Event(SHADOW, shadow_subject(data), dict(data), time)
 
 
 def _authorization_events(records: Sequence[AuditRecord]) -> list[Event]:

@@ -255,6 +255,7 @@ def _int64_start_time(cls: type[Any], states: type[Any] | None = None) -> type[A
         if field.name == "transaction_start_time":
             kind, metadata["kafka_type"] = i64, "int64"
         elif field.name == "transaction_states" and states is not None:
+            # states is a class chosen at run time; mypy accepts only static classes as type arguments
             kind = tuple[states, ...]  # type: ignore[valid-type]
         spec = dataclasses.field(metadata=metadata, default=field.default, default_factory=field.default_factory)
         specs.append((field.name, kind, spec))

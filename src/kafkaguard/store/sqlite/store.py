@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kafkaguard.model import AclId
 from kafkaguard.store.changes import DEFAULT_CHANGE_LOG_LIMIT
@@ -44,9 +43,23 @@ class SqliteStore(SqlStore):
         self._sqlite = db
 
     @classmethod
-    def in_data_dir(cls, data_dir: str | Path = DEFAULT_DATA_DIR, **kwargs: Any) -> SqliteStore:
-        """The store at ``<data_dir>/kafkaguard.db``."""
-        return cls(Path(data_dir) / DATABASE_NAME, **kwargs)
+    def in_data_dir(
+        cls,
+        data_dir: str | Path = DEFAULT_DATA_DIR,
+        *,
+        id_factory: Callable[[], AclId] = new_acl_id,
+        change_log_limit: int = DEFAULT_CHANGE_LOG_LIMIT,
+        busy_timeout: float = 30.0,
+        cluster_id_factory: Callable[[], str] = new_cluster_id,
+    ) -> SqliteStore:
+        """The store at ``<data_dir>/kafkaguard.db``; the keywords are ``__init__``'s, with its defaults."""
+        return cls(
+            Path(data_dir) / DATABASE_NAME,
+            id_factory=id_factory,
+            change_log_limit=change_log_limit,
+            busy_timeout=busy_timeout,
+            cluster_id_factory=cluster_id_factory,
+        )
 
     def __repr__(self) -> str:
         return f"SqliteStore(path={str(self.path)!r})"
