@@ -27,13 +27,12 @@ from typing import Any
 
 import pytest
 
-from kafkaguard.audit.records.kafka_log import parse_kafka_log_line
-from kafkaguard.audit.records.record import AuditRecord
 from tests.kafka.broker import JVM_OPTIONS, java
 from tests.kafka.kerberos_broker import KerberosKafka
+from tests.kafka.probe_principals import kafka_principals, kafkaguard_principals
 from tests.kafka.proxy.conftest import free_port_range, start_proxy
 from tests.kerberos import CASES, MAIN, RULES, SERVICE, SERVICE_HOST, SERVICE_PRINCIPAL, Kdc, kerberos_env
-from tests.serving import ServerHandle, TlsFiles, start_server
+from tests.serving import TlsFiles, start_server
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)
@@ -55,27 +54,6 @@ class Target:
     name: str
     bootstrap: str
     principals: Callable[[], dict[str, str]]  # probe topic -> principal, from the target's log
-
-
-def kafka_principals(broker: KerberosKafka) -> Callable[[], dict[str, str]]:
-    def read() -> dict[str, str]:
-        seen: dict[str, str] = {}
-        if broker.authorizer_log.exists():
-            for line in broker.authorizer_log.read_text("utf-8", "replace").splitlines():
-                record = parse_kafka_log_line(line)
-                if isinstance(record, AuditRecord) and record.resource_name.startswith("probe-"):
-                    seen[record.resource_name] = record.principal
-        return seen
-
-    return read
-
-
-def kafkaguard_principals(handle: ServerHandle) -> Callable[[], dict[str, str]]:
-    def read() -> dict[str, str]:
-        return {r["resource_name"]: r["principal"] for r in handle.audit_records()
-                if r["resource_name"].startswith("probe-")}  # fmt: skip
-
-    return read
 
 
 def kerberos_options(kdc: Kdc) -> dict[str, Any]:
