@@ -59,11 +59,13 @@ def test_killing_run_proxy_by_its_pid_stops_the_proxy_and_the_broker(tmp_path: P
     env |= {"TMPDIR": str(tmp_path), "KAFKAGUARD_ADMIN_PASSWORD": "change-me"}
     script = subprocess.Popen(["bash", "scripts/run-proxy", "--log-level", "WARNING"], cwd=checkout, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    started: list[int] = []
     try:
         wait_until_listening(script, 19092, timeout=180)
         (broker_pid_file,) = tmp_path.glob("kafkaguard-broker.*/broker.pid")
         broker = int(broker_pid_file.read_text())
         (proxy,) = children(script.pid)
+        started += [broker, proxy]
         assert alive(broker) and alive(proxy)
         script.send_signal(signal.SIGTERM)  # the script's PID only, as `kill PID` does
         _, errors = script.communicate(timeout=60)
@@ -75,3 +77,6 @@ def test_killing_run_proxy_by_its_pid_stops_the_proxy_and_the_broker(tmp_path: P
     finally:
         if script.poll() is None:
             os.killpg(script.pid, signal.SIGKILL)
+        for pid in started:  # what a failing run left behind must not hold port 19092 for the next test
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

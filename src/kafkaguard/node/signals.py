@@ -18,14 +18,19 @@ log = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-async def until_signalled() -> None:
-    """Return once the process gets SIGTERM or SIGINT (their handlers on the running loop, replacing Python's
-    KeyboardInterrupt for SIGINT, so that the caller's shutdown runs in the loop). Cost: two handlers, no task."""
+def stop_on_signals() -> asyncio.Event:
+    """An event set by SIGTERM or SIGINT (their handlers on the running loop, replacing Python's KeyboardInterrupt
+    for SIGINT, so that the caller's shutdown runs in the loop). Cost: two handlers, no task."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    return stop
+
+
+async def until_signalled() -> None:
+    """Return once the process gets SIGTERM or SIGINT."""
+    await stop_on_signals().wait()
     log.info("shutting down")
 
 
@@ -39,9 +44,13 @@ class Service(Protocol):
 
 async def run_until_signalled(service: Service) -> None:
     """Start ``service``, wait for SIGTERM or SIGINT, then stop it; stopped too when its start fails part-way (what
-    it started is undone) or the wait is cancelled."""
+    it started is undone) or the wait is cancelled. The handlers are in place before the start: a service listens
+    before its start returns (the proxy then asks its cluster), and a SIGTERM in between killed the process
+    without its clean shutdown (exit 143; seen stopping ``scripts/run-proxy`` right after its port opened)."""
+    stop = stop_on_signals()
     try:
         await service.start()
-        await until_signalled()
+        await stop.wait()
+        log.info("shutting down")
     finally:
         await service.stop()
