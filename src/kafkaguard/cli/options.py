@@ -16,6 +16,7 @@ import typer
 
 from kafkaguard.config import Settings
 from kafkaguard.errors import KafkaguardError
+from kafkaguard.protocol.repeated_lines import collapse_repeats
 
 DataDir = Annotated[Path | None, typer.Option(help="Data directory (SQLite database). Default: ./data")]
 StoreOption = Annotated[
@@ -185,6 +186,7 @@ def run_service(
     # psycopg's pool warns at every failed reconnection attempt (every second while PostgreSQL is down); the store
     # logs an outage once when it starts and once when it ends.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
+    repeats = collapse_repeats()  # a client retrying a failing login writes one line a minute, with its count
     try:
         asyncio.run(run(settings()))
     except KafkaguardError as e:
@@ -192,3 +194,6 @@ def run_service(
         raise typer.Exit(code=2) from None
     except KeyboardInterrupt:
         raise typer.Exit(code=130) from None
+    finally:
+        for repeated in repeats:
+            repeated.flush()

@@ -212,6 +212,20 @@ class IdentitySettings:
             return list(self.sasl_mechanisms)
         return [mechanism for mechanism in self.sasl_mechanisms if mechanism != "PLAIN"]
 
+    def withheld_mechanisms(self, listener: Listener) -> dict[str, str]:
+        """The configured mechanisms ``listener`` does not offer, each with why and what to change (said at start,
+        ``node.listener_summary``, and when a client asks for one, ``protocol.sasl``)."""
+        offered = self.listener_mechanisms(listener)
+        return {
+            name: (
+                f"{name} is in sasl_mechanisms but not offered on {listener}: it sends the password in clear and "
+                f"this listener has no TLS; use a SASL_SSL listener, or set sasl_plain_without_tls: true to offer "
+                f"it anyway"
+            )
+            for name in self.sasl_mechanisms
+            if name not in offered
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class AuthorizationSettings:

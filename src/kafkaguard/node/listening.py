@@ -55,12 +55,14 @@ from kafkaguard.node.accept import Doorway, open_streams
 from kafkaguard.node.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.node.collector import Collector
 from kafkaguard.node.descriptors import reserve_descriptors
+from kafkaguard.node.listener_summary import listener_summary
 from kafkaguard.node.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.node.rollout_watch import AclFileLoader, RolloutWatch
 from kafkaguard.node.signals import run_until_signalled
 from kafkaguard.node.trusted import TrustedProxies
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
+from kafkaguard.protocol.repeated_lines import COLLAPSE
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext
 from kafkaguard.protocol.sessions import SessionRegistry
 from kafkaguard.protocol.violations import ProtocolViolations, ViolationPolicy
@@ -217,7 +219,10 @@ class ListeningServer(ABC):
             raise InvalidConfigError(f"cannot listen on {listener}: {e.strerror}") from e
         bound = _Bound(listener, doorway, doorway.port)
         self._bound.append(bound)
-        log.info("listening on %s://%s:%d", listener.protocol.value, listener.host, bound.port)
+        line, warnings = listener_summary(listener, bound.port, self.services.sections)
+        log.info("%s", line)
+        for warning in warnings:
+            log.warning("%s", warning)
         return Listener(listener.protocol, listener.host, bound.port)
 
     def counted_as(self, listener: Listener) -> Listener:
@@ -375,6 +380,7 @@ class ListeningServer(ABC):
                     admission.address,
                     listener,
                     e.reason or e,
+                    extra=COLLAPSE,
                 )
                 return
             except OSError as e:

@@ -154,6 +154,7 @@ class Connection:
                 self.host,
                 session_lifetime_ms=identity.connections_max_reauth_ms,
                 refuse_login=None if violations is None else violations.login_refusal,
+                withheld=identity.withheld_mechanisms(self.listener),
             )
             if self.listener.protocol.uses_sasl
             else None

@@ -65,6 +65,7 @@ from kafkaguard.identity.oauth import (
 from kafkaguard.identity.oauthbearer import OAuthBearerServerSession, OAuthBearerServerStage
 from kafkaguard.passwords.checker import PasswordChecker
 from kafkaguard.passwords.throttle import DerivationPool
+from kafkaguard.protocol.repeated_lines import COLLAPSE
 from kafkaguard.scram import ScramCredential, ScramMechanism
 from kafkaguard.scram.server import ScramServerSession, ScramServerStage, authentication_failed_message
 from kafkaguard.service.credentials import CredentialService
@@ -337,7 +338,7 @@ class OAuthBearerServer:
             try:
                 outcome = await self._check.validate(response.token.value)
             except TokenRejected as e:
-                log.info("OAUTHBEARER token from /%s refused: %s", self._client, e)  # never the token
+                log.info("OAUTHBEARER token from /%s refused: %s", self._client, e, extra=COLLAPSE)  # never the token
                 self._budget.failed(attempt)
                 outcome = e
             else:
@@ -409,7 +410,8 @@ class GssapiServer:
         except LoginThrottledError as e:  # the budget refused, or the pool is full
             return throttled(e)
         except KerberosError as e:
-            log.info("GSSAPI login from /%s refused: %s", self._client, e)  # GSSAPI's status, never a key
+            # GSSAPI's status, never a key
+            log.info("GSSAPI login from /%s refused: %s", self._client, e, extra=COLLAPSE)
             with contextlib.suppress(LoginThrottledError):  # spent meanwhile: the address is failing already
                 self._budget.failed(self._budget.take(self.name, self._client))
             return Failed(_GSSAPI_FAILED)  # as Kafka: the reason is logged, never sent

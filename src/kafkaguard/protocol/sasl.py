@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum, auto
@@ -48,6 +48,7 @@ from kafkaguard.protocol.builders import sasl_authenticate_response, sasl_handsh
 from kafkaguard.protocol.codec import constant_response, response_schema
 from kafkaguard.protocol.mechanisms import Challenge, Failed, Login, MechanismServer, MechanismSource
 from kafkaguard.protocol.messages import SaslAuthenticateResponse, SaslHandshakeResponse
+from kafkaguard.protocol.repeated_lines import COLLAPSE
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +84,14 @@ class SaslState:
         session_lifetime_ms: int = 0,
         renewing: SaslState | None = None,
         refuse_login: Callable[[str], str | None] | None = None,
+        withheld: Mapping[str, str] | None = None,
     ) -> None:
         """``enabled``: the mechanisms this listener offers; ``client``: the client's address. ``session_lifetime_ms``:
         ``connections_max_reauth_ms`` (0: sessions never expire, unless their token does). ``renewing``: the
         authenticated state this one re-authenticates (``reauthentication()``). ``refuse_login``: why a principal
         whose login proved who it is may not log in now, or None (``violations.ProtocolViolations.login_refusal``);
-        asked of new logins only, never of a re-authentication."""
+        asked of new logins only, never of a re-authentication. ``withheld``: configured mechanisms this listener
+        does not offer, with why (``IdentitySettings.withheld_mechanisms``): logged when a client asks for one."""
         self.stage = SaslStage.HANDSHAKE
         self.raw_tokens = False  # after a v0 handshake, tokens come as raw frames
         #: The finished login, once authenticated.
@@ -107,6 +110,7 @@ class SaslState:
         self.session_lifetime_ms = session_lifetime_ms
         self._reauth_ms = session_lifetime_ms
         self._enabled = enabled
+        self._withheld = withheld or {}
         self._mechanisms = mechanisms
         self._client = client
         self._server: MechanismServer | None = None
@@ -151,6 +155,7 @@ class SaslState:
             self._client,
             session_lifetime_ms=self._reauth_ms,
             renewing=self,
+            withheld=self._withheld,
         )
 
     def refuse(self, api_key: ApiKey, api_version: int, message: str) -> SaslOutcome:
@@ -184,7 +189,11 @@ class SaslState:
             )
         name = str(request.mechanism)
         if name not in self._enabled:
-            log.info("SASL handshake for unsupported mechanism %r", _shown(name))
+            why = self._withheld.get(name)
+            if why is None:
+                log.info("SASL handshake for unsupported mechanism %r", _shown(name))
+            else:  # the client's only clue is "Unsupported SASL mechanism": the server's log says why
+                log.warning("SASL handshake from /%s refused: %s", self._client, why, extra=COLLAPSE)
             return SaslOutcome(
                 sasl_handshake_response(cls, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms),
                 close=True,
@@ -345,6 +354,7 @@ def record_login(logins: LoginStatistics, listener: str, host: str, sasl: SaslSt
             mechanism,
             claimed,
             sasl.failure or "authentication failed",
+            extra=COLLAPSE,
         )
 
 
@@ -363,4 +373,11 @@ def record_peer_login(
             outcome,
         )
     else:
-        log.info("Failed authentication with /%s (listener %s, %s certificate): %s", host, listener, mechanism, outcome)
+        log.info(
+            "Failed authentication with /%s (listener %s, %s certificate): %s",
+            host,
+            listener,
+            mechanism,
+            outcome,
+            extra=COLLAPSE,
+        )
