@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from typing import Protocol
 
 log = logging.getLogger(__name__)
@@ -18,14 +19,21 @@ log = logging.getLogger(__name__)
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
-async def until_signalled() -> None:
+async def until_signalled(on_hangup: Callable[[], None] | None = None) -> None:
     """Return once the process gets SIGTERM or SIGINT (their handlers on the running loop, replacing Python's
-    KeyboardInterrupt for SIGINT, so that the caller's shutdown runs in the loop). Cost: two handlers, no task."""
+    KeyboardInterrupt for SIGINT, so that the caller's shutdown runs in the loop); ``on_hangup`` is called on the
+    loop at each SIGHUP (without it SIGHUP keeps its default: the process ends). Cost: three handlers, no task."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    if on_hangup is not None:
+        loop.add_signal_handler(signal.SIGHUP, on_hangup)
+    try:
+        await stop.wait()
+    finally:
+        if on_hangup is not None:
+            loop.remove_signal_handler(signal.SIGHUP)
     log.info("shutting down")
 
 
@@ -37,11 +45,11 @@ class Service(Protocol):
     async def stop(self) -> None: ...
 
 
-async def run_until_signalled(service: Service) -> None:
-    """Start ``service``, wait for SIGTERM or SIGINT, then stop it; stopped too when its start fails part-way (what
-    it started is undone) or the wait is cancelled."""
+async def run_until_signalled(service: Service, *, on_hangup: Callable[[], None] | None = None) -> None:
+    """Start ``service``, wait for SIGTERM or SIGINT (``on_hangup`` at each SIGHUP), then stop it; stopped too when
+    its start fails part-way (what it started is undone) or the wait is cancelled."""
     try:
         await service.start()
-        await until_signalled()
+        await until_signalled(on_hangup)
     finally:
         await service.stop()
