@@ -1,5 +1,6 @@
-"""Certificate hot reload (issue 39): a SASL_SSL listener's certificate and key replaced by ones from a NEW CA while a
-confluent-kafka client keeps asking through its open connection; a broken replacement keeps the old certificate and says why.
+"""Certificate hot reload (issue 39): a SASL_SSL listener's certificate and key replaced by ones from a NEW CA while
+a confluent-kafka client keeps asking through its open connection; a broken replacement keeps the old certificate and
+says why.
 
 The clients trust a bundle of both CAs (what a rotation to a new CA looks like: the bundle first, then the
 certificates), so the open connection (old certificate) and new ones (new certificate) both verify; which certificate
@@ -93,9 +94,11 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
 def peer_issuer(server: ServerHandle, cafile: Path) -> str:
     """The issuer CN of the certificate a NEW connection to the SASL_SSL listener is shown."""
     context = ssl.create_default_context(cafile=str(cafile))
-    with socket.create_connection(server.sasl_ssl, timeout=10) as raw:
-        with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
-            certificate: Any = tls.getpeercert()
+    with (
+        socket.create_connection(server.sasl_ssl, timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        certificate: Any = tls.getpeercert()
     return str(dict(pair[0] for pair in certificate["issuer"])["commonName"])
 
 

@@ -48,8 +48,14 @@ class Service(Protocol):
 async def run_until_signalled(service: Service, *, on_hangup: Callable[[], None] | None = None) -> None:
     """Start ``service``, wait for SIGTERM or SIGINT (``on_hangup`` at each SIGHUP), then stop it; stopped too when
     its start fails part-way (what it started is undone) or the wait is cancelled."""
+    loop = asyncio.get_running_loop()
+    if on_hangup is not None:
+        # before the start: a SIGHUP sent once the port answers must not end the process with SIGHUP's default
+        loop.add_signal_handler(signal.SIGHUP, on_hangup)
     try:
         await service.start()
-        await until_signalled(on_hangup)
+        await until_signalled()
     finally:
+        if on_hangup is not None:
+            loop.remove_signal_handler(signal.SIGHUP)
         await service.stop()
