@@ -92,6 +92,12 @@ class Services:
     def close(self) -> None:
         self.store.close()
 
+    def replace_settings(self, settings: Settings) -> None:
+        """Run with ``settings`` from now on (a SIGHUP's live settings, ``node.live``, which applies them to what
+        was built from the old ones): what reads ``sections`` per use sees them at its next read."""
+        object.__setattr__(self, "settings", settings)  # frozen for everyone else: replaced whole, never edited
+        object.__setattr__(self, "sections", Sections.of(settings))
+
 
 def build_services(settings: Settings) -> Services:
     """Open (or create) the data directory and everything behind it.

@@ -188,7 +188,10 @@ def run_service(
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
     repeats = collapse_repeats()  # a client retrying a failing login writes one line a minute, with its count
     try:
-        asyncio.run(run(settings()))
+        loaded = settings()
+        if loaded.log_level is not None:  # the config file's (or KAFKAGUARD_LOG_LEVEL's) wins over the flag
+            logging.getLogger().setLevel(loaded.log_level)
+        asyncio.run(run(loaded))
     except KafkaguardError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)
         raise typer.Exit(code=2) from None

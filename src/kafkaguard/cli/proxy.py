@@ -10,6 +10,7 @@ the OAuth client secret and the client key's password (``KAFKAGUARD_UPSTREAM_SAS
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -20,7 +21,7 @@ from kafkaguard.cli.aclfile import load_acl_file
 from kafkaguard.config import Settings, load_settings
 
 
-async def _run(settings: Settings) -> None:
+async def _run(settings: Settings, *, reload_settings: Callable[[], Settings]) -> None:
     from kafkaguard.proxy.app import ProxyServer  # the server extra, imported only to serve
 
     server_type = functools.partial(ProxyServer, shadow_loader=load_acl_file)
@@ -31,7 +32,7 @@ async def _run(settings: Settings) -> None:
         return
     from kafkaguard.node.listening import serve as run_server
 
-    await run_server(settings, server_type)
+    await run_server(settings, server_type, reload_settings=reload_settings)  # SIGHUP: the live settings again
 
 
 def proxy(
@@ -134,9 +135,9 @@ def proxy(
 
     On a listener of port P, upstream broker N is served on port P+1+N: open those ports to clients too."""
     identity = o.identity_settings(locals())
-    o.run_service(
-        log_level,
-        lambda: load_settings(
+
+    def settings() -> Settings:
+        return load_settings(
             config,
             **identity,
             upstream=upstream,
@@ -172,6 +173,6 @@ def proxy(
             max_connections_per_ip=max_connections_per_ip,
             max_connections_per_ip_overrides=max_connections_per_ip_overrides,
             max_connections_per_listener=max_connections_per_listener or None,
-        ),
-        _run,
-    )
+        )
+
+    o.run_service(log_level, settings, functools.partial(_run, reload_settings=settings))

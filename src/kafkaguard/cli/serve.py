@@ -7,6 +7,7 @@ environment, then the file); see ``kafkaguard.config``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +18,7 @@ from kafkaguard.cli.aclfile import load_acl_file
 from kafkaguard.config import Settings, load_settings
 
 
-async def _run(settings: Settings) -> None:
+async def _run(settings: Settings, *, reload_settings: Callable[[], Settings]) -> None:
     # the server extra is imported only to serve
     from kafkaguard.server.app import KafkaServer
 
@@ -29,7 +30,7 @@ async def _run(settings: Settings) -> None:
         return
     from kafkaguard.node.listening import serve as run_server
 
-    await run_server(settings, server_type)
+    await run_server(settings, server_type, reload_settings=reload_settings)  # SIGHUP: the live settings again
 
 
 def serve(
@@ -81,9 +82,9 @@ def serve(
 ) -> None:
     """Run the Kafka-protocol server: ACLs, SCRAM users and topics for real Kafka clients."""
     identity = o.identity_settings(locals())
-    o.run_service(
-        log_level,
-        lambda: load_settings(
+
+    def settings() -> Settings:
+        return load_settings(
             config,
             **identity,
             data_dir=data_dir,
@@ -106,6 +107,6 @@ def serve(
             max_connections_per_ip=max_connections_per_ip,
             max_connections_per_ip_overrides=max_connections_per_ip_overrides,
             max_connections_per_listener=max_connections_per_listener or None,
-        ),
-        _run,
-    )
+        )
+
+    o.run_service(log_level, settings, functools.partial(_run, reload_settings=settings))

@@ -162,6 +162,18 @@ class Settings(BaseSettings):
     ssl_crlfile: Path | None = Field(
         None, description="PEM certificate revocation list(s): a revoked client certificate fails the handshake."
     )
+    tls_reload_interval_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="How often the TLS files (ssl_certfile, ssl_keyfile, ssl_cafile, ssl_crlfile; the proxy's "
+        "upstream_ssl_* too) are checked for a change (their mtime, size and inode); a changed set that loads is "
+        "used by new connections, one that does not is logged and the previous one kept. 0: never reloaded.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = Field(
+        None,
+        description="The log level; given here (or KAFKAGUARD_LOG_LEVEL) it wins over --log-level, and a SIGHUP "
+        "applies a changed one.",
+    )
     ssl_principal_mapping_rules: str = Field(
         "DEFAULT",
         description="Kafka's ssl.principal.mapping.rules: how a client certificate's subject (RFC 2253, as Java "

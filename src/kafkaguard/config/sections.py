@@ -89,6 +89,8 @@ class ListenerSettings:
     max_request_items: int
     sasl_login_timeout_seconds: float
     idle_timeout_seconds: float
+    #: 0: the TLS files are never reloaded (``node.tls_reload``).
+    tls_reload_interval_seconds: float
 
     @classmethod
     def of(cls, settings: Settings) -> ListenerSettings:
@@ -116,6 +118,7 @@ class ListenerSettings:
             max_request_items=settings.max_request_items,
             sasl_login_timeout_seconds=settings.sasl_login_timeout_seconds,
             idle_timeout_seconds=settings.idle_timeout_seconds,
+            tls_reload_interval_seconds=settings.tls_reload_interval_seconds,
         )
 
 
@@ -579,6 +582,20 @@ class ConsoleSettings:
         )
 
 
+# ------------------------------------------------------------------------------------------------------- logging
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingSettings:
+    """The process's log level (``node.live``): None leaves the command line's ``--log-level``."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None
+
+    @classmethod
+    def of(cls, settings: Settings) -> LoggingSettings:
+        return cls(settings.log_level)
+
+
 # ---------------------------------------------------------------------------------------------------------- all
 
 
@@ -595,6 +612,7 @@ class Sections:
     proxy: ProxySettings
     store: StoreSettings
     console: ConsoleSettings
+    logging: LoggingSettings
 
     @classmethod
     def of(cls, settings: Settings) -> Sections:
@@ -608,4 +626,5 @@ class Sections:
             proxy=ProxySettings.of(settings),
             store=StoreSettings.of(settings),
             console=ConsoleSettings.of(settings),
+            logging=LoggingSettings.of(settings),
         )

@@ -183,6 +183,23 @@ class LoginFailureBudget:
             f"known_pairs={len(self._known)})"
         )
 
+    def reconfigure(
+        self, *, address_burst: int, address_per_minute: float, user_burst: int, user_per_minute: float
+    ) -> None:
+        """New bursts and rates (a SIGHUP, ``node.live``): buckets keep their tokens, capped at the new burst, and
+        refill at the new rate from their next use."""
+        if min(address_burst, user_burst) < 1 or min(address_per_minute, user_per_minute) <= 0:
+            raise ValueError("login failure budgets need a burst of at least 1 and a positive rate")
+        with self._lock:
+            for table, burst, per_minute in (
+                (self._addresses, address_burst, address_per_minute),
+                (self._users, user_burst, user_per_minute),
+            ):
+                table.burst = float(burst)
+                table.per_second = per_minute / 60.0
+                for bucket in table._buckets.values():
+                    bucket.tokens = min(bucket.tokens, table.burst)
+
     # ------------------------------------------------------------------------------------------------- the API
 
     def check(self, mechanism: str, address: str, user: str | None = None, *, secret: bytes = b"") -> None:

@@ -205,6 +205,13 @@ class AdmissionControl:
     def open_connections(self) -> int:
         return self._total
 
+    def reconfigure(self, limits: ConnectionLimits) -> None:
+        """New limits (a SIGHUP, ``node.live``) for the connections admitted from now on; open ones stay open, and
+        each address's creation bucket is refilled at the new rate from its next connection. ``limits`` keeps the
+        running ``ipv6_prefix_length`` (the open connections are counted by it)."""
+        self.limits = limits
+        self._overrides = _Overrides(limits.per_ip_overrides)
+
     def key_of(self, address: str) -> str:
         """What ``address`` is counted as: itself (IPv4), or its IPv6 block (``model.client_key``)."""
         return client_key(address, self.limits.ipv6_prefix_length)

@@ -43,14 +43,15 @@ from dataclasses import dataclass
 
 from kafkaguard.audit.records.login_events import record_login_event
 from kafkaguard.audit.records.refusals import RefusalReason
-from kafkaguard.audit.trail.from_settings import audit_trail
+from kafkaguard.audit.trail.from_settings import audit_trail, reroute
 from kafkaguard.bootstrap import Services, build_services
 from kafkaguard.config import Listener, SecurityProtocol, Settings, record_served_settings
 from kafkaguard.config.sections import ListenerSettings
-from kafkaguard.errors import InvalidConfigError
+from kafkaguard.errors import InvalidConfigError, KafkaguardError
 from kafkaguard.following import follow_store
 from kafkaguard.identity.failure_budget import Attempt, LoginThrottledError
 from kafkaguard.model import java_host
+from kafkaguard.node import live
 from kafkaguard.node.accept import Doorway, open_streams
 from kafkaguard.node.admission import Admission, AdmissionControl, ConnectionLimits, IpQuotaRates, Refusal
 from kafkaguard.node.collector import Collector
@@ -59,6 +60,7 @@ from kafkaguard.node.listener_summary import listener_summary
 from kafkaguard.node.proxy_header import ProxyHeaderError, read_proxy_header
 from kafkaguard.node.rollout_watch import AclFileLoader, RolloutWatch
 from kafkaguard.node.signals import run_until_signalled
+from kafkaguard.node.tls_reload import ReloadingContext, watch
 from kafkaguard.node.trusted import TrustedProxies
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
@@ -126,6 +128,10 @@ class ListeningServer(ABC):
         self._bound: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
         self._sync_task: asyncio.Task[None] | None = None
+        #: The TLS contexts of the bound listeners and (the proxy's) of its upstream, their files watched.
+        self.tls_contexts: list[ReloadingContext] = []
+        self._tls_watch: asyncio.Task[None] | None = None
+        self._reloading = asyncio.Lock()
         self._stopped = asyncio.Event()
         self.collector = Collector()
         #: How clients are identified (SASL mechanisms, certificate mapping), once for every connection.
@@ -170,6 +176,9 @@ class ListeningServer(ABC):
         # collections do not walk them (the pauses they caused: docs/benchmarks.md, "Figures from the code").
         self.collector.start()
         self._sync_task = asyncio.create_task(follow_store(self.services), name="store-sync")
+        interval = self.services.sections.listening.tls_reload_interval_seconds
+        if self.tls_contexts and interval > 0:
+            self._tls_watch = asyncio.create_task(watch(self.tls_contexts, interval), name="tls-reload")
 
     async def stop(self) -> None:
         """Stop accepting, finish open connections' current requests, flush the audit log."""
@@ -179,6 +188,11 @@ class ListeningServer(ABC):
             task.cancel()
         await asyncio.gather(*self._connections, return_exceptions=True)
         self.sessions.stop()
+        if self._tls_watch is not None:
+            self._tls_watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._tls_watch
+            self._tls_watch = None
         if self._sync_task is not None:
             self._sync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -200,7 +214,7 @@ class ListeningServer(ABC):
         :raises InvalidConfigError: it cannot be bound, or TLS is configured wrongly (the server is stopped).
         """
         listening = self.services.sections.listening
-        context = tls_server_context(listening, listener.protocol) if listener.protocol.uses_tls else None
+        context = self._listener_tls(listener) if listener.protocol.uses_tls else None
         counted = str(self.counted_as(listener))  # the limits it counts against
         try:
             doorway = await Doorway.open(
@@ -224,6 +238,52 @@ class ListeningServer(ABC):
         for warning in warnings:
             log.warning("%s", warning)
         return Listener(listener.protocol, listener.host, bound.port)
+
+    def _listener_tls(self, listener: Listener) -> ReloadingContext:
+        """The reloading TLS context of a listener's protocol, shared by its listeners (one per protocol: SSL and
+        SASL_SSL differ in client authentication).
+
+        :raises InvalidConfigError: TLS is configured wrongly (the server is stopped).
+        """
+        name = f"{listener.protocol.value} listener"
+        for known in self.tls_contexts:
+            if known.name == name:
+                return known
+        listening = self.services.sections.listening
+        tls = listening.tls
+        paths = [] if tls is None else [p for p in (tls.certfile, tls.keyfile, tls.cafile, tls.crlfile) if p]
+        context = ReloadingContext(
+            name,
+            functools.partial(tls_server_context, listening, listener.protocol),
+            paths,
+            certfile=None if tls is None else tls.certfile,
+        )
+        self.tls_contexts.append(context)
+        return context
+
+    async def reload(self, load: Callable[[], Settings]) -> None:
+        """A SIGHUP: read the settings again (``load``: the config file, the start's flags and environment) and
+        apply the live ones that changed (``node.live``); one reload at a time."""
+        async with self._reloading:
+            try:
+                loaded = await asyncio.to_thread(load)
+            except KafkaguardError as e:
+                log.error("SIGHUP: the configuration does not load, nothing changed: %s", e)
+                return
+            self.apply_settings(loaded)
+
+    def apply_settings(self, loaded: Settings) -> None:
+        """Run with ``loaded``'s live settings where they differ (``node.live.LIVE_SETTINGS``); name the others."""
+        applied, changed_live, needs_restart = live.plan(self.services.settings, loaded)
+        if changed_live:
+            self.services.replace_settings(applied)
+            sections = self.services.sections
+            self.admission.reconfigure(ConnectionLimits.from_settings(sections.limits))
+            live.apply_budget(self.services)
+            if self.audit is not None and sections.audit.kafka is not None:
+                reroute(self.audit, sections.audit.kafka)
+            live.apply_log_level(sections.logging.level)
+        live.log_outcome(changed_live, needs_restart)
 
     def counted_as(self, listener: Listener) -> Listener:
         """The configured listener whose limits a connection on the bound ``listener`` counts against (the proxy
@@ -309,14 +369,16 @@ class ListeningServer(ABC):
         self,
         listener: Listener,
         counted: str,
-        tls: ssl.SSLContext | None,
+        tls: ReloadingContext | None,
         sock: socket.socket,
         peer: str,
         accepted_at: float,
     ) -> None:
-        """An admitted connection sent its first bytes: serve it in a task of its own."""
+        """An admitted connection sent its first bytes: serve it in a task of its own, its TLS handshake with the
+        listener's context as it is now (a reload changes it for the connections after this one)."""
         admission = Admission(counted, java_host(peer))
-        task = asyncio.get_running_loop().create_task(self._serve(listener, tls, sock, admission, accepted_at))
+        context = None if tls is None else tls.current
+        task = asyncio.get_running_loop().create_task(self._serve(listener, context, sock, admission, accepted_at))
         self._connections.add(task)
         task.add_done_callback(self._connections.discard)
 
@@ -501,12 +563,26 @@ def tls_server_context(listening: ListenerSettings, protocol: SecurityProtocol) 
     return context
 
 
-async def serve(settings: Settings, server_type: Callable[[Services], ListeningServer]) -> None:
+async def serve(
+    settings: Settings,
+    server_type: Callable[[Services], ListeningServer],
+    *,
+    reload_settings: Callable[[], Settings] | None = None,
+) -> None:
     """Build the services, serve until SIGTERM or SIGINT, then shut down cleanly (``server_type``: ``KafkaServer``
-    for ``kafkaguard serve``, ``ProxyServer`` for ``kafkaguard proxy``)."""
+    for ``kafkaguard serve``, ``ProxyServer`` for ``kafkaguard proxy``). With ``reload_settings`` (how ``settings``
+    were loaded), a SIGHUP applies the live settings again (``ListeningServer.reload``)."""
     services = await asyncio.to_thread(build_services, settings)
     server = server_type(services)
+    reloads: set[asyncio.Task[None]] = set()
+
+    def hangup() -> None:
+        if reload_settings is not None:
+            task = asyncio.get_running_loop().create_task(server.reload(reload_settings), name="sighup-reload")
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
     try:
-        await run_until_signalled(server)
+        await run_until_signalled(server, on_hangup=hangup if reload_settings is not None else None)
     finally:
         services.close()

@@ -39,8 +39,22 @@ def audit_trail(audit: AuditSettings, statistics: AuditTrailStatistics | None = 
     )
 
 
+def router_of(kafka: AuditKafkaSettings) -> Router:
+    """Where the Kafka sink sends each event: ``audit_kafka_routes``, else ``audit_kafka_topic``."""
+    return Router(parse_routes(list(kafka.routes)), kafka.topic)
+
+
+def reroute(trail: AuditLog, kafka: AuditKafkaSettings) -> bool:
+    """Give ``trail``'s Kafka sink ``kafka``'s routes (a SIGHUP, ``node.live``): the sink's thread reads its router
+    once per event, so an event goes by the old routes or the new ones, whole. False: no Kafka sink."""
+    sinks = [sink for sink in trail.sinks if isinstance(sink, KafkaSink)]
+    for sink in sinks:
+        sink.router = router_of(kafka)
+    return bool(sinks)
+
+
 def kafka_sink(kafka: AuditKafkaSettings, statistics: AuditTrailStatistics) -> KafkaSink:
-    router = Router(parse_routes(list(kafka.routes)), kafka.topic)
+    router = router_of(kafka)
     spool = Spool(kafka.spool_path, max_bytes=kafka.spool_max_bytes, fsync_seconds=kafka.spool_fsync_seconds)
     return KafkaSink(
         producer_config(kafka.client),
