@@ -43,12 +43,11 @@ microseconds each, once at start.
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from re import _constants as sre
-from re import _parser
 from typing import Any
 
 from cryptography import x509
@@ -60,6 +59,11 @@ from kafkaguard.identity.ssl_mapping import (
     escape_literal_back_references,
 )
 from kafkaguard.identity.x500 import rfc2253_from_name_der
+
+# The stdlib's own regex parser: the one parse the pattern's matcher used. Typeshed has no stubs for these private
+# modules (and the public ``sre_parse`` aliases warn since 3.11), so they are looked up by name; their values are Any.
+sre = importlib.import_module("re._constants")
+_parser = importlib.import_module("re._parser")
 
 #: Candidate subjects per rule and super user, at most (the combinations of a pattern's branches and repeats).
 MAX_CANDIDATES = 64
