@@ -177,7 +177,12 @@ class RelayingDispatcher:
     def __init__(self, relay: Broker) -> None:
         self.login_relay = relay
 
+    walked: frozenset[object] = frozenset()
+
     async def dispatch(self, incoming: object) -> object:
+        raise AssertionError("no request after login in these tests")
+
+    async def dispatch_walked(self, walked: object) -> object:
         raise AssertionError("no request after login in these tests")
 
     async def close(self) -> None:

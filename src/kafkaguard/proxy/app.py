@@ -37,7 +37,7 @@ from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import Versions, request_schema
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
-from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
+from kafkaguard.proxy.dispatch import FORWARDED, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
 from kafkaguard.proxy.passthrough import passthrough_problem, unsupported_by_broker
 from kafkaguard.proxy.quotas import QuotaMeter
@@ -150,7 +150,7 @@ class ProxyServer(ListeningServer):
             )
             versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
             offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
-            self.versions = negotiate(offered, HANDLERS)
+            self.versions = negotiate(offered, FORWARDED)
             if offered.get(ApiKey.API_VERSIONS, (0, 3))[1] >= FEATURES_COMPLETE_FROM:  # v3 omits min-0 features
                 hello = build_request(
                     request_schema(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM),
