@@ -129,7 +129,7 @@ def test_every_token_is_decided_as_the_broker_decides_it(
     forger = SigningKey("passthrough-key", SigningKey.create("x").private_key)  # the broker's kid, another key
     stranger = SigningKey.create("unknown-kid")
     subject = f"svc-{uuid.uuid4().hex[:8]}"
-    claims = {"aud": AUDIENCE, "iss": ISSUER}
+    claims: dict[str, Any] = {"aud": AUDIENCE, "iss": ISSUER}
     tokens = {
         "valid": key.sign(subject, **claims),
         "valid with groups": key.sign(subject, groups=["writers"], **claims),
