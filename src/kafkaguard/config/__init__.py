@@ -566,14 +566,22 @@ class Settings(BaseSettings):
     upstream_authentication: Literal["service_account", "passthrough"] = Field(
         "service_account",
         description="How the proxy's clients reach the upstream: 'service_account' (kafkaguard checks their logins, "
-        "and their requests go up as the proxy's service user) or 'passthrough' (each client's SCRAM or PLAIN login "
+        "and their requests go up as the proxy's service user) or 'passthrough' (each client's SCRAM, PLAIN or "
+        "OAUTHBEARER login "
         "is relayed to the broker, which decides it, and its requests go up on its own connection as itself).",
     )
     upstream_passthrough_mechanisms: list[str] = Field(
-        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"],
+        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"],
         description="With upstream_authentication passthrough: which enabled mechanisms are passed through (the "
-        "others are kafkaguard's own logins, going up as the service user). SCRAM-SHA-256, SCRAM-SHA-512, PLAIN.",
+        "others are kafkaguard's own logins, going up as the service user). SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, "
+        "OAUTHBEARER (the broker checks the token; kafkaguard reads sasl_oauthbearer_sub_claim_name and "
+        "sasl_oauthbearer_groups_claim_name from it once the broker accepted it, and needs no JWKS).",
     )
+
+    @property
+    def oauthbearer_passed_through(self) -> bool:
+        """The proxy passes OAUTHBEARER logins through: the broker checks the tokens, kafkaguard needs no JWKS."""
+        return self.upstream_authentication == "passthrough" and "OAUTHBEARER" in self.upstream_passthrough_mechanisms
 
     @model_validator(mode="after")
     def _check_upstream_login(self) -> Settings:
@@ -912,7 +920,11 @@ class Settings(BaseSettings):
                 )
         if self.ssl_keyfile_password is not None and self.ssl_keyfile_password_file is not None:
             raise InvalidConfigError("give the key password once: ssl_keyfile_password or ssl_keyfile_password_file")
-        if "OAUTHBEARER" in self.sasl_mechanisms and self.sasl_oauthbearer_jwks_endpoint_url is None:
+        if (
+            "OAUTHBEARER" in self.sasl_mechanisms
+            and self.sasl_oauthbearer_jwks_endpoint_url is None
+            and not self.oauthbearer_passed_through
+        ):
             raise InvalidConfigError(
                 "sasl_mechanisms has OAUTHBEARER but sasl_oauthbearer_jwks_endpoint_url is not set: the identity "
                 "provider's keys (https://…/jwks or file:/path) are needed to check tokens"

@@ -31,6 +31,7 @@ from kafkaguard.audit.records.refusals import RefusalReason
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.errors import KafkaguardError
+from kafkaguard.identity.oauth import TokenExpectations
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
 from kafkaguard.protocol.api_versions import Features, api_versions_response
 from kafkaguard.protocol.codec import (
@@ -169,8 +170,12 @@ class Connection:
         mechanisms: MechanismSource = self.identity.mechanisms
         relay = dispatcher.login_relay
         if relay is not None:
-            passed = frozenset(self.services.sections.proxy.passthrough_mechanisms)
-            mechanisms = PassthroughMechanisms(mechanisms, relay, passed, self.services.login_budget)
+            proxy = self.services.sections.proxy
+            claims = TokenExpectations(
+                sub_claim_name=proxy.passthrough_sub_claim_name, groups_claim=proxy.passthrough_groups_claim_name
+            )
+            passed = frozenset(proxy.passthrough_mechanisms)
+            mechanisms = PassthroughMechanisms(mechanisms, relay, passed, self.services.login_budget, claims)
         #: Whether a re-authentication must wait for the relayed answers before it (its tokens share the upstream).
         self._relays_logins = relay is not None
         self.sasl = (
