@@ -16,7 +16,7 @@ CONTRACT = "kafkaguard is layered (docs/architecture.md)"
 
 def documented_layers() -> list[list[str]]:
     text = DOC.read_text("utf-8")
-    block = re.search(r"<!-- layers:[^>]*-->\s*```text\n(.*?)```", text, re.S)
+    block = re.search(r"<!-- tested: layers[^>]*-->\s*```text\n(.*?)```", text, re.S)
     assert block is not None, "docs/architecture.md has no layers block"
     return [[name.strip() for name in line.split("|")] for line in block.group(1).strip().splitlines()]
 
