@@ -1,8 +1,9 @@
 """The manual's "first produce and consume through the proxy" (docs/getting-started/proxy.md), run as it stands:
-its shell block in bash and its Python block in this checkout's Python, against ``kafkaguard proxy`` started as ``scripts/run-proxy`` starts it
-(``config/kafkaguard.yaml``, the listener on 127.0.0.1:19092, ``KAFKAGUARD_ADMIN_PASSWORD=change-me``) in front of
-the real test broker. Both run in a temporary directory that stands for the checkout: ``.venv`` links to this one's,
-and ``data`` is the proxy's data directory there, so the repository is left as it was.
+its shell block in bash and its Python block in this checkout's Python, against ``kafkaguard proxy`` started as
+``scripts/run-proxy`` starts it (``config/kafkaguard.yaml``, the listener on 127.0.0.1:19092,
+``KAFKAGUARD_ADMIN_PASSWORD=change-me``) in front of the real test broker. Both run in a temporary directory that
+stands for the checkout: ``.venv`` links to this one's, and ``data`` is the proxy's data directory there, so the
+repository is left as it was.
 
 The walk-through names port 19092 (and the proxy serves the broker's node 1 on 19094): the test needs them free.
 """
