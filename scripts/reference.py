@@ -249,6 +249,10 @@ def metrics_page() -> str:
     ]
     for name, kind, labels, documentation in metric_families():
         out.append(f"| {code(name)} | {kind} | {', '.join(code(label) for label in labels)} | {cell(documentation)} |\n")
+    out.append(
+        "\nOne more appears only while the audit trail's Kafka sink runs (its collector yields it only then): "
+        "`kafkaguard_audit_spool_bytes` (gauge), the sink's spool on disk in bytes.\n"
+    )
     return "".join(out)
 
 
