@@ -100,6 +100,7 @@ def cli_page() -> str:
         "`KAFKAGUARD_*` variable and default.\n\n",
     ]
     root = cli_command()
+    jobs = job_parsers()
     for path, command in commands(root):
         if path == ("kafkaguard",):
             continue
@@ -115,6 +116,8 @@ def cli_page() -> str:
             for a in args:
                 out.append(f"| {code(a.name.upper())} | {cell(getattr(a, 'help', '') or '')} |\n")
             out.append("\n")
+        if path[1:2] == ("audit",) and len(path) == 3 and path[2] in jobs:
+            out.append(job_options(path[2], jobs[path[2]]))
         opts = options(command)
         if opts:
             out.append("| option | help | default |\n|---|---|---|\n")
@@ -123,6 +126,33 @@ def cli_page() -> str:
                 out.append(f"| {flag_names(o)} | {cell((o.help or '') + repeat)} | {default_text(o)} |\n")
             out.append("\n")
     return "".join(out)
+
+
+def job_parsers() -> dict[str, Any]:
+    """The audit pipeline's jobs' argparse parsers (``kafkaguard audit JOB`` passes its arguments to them)."""
+    import argparse
+
+    from kafkaguard.pipeline.jobs.entry import parser
+
+    root = parser()
+    for action in root._actions:  # argparse keeps its subparsers there: no public accessor
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def job_options(job: str, job_parser: Any) -> str:
+    rows = [
+        f"Its flags are the job's own (`python -m kafkaguard.pipeline.jobs {job}` takes the same):\n\n",
+        "| option | help | default |\n|---|---|---|\n",
+    ]
+    for action in job_parser._actions:
+        if not action.option_strings or action.help == "==SUPPRESS==":
+            continue
+        names = ", ".join(code(o) for o in action.option_strings)
+        default = "" if action.default in (None, False, [], "", "==SUPPRESS==") else code(str(action.default))
+        rows.append(f"| {names} | {cell(action.help or '')} | {default} |\n")
+    return "".join(rows) + "\n"
 
 
 def setting_flags() -> dict[str, list[tuple[str, str]]]:
