@@ -109,3 +109,15 @@ def test_the_metrics_page_names_every_family_of_metrics(pages: dict[str, str], t
 def test_the_apis_page_has_every_api_offered(pages: dict[str, str]) -> None:
     keys = {int(row[1]) for row in rows(pages["apis.md"]) if row[1].isdigit()}
     assert keys == {int(key) for key in set(SERVER_VERSIONS) | set(LOCAL) | set(CAPS)}
+
+
+def test_every_setting_and_option_says_what_it_is(pages: dict[str, str]) -> None:
+    """A setting or option added without a description would be an empty cell in the reference."""
+    assert [row[0] for row in rows(pages["settings.md"]) if not row[4]] == []
+    silent = [
+        f"{' '.join(path)} {parameter.opts[0]}"
+        for path, command in _commands(typer.main.get_command(app), ("kafkaguard",))
+        for parameter in _options(command)
+        if not parameter.help
+    ]
+    assert silent == [], f"options without help: {silent}"
