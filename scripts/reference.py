@@ -207,28 +207,60 @@ def is_secret(field: FieldInfo) -> bool:
     return "SecretStr" in str(field.annotation)
 
 
+#: The settings page's sections, first match wins; a setting no rule names lands in "Other" (never lost).
+SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Store", ("data_dir", "store", "sync_interval_seconds")),
+    ("Logging", ("log_level",)),
+    (
+        "Limits",
+        ("max_", "protocol_violation", "ipv6_prefix_length", "idle_timeout_seconds", "sasl_login_timeout_seconds",
+         "login_failure", "login_success", "refused_changes", "auth_failure_delay_ms"),
+    ),  # fmt: skip
+    ("Listeners and TLS", ("listeners", "advertised_host", "ssl_", "tls_", "proxy_protocol", "trusted_proxies")),
+    ("Logins (SASL)", ("sasl_", "connections_max_reauth_ms", "admin_")),
+    ("Authorization and rollout", ("super_users", "allow_everyone_if_no_acl_found", "enforcement", "shadow_acls")),
+    ("Topics", ("auto_create_topics", "default_partitions")),
+    ("Audit trail", ("audit_",)),
+    ("The proxy's upstream", ("upstream",)),
+    ("Console", ("http_listener", "console_")),
+)
+
+
+def setting_group(name: str) -> str:
+    """The section of setting ``name``: the first group one of whose prefixes it starts with."""
+    for title, prefixes in SETTING_GROUPS:
+        if name.startswith(prefixes):
+            return title
+    return "Other"
+
+
 def settings_page() -> str:
     flags = setting_flags()
     out = [
         "# Settings\n\n",
         GENERATED,
-        "Every setting of kafkaguard (`kafkaguard.config.Settings`), in the order of the code. Each is a key of the "
-        "YAML file given with `--config`, and a `KAFKAGUARD_*` environment variable; many are a flag of `serve`, "
-        "`proxy` or `console` too. A flag wins over the variable, the variable over the file, the file over the "
-        "default. Unknown keys in the file are errors. Secrets (passwords, client secrets) are never flags: give "
-        "them in their variable or in the `*_file` setting beside them.\n\n",
-        f"{len(Settings.model_fields)} settings.\n\n",
-        "| YAML key | flag | environment variable | default | description |\n|---|---|---|---|---|\n",
+        "Every setting of kafkaguard (`kafkaguard.config.Settings`), by topic. Each is a key of the YAML file given "
+        "with `--config`, and a `KAFKAGUARD_*` environment variable; many are a flag of `serve`, `proxy` or "
+        "`console` too. A flag wins over the variable, the variable over the file, the file over the default. "
+        "Unknown keys in the file are errors. Secrets (passwords, client secrets) are never flags: give them in "
+        "their variable or in the `*_file` setting beside them.\n\n",
+        f"{len(Settings.model_fields)} settings.\n",
     ]
-    for name, field in Settings.model_fields.items():
-        flag = "<br>".join(f"{code(f)} ({c})" for f, c in _merge(flags.get(name, [])))
-        if is_secret(field):
-            flag = "never (a secret)"
-        env = code(f"KAFKAGUARD_{name.upper()}") + environment_form(field)
-        description = field.description or ""
-        out.append(
-            f"| {code(name)} | {flag or '—'} | {env} | {render_default(default_of(field))} | {cell(description)} |\n"
-        )
+    groups: dict[str, list[str]] = {}
+    for name in Settings.model_fields:
+        groups.setdefault(setting_group(name), []).append(name)
+    order = [title for title, _ in SETTING_GROUPS] + ["Other"]
+    for title in (t for t in order if t in groups):
+        out.append(f"\n## {title}\n\n")
+        out.append("| YAML key | flag | environment variable | default | description |\n|---|---|---|---|---|\n")
+        for name in groups[title]:
+            field = Settings.model_fields[name]
+            flag = "<br>".join(f"{code(f)} ({c})" for f, c in _merge(flags.get(name, [])))
+            if is_secret(field):
+                flag = "never (a secret)"
+            env = code(f"KAFKAGUARD_{name.upper()}") + environment_form(field)
+            default = render_default(default_of(field))
+            out.append(f"| {code(name)} | {flag or '—'} | {env} | {default} | {cell(field.description or '')} |\n")
     return "".join(out)
 
 
