@@ -26,6 +26,7 @@ from pydantic_settings import (
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     YamlConfigSettingsSource,
 )
 
@@ -1033,6 +1034,26 @@ def _count_entries(value: object, separator: str, setting: str, example: str) ->
     return counts
 
 
+#: What a list or mapping setting looks like as JSON, where its default is empty.
+_ENVIRONMENT_EXAMPLES: dict[str, object] = {
+    "audit_kafka_routes": [{"category": "management", "topic": "audit-changes"}],
+}
+
+
+def _environment_error(message: str) -> str:
+    """What to write instead, for pydantic-settings' 'error parsing value for field "x" from source ...'."""
+    found = re.search(r'field "(\w+)"', message)
+    if found is None or found[1] not in Settings.model_fields:
+        return f"invalid configuration: {message}"
+    name = found[1]
+    default = Settings.model_fields[name].get_default(call_default_factory=True, validated_data={})
+    example = json.dumps(default or _ENVIRONMENT_EXAMPLES.get(name, ["..."]))
+    return (
+        f"KAFKAGUARD_{name.upper()} is not JSON: a list or mapping setting in the environment is written as JSON, "
+        f"for example KAFKAGUARD_{name.upper()}='{example}' (or set {name} in the config file)"
+    )
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Settings from flags (``overrides``; None values mean "not given"), environment, config file, defaults.
 
@@ -1047,6 +1068,8 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
 
     try:
         loaded = _FromFile(**given)
+    except SettingsError as e:  # a KAFKAGUARD_* list or mapping that is not JSON: pydantic-settings cannot split it
+        raise InvalidConfigError(_environment_error(str(e))) from None
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in e.errors())
         raise InvalidConfigError(f"invalid configuration: {problems}") from None
