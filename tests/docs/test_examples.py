@@ -71,6 +71,7 @@ def test_the_audit_record_example_reads_as_a_record() -> None:
         ("oauthbearer-yaml", {}),
         ("kerberos-yaml", {}),
         ("proxy-protocol-yaml", {}),
+        ("passthrough-oauthbearer-yaml", {}),
     ],
 )
 def test_the_configuration_examples_load(
