@@ -8,6 +8,7 @@ The script runs from a temporary directory that stands for the checkout (``.venv
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -53,7 +54,14 @@ def test_killing_run_proxy_by_its_pid_stops_the_proxy_and_the_broker(tmp_path: P
         shutil.copytree(ROOT / part, checkout / part)
     for file in ("pyproject.toml", "requirements.lock"):
         shutil.copy(ROOT / file, checkout / file)
-    (checkout / ".venv").symlink_to(Path(sys.executable).parent.parent)
+    venv = Path(sys.executable).parent.parent
+    stamp = venv / ".kafkaguard-setup"
+    want = hashlib.sha256((ROOT / "requirements.lock").read_bytes() + (ROOT / "pyproject.toml").read_bytes())
+    if not stamp.exists() or stamp.read_text().strip() != want.hexdigest():
+        # the copy's scripts/setup would reinstall kafkaguard into the shared venv from the copy (a temporary
+        # directory), leaving the venv pointing there after the test
+        pytest.fail("the venv is not set up for this checkout's lock file: run scripts/setup first")
+    (checkout / ".venv").symlink_to(venv)
     (tmp_path / "shared").symlink_to(ROOT.parent / "shared")
     env = {key: value for key, value in os.environ.items() if not key.startswith("KAFKAGUARD_")}
     env |= {"TMPDIR": str(tmp_path), "KAFKAGUARD_ADMIN_PASSWORD": "change-me"}
