@@ -37,7 +37,6 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from kio.schema.types import TopicName
 
 from tests.kafka.pki import CertificateAuthority
-from tests.kafka.proxy.conftest import free_port_range
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka
 from tests.server.test_cli_serve import KAFKAGUARD, free_port, wait_until_listening
 from tests.wire import Wire
@@ -91,6 +90,35 @@ def wait_for(condition: Callable[[], bool], what: str, log: Path | None = None) 
         time.sleep(0.2)  # polling, bounded by the deadline
 
 
+#: Each proxy listener claims its port and the next 1000 (one per upstream node id): listeners this far apart.
+_CLAIM = 1001
+
+
+def _free(port: int) -> bool:
+    """Free for the proxy, which binds with SO_REUSEADDR (a port whose connections are only in TIME_WAIT, of which
+    this machine's other tests leave many, is free for it)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def proxy_ports(count: int) -> list[int]:
+    """``count`` listener ports ``_CLAIM`` apart, each P with P + 2 free (the fake broker is node 1, served at
+    P + 1 + 1, ``proxy.nodes.node_port``)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = int(probe.getsockname()[1])
+        ports = [base + n * _CLAIM for n in range(count)]
+        if ports[-1] + _CLAIM <= 65535 and all(_free(p) and _free(p + 2) for p in ports):
+            return ports
+    raise AssertionError(f"no {count} free proxy listener ports on 127.0.0.1")
+
+
 def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -101,7 +129,7 @@ def closed_port() -> int:
 def node(tmp_path: Path) -> Iterator[Node]:
     ca = CertificateAuthority.create("dashboard CA")
     certfile, keyfile = ca.issue("CN=kafkaguard", hosts=("127.0.0.1", "localhost")).write(tmp_path / "tls", "server")
-    sasl, plaintext, tls, http = free_port_range(), free_port_range(), free_port_range(), free_port()
+    (sasl, plaintext, tls), http = proxy_ports(3), free_port()
     settings: dict[str, Any] = {
         "listeners": [
             f"SASL_PLAINTEXT://127.0.0.1:{sasl}",
@@ -186,7 +214,9 @@ def _ready(prometheus: Prometheus) -> bool:
 def make_traffic(node: Node) -> None:
     """A refused console login, then two failed SCRAM logins (the address's budget of 2 is then spent: the second is
     throttled), a Metadata request denied."""
-    refused = urllib.request.Request(f"{node.console}/api/acls", headers={"Authorization": "Basic YWRtaW46bm8="})
+    refused = urllib.request.Request(  # noqa: S310 - loopback
+        f"{node.console}/api/acls", headers={"Authorization": "Basic YWRtaW46bm8="}
+    )
     with pytest.raises(urllib.error.HTTPError) as failed:
         urllib.request.urlopen(refused, timeout=10)  # noqa: S310 - loopback
     failed.value.close()
