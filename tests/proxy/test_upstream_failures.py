@@ -5,6 +5,7 @@ bad frame, a plaintext one dialled with TLS) and a real ``kafkaguard serve`` ref
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import ssl
 import struct
@@ -12,6 +13,8 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.types import TopicName
 
 from kafkaguard.audit.records.upstream_failures import UpstreamFailure, UpstreamFailures
 from kafkaguard.authorizer.requests import ApiKey
@@ -28,7 +31,9 @@ from kafkaguard.proxy.upstream import (
 )
 from kafkaguard.proxy.wire import UpstreamProtocolError
 from kafkaguard.scram import ScramMechanism
-from tests.serving import ADMIN, ServerHandle, TlsFiles, start_server
+from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.wire import Wire
 
 PLAINTEXT = UpstreamSecurity(UpstreamProtocol.PLAINTEXT)
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -180,3 +185,22 @@ def test_a_refused_service_password_is_a_login_failure_and_is_exported(upstream:
     assert 'kafkaguard_upstream_failures_total{reason="login"} 1.0' in text
     assert 'kafkaguard_upstream_failures_total{reason="timeout"} 0.0' in text
     assert "not-the-password" not in text
+
+
+def test_the_proxy_counts_a_client_connections_failed_upstream_in_its_services(tmp_path: Path) -> None:
+    with fake_kafka(FakeKafka()) as broker:
+        proxy = start_proxy(tmp_path / "data", broker.address)
+    try:  # the broker has gone: a client's first forwarded request finds no upstream
+        failures = proxy.services.upstream_failures
+        before = failures.counts()[UpstreamFailure.UNREACHABLE]
+        with Wire(proxy.sasl, timeout=10) as wire:
+            wire.login(ADMIN, ADMIN_PASSWORD)
+            topics = (MetadataRequestTopic(name=TopicName("t"), topic_id=None),)
+            with pytest.raises(AssertionError, match="closed the connection"):
+                wire.request(MetadataRequest(topics=topics, allow_auto_topic_creation=False,
+                                             include_topic_authorized_operations=False))  # fmt: skip
+        assert failures.counts()[UpstreamFailure.UNREACHABLE] > before
+        text = ConsoleMetrics(lambda: 0, upstream_failures=failures).render().decode()
+        assert re.search(r'kafkaguard_upstream_failures_total\{reason="unreachable"\} [1-9]', text)
+    finally:
+        proxy.stop()
