@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 
 from kafkaguard.audit.records.logins import LoginStatistics
 from kafkaguard.audit.records.refusals import ConnectionRefusals
+from kafkaguard.audit.records.tls_certificates import TlsStatistics
 from kafkaguard.audit.records.trail_statistics import AuditTrailStatistics
+from kafkaguard.audit.records.upstream_failures import UpstreamFailures
 from kafkaguard.authorizer import StandardAuthorizer
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.config import Settings
@@ -83,6 +85,10 @@ class Services:
     login_budget: LoginFailureBudget = field(default_factory=LoginFailureBudget)
     #: The JWKS refreshes of the process's OAUTHBEARER key sources, by reason (the console's ``/metrics``).
     jwks: JwksStatistics = field(default_factory=JwksStatistics)
+    #: The TLS listeners' served certificates (notAfter) and their reloads (``node.tls_reload``; ``/metrics``).
+    tls: TlsStatistics = field(default_factory=TlsStatistics)
+    #: The proxy's failed upstream connections by reason (``proxy.upstream``; ``/metrics``).
+    upstream_failures: UpstreamFailures = field(default_factory=UpstreamFailures)
     #: ``settings`` in typed sections, each read by what it configures (``config.sections``); built once here.
     sections: Sections = field(init=False, repr=False)
 

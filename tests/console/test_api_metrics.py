@@ -98,3 +98,12 @@ def test_a_body_above_the_limit_is_413(admin: httpx.Client) -> None:
         "/api/acls", content=b"[" + b" " * (MAX_BODY_BYTES - 2) + b"]", headers={"Content-Type": "application/json"}
     )
     assert fine.json() == {"results": [], "created": 0, "failed": 0}
+
+
+def test_a_server_without_an_upstream_exports_no_upstream_failures(console: ConsoleHandle) -> None:
+    """``kafkaguard_upstream_failures_total`` is the proxy's (tests/deploy/test_dashboard_queries.py scrapes one): a
+    series that can never move would read as "no failures" on a node that has no upstream."""
+    with console.client(None) as anonymous:
+        text = anonymous.get("/metrics").text
+    assert "kafkaguard_upstream_failures" not in text
+    assert "# TYPE kafkaguard_tls_certificate_expiry_seconds gauge" in text  # the family, empty without TLS listeners

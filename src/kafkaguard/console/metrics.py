@@ -28,11 +28,19 @@
 * ``kafkaguard_jwks_refreshes_total{reason}`` (scheduled, unknown_kid) and
   ``kafkaguard_jwks_refreshes_skipped_total{reason}`` (rate_limited, kid_recently_asked, kid_too_long): the
   OAUTHBEARER key set's refreshes and the unknown-kid refreshes it did not make (``Services.jwks``); present only when
-  ``jwks`` is given.
+  ``jwks`` is given;
+* ``kafkaguard_tls_certificate_expiry_seconds{listener}``: seconds until the notAfter of the certificate each TLS
+  listener protocol (SSL, SASL_SSL) serves, computed at scrape time (negative: expired), and
+  ``kafkaguard_tls_reloads_total{listener,result}`` (ok, refused: the changed files did not load and the previous
+  certificate is still served) (``Services.tls``, ``node.tls_reload``); present only when ``tls`` is given;
+* ``kafkaguard_upstream_failures_total{reason}``: the proxy's failed upstream connections (unreachable, timeout,
+  tls, login, closed, protocol; ``Services.upstream_failures``, ``proxy.upstream``); present only when
+  ``upstream_failures`` is given (the proxy's console).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -41,7 +49,9 @@ from prometheus_client.registry import Collector
 
 from kafkaguard.audit.records.logins import LoginStatistics
 from kafkaguard.audit.records.refusals import ConnectionRefusals
+from kafkaguard.audit.records.tls_certificates import TlsStatistics
 from kafkaguard.audit.records.trail_statistics import OTHERS, TOP_PRINCIPALS, AuditTrailStatistics
+from kafkaguard.audit.records.upstream_failures import UpstreamFailures
 from kafkaguard.authorizer.rollout import Rollout
 from kafkaguard.identity.failure_budget import LoginFailureBudget
 from kafkaguard.identity.jwks import JwksStatistics, RefreshReason, SkipReason
@@ -63,8 +73,14 @@ class ConsoleMetrics:
         refused: RefusedChanges | None = None,
         login_budget: LoginFailureBudget | None = None,
         jwks: JwksStatistics | None = None,
+        tls: TlsStatistics | None = None,
+        upstream_failures: UpstreamFailures | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
+        if tls is not None:
+            self.registry.register(TlsCollector(tls))
+        if upstream_failures is not None:
+            self.registry.register(UpstreamFailureCollector(upstream_failures))
         if refused is not None:
             self.registry.register(RefusedChangesCollector(refused))
         if login_budget is not None:
@@ -282,3 +298,52 @@ class AuditTrailCollector(Collector):
             yield GaugeMetricFamily(
                 "kafkaguard_audit_spool_bytes", "The audit Kafka sink's spool on disk, in bytes.", value=size
             )
+
+
+class TlsCollector(Collector):
+    """``kafkaguard_tls_certificate_expiry_seconds{listener}`` and ``kafkaguard_tls_reloads_total{listener,result}``
+    from a ``TlsStatistics``, read at each scrape; ``clock`` is the wall clock (tests give their own)."""
+
+    def __init__(self, statistics: TlsStatistics, clock: Callable[[], float] = time.time) -> None:
+        self._statistics = statistics
+        self._clock = clock
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        expiry = GaugeMetricFamily(
+            "kafkaguard_tls_certificate_expiry_seconds",
+            "Seconds until the notAfter of the certificate a TLS listener serves (negative: expired); falls at the "
+            "clock's pace and jumps up when a renewed certificate is reloaded (tls_reload_interval_seconds).",
+            labels=["listener"],
+        )
+        now = self._clock()
+        for listener, not_after in self._statistics.not_after().items():
+            expiry.add_metric([listener], not_after - now)
+        yield expiry
+        reloads = CounterMetricFamily(
+            "kafkaguard_tls_reloads",
+            "Reloads of a TLS listener's changed certificate, key, CA or CRL files, by result (ok; refused: they did "
+            "not load and the previous certificate is still served, the log says why).",
+            labels=["listener", "result"],
+        )
+        for (listener, result), count in self._statistics.reloads().items():
+            reloads.add_metric([listener, result.value], count)
+        yield reloads
+
+
+class UpstreamFailureCollector(Collector):
+    """``kafkaguard_upstream_failures_total{reason}`` from an ``UpstreamFailures``, read at each scrape."""
+
+    def __init__(self, failures: UpstreamFailures) -> None:
+        self._failures = failures
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_upstream_failures",
+            "The proxy's failed upstream connections, by reason: unreachable (dial refused or no route), timeout "
+            "(upstream_timeout_seconds), tls (handshake failed), login (the proxy's own credential refused), closed "
+            "(closed or reset in use), protocol (a frame the proxy cannot take). Each closed its client's connection.",
+            labels=["reason"],
+        )
+        for reason, count in self._failures.counts().items():
+            family.add_metric([reason.value], count)
+        yield family

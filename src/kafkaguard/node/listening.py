@@ -257,6 +257,8 @@ class ListeningServer(ABC):
             functools.partial(tls_server_context, listening, listener.protocol),
             paths,
             certfile=None if tls is None else tls.certfile,
+            statistics=self.services.tls,
+            label=listener.protocol.value,
         )
         self.tls_contexts.append(context)
         return context

@@ -22,6 +22,11 @@ checking the files: about a millisecond, never on the event loop), and taken onl
 change while it was built (a copy still being written is tried again at the next look). Nothing about the files'
 contents but the certificate's subject, issuer and notAfter is logged; a key password never is.
 
+**Expiry on /metrics.** Given a ``TlsStatistics`` and a label (the listener's protocol), a context records its
+certificate's notAfter when built and at each reload it takes, and counts reloads taken and refused:
+``kafkaguard_tls_certificate_expiry_seconds{listener}`` and ``kafkaguard_tls_reloads_total{listener,result}``. The
+notAfter is read in the same worker thread as the build (one PEM parse).
+
 Cost model: per look, one ``stat`` per file; per change, one context build in a thread; per connection, one
 attribute read (``current``).
 """
@@ -37,6 +42,7 @@ from pathlib import Path
 
 from cryptography import x509
 
+from kafkaguard.audit.records.tls_certificates import ReloadResult, TlsStatistics
 from kafkaguard.errors import InvalidConfigError
 
 log = logging.getLogger(__name__)
@@ -58,6 +64,16 @@ def stamps(paths: Sequence[Path]) -> tuple[_Stamp, ...]:
     return tuple(found)
 
 
+def not_after(certfile: Path) -> float | None:
+    """The first certificate of ``certfile``'s notAfter in POSIX seconds; None if it cannot be read (the context
+    that loaded it decides whether the file is good: this only feeds ``/metrics``)."""
+    try:
+        certificate = x509.load_pem_x509_certificate(certfile.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return certificate.not_valid_after_utc.timestamp()
+
+
 def describe_certificate(certfile: Path) -> str:
     """The first certificate of ``certfile``: subject, issuer and notAfter (for the log; nothing secret)."""
     try:
@@ -72,21 +88,45 @@ def describe_certificate(certfile: Path) -> str:
 
 class ReloadingContext:
     """One TLS context, rebuilt by ``build`` when one of ``paths`` changes (``check``); ``current`` is the one new
-    connections use. ``name`` says whose it is in the log ("SASL_SSL listener", "upstream")."""
+    connections use. ``name`` says whose it is in the log ("SASL_SSL listener", "upstream"); with ``statistics``,
+    its certificate's notAfter and its reloads are recorded there under ``label``."""
 
     def __init__(
-        self, name: str, build: Callable[[], ssl.SSLContext], paths: Sequence[Path], *, certfile: Path | None
+        self,
+        name: str,
+        build: Callable[[], ssl.SSLContext],
+        paths: Sequence[Path],
+        *,
+        certfile: Path | None,
+        statistics: TlsStatistics | None = None,
+        label: str = "",
     ) -> None:
         self.name = name
         self._build = build
         self._paths = tuple(paths)
         self._certfile = certfile
+        self._statistics = statistics
+        self._label = label or name
         self._seen = stamps(self._paths)
         #: The context the next handshake uses.
-        self.current = build()  # at start a bad file stops the start (InvalidConfigError)
+        self.current, expiry = self._load()  # at start a bad file stops the start (InvalidConfigError)
+        self._record_expiry(expiry)
         #: Successful reloads and refused ones since the start (for tests and the log).
         self.reloads = 0
         self.refused = 0
+
+    def _load(self) -> tuple[ssl.SSLContext, float | None]:
+        """The context and its certificate's notAfter (a worker thread's work after the start)."""
+        context = self._build()
+        return context, None if self._certfile is None else not_after(self._certfile)
+
+    def _record_expiry(self, expiry: float | None) -> None:
+        if self._statistics is not None and expiry is not None:
+            self._statistics.serving(self._label, expiry)
+
+    def _count(self, result: ReloadResult) -> None:
+        if self._statistics is not None:
+            self._statistics.reloaded(self._label, result)
 
     async def check(self) -> bool:
         """Rebuild the context if a file changed since the last look; True if a new one is now ``current``."""
@@ -95,9 +135,10 @@ class ReloadingContext:
             return False
         self._seen = now
         try:
-            context = await asyncio.to_thread(self._build)
+            context, expiry = await asyncio.to_thread(self._load)
         except InvalidConfigError as e:
             self.refused += 1
+            self._count(ReloadResult.REFUSED)
             log.warning(
                 "%s: the changed TLS files do not load, still serving the previous certificate: %s "
                 "(tried again when they change)",
@@ -110,6 +151,8 @@ class ReloadingContext:
             return False
         self.current = context
         self.reloads += 1
+        self._record_expiry(expiry)
+        self._count(ReloadResult.OK)
         described = "" if self._certfile is None else f"; {describe_certificate(self._certfile)}"
         log.info("%s: TLS files reloaded for new connections%s", self.name, described)
         return True

@@ -87,8 +87,13 @@ class ProxyServer(ListeningServer):
         host = listening.advertised_host or listening.listeners[0].host or "localhost"
         self.nodes = NodeDirectory((Address(h, p) for h, p in proxy.servers), host)
         self.nodes.on_new_node(self._serve_node)
-        self._dial = functools.partial(UpstreamConnection, security=self.security, timeout=proxy.timeout_seconds)
-        self.auto_create = AutoCreateWatcher(self.nodes, self.security, timeout=proxy.timeout_seconds)
+        failures = services.upstream_failures  # kafkaguard_upstream_failures_total{reason}
+        self._dial = functools.partial(
+            UpstreamConnection, security=self.security, timeout=proxy.timeout_seconds, failures=failures
+        )
+        self.auto_create = AutoCreateWatcher(
+            self.nodes, self.security, timeout=proxy.timeout_seconds, failures=failures
+        )
         self.nodes.on_node_address(self.auto_create.watch_node)
         self.versions: Versions = {}
         self.features = NO_FEATURES
@@ -152,7 +157,10 @@ class ProxyServer(ListeningServer):
 
     async def _discover(self) -> None:
         upstream = UpstreamConnection(
-            self.nodes.bootstrap, self.security, timeout=self.services.sections.proxy.timeout_seconds
+            self.nodes.bootstrap,
+            self.security,
+            timeout=self.services.sections.proxy.timeout_seconds,
+            failures=self.services.upstream_failures,
         )
         try:
             hello = build_request(

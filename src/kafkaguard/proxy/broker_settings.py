@@ -38,6 +38,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from kafkaguard.audit.records.upstream_failures import UpstreamFailures
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.protocol.build import build_request, nested
@@ -154,8 +155,10 @@ class AutoCreateWatcher:
         *,
         timeout: float,
         version: int = DESCRIBE_CONFIGS_VERSION,
+        failures: UpstreamFailures | None = None,
     ) -> None:
         self._nodes, self._security, self._timeout = nodes, security, timeout
+        self._failures = failures
         self.version = version
         self._watches: dict[int | Address, _Watch] = {}
         self._stopped = False
@@ -234,7 +237,7 @@ class AutoCreateWatcher:
             address, candidates = watch.address, nodes.node_ids
         if address is None:
             raise SettingUnreadable("its address is unknown")
-        upstream = UpstreamConnection([address], self._security, timeout=self._timeout)
+        upstream = UpstreamConnection([address], self._security, timeout=self._timeout, failures=self._failures)
         try:
             node_id, enabled = await read_auto_create(upstream, candidates, self.version)
         finally:

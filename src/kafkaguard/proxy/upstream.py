@@ -13,7 +13,10 @@ order, as Kafka's broker answers a connection's requests:
 
 An upstream that cannot be reached, closes, or does not answer within the timeout raises ``UpstreamUnavailable``:
 the proxy closes that client's connection, which every Kafka client treats as a retriable broker failure (it
-reconnects and retries), and the next client connection dials again. Nothing waits without a bound.
+reconnects and retries), and the next client connection dials again. Nothing waits without a bound. Each failed
+dial (every address tried) and each connection that fails in use is counted by reason in the process's
+``UpstreamFailures`` when one is given (``kafkaguard_upstream_failures_total{reason}``): a client's login refused by
+the broker in passthrough is the client's failure, not the upstream's, and is not counted.
 
 A connection is in one of three states (``_NotConnected``, ``_Connected`` with its link, ``_Failed`` with why):
 what each call may do is decided by the state's type, not by asserts.
@@ -36,6 +39,7 @@ from datetime import timedelta
 from enum import Enum
 from typing import Any, Protocol
 
+from kafkaguard.audit.records.upstream_failures import UpstreamFailure, UpstreamFailures
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.errors import KafkaguardError, ScramError
 from kafkaguard.identity.kerberos import Initiator, KerberosError
@@ -192,6 +196,20 @@ class _Failed:
 _NOT_CONNECTED = _NotConnected()
 
 
+def failure_reason(error: BaseException, *, dialled: bool) -> UpstreamFailure:
+    """What an exception from an upstream link says went wrong (``dialled``: the TCP connection had been made, so an
+    ``OSError`` is the upstream closing or resetting it, not an unreachable address)."""
+    if isinstance(error, ssl.SSLError):  # before OSError: SSLError is one
+        return UpstreamFailure.TLS
+    if isinstance(error, TimeoutError):  # before OSError: TimeoutError is one
+        return UpstreamFailure.TIMEOUT
+    if isinstance(error, UpstreamProtocolError):
+        return UpstreamFailure.PROTOCOL
+    if isinstance(error, asyncio.IncompleteReadError) or (isinstance(error, OSError) and dialled):
+        return UpstreamFailure.CLOSED
+    return UpstreamFailure.UNREACHABLE
+
+
 class Upstream(Protocol):
     """The way upstream of one client connection, as a request's handling uses it (``UpstreamConnection`` says what
     each call does): requests go up in order and are answered in order."""
@@ -239,11 +257,19 @@ class UpstreamConnection:
     servers; a connection meant for one node has just that node's address).
     """
 
-    def __init__(self, addresses: Sequence[Address], security: UpstreamSecurity, *, timeout: float) -> None:
+    def __init__(
+        self,
+        addresses: Sequence[Address],
+        security: UpstreamSecurity,
+        *,
+        timeout: float,
+        failures: UpstreamFailures | None = None,
+    ) -> None:
         self.addresses = tuple(addresses)
         self.address = self.addresses[0] if self.addresses else Address("unknown", 0)
         self._security = security
         self._timeout = timeout
+        self._failures = failures
         self._state: _NotConnected | _Connected | _Failed = _NOT_CONNECTED
         self._correlation = itertools.count(1)
         #: An answer being passed on: the link is then closed by ``pass_answer_on`` when it ends (a socket must not be
@@ -259,6 +285,11 @@ class UpstreamConnection:
     def connected(self) -> bool:
         state = self._state
         return isinstance(state, _Connected) and not state.link.closing
+
+    @property
+    def failed(self) -> bool:
+        """Failed in use: every later call raises why (a failed dial is not this: the next call dials again)."""
+        return isinstance(self._state, _Failed)
 
     async def connect(self) -> None:
         """Dial the first address that answers and, for SASL, log in.
@@ -277,22 +308,31 @@ class UpstreamConnection:
 
     async def _connect_to(self, address: Address) -> None:
         security = self._security
+        dialled = False
         try:
             async with asyncio.timeout(self._timeout):
                 tls = security.tls if security.protocol.uses_tls else None
                 link = await open_link(address.host, address.port, tls)
+                dialled = True
                 self._state = _Connected(link)
                 if security.protocol.uses_sasl:
                     await self._login(link)
         except (OSError, TimeoutError, asyncio.IncompleteReadError, ssl.SSLError) as e:
             self.close()
+            self._count(failure_reason(e, dialled=dialled))
             raise UpstreamUnavailable(f"upstream {address} unreachable: {e.__class__.__name__}: {e}") from e
         except (ScramError, UpstreamProtocolError) as e:
             self.close()
+            self._count(UpstreamFailure.LOGIN)
             raise UpstreamUnavailable(f"upstream {address} refused the proxy's login: {e}") from e
         except UpstreamUnavailable:  # no OAuth token to be had, or OAUTHBEARER refused (the message says which)
             self.close()
+            self._count(UpstreamFailure.LOGIN)
             raise
+
+    def _count(self, reason: UpstreamFailure) -> None:
+        if self._failures is not None:
+            self._failures.record(reason)
 
     async def _link(self) -> Link:
         """The open link, dialled first if needed.
@@ -305,7 +345,10 @@ class UpstreamConnection:
         if isinstance(state, _Connected) and not state.link.closing:
             return state.link
         if self._relayed:  # the client's own login is gone with its link: no other may stand in for it
-            raise self._fail(UpstreamUnavailable(f"upstream {self.address} closed the client's passed-through login"))
+            raise self._fail(
+                UpstreamUnavailable(f"upstream {self.address} closed the client's passed-through login"),
+                UpstreamFailure.CLOSED,
+            )
         await self.connect()
         state = self._state
         if not isinstance(state, _Connected):  # connect() leaves it connected or raises
@@ -323,7 +366,10 @@ class UpstreamConnection:
             async with asyncio.timeout(self._timeout):
                 await link.send((_SIZE.pack(len(payload)), payload))  # no copy of a large request
         except (OSError, TimeoutError) as e:
-            raise self._fail(UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}")) from e
+            raise self._fail(
+                UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}"),
+                failure_reason(e, dialled=True),
+            ) from e
 
     async def exchange(self, payload: bytes) -> bytes:
         """Send one request payload and return the response payload. The caller has waited for the answers relayed
@@ -337,10 +383,13 @@ class UpstreamConnection:
             async with asyncio.timeout(self._timeout):
                 return await self._read_answer(link, request_correlation_id(payload))
         except UpstreamProtocolError as e:
-            self._fail(UpstreamUnavailable(str(e)))
+            self._fail(UpstreamUnavailable(str(e)), UpstreamFailure.PROTOCOL)
             raise
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
-            raise self._fail(UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}")) from e
+            raise self._fail(
+                UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}"),
+                failure_reason(e, dialled=True),
+            ) from e
 
     async def _read_answer(self, link: Link, expected: int) -> bytes:
         """The next response payload on ``link``, which must answer correlation id ``expected``."""
@@ -378,21 +427,27 @@ class UpstreamConnection:
                     )
                 await link.pass_on(head, size - 4, client, edit)
         except UpstreamProtocolError as e:
-            raise self._fail(UpstreamUnavailable(str(e))) from e
+            raise self._fail(UpstreamUnavailable(str(e)), UpstreamFailure.PROTOCOL) from e
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
-            raise self._fail(UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}")) from e
+            raise self._fail(
+                UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}"),
+                failure_reason(e, dialled=True),
+            ) from e
         finally:
             self._passing = False
             if not isinstance(self._state, _Connected):  # failed or closed meanwhile: only now may the link close
                 link.close()
 
-    def _fail(self, failure: UpstreamUnavailable) -> UpstreamUnavailable:
-        """This connection is done: remember why (every later call raises it) and close the link (unless an answer
-        is being passed on from it: ``pass_answer_on`` closes it when it ends)."""
+    def _fail(self, failure: UpstreamUnavailable, reason: UpstreamFailure | None = None) -> UpstreamUnavailable:
+        """This connection is done: remember why (every later call raises it), count ``reason`` once (None: not the
+        upstream's failure, such as a client's refused passthrough login) and close the link (unless an answer is
+        being passed on from it: ``pass_answer_on`` closes it when it ends)."""
         state = self._state
         if isinstance(state, _Failed):
             return state.failure
         self._state = _Failed(failure)
+        if reason is not None:
+            self._count(reason)
         if isinstance(state, _Connected) and not self._passing:
             state.link.close()
         return failure
@@ -522,7 +577,7 @@ class UpstreamConnection:
                 answer = await self._sasl_authenticate(link, token)
         except (OSError, TimeoutError, asyncio.IncompleteReadError, ssl.SSLError, UpstreamProtocolError) as e:
             failure = f"upstream {self.address} could not be asked about a login: {e.__class__.__name__}"
-            self._fail(UpstreamUnavailable(failure))
+            self._fail(UpstreamUnavailable(failure), failure_reason(e, dialled=isinstance(self._state, _Connected)))
             raise LoginUnavailable(failure) from None  # the exception's text may quote what was sent: not chained
         code = int(answer.error_code)
         if code != 0:
