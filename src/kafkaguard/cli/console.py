@@ -61,7 +61,13 @@ class ServerWithConsole:
 
         self.services = services
         self.server = (server_type or KafkaServer)(services)
-        self.console = ConsoleServer(create_app(services), _http_listener(services.sections.console))
+        from kafkaguard.node.workers import in_worker
+
+        self.console = ConsoleServer(
+            create_app(services),
+            _http_listener(services.sections.console),
+            reuse_port=in_worker(),  # one of several workers serving the node's ports (node.workers)
+        )
 
     async def start(self) -> None:
         """:raises InvalidConfigError: a listener cannot be bound (nothing is left running)."""
