@@ -163,7 +163,7 @@ class Supervisor:
         worker.process = subprocess.Popen(  # noqa: S603 - our own command line, the same interpreter
             self.command,
             env=self._environment(worker.number),
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads in the supervisor
+            preexec_fn=_die_with_parent,  # a prctl only; the supervisor has no threads
             process_group=0,  # Ctrl-C reaches the supervisor only; it forwards one SIGTERM
         )
         worker.started_at = time.monotonic()
