@@ -129,14 +129,13 @@ def test_two_workers_serve_one_port_a_killed_worker_is_replaced_and_sigterm_stop
     # connections keep being answered while worker 1 is dead and after it is replaced
     assert all(answered_with_a_retry(node.port) for _ in range(30))
     node.wait_for(rf"worker 1 \(pid {first[1]}\) killed by SIGKILL after [\d.]+ s; restarting it in [\d.]+ s")
-    started = node.wait_for(r"worker 1 started \(pid (?!{}\))(\d+)\)".format(first[1]))
+    started = node.wait_for(rf"worker 1 started \(pid (?!{first[1]}\))(\d+)\)")
     replacement = int(started.group(1))
     assert replacement != first[1] and alive(replacement) and alive(first[2])
     assert all(answered_with_a_retry(node.port) for _ in range(30))
     deadline = time.monotonic() + TIMEOUT
-    while not re.search(
-        rf"worker=1 .*connection from 127\.0\.0\.1", node.log_text()[node.log_text().index(started.group(0)) :]
-    ):
+    after = node.log_text().index(started.group(0))
+    while not re.search(r"worker=1 .*connection from 127\.0\.0\.1", node.log_text()[after:]):
         assert time.monotonic() < deadline, "the replacement worker 1 served no connection"
         assert answered(node.port)
 
@@ -170,9 +169,9 @@ def test_workers_append_to_one_audit_log_without_losing_or_mixing_lines(node: No
 
 def test_settings_workers_cannot_share_are_refused(tmp_path: Path) -> None:
     settings = load_settings(None, data_dir=tmp_path, workers=2, listeners=["PLAINTEXT://127.0.0.1:0"])
-    with pytest.raises(InvalidConfigError, match="port 0.*give it a fixed port"):
+    with pytest.raises(InvalidConfigError, match=r"port 0.*give it a fixed port"):
         check_shareable(settings)
-    with pytest.raises(InvalidConfigError, match="whole number from 1 to 256, or auto"):
+    with pytest.raises(InvalidConfigError, match=r"whole number from 1 to 256, or auto"):
         load_settings(None, data_dir=tmp_path, workers="many")
     assert load_settings(None, data_dir=tmp_path, workers="auto").workers == (os.cpu_count() or 1)
     result = subprocess.run(
