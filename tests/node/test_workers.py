@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,9 +64,19 @@ def alive(pid: int) -> bool:
 
 @pytest.fixture
 def node(tmp_path: Path) -> Iterator[Node]:
+    yield from _launch(tmp_path)
+
+
+@pytest.fixture
+def node_with_console(tmp_path: Path) -> Iterator[Node]:
+    yield from _launch(tmp_path, http_listener=f"127.0.0.1:{free_port()}")
+
+
+def _launch(tmp_path: Path, **extra: object) -> Iterator[Node]:
     port = free_port()
     audit = tmp_path / "audit" / "audit.log"
     settings = {
+        **extra,
         "listeners": [f"PLAINTEXT://127.0.0.1:{port}"],
         "data_dir": str(tmp_path / "data"),
         "audit_log": str(audit),
@@ -116,7 +127,20 @@ def served_by(node: Node) -> set[str]:
     return set(re.findall(r"worker=(\d+) .*connection from 127\.0\.0\.1", node.log_text()))
 
 
-def test_two_workers_serve_one_port_a_killed_worker_is_replaced_and_sigterm_stops_all(node: Node) -> None:
+def metrics_answered(node: Node, http: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as response:
+            return response.status == 200 and b"kafkaguard_" in response.read()
+    except OSError:
+        return False
+
+
+def test_two_workers_serve_one_port_a_killed_worker_is_replaced_and_sigterm_stops_all(
+    node_with_console: Node, tmp_path: Path
+) -> None:
+    node = node_with_console
+    http = json.loads((tmp_path / "kafkaguard.yaml").read_text())["http_listener"]
+    assert all(metrics_answered(node, http) for _ in range(10))  # the console's port is shared too
     assert all(answered(node.port) for _ in range(60))
     deadline = time.monotonic() + TIMEOUT
     while served_by(node) != {"1", "2"}:  # the kernel spreads connections by their source port
@@ -144,6 +168,15 @@ def test_two_workers_serve_one_port_a_killed_worker_is_replaced_and_sigterm_stop
     assert not alive(replacement) and not alive(first[2])  # no orphans
     assert not answered(node.port)
     assert "supervisor stopped" in node.log_text()
+
+
+def test_sighup_reaches_every_worker(node: Node) -> None:
+    node.process.send_signal(signal.SIGHUP)
+    node.wait_for(r"SIGHUP: forwarded to every worker")
+    node.wait_for(r"worker=1 .*SIGHUP:")
+    node.wait_for(r"worker=2 .*SIGHUP:")
+    assert node.worker_pids().keys() == {1, 2} and len(_STARTED.findall(node.log_text())) == 2  # none restarted
+    assert answered(node.port)
 
 
 def test_workers_append_to_one_audit_log_without_losing_or_mixing_lines(node: Node) -> None:
