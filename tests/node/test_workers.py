@@ -96,6 +96,9 @@ def _launch(tmp_path: Path, **extra: object) -> Iterator[Node]:
         wait_until_listening(process, port, timeout=TIMEOUT)
         handle.wait_for(r"worker=1 .*listening on PLAINTEXT")
         handle.wait_for(r"worker=2 .*listening on PLAINTEXT")
+        if "http_listener" in extra:  # each worker's console starts after its Kafka listeners
+            handle.wait_for(r"worker=1 .*console listening on")
+            handle.wait_for(r"worker=2 .*console listening on")
         yield handle
     finally:
         if process.poll() is None:
