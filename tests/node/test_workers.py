@@ -221,3 +221,20 @@ def test_settings_workers_cannot_share_are_refused(tmp_path: Path) -> None:
 def test_exits_are_described() -> None:
     assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL"
     assert describe_exit(3) == "exited with code 3"
+
+
+def test_a_worker_that_cannot_start_stops_the_node_with_its_error(tmp_path: Path) -> None:
+    # every worker fails its start the same way (no upstream there): restarting would fail again
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("KAFKAGUARD_")}
+    result = subprocess.run(
+        [str(KAFKAGUARD), "proxy", "--workers", "2", "--data-dir", str(tmp_path / "data"),
+         "--listener", f"PLAINTEXT://127.0.0.1:{port}", "--upstream", "127.0.0.1:1"],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False, env=env,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "cannot use the upstream 127.0.0.1:1" in result.stderr
+    assert re.search(r"worker \d \(pid \d+\) stopped on a configuration error \(exit 2", result.stderr)
+    pids = [int(pid) for _, pid in _STARTED.findall(result.stderr)]
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+    assert "Traceback" not in result.stderr
