@@ -345,14 +345,9 @@ def throttles_seen(proxy: ServerHandle, user: str, password: str, topic: str, ro
                          "linger.ms": 5, "throttle_cb": lambda event: throttles.append(event.throttle_time),
                          "message.timeout.ms": 60_000})  # fmt: skip
     errors: list[KafkaError] = []
-
-    def delivered(err: KafkaError | None, _msg: object) -> None:
-        if err is not None:
-            errors.append(err)
-
     for _ in range(rounds):
         for _ in range(64):
-            producer.produce(topic, bytes(16 * 1024), on_delivery=delivered)
+            producer.produce(topic, bytes(16 * 1024), on_delivery=lambda err, _msg: err and errors.append(err))
         producer.flush(TIMEOUT)
         producer.poll(0)  # throttle callbacks are served by poll
     assert errors == []
