@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from prometheus_client.parser import text_string_to_metric_families
 
 from kafkaguard.config import load_settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.node.worker_metrics import combine
 from kafkaguard.node.workers import check_shareable, describe_exit
 from tests.server.test_cli_serve import KAFKAGUARD, free_port, wait_until_listening
 from tests.wire import Wire, metadata
@@ -130,12 +132,21 @@ def served_by(node: Node) -> set[str]:
     return set(re.findall(r"worker=(\d+) .*connection from 127\.0\.0\.1", node.log_text()))
 
 
-def metrics_answered(node: Node, http: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as response:
-            return response.status == 200 and b"kafkaguard_" in response.read()
-    except OSError:
-        return False
+def scrape(http: str) -> str:
+    with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as response:
+        assert response.status == 200
+        text: str = response.read().decode()
+        return text
+
+
+def workers_in(exposition: str) -> set[str]:
+    """The ``worker`` labels of a scrape's ``kafkaguard_acls`` samples (parsed as Prometheus parses it)."""
+    return {
+        sample.labels["worker"]
+        for family in text_string_to_metric_families(exposition)
+        if family.name == "kafkaguard_acls"
+        for sample in family.samples
+    }
 
 
 def test_two_workers_serve_one_port_a_killed_worker_is_replaced_and_sigterm_stops_all(
@@ -143,7 +154,12 @@ def test_two_workers_serve_one_port_a_killed_worker_is_replaced_and_sigterm_stop
 ) -> None:
     node = node_with_console
     http = json.loads((tmp_path / "kafkaguard.yaml").read_text())["http_listener"]
-    assert all(metrics_answered(node, http) for _ in range(10))  # the console's port is shared too
+    # the console's port is shared too; whichever worker answers, its answer holds both workers' series
+    deadline = time.monotonic() + TIMEOUT
+    while workers_in(scrape(http)) != {"1", "2"}:  # each publishes its series within PUBLISH_SECONDS of its start
+        assert time.monotonic() < deadline, scrape(http)[-2000:]
+        time.sleep(0.2)  # polling for the other worker's first publication
+    assert all(workers_in(scrape(http)) == {"1", "2"} for _ in range(10))
     assert all(answered(node.port) for _ in range(60))
     deadline = time.monotonic() + TIMEOUT
     while served_by(node) != {"1", "2"}:  # the kernel spreads connections by their source port
@@ -238,3 +254,22 @@ def test_a_worker_that_cannot_start_stops_the_node_with_its_error(tmp_path: Path
     pids = [int(pid) for _, pid in _STARTED.findall(result.stderr)]
     assert len(pids) == 2 and not any(alive(pid) for pid in pids)
     assert "Traceback" not in result.stderr
+
+
+def test_expositions_combine_into_one_with_a_worker_label_per_series() -> None:
+    one = (
+        "# HELP kafkaguard_logins_total Logins.\n# TYPE kafkaguard_logins_total counter\n"
+        'kafkaguard_logins_total{listener="SASL_PLAINTEXT://:9092",result="ok"} 7.0\n'
+        "# HELP kafkaguard_acls ACLs the authorizer holds.\n# TYPE kafkaguard_acls gauge\nkafkaguard_acls 3.0\n"
+    )
+    two = one.replace(" 7.0", " 5.0")
+    merged = combine({2: two, 1: one})
+    families = {family.name: family for family in text_string_to_metric_families(merged)}
+    assert sorted(families) == ["kafkaguard_acls", "kafkaguard_logins"]  # each family once
+    logins = [(s.labels["worker"], s.labels["result"], s.value) for s in families["kafkaguard_logins"].samples]
+    assert logins == [("1", "ok", 7.0), ("2", "ok", 5.0)]
+    assert [(s.labels, s.value) for s in families["kafkaguard_acls"].samples] == [
+        ({"worker": "1"}, 3.0),
+        ({"worker": "2"}, 3.0),
+    ]
+    assert merged.count("# TYPE kafkaguard_acls gauge") == 1

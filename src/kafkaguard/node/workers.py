@@ -19,8 +19,9 @@ need fixed ports (port 0 would give each worker another; refused with a clear er
 the connections waiting in its accept queue unaccepted (their clients retry, as after any broker restart).
 
 **What is per worker.** Each worker is a whole node: its own connection limits, login failure budget and client
-quotas (a user's limit is N times the setting across the node), its own ``/metrics`` (a scrape is answered by the
-worker that accepts it), its own audit trail writer. The audit log file is shared: the file sink appends each batch
+quotas (a user's limit is N times the setting across the node), its own metrics (a scrape is answered by the worker
+that accepts it, with every worker's series labelled ``worker="N"``: ``node.worker_metrics``), its own audit trail
+writer. The audit log file is shared: the file sink appends each batch
 with one ``write`` to a file opened ``O_APPEND``, so lines from different workers never interleave (tested); the Kafka
 sink's spool is per worker (``audit_spool_dir``/worker-N): a spool is one process's.
 
@@ -35,9 +36,11 @@ import ctypes
 import ctypes.util
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -46,6 +49,7 @@ from types import FrameType
 
 from kafkaguard.config import Listener, Settings
 from kafkaguard.errors import InvalidConfigError
+from kafkaguard.node.worker_metrics import METRICS_DIR_ENV, metrics_file
 
 log = logging.getLogger(__name__)
 
@@ -144,6 +148,8 @@ class Supervisor:
         self.spool_dir = spool_dir
         self._stopping = False
         self._hangups = 0
+        #: Where the workers publish their metrics for one another (``node.worker_metrics``); removed at the end.
+        self.metrics_dir = Path(tempfile.mkdtemp(prefix="kafkaguard-workers-"))
 
     # signal handlers: they only set flags; the loop acts on them
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
@@ -155,6 +161,7 @@ class Supervisor:
     def _environment(self, number: int) -> dict[str, str]:
         env = dict(os.environ)
         env[WORKER_ENV] = str(number)
+        env[METRICS_DIR_ENV] = str(self.metrics_dir)
         if self.spool_dir is not None:  # a spool is one process's (audit.records.spool)
             env["KAFKAGUARD_AUDIT_SPOOL_DIR"] = str(self.spool_dir / f"worker-{number}")
         return env
@@ -195,6 +202,7 @@ class Supervisor:
             code = self._watch()
         finally:
             self._stop_all()
+            shutil.rmtree(self.metrics_dir, ignore_errors=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("supervisor stopped")
@@ -213,6 +221,7 @@ class Supervisor:
                 if process is not None and process.poll() is not None:
                     ran = now - worker.started_at
                     worker.process = None
+                    metrics_file(self.metrics_dir, worker.number).unlink(missing_ok=True)  # its series end
                     if process.returncode == _CONFIG_ERROR_EXIT:
                         log.error(
                             "worker %d (pid %d) stopped on a configuration error (exit 2, its error above): "
