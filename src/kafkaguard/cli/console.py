@@ -9,6 +9,7 @@ processes' changes to the store every ``sync_interval_seconds``, as the Kafka se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
@@ -61,7 +62,14 @@ class ServerWithConsole:
 
         self.services = services
         self.server = (server_type or KafkaServer)(services)
-        self.console = ConsoleServer(create_app(services), _http_listener(services.sections.console))
+        from kafkaguard.node.workers import in_worker
+
+        self.console = ConsoleServer(
+            create_app(services),
+            _http_listener(services.sections.console),
+            reuse_port=in_worker(),  # one of several workers serving the node's ports (node.workers)
+        )
+        self._metrics_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """:raises InvalidConfigError: a listener cannot be bound (nothing is left running)."""
@@ -71,8 +79,26 @@ class ServerWithConsole:
         except BaseException:
             await self.server.stop()
             raise
+        self._start_worker_metrics()
+
+    def _start_worker_metrics(self) -> None:
+        """One of several workers: publish this worker's metrics, and answer /metrics with every worker's."""
+        from kafkaguard.console.dependencies import ConsoleState
+        from kafkaguard.node.worker_metrics import worker_metrics
+        from kafkaguard.node.workers import worker_number
+
+        state: ConsoleState = self.console.app.state.console
+        shared = worker_metrics(worker_number(), state.metrics.render_own)
+        if shared is not None:
+            state.metrics.combine = shared.answer
+            self._metrics_task = asyncio.create_task(shared.run(), name="worker-metrics")
 
     async def stop(self) -> None:
+        if self._metrics_task is not None:
+            self._metrics_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._metrics_task
+            self._metrics_task = None
         await self.console.stop()
         await self.server.stop()
 

@@ -175,14 +175,34 @@ def identity_settings(flags: dict[str, Any]) -> dict[str, Any]:
 
 ConfigFile = Annotated[Path | None, typer.Option(help="YAML config file; its keys are these flags' names.")]
 LogLevel = Annotated[str, typer.Option(help="DEBUG, INFO, WARNING or ERROR.")]
+Workers = Annotated[
+    str | None,
+    typer.Option(
+        help="Processes serving this node, sharing every port (SO_REUSEPORT) under a supervisor that restarts one "
+        "that dies: a number, or auto (one per core). Default 1."
+    ),
+]
+#: How long the supervisor gives its workers to drain on SIGTERM when the settings name no
+#: ``shutdown_grace_seconds`` (the drain's setting), before the margin and SIGKILL.
+DEFAULT_GRACE_SECONDS = 30.0
 
 
 def run_service(
-    log_level: str, settings: Callable[[], Settings], run: Callable[[Settings], Coroutine[Any, Any, None]]
+    log_level: str,
+    settings: Callable[[], Settings],
+    run: Callable[[Settings], Coroutine[Any, Any, None]],
+    *,
+    supervised: bool = False,
 ) -> None:
     """Log at ``log_level``, load the settings, run until signalled; a ``KafkaguardError`` is one red line and
-    exit code 2, Ctrl-C exit code 130."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    exit code 2, Ctrl-C exit code 130. With ``supervised`` (``serve``, ``proxy``) and ``workers`` above 1, this
+    process is the supervisor of that many workers, each this command again (``node.workers``); a worker's log
+    lines say ``worker=N``."""
+    from kafkaguard.node.workers import worker_number
+
+    number = worker_number()
+    role = "" if number is None else f"worker={number} "
+    logging.basicConfig(level=log_level.upper(), format=f"%(asctime)s %(levelname)s {role}%(name)s: %(message)s")
     # psycopg's pool warns at every failed reconnection attempt (every second while PostgreSQL is down); the store
     # logs an outage once when it starts and once when it ends.
     logging.getLogger("psycopg.pool").setLevel(logging.ERROR)
@@ -191,6 +211,15 @@ def run_service(
         loaded = settings()
         if loaded.log_level is not None:  # the config file's (or KAFKAGUARD_LOG_LEVEL's) wins over the flag
             logging.getLogger().setLevel(loaded.log_level)
+        if supervised and loaded.workers > 1 and number is None:
+            from kafkaguard.node.workers import supervise
+
+            # the drain's setting where it exists; a plain float either way
+            grace = float(getattr(loaded, "shutdown_grace_seconds", DEFAULT_GRACE_SECONDS))
+            code = supervise(loaded, grace_seconds=grace)
+            if code:
+                raise typer.Exit(code=code)
+            return
         asyncio.run(run(loaded))
     except KafkaguardError as e:
         typer.secho(f"error: {e}", fg=typer.colors.RED, err=True)

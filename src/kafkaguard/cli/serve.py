@@ -77,6 +77,7 @@ def serve(
     max_connections_per_ip: o.MaxConnectionsPerIp = None,
     max_connections_per_ip_overrides: o.MaxConnectionsPerIpOverrides = None,
     max_connections_per_listener: o.MaxConnectionsPerListener = None,
+    workers: o.Workers = None,
     config: o.ConfigFile = None,
     log_level: o.LogLevel = "INFO",
 ) -> None:
@@ -107,6 +108,7 @@ def serve(
             max_connections_per_ip=max_connections_per_ip,
             max_connections_per_ip_overrides=max_connections_per_ip_overrides,
             max_connections_per_listener=max_connections_per_listener or None,
+            workers=workers,
         )
 
-    o.run_service(log_level, settings, functools.partial(_run, reload_settings=settings))
+    o.run_service(log_level, settings, functools.partial(_run, reload_settings=settings), supervised=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -58,6 +59,8 @@ class SecurityProtocol(Enum):
         return self is SecurityProtocol.SSL or self is SecurityProtocol.SASL_SSL
 
 
+#: The most ``workers`` a node may run (a typo such as 1000 would fork that many processes).
+MAX_WORKERS = 256
 #: The SASL mechanisms a Kafka listener can offer.
 SASL_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER", "GSSAPI")
 
@@ -458,6 +461,11 @@ class Settings(BaseSettings):
         "headers the Kafka listeners believe (proxy_protocol; comma-separated in the environment); none by "
         "default: the client is the socket's peer.",
     )
+    workers: int = Field(
+        1,
+        description="Processes serving this node (kafkaguard serve and proxy), sharing every listener's port; "
+        "auto: one per core (node.workers).",
+    )
     console_login_workers: int = Field(1, ge=1, description="Threads deriving PBKDF2 for console logins.")
     console_login_max_pending: int = Field(
         4, ge=1, description="Console PBKDF2 derivations running or waiting at once; beyond that logins get 429."
@@ -739,6 +747,19 @@ class Settings(BaseSettings):
         for text in value:
             Listener.parse(text)
         return value
+
+    @field_validator("workers", mode="before")
+    @classmethod
+    def _check_workers(cls, value: object) -> int:
+        text = str(value).strip().lower()
+        if text == "auto":
+            return os.cpu_count() or 1
+        if isinstance(value, bool) or not text.isdigit() or not 1 <= int(text) <= MAX_WORKERS:
+            raise InvalidConfigError(
+                f"workers {value!r} is not a number of processes: give a whole number from 1 to {MAX_WORKERS}, "
+                "or auto (one per core)"
+            )
+        return int(text)
 
     @field_validator("store")
     @classmethod

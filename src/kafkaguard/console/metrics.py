@@ -123,8 +123,18 @@ class ConsoleMetrics:
         for result in ("ok", "failed", "throttled"):
             self.logins.labels(result)
 
-    def render(self) -> bytes:
+    #: Combines this process's exposition with the other processes' serving the same node (``node.worker_metrics``,
+    #: set by the command that runs several workers); None: this process's alone.
+    combine: Callable[[bytes], bytes] | None = None
+
+    def render_own(self) -> bytes:
+        """This process's metrics alone."""
         return generate_latest(self.registry)
+
+    def render(self) -> bytes:
+        """What ``/metrics`` answers: this process's metrics, with the other workers' when there are several."""
+        own = generate_latest(self.registry)
+        return own if self.combine is None else self.combine(own)
 
 
 class LoginCollector(Collector):

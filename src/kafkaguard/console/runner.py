@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import re
+import socket
 from collections.abc import Generator
 from dataclasses import dataclass
 
@@ -45,6 +46,26 @@ class HttpListener:
         return cls(match["host"].strip("[]") or "127.0.0.1", port)
 
 
+def _shared_socket(listener: HttpListener) -> socket.socket:
+    """A listening socket of ``listener`` bound with SO_REUSEPORT (uvicorn's own binding has no such option).
+
+    :raises OSError: it cannot be bound.
+    """
+    family, kind, proto, _, address = socket.getaddrinfo(
+        listener.host, listener.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
 class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
@@ -52,7 +73,9 @@ class _Server(uvicorn.Server):
 
 
 class ConsoleServer:
-    def __init__(self, app: FastAPI, listener: HttpListener) -> None:
+    def __init__(self, app: FastAPI, listener: HttpListener, *, reuse_port: bool = False) -> None:
+        """``reuse_port``: the port is shared with other processes serving the same node (SO_REUSEPORT,
+        ``node.workers``); each scrape or request is answered by one of them."""
         config = uvicorn.Config(
             app,
             host=listener.host,
@@ -70,6 +93,7 @@ class ConsoleServer:
         self._server = _Server(config)
         self._task: asyncio.Task[None] | None = None
         self.listener = listener
+        self._reuse_port = reuse_port
 
     @property
     def port(self) -> int:
@@ -94,7 +118,15 @@ class ConsoleServer:
 
     async def _serve(self) -> None:
         try:
-            await self._server.serve()
+            if self._reuse_port:
+                try:
+                    sock = _shared_socket(self.listener)
+                except OSError as e:
+                    log.error("the console cannot listen on %s:%d: %s", self.listener.host, self.listener.port, e)
+                    return
+                await self._server.serve(sockets=[sock])
+            else:
+                await self._server.serve()
         except SystemExit:  # uvicorn exits this way when it cannot bind or its lifespan fails
             log.error("the console could not start on %s:%d", self.listener.host, self.listener.port)
 

@@ -66,9 +66,11 @@ HandOver = Callable[[socket.socket, str, float], None]
 Gone = Callable[[str, bool], None]
 
 
-def _bind(host: str | None, port: int) -> list[socket.socket]:
+def _bind(host: str | None, port: int, reuse_port: bool = False) -> list[socket.socket]:
     """Listening sockets for ``host:port`` as asyncio's ``create_server`` binds them (every address the host name
-    resolves to; None or "": every interface), except that port 0 gets one port for all of them."""
+    resolves to; None or "": every interface), except that port 0 gets one port for all of them. With
+    ``reuse_port`` (``node.workers``: several processes serve the port) each is bound with SO_REUSEPORT, and the
+    kernel spreads the connections over the processes' sockets."""
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     sockets: list[socket.socket] = []
     try:
@@ -76,6 +78,8 @@ def _bind(host: str | None, port: int) -> list[socket.socket]:
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)  # the IPv4 socket takes IPv4
             if port == 0 and len(sockets) > 1:
@@ -127,13 +131,23 @@ class Doorway:
 
     @classmethod
     async def open(
-        cls, host: str | None, port: int, *, wait_limit: float, admit: Admit, hand_over: HandOver, gone: Gone
+        cls,
+        host: str | None,
+        port: int,
+        *,
+        wait_limit: float,
+        admit: Admit,
+        hand_over: HandOver,
+        gone: Gone,
+        reuse_port: bool = False,
     ) -> Doorway:
-        """Listen on ``host:port`` (None: every interface; port 0: any free port).
+        """Listen on ``host:port`` (None: every interface; port 0: any free port; ``reuse_port``: shared with other
+        processes, SO_REUSEPORT).
 
         :raises OSError: the address cannot be bound.
         """
-        sockets = await asyncio.get_running_loop().run_in_executor(None, _bind, host, port)  # getaddrinfo may block
+        loop = asyncio.get_running_loop()
+        sockets = await loop.run_in_executor(None, _bind, host, port, reuse_port)  # getaddrinfo may block
         return cls(sockets, wait_limit=wait_limit, admit=admit, hand_over=hand_over, gone=gone)
 
     @property

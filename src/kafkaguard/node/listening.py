@@ -62,6 +62,7 @@ from kafkaguard.node.rollout_watch import AclFileLoader, RolloutWatch
 from kafkaguard.node.signals import run_until_signalled
 from kafkaguard.node.tls_reload import ReloadingContext, watch
 from kafkaguard.node.trusted import TrustedProxies
+from kafkaguard.node.workers import in_worker
 from kafkaguard.protocol.connection import Connection, Dispatcher
 from kafkaguard.protocol.identity import Identity, certificate_super_user_warnings
 from kafkaguard.protocol.repeated_lines import COLLAPSE
@@ -227,6 +228,7 @@ class ListeningServer(ABC):
                 admit=functools.partial(self._admit, counted),
                 hand_over=functools.partial(self._hand_over, listener, counted, context),
                 gone=functools.partial(self._gone, listener, counted),
+                reuse_port=in_worker(),  # its port is every worker's (node.workers)
             )
         except OSError as e:
             await self.stop()
