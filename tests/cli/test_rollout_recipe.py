@@ -31,7 +31,9 @@ principals:
 RECIPE = "kafkaguard plan candidate.yaml && kafkaguard apply candidate.yaml"
 
 
-def test_the_recipe_verbatim_with_the_connection_in_the_environment(bootstrap, admin_config, checker, tmp_path: Path) -> None:
+def test_the_recipe_verbatim_with_the_connection_in_the_environment(
+    bootstrap, admin_config, checker, tmp_path: Path
+) -> None:
     (tmp_path / "candidate.yaml").write_text(CANDIDATE, "utf-8")
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
@@ -50,7 +52,9 @@ def test_positional_file_with_the_connection_flags(bootstrap, admin_config, tmp_
     connection = ["--bootstrap-server", bootstrap, "--command-config", str(admin_config)]
     for command in ("plan", "apply"):
         for args in ([str(candidate)], ["-f", str(candidate)], ["--file", str(candidate)]):
-            result = CliRunner().invoke(app, [command, *args, *connection, "--dry-run"] if command == "apply" else [command, *args, *connection])
+            result = CliRunner().invoke(
+                app, [command, *args, *connection, "--dry-run"] if command == "apply" else [command, *args, *connection]
+            )
             assert result.exit_code == 0, (command, args, result.output)
 
 

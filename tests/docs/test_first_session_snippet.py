@@ -21,9 +21,7 @@ SNIPPET = Path(__file__).parents[2] / "docs" / "examples" / "first_session.py"
 def _run(script: Path, bootstrap: str, password: str, limit: float) -> subprocess.CompletedProcess[str]:
     text = SNIPPET.read_text().replace("127.0.0.1:9092", bootstrap).replace('"change-me"', repr(password))
     script.write_text(text)
-    return subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=limit, check=False
-    )
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=limit, check=False)
 
 
 def test_the_snippet_runs_against_a_real_server(tmp_path: Path) -> None:

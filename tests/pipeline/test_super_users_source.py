@@ -86,7 +86,9 @@ def test_super_users_from_the_servers_config_file(spark, logged: Path) -> None:
 
 
 def test_super_users_from_the_environment(spark, logged: Path) -> None:
-    code, _, err = _usage(logged, "from-env", "--data-dir", str(logged / "none"), env={"KAFKAGUARD_SUPER_USERS": "User:admin"})
+    code, _, err = _usage(
+        logged, "from-env", "--data-dir", str(logged / "none"), env={"KAFKAGUARD_SUPER_USERS": "User:admin"}
+    )
     assert code == 0, err
     assert _denied(spark, logged, "from-env") == [("User:bob", 2)]
 

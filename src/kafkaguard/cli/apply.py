@@ -16,7 +16,17 @@ from rich.console import Console
 from kafkaguard.cli.client import DEFAULT_TIMEOUT, CliError, Failure, KafkaAdmin
 from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect, require_bootstrap
 from kafkaguard.cli.output import fail
-from kafkaguard.cli.plan import AclFileArgument, AclFileOption, PruneOption, acl_file, Step, StepKind, compute_plan, load_desired, read_cluster
+from kafkaguard.cli.plan import (
+    AclFileArgument,
+    AclFileOption,
+    PruneOption,
+    Step,
+    StepKind,
+    acl_file,
+    compute_plan,
+    load_desired,
+    read_cluster,
+)
 from kafkaguard.cli.plan import render_plan as render
 
 

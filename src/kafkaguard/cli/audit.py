@@ -88,7 +88,11 @@ def with_servers_super_users(job: str, args: list[str]) -> list[str]:
         return args
     typer.echo(f"(super users {settings.super_users or 'none'!s}: {source})", err=True)
     args += ["--super-users", settings.super_users]
-    if job != "recommend" and settings.allow_everyone_if_no_acl_found and not _given(args, "--allow-everyone-if-no-acl-found"):
+    if (
+        job != "recommend"
+        and settings.allow_everyone_if_no_acl_found
+        and not _given(args, "--allow-everyone-if-no-acl-found")
+    ):
         args.append("--allow-everyone-if-no-acl-found")
     return args
 

@@ -234,9 +234,7 @@ def require_known_super_users(spark: SparkSession, run: JobRun, logs: Sequence[s
     with run.step("looking for super-user decisions in the log (no --super-users given)"):
         records = read_records(spark, logs, fmt)
         logged = (
-            records.where(
-                F.col("error").isNull() & (F.col("rule") == "SuperUser") & (F.col("decision") == "ALLOWED")
-            )
+            records.where(F.col("error").isNull() & (F.col("rule") == "SuperUser") & (F.col("decision") == "ALLOWED"))
             .groupBy("principal")
             .agg(F.sum("count").alias("requests"))
             .orderBy(F.desc("requests"), "principal")
