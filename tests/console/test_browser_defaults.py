@@ -7,8 +7,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import playwright.sync_api as playwright_sync
 import pytest
 
 from kafkaguard.model import (
@@ -22,13 +24,13 @@ from kafkaguard.model import (
 )
 from tests.actors import ACTOR
 from tests.console.conftest import ConsoleHandle, start_console
-from tests.console.test_browser import _admin_page, playwright_sync
+from tests.console.test_browser import _admin_page
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture(scope="module")
-def shown(tmp_path_factory: pytest.TempPathFactory):
+def shown(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
     handle = start_console(tmp_path_factory.mktemp("defaults"))
     handle.services.acls.create_acls(
         [
