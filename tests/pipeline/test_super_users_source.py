@@ -123,3 +123,43 @@ def test_the_job_entry_point_alone_refuses_too(logged: Path, capsys: pytest.Capt
     args = ["usage", "--log", str(logged / "audit.log"), "--acls", str(logged / "acls.json")]
     assert main([*args, "--out", str(logged / "direct")]) == 2
     assert "User:admin" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_usage_on_a_real_servers_log_from_its_directory(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The friction as met: a real server (super_users User:admin, audit_mode usage, data_dir ./data) whose admin
+    made requests; ``kafkaguard audit usage`` run from the same directory, with no super-user flag."""
+    import time
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from tests.serving import ADMIN, ADMIN_PASSWORD, sasl_server
+
+    data = tmp_path / "data"
+    with sasl_server(data, audit_log=data / "audit.log", audit_mode="usage", audit_usage_window_seconds=0.5) as server:
+        host, port = server.sasl
+        admin = AdminClient(
+            {
+                "bootstrap.servers": f"{host}:{port}",
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.username": ADMIN,
+                "sasl.password": ADMIN_PASSWORD,
+            }
+        )
+        admin.describe_cluster(request_timeout=10).result(timeout=30)  # CLUSTER DESCRIBE, allowed as SuperUser
+        topics = admin.create_topics([NewTopic("created-by-admin", 1, 1)], request_timeout=10)  # CLUSTER CREATE
+        topics["created-by-admin"].result(timeout=30)
+        time.sleep(1.5)  # a usage window (0.5 s here) ends and is written
+        del admin, topics  # librdkafka's client ends before the server does
+    events = [json.loads(line) for line in (data / "audit.log").read_text().splitlines() if line.strip()]
+    logged = [e["data"] for e in events if str(e.get("type")).startswith("io.kafkaguard.authorization.")]
+    assert any(r.get("principal") == "User:admin" and r.get("rule") == "SuperUser" for r in logged), logged
+    (tmp_path / "acls.json").write_text(json.dumps(ACLS))
+    monkeypatch.chdir(tmp_path)  # where the server's ./data is: no --data-dir, no --config, no --super-users
+    # (absolute paths for Spark: the shared session's JVM keeps the directory it started in)
+    log, out = str(data / "audit.log"), str(tmp_path / "out")
+    result = CliRunner().invoke(app, ["audit", "usage", "--log", log, "--acls", "acls.json", "--out", out])
+    assert result.exit_code == 0, result.output
+    assert "User:admin" not in dict(_denied(spark, tmp_path, "out"))
+    assert "served-settings.json" in result.stderr
