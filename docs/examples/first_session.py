@@ -46,5 +46,6 @@ admin.create_acls([acl])[acl].result(timeout=TIMEOUT)
 everything = AclBindingFilter(
     ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
 )
-print(admin.describe_acls(everything).result(timeout=TIMEOUT))  # [AclBinding(... orders. ... User:alice ... READ ... ALLOW)]
+# [AclBinding(... orders. ... User:alice ... READ ... ALLOW)]
+print(admin.describe_acls(everything).result(timeout=TIMEOUT))
 admin.delete_acls([everything])[everything].result(timeout=TIMEOUT)
