@@ -34,7 +34,9 @@ _FILE_HELP = "The desired ACLs: kafkaguard's YAML (see `kafkaguard export`) or t
 #: The ACL file, as ``plan candidate.yaml`` (the rollout recipe) or ``plan -f candidate.yaml`` (kept): exactly one.
 AclFileArgument = Annotated[
     Path | None,
-    typer.Argument(help=_FILE_HELP + " Or -f FILE.", exists=True, dir_okay=False, readable=True, show_default=False),
+    typer.Argument(
+        help=_FILE_HELP + " Or -f FILE.", metavar="FILE", exists=True, dir_okay=False, readable=True, show_default=False
+    ),
 ]
 AclFileOption = Annotated[
     Path | None,
