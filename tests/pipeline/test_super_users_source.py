@@ -131,7 +131,8 @@ def test_usage_on_a_real_servers_log_from_its_directory(spark, tmp_path: Path, m
     made requests; ``kafkaguard audit usage`` run from the same directory, with no super-user flag."""
     import time
 
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     from tests.serving import ADMIN, ADMIN_PASSWORD, sasl_server
 
