@@ -89,4 +89,4 @@ def test_an_unreadable_file_is_an_error(tmp_path: Path):
 
 def test_a_bad_output_is_a_usage_error(tmp_path: Path):
     result = CliRunner().invoke(app, ["audit", "shadow-report", str(tmp_path), "--output", "yaml"])
-    assert result.exit_code == 2 and "expected table or json" in result.stderr
+    assert result.exit_code == 2 and "expected table, wide or json" in result.stderr

@@ -1,4 +1,4 @@
-"""``kafkaguard apply -f FILE``: make the cluster's ACLs match the file, in the safe order of ``plan``.
+"""``kafkaguard apply FILE`` (or ``-f FILE``): make the cluster's ACLs match the file, in the safe order of ``plan``.
 
 Each step is one request (CreateAcls or DeleteAcls with exact filters). A failed step stops the run before the next
 one, so a removal never happens after a failed addition: the cluster is left in an intermediate state that the
@@ -14,9 +14,19 @@ import typer
 from rich.console import Console
 
 from kafkaguard.cli.client import DEFAULT_TIMEOUT, CliError, Failure, KafkaAdmin
-from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect
+from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect, require_bootstrap
 from kafkaguard.cli.output import fail
-from kafkaguard.cli.plan import AclFileOption, PruneOption, Step, StepKind, compute_plan, load_desired, read_cluster
+from kafkaguard.cli.plan import (
+    AclFileArgument,
+    AclFileOption,
+    PruneOption,
+    Step,
+    StepKind,
+    acl_file,
+    compute_plan,
+    load_desired,
+    read_cluster,
+)
 from kafkaguard.cli.plan import render_plan as render
 
 
@@ -28,8 +38,9 @@ def run_step(admin: KafkaAdmin, step: Step) -> list[Failure]:
 
 
 def apply(
-    file: AclFileOption,
-    bootstrap_server: BootstrapServer,
+    file_argument: AclFileArgument = None,
+    bootstrap_server: BootstrapServer = "",
+    file: AclFileOption = None,
     command_config: CommandConfig = None,
     prune: PruneOption = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan and change nothing.")] = False,
@@ -38,7 +49,8 @@ def apply(
 ) -> None:
     """Make the cluster's ACLs match the file: add new DENYs, add new ALLOWs, then (with --prune) remove old
     ALLOWs and old DENYs, so that access is never wider than the old or the new ACLs allow."""
-    desired = load_desired(file)
+    desired = load_desired(acl_file(file_argument, file))
+    bootstrap_server = require_bootstrap(bootstrap_server)
     console = Console(soft_wrap=True, highlight=False)
     try:
         admin = connect(bootstrap_server, command_config, timeout, client_id="kafkaguard-apply")

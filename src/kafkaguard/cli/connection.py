@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kafkaguard.cli.client import DEFAULT_TIMEOUT, KafkaAdmin, client_config, load_properties
+from kafkaguard.cli.output import fail
 
 BootstrapServer = Annotated[
     str,
@@ -38,9 +39,19 @@ CommandConfig = Annotated[
         exists=True,
         dir_okay=False,
         readable=True,
+        envvar="KAFKAGUARD_COMMAND_CONFIG",
+        show_envvar=True,
     ),
 ]
 Timeout = Annotated[float, typer.Option("--timeout", min=1, help="Seconds to wait for each answer.")]
+
+
+def require_bootstrap(bootstrap_server: str) -> str:
+    """``--bootstrap-server`` of a command whose first argument is a file (so the option has an empty default,
+    to keep the argument first): a clear error (exit 2) when neither the flag nor the variable gives it."""
+    if not bootstrap_server.strip():
+        fail("no cluster: give --bootstrap-server HOST:PORT (or set KAFKAGUARD_BOOTSTRAP_SERVER)", 2)
+    return bootstrap_server
 
 
 def connect(

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from kafkaguard.bootstrap import open_store
-from kafkaguard.cli.output import fail
+from kafkaguard.cli.output import TableOutput, fail, print_rows, printable
 from kafkaguard.config import load_settings
 from kafkaguard.config.sections import StoreSettings
 from kafkaguard.errors import KafkaguardError
@@ -34,11 +31,6 @@ from kafkaguard.service.events import describe_item
 
 _RELATIVE = re.compile(r"^(\d+)([mhd])$")
 _UNITS = {"m": "minutes", "h": "hours", "d": "days"}
-
-
-class HistoryOutput(StrEnum):
-    TABLE = "table"
-    JSON = "json"
 
 
 def parse_since(text: str, now: datetime | None = None) -> datetime:
@@ -70,9 +62,13 @@ def history(
     action: Annotated[str | None, typer.Option(help="An action or its prefix: acl., acl.created, scram. ...")] = None,
     since: Annotated[str | None, typer.Option(help="Only since then: 90m, 24h, 7d, or an ISO date/time.")] = None,
     limit: Annotated[int, typer.Option(min=1, help="At most this many events (the newest).")] = 50,
-    output: Annotated[HistoryOutput, typer.Option(help="table, or json (one event's data per line).")] = (
-        HistoryOutput.TABLE
-    ),
+    output: Annotated[
+        TableOutput,
+        typer.Option(
+            help="table (fits the terminal: one block per event when the table does not), wide (one line per "
+            "event), or json (one event's data per line)."
+        ),
+    ] = TableOutput.TABLE,
     data_dir: Annotated[Path | None, typer.Option(help="Data directory of the server. Default: ./data")] = None,
     config: Annotated[Path | None, typer.Option(help="YAML config file (data_dir, store).")] = None,
 ) -> None:
@@ -99,7 +95,7 @@ def history(
         fail(str(e), 2)
     finally:
         store.close()
-    if output is HistoryOutput.JSON:
+    if output is TableOutput.JSON:
         for event in events:
             typer.echo(
                 json.dumps(
@@ -107,18 +103,17 @@ def history(
                 )
             )
         return
-    console = Console(soft_wrap=True, highlight=False)
     if not events:
-        console.print("No management events match.")
+        Console(soft_wrap=True, highlight=False).print("No management events match.")
         return
-    console.print(history_table(events))
+    print_rows(HEADERS, history_rows(events), output)
 
 
-def history_table(events: list[ManagementEvent]) -> Table:
-    table = Table()
-    # Folded, never cut with an ellipsis: an action, a principal or an address shown in part would mislead.
-    for header in ("time (UTC)", "action", "actor", "from", "via", "what", "result"):
-        table.add_column(header, overflow="fold")
+HEADERS = ("time (UTC)", "action", "actor", "from", "via", "what", "result")
+
+
+def history_rows(events: list[ManagementEvent]) -> list[tuple[Text, ...]]:
+    rows = []
     for event in events:
         actor = event.actor
         via = actor.interface + (f" ({actor.request_id})" if actor.request_id else "")
@@ -132,19 +127,5 @@ def history_table(events: list[ManagementEvent]) -> Table:
             describe_item(event),
             result,
         )
-        table.add_row(*(printable(cell) for cell in cells))
-    return table
-
-
-def printable(text: str) -> Text:
-    """A cell as plain text: never Rich markup (``[link=…]`` in a name), and every control or format character
-    escaped (``\\x1b``, ``\\u202e``) — a refused request's names are any caller's, and an escape sequence in one
-    must not reach the terminal of whoever reads the history."""
-    return Text("".join(_escaped(char) for char in text))
-
-
-def _escaped(char: str) -> str:
-    if unicodedata.category(char) not in ("Cc", "Cf"):
-        return char
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+        rows.append(tuple(printable(cell) for cell in cells))
+    return rows

@@ -12,6 +12,7 @@ from kafkaguard.cli import (
     check,
     configs,
     console,
+    explain,
     export,
     groups,
     plan,
@@ -36,6 +37,7 @@ app.command("plan")(plan.plan)
 app.command("apply")(apply.apply)
 app.command("export")(export.export)
 app.command("check")(check.check)
+app.command("explain")(explain.explain)
 app.add_typer(groups.app, name="groups")
 app.command("can")(access.can)
 app.command("who-can")(access.who_can_command)

@@ -3,10 +3,16 @@ one way to end a command with an error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import unicodedata
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
 from typing import NoReturn
 
 import typer
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
 
 from kafkaguard.model import AccessControlEntry, AclBinding, ResourcePattern, ResourcePatternFilter
 
@@ -87,3 +93,73 @@ def fail(message: str, exit_code: int = 1) -> NoReturn:
 
 def warn(message: str) -> None:
     typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
+
+
+class TableOutput(StrEnum):
+    """``--output`` of a command that prints a table: ``table`` fits the terminal (a table when it fits, else one
+    block of ``column  value`` lines per row), ``wide`` one row per line whatever the width, ``json`` for scripts."""
+
+    TABLE = "table"
+    WIDE = "wide"
+    JSON = "json"
+
+
+def _natural_width(renderable: Table) -> int:
+    """The width ``renderable`` takes when nothing limits it (a measurement on an unbounded console)."""
+    unbounded = Console(width=100_000)
+    return max(Measurement.get(unbounded, unbounded.options, renderable).maximum, 20)
+
+
+def print_rows(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Text]],
+    output: TableOutput,
+    *,
+    title: str | None = None,
+    right: Sequence[str] = (),
+) -> None:
+    """Print ``rows`` under ``headers`` (cells are ``Text``: never markup). No cell is ever cut with an ellipsis: a
+    principal or an address shown in part would mislead. ``table``: a table when its natural width fits the
+    terminal, else (80 columns and nine columns do not go together) one block per row, each value beside its
+    column's name and folded only where it is longer than the line. ``wide``: the table at its natural width.
+
+    Cost: one measurement of the table (O(cells)) besides printing it."""
+    table = Table(title=title)
+    for header in headers:
+        table.add_column(header, justify="right" if header in right else "left", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    if output is TableOutput.WIDE:
+        # as wide as the rows need: a terminal narrower than that wraps or scrolls (less -S), nothing is folded
+        Console(width=_natural_width(table), soft_wrap=True, highlight=False).print(table)
+        return
+    console = Console(highlight=False)
+    if _natural_width(table) <= console.width:
+        console.print(table)
+        return
+    if title:
+        console.print(Text(title, style="bold"))
+    label = max(len(h) for h in headers)
+    for number, row in enumerate(rows):
+        if number:
+            console.print()
+        block = Table.grid(padding=(0, 2))
+        block.add_column(width=label, no_wrap=True, style="dim")
+        block.add_column(overflow="fold")
+        for header, cell in zip(headers, row, strict=True):
+            block.add_row(header, cell)
+        console.print(block)
+
+
+def printable(text: str) -> Text:
+    """A cell as plain text: never Rich markup (``[link=…]`` in a name), and every control or format character
+    escaped (``\\x1b``, ``\\u202e``) — a refused request's names are any caller's, and an escape sequence in one
+    must not reach the terminal of whoever reads the history."""
+    return Text("".join(_escaped(char) for char in text))
+
+
+def _escaped(char: str) -> str:
+    if unicodedata.category(char) not in ("Cc", "Cf"):
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -26,20 +26,21 @@ from rich.text import Text
 
 from kafkaguard.cli.aclfile import AclFileError, load_acl_file
 from kafkaguard.cli.client import DEFAULT_TIMEOUT, CliError, KafkaAdmin
-from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect
+from kafkaguard.cli.connection import BootstrapServer, CommandConfig, Timeout, connect, require_bootstrap
 from kafkaguard.cli.output import entry_text, fail, pattern_text, warn
 from kafkaguard.model import AclBinding, AclBindingFilter, AclPermissionType
 
-AclFileOption = Annotated[
-    Path,
-    typer.Option(
-        "-f",
-        "--file",
-        help="The desired ACLs: kafkaguard's YAML (see `kafkaguard export`) or the ACL JSON format.",
-        exists=True,
-        dir_okay=False,
-        readable=True,
+_FILE_HELP = "The desired ACLs: kafkaguard's YAML (see `kafkaguard export`) or the ACL JSON format."
+#: The ACL file, as ``plan candidate.yaml`` (the rollout recipe) or ``plan -f candidate.yaml`` (kept): exactly one.
+AclFileArgument = Annotated[
+    Path | None,
+    typer.Argument(
+        help=_FILE_HELP + " Or -f FILE.", metavar="FILE", exists=True, dir_okay=False, readable=True, show_default=False
     ),
+]
+AclFileOption = Annotated[
+    Path | None,
+    typer.Option("-f", "--file", help=_FILE_HELP, exists=True, dir_okay=False, readable=True, show_default=False),
 ]
 PruneOption = Annotated[
     bool, typer.Option("--prune", help="Also remove ACLs the cluster has and the file does not (default: only add).")
@@ -157,6 +158,16 @@ def read_cluster(admin: KafkaAdmin) -> list[AclBinding]:
     return list(described.bindings)
 
 
+def acl_file(positional: Path | None, option: Path | None) -> Path:
+    """The one ACL file given, as an argument or with ``-f``; a clear error (exit 2) for none or two."""
+    if positional is not None and option is not None and positional != option:
+        fail(f"give the ACL file either as an argument or with -f, not both ({positional} and {option})", 2)
+    chosen = positional or option
+    if chosen is None:
+        fail("no ACL file: give it as an argument (kafkaguard plan candidate.yaml) or with -f FILE", 2)
+    return chosen
+
+
 def load_desired(path: Path) -> list[AclBinding]:
     try:
         return load_acl_file(path)
@@ -165,8 +176,9 @@ def load_desired(path: Path) -> list[AclBinding]:
 
 
 def plan(
-    file: AclFileOption,
-    bootstrap_server: BootstrapServer,
+    file_argument: AclFileArgument = None,
+    bootstrap_server: BootstrapServer = "",
+    file: AclFileOption = None,
     command_config: CommandConfig = None,
     prune: PruneOption = False,
     show_unchanged: Annotated[bool, typer.Option("--show-unchanged", help="List unchanged ACLs too.")] = False,
@@ -176,7 +188,8 @@ def plan(
     timeout: Timeout = DEFAULT_TIMEOUT,
 ) -> None:
     """Show what `apply` would change on the cluster to match the ACL file, and in which order. Changes nothing."""
-    desired = load_desired(file)
+    desired = load_desired(acl_file(file_argument, file))
+    bootstrap_server = require_bootstrap(bootstrap_server)
     try:
         current = read_cluster(connect(bootstrap_server, command_config, timeout))
     except CliError as e:

@@ -19,10 +19,10 @@ from typing import IO, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from kafkaguard.audit.records.shadow import FlipSummary, ShadowFlip, shadow_of, summarise
-from kafkaguard.cli.output import fail
+from kafkaguard.cli.output import TableOutput, fail, print_rows, printable
 
 
 class _Read:
@@ -70,12 +70,20 @@ def read_flips(paths: list[Path]) -> _Read:
 
 def shadow_report(
     logs: Annotated[list[Path], typer.Argument(help="Audit log files (JSON lines; .gz too).", metavar="LOG...")],
-    output: Annotated[str, typer.Option("--output", "-o", help="table (default) or json.")] = "table",
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            help="table (default: fits the terminal, one block per flip when the table does not), wide (one line "
+            "per flip) or json.",
+        ),
+    ] = "table",
     principal: Annotated[str | None, typer.Option(help="Only this principal's flips, e.g. User:alice.")] = None,
 ) -> None:
     """Summarise shadow ACL flips per principal, resource and direction (newly denied / newly allowed)."""
-    if output not in ("table", "json"):
-        fail(f"--output {output!r}: expected table or json", exit_code=2)
+    if output not in {o.value for o in TableOutput}:
+        fail(f"--output {output!r}: expected table, wide or json", exit_code=2)
     read = read_flips(logs)
     flips = [f for f in read.flips if principal is None or f.principal == principal]
     summaries = summarise(flips)
@@ -93,20 +101,18 @@ def shadow_report(
             )
         )
     else:
-        _print_table(summaries, read, len(flips))
+        _print_table(summaries, read, len(flips), TableOutput(output))
     for reason in read.bad[:10]:
         typer.secho(f"warning: {reason}", fg=typer.colors.YELLOW, err=True)
     if len(read.bad) > 10:
         typer.secho(f"warning: {len(read.bad) - 10} more bad line(s)", fg=typer.colors.YELLOW, err=True)
 
 
-def _print_table(summaries: list[FlipSummary], read: _Read, events: int) -> None:
-    console = Console()
+def _print_table(summaries: list[FlipSummary], read: _Read, events: int, output: TableOutput) -> None:
     if not summaries:
-        console.print(f"No shadow flips in {read.lines} record(s): the candidate ACL set decides this traffic alike.")
+        Console().print(f"No shadow flips in {read.lines} record(s): the candidate ACL set decides this traffic alike.")
         return
-    table = Table(title=f"Shadow ACL flips: {events} event(s) in {read.lines} record(s)")
-    for column in (
+    headers = (
         "Direction",
         "Principal",
         "Resource",
@@ -116,19 +122,20 @@ def _print_table(summaries: list[FlipSummary], read: _Read, events: int) -> None
         "First seen",
         "Last seen",
         "Candidate rule",
-    ):
-        table.add_column(column, justify="right" if column == "Requests" else "left")
-    for s in summaries:
-        style = "red" if s.direction == "newly denied" else "green"
-        table.add_row(
-            f"[{style}]{s.direction}[/{style}]",
-            s.principal,
-            f"{s.resource_type}:{s.resource_name}",
-            ", ".join(s.operations),
-            str(s.requests),
-            ", ".join(s.hosts),
-            s.first_seen,
-            s.last_seen,
-            "\n".join(s.shadow_rules),
+    )
+    rows = [
+        (
+            Text(s.direction, style="red" if s.direction == "newly denied" else "green"),
+            printable(s.principal),
+            printable(f"{s.resource_type}:{s.resource_name}"),
+            Text(", ".join(s.operations)),
+            Text(str(s.requests)),
+            printable(", ".join(s.hosts)),
+            Text(s.first_seen),
+            Text(s.last_seen),
+            printable("\n".join(s.shadow_rules)),
         )
-    console.print(table)
+        for s in summaries
+    ]
+    title = f"Shadow ACL flips: {events} event(s) in {read.lines} record(s)"
+    print_rows(headers, rows, output, title=title, right=("Requests",))

@@ -8,6 +8,8 @@ const ENUMS = {
   resourceTypes: RESOURCE_TYPES,
   patternTypes: ["LITERAL", "PREFIXED"],
   operations: OPERATIONS,
+  // what a request asks for: never ALL (an ACL's ALL matches every operation; no request asks for ALL)
+  requestOperations: OPERATIONS.filter((name) => name !== "ALL"),
   permissions: ["ALLOW", "DENY"],
   filterResourceTypes: ["ANY", ...RESOURCE_TYPES],
   filterPatternTypes: ["ANY", "MATCH", "LITERAL", "PREFIXED"],
@@ -71,9 +73,15 @@ function formObject(form) {
   return out;
 }
 
+// A select with data-placeholder starts unchosen (and is required): no default grants anything by one click.
+// data-default names the option chosen first.
 function fillSelects() {
   for (const select of document.querySelectorAll("select[data-enum]")) {
+    if (select.dataset.placeholder) {
+      select.append(el("option", { value: "", disabled: "", selected: "" }, select.dataset.placeholder));
+    }
     for (const name of ENUMS[select.dataset.enum]) select.append(el("option", { value: name }, name));
+    if (select.dataset.default) select.value = select.dataset.default;
   }
 }
 
@@ -157,6 +165,8 @@ async function addAcl(event) {
     if (result.ok) {
       say("add-message", `Added: ${describe(result.acl)}`, "ok");
       event.target.querySelector("[name=resource_name]").value = "";
+      // the next ACL is chosen again: an ALL or an ALLOW never carries over to it unnoticed
+      for (const name of ["operation", "permission_type"]) event.target.querySelector(`[name=${name}]`).value = "";
       loadAcls();
     } else {
       say("add-message", "Refused: " + result.error, "error");

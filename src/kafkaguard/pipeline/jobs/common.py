@@ -219,6 +219,39 @@ def require_allowed(job: str, allowed: int, records: int) -> None:
         )
 
 
+def require_known_super_users(spark: SparkSession, run: JobRun, logs: Sequence[str], fmt: str) -> None:
+    """Refuse a run that knows no super users (no ``--super-users``, nothing read from the server's settings) on a
+    log that records super-user decisions: re-decided without them, the super users' requests would all be
+    denied, and reported as the top denied principals, silently.
+
+    Cost: one more pass over the log (records with rule ``SuperUser`` grouped by principal), only on this path: a
+    run given its super users pays nothing.
+
+    :raises PipelineError: the log records requests ALLOWED by rule ``SuperUser``, naming their principals.
+    """
+    from pyspark.sql import functions as F
+
+    with run.step("looking for super-user decisions in the log (no --super-users given)"):
+        records = read_records(spark, logs, fmt)
+        logged = (
+            records.where(F.col("error").isNull() & (F.col("rule") == "SuperUser") & (F.col("decision") == "ALLOWED"))
+            .groupBy("principal")
+            .agg(F.sum("count").alias("requests"))
+            .orderBy(F.desc("requests"), "principal")
+            .limit(10)
+            .collect()
+        )
+    if logged:
+        found = ", ".join(f"{row['principal']} ({int(row['requests']):,} requests)" for row in logged)
+        names = ";".join(str(row["principal"]) for row in logged)
+        raise PipelineError(
+            f"the log records requests allowed to super users ({found}), but this run knows no super users, "
+            "so it would decide them as ordinary principals (denied); give the server's super users: "
+            f"--super-users '{names}' (or '' to decide them without), or run kafkaguard audit with the "
+            "server's --config FILE or --data-dir DIR (its served-settings.json)"
+        )
+
+
 def sample_bad_lines(
     spark: SparkSession, run: JobRun, records: DataFrame, lines: dict[str, int]
 ) -> list[tuple[str, int, str | None]]:

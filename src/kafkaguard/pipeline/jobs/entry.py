@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING, NoReturn
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.pipeline.acls import AclSet
 from kafkaguard.pipeline.errors import PipelineError
-from kafkaguard.pipeline.jobs.common import AuthorizerOptions, JobResult, JobRun, load_acls
+from kafkaguard.pipeline.jobs.common import (
+    AuthorizerOptions,
+    JobResult,
+    JobRun,
+    load_acls,
+    require_known_super_users,
+)
 from kafkaguard.pipeline.readers import check_paths
 
 if TYPE_CHECKING:
@@ -68,7 +74,25 @@ def _common(parser: argparse.ArgumentParser, acl_options: bool = True) -> None:
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--master", metavar="URL", help="Spark master (default local[*] or spark-submit's).")
     where.add_argument("--remote", metavar="URL", help="Spark Connect server (sc://host:port) instead of a master.")
-    parser.add_argument("--super-users", default="", help="super.users as on serve: 'User:admin;User:ops'.")
+    parser.add_argument(
+        "--super-users",
+        default=None,
+        help="super.users as on serve: 'User:admin;User:ops' ('' for none). Default: kafkaguard audit reads them "
+        "as the server does (--config, KAFKAGUARD_* variables, the data directory's served-settings.json); "
+        "unknown, a log that records super-user decisions is refused.",
+    )
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="The server's YAML config file, for its super_users and allow_everyone_if_no_acl_found "
+        "(kafkaguard audit only: it needs the cli extra).",
+    )
+    parser.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        help="The server's data directory, for the settings it recorded (served-settings.json; default: "
+        "the config's data_dir, ./data) (kafkaguard audit only).",
+    )
     if acl_options:
         parser.add_argument(
             "--allow-everyone-if-no-acl-found",
@@ -163,11 +187,29 @@ class SparkFailed(PipelineError):
 
 
 def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
-    """The job's body, with local ACL files loaded before Spark starts; jobs are imported only when they run."""
-    options = AuthorizerOptions(args.super_users, getattr(args, "allow_everyone_if_no_acl_found", False))
+    """The job's body, with local ACL files loaded before Spark starts; jobs are imported only when they run.
+    Without ``--super-users``, the body first checks that the log records no super-user decision (see
+    ``require_known_super_users``)."""
+    if args.config is not None or args.data_dir is not None:
+        raise PipelineError(
+            "--config and --data-dir are read by `kafkaguard audit` (the cli extra); here, give the server's "
+            "super users with --super-users 'User:admin;…' ('' for none)"
+        )
+    options = AuthorizerOptions(args.super_users or "", getattr(args, "allow_everyone_if_no_acl_found", False))
     logs, out, fmt = list(args.log), args.out, args.format
 
     def prepare() -> Body:
+        body = _body()
+        if args.super_users is not None:
+            return body
+
+        def checked(spark: SparkSession, run: JobRun) -> JobResult:
+            require_known_super_users(spark, run, logs, fmt)
+            return body(spark, run)
+
+        return checked
+
+    def _body() -> Body:
         if args.job in ("replay", "usage"):
             load = _acls_loader(args.acls, "acls", options)
 
@@ -203,7 +245,7 @@ def _prepare(args: argparse.Namespace) -> Callable[[], Body]:
         from kafkaguard.errors import InvalidConfigError
 
         try:
-            skipped = parse_super_users(args.super_users)
+            skipped = parse_super_users(args.super_users or "")
         except InvalidConfigError as e:
             raise PipelineError(str(e)) from e
 
