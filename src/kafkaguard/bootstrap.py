@@ -30,6 +30,7 @@ from kafkaguard.service.credentials import CredentialService
 from kafkaguard.service.events import EventRelay
 from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
+from kafkaguard.service.readiness import Readiness
 from kafkaguard.service.refused import RefusalLimits, RefusedChanges
 from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
@@ -83,6 +84,8 @@ class Services:
     login_budget: LoginFailureBudget = field(default_factory=LoginFailureBudget)
     #: The JWKS refreshes of the process's OAUTHBEARER key sources, by reason (the console's ``/metrics``).
     jwks: JwksStatistics = field(default_factory=JwksStatistics)
+    #: Ready, or draining since a SIGTERM (``node.drain``): what the console's /healthz tells a balancer.
+    readiness: Readiness = field(default_factory=Readiness)
     #: ``settings`` in typed sections, each read by what it configures (``config.sections``); built once here.
     sections: Sections = field(init=False, repr=False)
 

@@ -57,7 +57,9 @@ LOGIN_FAILURE_BUDGET = frozenset(
 #: Where the audit trail's Kafka sink sends each event (``audit.records.routing``).
 AUDIT_ROUTING = frozenset({"audit_kafka_routes", "audit_kafka_topic"})
 #: The settings a SIGHUP applies; every other changed one needs a restart (and is named so).
-LIVE_SETTINGS: frozenset[str] = CONNECTION_LIMITS | LOGIN_FAILURE_BUDGET | AUDIT_ROUTING | {"log_level"}
+#: Read when a SIGTERM's drain starts (``node.drain``).
+SHUTDOWN = frozenset({"shutdown_grace_seconds"})
+LIVE_SETTINGS: frozenset[str] = CONNECTION_LIMITS | LOGIN_FAILURE_BUDGET | AUDIT_ROUTING | SHUTDOWN | {"log_level"}
 
 
 def changed_settings(running: Settings, loaded: Settings) -> list[str]:

@@ -12,6 +12,15 @@ connection can end is logged with its reason; nothing a peer sends can take down
 connection: framing, decoding and dispatcher errors close this connection only. A logged-in connection holds a
 ``sessions.Session``: it is closed when its user's credential is deleted or changed, and (KIP-368) on its first
 request after its lifetime unless it re-authenticated (SaslHandshake + SaslAuthenticate on the same connection).
+
+**Drain** (a SIGTERM, ``node.listening``): ``drain()`` makes the connection end at its next request boundary, never
+inside an answer. The requests whose bytes had arrived when the drain began are read and answered; relayed answers
+(the proxy's fetches, long polls included) go out; then the connection closes (plaintext: the answers, then a FIN,
+then the client's bytes read and dropped until its TCP has acknowledged the answers, so that the kernel never resets
+a connection whose last answer is still on its way). A connection waiting for its next request with nothing of it
+arrived is closed at once. Kafka clients take a closed connection as a retriable broker failure: they reconnect
+(through the balancer) and send again what had no answer. The cost on the request path: two attribute writes and one
+read per request.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from kafkaguard.protocol.sasl import SaslOutcome, SaslState, record_login, recor
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.protocol.sessions import Session
 from kafkaguard.protocol.slices import encode_response_in_slices, sliced_array
+from kafkaguard.protocol.unread import unacknowledged_bytes, unread_bytes
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +80,11 @@ THROTTLED_EVENT_ERROR = "Authentication failed: too many failed logins (refused 
 #: Relayed answers a connection may have queued before its next request is read (Kafka's Java producer keeps at most
 #: 5 requests in flight by default; the proxy then holds back no one).
 MAX_QUEUED_ANSWERS = 5
+#: After a drain's last answer (and FIN), how long the client's remaining bytes are read and dropped before the
+#: socket closes: Kafka clients close their side as soon as they read the end of the stream.
+LINGER_SECONDS = 5.0
+_LINGER_READ = 64 * 1024
+_LINGER_POLL_SECONDS = 0.02
 
 
 class CloseConnection(KafkaguardError):
@@ -77,6 +92,10 @@ class CloseConnection(KafkaguardError):
 
     Control flow, never raised across a layer: ``Connection.run`` catches it first, before ``ProtocolError`` and
     ``KafkaguardError``, and nothing it calls catches ``KafkaguardError`` around a raise of it."""
+
+
+class Drained(CloseConnection):
+    """The connection ends at a request boundary because the process is draining (``Connection.drain``)."""
 
 
 class Incoming(NamedTuple):
@@ -177,6 +196,13 @@ class Connection:
         self._reauthentication: SaslState | None = None
         #: Who sends this connection's requests, once logged in (made with its first request after login).
         self._caller: RequestContext | None = None
+        #: While the connection waits for its next request's bytes (``drain`` may close it then).
+        self.between_requests = False
+        #: Draining: the bytes of requests that had arrived when the drain began, still to be read (None: serving).
+        self._drain_left: int | None = None
+        #: Whether ``drain`` cancelled the wait for the next request (its task's cancellation is then drain's).
+        self._interrupted = False
+        self._task: asyncio.Task[Any] | None = None
 
     @property
     def principal(self) -> str:
@@ -242,18 +268,48 @@ class Connection:
     def authenticated(self) -> bool:
         return self.sasl is None or self.sasl.authenticated
 
+    def drain(self) -> None:
+        """The process is draining: end at the next request boundary (see the module docstring). Called again (the
+        drain's sweep), it closes the connection if it now waits for a request of which nothing has arrived (a TLS
+        connection's count of arrived bytes can be high: ``protocol.unread``)."""
+        unread = unread_bytes(self.reader, self.writer)
+        if self._drain_left is None:
+            self._drain_left = unread
+        if self.between_requests and unread == 0 and not self._interrupted and self._task is not None:
+            self._interrupted = True
+            self._task.cancel()  # caught in run(): the wait for the next request is all it stops
+
+    @property
+    def draining(self) -> bool:
+        return self._drain_left is not None
+
     async def run(self) -> None:
         reason = "client closed the connection"
+        self._task = asyncio.current_task()
         try:
             if self.unidentified is not None:  # Kafka closes such a channel at its first request
                 raise CloseConnection(f"no principal: {self.unidentified}")
             while True:
                 if self.outbox.full:  # relayed answers outstanding: read no more until one is out
                     await self.outbox.room()
-                frame = await self._next_frame()
+                if self._drain_left is not None and self._drain_left <= 0:
+                    raise Drained("draining: every request that had arrived is answered")
+                self.between_requests = True
+                try:
+                    frame = await self._next_frame()
+                except asyncio.CancelledError:
+                    if not self._interrupted or self._uncancel():
+                        raise  # stopped by its owner, not (only) by drain()
+                    raise Drained("draining: closed between requests") from None
+                self.between_requests = False
                 if frame is None:
                     break
+                if self._drain_left is not None:
+                    self._drain_left -= 4 + len(frame)
                 await self._handle(frame)
+        except Drained as e:
+            reason = str(e)
+            await self._close_drained()
         except CloseConnection as e:
             reason = str(e)
         except ProtocolError as e:
@@ -276,6 +332,32 @@ class Connection:
             self.writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await self.writer.wait_closed()
+
+    def _uncancel(self) -> int:
+        """Take back drain()'s cancellation of this task; the cancellations left (others': its owner's stop)."""
+        task = self._task
+        return 0 if task is None else task.uncancel()
+
+    async def _close_drained(self) -> None:
+        """The drain's end of the connection: the answers in flight go out (relayed ones included), then the end of
+        the stream (FIN); the client's bytes after it are read and dropped until its TCP has acknowledged everything
+        or it closes too (at most ``LINGER_SECONDS``), so that the close sends no reset that could cut off the last
+        answer. TLS connections get their TLS close from ``writer.close()`` (asyncio's transport cannot half-close
+        them)."""
+        # whatever goes wrong here (the client went away, an answer failed, the linger ran out), it is closed next
+        with contextlib.suppress(KafkaguardError, ConnectionError, OSError, TimeoutError):
+            await self.outbox.flushed()
+            transport = self.writer.transport
+            if transport.is_closing() or not transport.can_write_eof():
+                return
+            await self.writer.drain()
+            transport.write_eof()
+            async with asyncio.timeout(LINGER_SECONDS):
+                while unacknowledged_bytes(self.writer) > 0:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_LINGER_POLL_SECONDS):
+                            if not await self.reader.read(_LINGER_READ):
+                                return  # the client closed too
 
     async def _next_frame(self) -> bytes | None:
         """The next request frame, or None when the client closed between frames. Before login on a SASL listener,
