@@ -120,14 +120,19 @@ class ConsoleServer:
             async with asyncio.timeout_at(deadline):
                 await asyncio.shield(task)  # a timeout must not cancel uvicorn's shutdown: it is told to hurry
         except TimeoutError:
-            log.info("console: requests still in flight at the drain's deadline are cut off")
+            log.info("console: the requests still in flight at the drain's deadline are cut off")
             self.hurry()
             await task
         self._task = None
 
     def hurry(self) -> None:
-        """End a shutdown under way at once (uvicorn's force exit: it stops waiting for requests in flight)."""
-        self._server.force_exit = True
+        """End a shutdown under way at once: the requests in flight are cancelled and their connections closed, as
+        uvicorn does at its own graceful timeout (its ``force_exit`` would skip the app's lifespan shutdown too)."""
+        state = self._server.server_state
+        for task in list(state.tasks):
+            task.cancel()
+        for connection in list(state.connections):
+            connection.transport.close()
 
     async def stop(self) -> None:
         self._server.should_exit = True

@@ -220,16 +220,10 @@ class ListeningServer(ABC):
         self._draining = True
         if self.services.readiness.drain():
             log.info("draining: /healthz answers 503 from now (shutdown_grace_seconds %g)", grace)
-        waiting = sum(bound.doorway.waiting for bound in self._bound)
-        for bound in self._bound:
-            bound.doorway.close()
         listeners = ", ".join(str(listener) for listener in self.bound_listeners) or "none"
-        log.info(
-            "draining: stopped accepting on %s; %d connections open, %d that had sent nothing closed",
-            listeners,
-            len(self._connections),
-            waiting,
-        )
+        for bound in self._bound:  # what the kernel had queued is accepted; what had sent nothing closed
+            bound.doorway.close(serve_arrived=True)
+        log.info("draining: stopped accepting on %s; %d connections open", listeners, len(self._connections))
         opened = len(self._connections)
         await self._drain_connections()
         while self._connections and not self._hurried:
