@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import socket
 import subprocess
@@ -130,6 +131,12 @@ def answer_to_slow_login(wire: Wire) -> int | None:
     return int(body.error_code.value)
 
 
+def answered_yet(wire: Wire) -> bool:
+    """Whether anything (an answer, or the end of the stream) has come on ``wire``; nothing is read."""
+    ready, _, _ = select.select([wire.sock], [], [], 0)
+    return bool(ready)
+
+
 def refused(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=5):
@@ -164,7 +171,8 @@ def test_sigterm_drains_answers_in_flight_closes_idle_refuses_new_and_exits_in_t
     assert payload is not None, "the request sent just before SIGTERM got no answer"
     assert decode_response(payload, hello.__api_key__, 3)[0] == 7
     assert last_moment.recv_frame() is None  # then its connection ends: nothing else had arrived
-    assert idle.closed()  # the idle connection is closed by the drain, before the slow answer comes
+    assert idle.closed()  # the idle connection is closed by the drain, before the slow answer comes:
+    assert not answered_yet(slow), "the idle connection stayed open until the slow request was answered"
     deadline = time.monotonic() + TIMEOUT
     while (health := serve.healthz())[0] != 503:
         assert time.monotonic() < deadline, f"/healthz never turned 503: {health}"
