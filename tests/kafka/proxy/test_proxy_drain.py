@@ -7,7 +7,9 @@ acknowledgements is reported (``longest_pause_seconds``), not asserted.
 
 from __future__ import annotations
 
+import itertools
 import json
+import logging
 import os
 import re
 import signal
@@ -25,7 +27,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.types import TopicName
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i32, i32Timedelta, i64
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.conftest import free_port_range
@@ -37,6 +39,8 @@ KAFKAGUARD = Path(sys.executable).with_name("kafkaguard")
 USER, PASSWORD = "ops", "drain-ops-pw"  # a super user of the proxies: the test is the drain, not the ACLs
 GRACE = 30.0
 TIMEOUT = 60.0
+
+log = logging.getLogger(__name__)
 
 
 def environment(**extra: str) -> dict[str, str]:
@@ -95,8 +99,9 @@ class Proxies:
         config = config or self.prepare()
         log = config.with_suffix(".log")
         with log.open("wb") as out:
+            env = environment(KAFKAGUARD_UPSTREAM_PASSWORD=ADMIN_PASSWORD)
             process = subprocess.Popen([str(KAFKAGUARD), "proxy", "--config", str(config)], stdout=out,
-                                       stderr=subprocess.STDOUT, env=environment(KAFKAGUARD_UPSTREAM_PASSWORD=ADMIN_PASSWORD))  # fmt: skip
+                                       stderr=subprocess.STDOUT, env=env)  # fmt: skip
         proxy = Proxy(process, log)
         self.started.append(proxy)
         wait_until_listening(process, self.port, timeout=TIMEOUT)
@@ -168,14 +173,15 @@ class Producing:
 
     def longest_pause(self) -> float:
         times = sorted(at for _, at in self.acked)
-        return max((b - a for a, b in zip(times, times[1:], strict=False)), default=0.0)
+        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
 
 
 def long_poll(port: int, topic: str) -> Wire:
     """A connection whose Fetch of the empty ``topic`` waits upstream (min_bytes 1, max wait 4 s)."""
     wire = Wire(("127.0.0.1", port), timeout=TIMEOUT)
     wire.login(USER, PASSWORD, "SCRAM-SHA-512")
-    fetch = FetchRequest(max_wait=timedelta(seconds=4), min_bytes=i32(1), forgotten_topics_data=(), topics=(
+    wait = i32Timedelta.parse(timedelta(seconds=4))
+    fetch = FetchRequest(max_wait=wait, min_bytes=i32(1), forgotten_topics_data=(), topics=(
         FetchTopic(topic=TopicName(topic), partitions=(
             FetchPartition(partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1 << 20)),)),))  # fmt: skip
     wire.send_frame(encode_request(fetch, 4242))
@@ -251,7 +257,7 @@ def test_a_producer_loses_no_acknowledged_write_while_the_proxy_drains_and_a_lon
     record_property("longest_pause_seconds", round(pause, 3))
     record_property("acknowledged_writes", len(acked))
     record_property("next_proxy_listening_after_seconds", round(listening - launched, 3))
-    print(f"\ndrain: {len(acked)} writes acknowledged, all in the topic once; longest pause {pause:.3f} s (the next "
+    log.info(f"drain: {len(acked)} writes acknowledged, all in the topic once; longest pause {pause:.3f} s (the next "
           f"proxy listened {listening - launched:.3f} s after its launch, {launched - signalled:.3f} s after SIGTERM); "
           f"long poll answered {answered - signalled:.3f} s after SIGTERM; first proxy exited after "
           f"{exited - signalled:.3f} s")  # fmt: skip
