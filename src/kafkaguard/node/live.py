@@ -15,7 +15,8 @@ A config file that does not load (bad YAML, an invalid value) changes nothing; t
 **Why these.** A live setting is one whose new value the running objects can take without touching an open
 connection: the connection limits and the login failure budget are read at each admission or failed login
 (``AdmissionControl.reconfigure``, ``LoginFailureBudget.reconfigure``), the audit routes at each event (the Kafka
-sink's router is one attribute, swapped whole), the log level at each log call. Listeners, TLS settings (the files
+sink's router is one attribute, swapped whole), the log level at each log call, ``shutdown_grace_seconds`` when a
+SIGTERM's drain starts. Listeners, TLS settings (the files
 themselves are watched: ``node.tls_reload``), the store, identity and the upstream are built into sockets, contexts
 and clients at the start; a restart (one node at a time behind the load balancer) changes those.
 

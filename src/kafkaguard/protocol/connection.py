@@ -271,7 +271,9 @@ class Connection:
     def drain(self) -> None:
         """The process is draining: end at the next request boundary (see the module docstring). Called again (the
         drain's sweep), it closes the connection if it now waits for a request of which nothing has arrived (a TLS
-        connection's count of arrived bytes can be high: ``protocol.unread``)."""
+        connection's count of arrived bytes can be high: ``protocol.unread``). One case is closed as idle though a
+        request has begun: its 4-byte size (6 bytes before login) read and nothing more of it arrived by the sweep;
+        nothing of such a request was processed, and the client sends it again on its next connection."""
         unread = unread_bytes(self.reader, self.writer)
         if self._drain_left is None:
             self._drain_left = unread
