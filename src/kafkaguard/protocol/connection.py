@@ -15,9 +15,9 @@ request after its lifetime unless it re-authenticated (SaslHandshake + SaslAuthe
 
 **Drain** (a SIGTERM, ``node.listening``): ``drain()`` makes the connection end at its next request boundary, never
 inside an answer. The requests whose bytes had arrived when the drain began are read and answered; relayed answers
-(the proxy's fetches, long polls included) go out; then the connection closes (plaintext: the answers, then a FIN,
-then the client's bytes read and dropped until its TCP has acknowledged the answers, so that the kernel never resets
-a connection whose last answer is still on its way). A connection waiting for its next request with nothing of it
+(the proxy's fetches, long polls included) go out; then the connection closes: the answers, then a FIN (TLS: its
+close_notify), and the socket is let go once the client's TCP has acknowledged them, so that the kernel never resets
+a connection whose last answer is still on its way. A connection waiting for its next request with nothing of it
 arrived is closed at once. Kafka clients take a closed connection as a retriable broker failure: they reconnect
 (through the balancer) and send again what had no answer. The cost on the request path: two attribute writes and one
 read per request.
@@ -331,6 +331,9 @@ class Connection:
             log.debug("connection from %s (%s) closed: %s", self.host, self.principal, reason)
             await self.outbox.stop()
             await self.dispatcher.close()
+            task = self._task
+            if self._drain_left is not None and task is not None and not task.cancelling():
+                await self._end_stream()  # draining, and not forced: the last answer is not cut off by the close
             self.writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await self.writer.wait_closed()
@@ -342,17 +345,32 @@ class Connection:
 
     async def _close_drained(self) -> None:
         """The drain's end of the connection: the answers in flight go out (relayed ones included), then the end of
-        the stream (FIN); the client's bytes after it are read and dropped until its TCP has acknowledged everything
-        or it closes too (at most ``LINGER_SECONDS``), so that the close sends no reset that could cut off the last
-        answer. TLS connections get their TLS close from ``writer.close()`` (asyncio's transport cannot half-close
-        them)."""
-        # whatever goes wrong here (the client went away, an answer failed, the linger ran out), it is closed next
-        with contextlib.suppress(KafkaguardError, ConnectionError, OSError, TimeoutError):
-            await self.outbox.flushed()
+        the stream (plaintext: a FIN; TLS: its close_notify); the connection lets go once the client's TCP has
+        acknowledged all of it, or the client closed too (at most ``LINGER_SECONDS``), so that the close sends no
+        reset that could cut off the last answer. Meanwhile the client's bytes are read and dropped (plaintext) or
+        left unread (TLS: asyncio's transport cannot half-close, and the client's close_notify is not waited for,
+        which TLS allows the side that closes)."""
+        with contextlib.suppress(KafkaguardError, ConnectionError, OSError):
+            await self.outbox.flushed()  # a failed answer closes the socket: nothing to end then
+        await self._end_stream()
+
+    async def _end_stream(self) -> None:
+        """See ``_close_drained``: the end of the stream after the answers written, and the linger."""
+        # whatever goes wrong here (the client went away, the linger ran out), it is closed next
+        with contextlib.suppress(ConnectionError, OSError, TimeoutError):
             transport = self.writer.transport
-            if transport.is_closing() or not transport.can_write_eof():
+            if transport.is_closing():
                 return
             await self.writer.drain()
+            if not transport.can_write_eof():
+                self.writer.close()  # the answers, then close_notify
+                async with asyncio.timeout(LINGER_SECONDS):
+                    settled = 0
+                    while settled < 2:  # twice: what asyncio's transport still held has reached the socket too
+                        await asyncio.sleep(_LINGER_POLL_SECONDS)
+                        settled = settled + 1 if unacknowledged_bytes(self.writer) == 0 else 0
+                transport.abort()
+                return
             transport.write_eof()
             async with asyncio.timeout(LINGER_SECONDS):
                 while unacknowledged_bytes(self.writer) > 0:
