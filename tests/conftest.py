@@ -23,7 +23,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One visible line when the real-Kafka suite did not run (README: how to enable it)."""
+    """One visible line when the real-Kafka suite did not run (docs/development.md: how to enable it)."""
     if kafka_source() is None:
         terminalreporter.write_line(
             "real-Kafka tests (tests/kafka) did NOT run: set KAFKA_TGZ=../shared/kafka/kafka_2.13-3.9.0-offline.tar.gz "

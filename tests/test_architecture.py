@@ -12,11 +12,13 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "kafkaguard"
 DOC = ROOT / "docs" / "architecture.md"
 CONTRACT = "kafkaguard is layered (docs/architecture.md)"
+#: The block of the page marked ``<!-- tested: layers ... -->`` (tests/docs/test_blocks_marked.py).
+MARKER = "layers"
 
 
 def documented_layers() -> list[list[str]]:
     text = DOC.read_text("utf-8")
-    block = re.search(r"<!-- layers:[^>]*-->\s*```text\n(.*?)```", text, re.S)
+    block = re.search(rf"<!-- tested: {MARKER}[^>]*-->\s*```text\n(.*?)```", text, re.S)
     assert block is not None, "docs/architecture.md has no layers block"
     return [[name.strip() for name in line.split("|")] for line in block.group(1).strip().splitlines()]
 

@@ -468,7 +468,7 @@ def test_host_star_is_the_only_wildcard_and_a_cidr_block_a_network():
     )
     assert decide(authorizer, READ, TOPIC, "t") is DENIED
     # Kafka 3.9 compares "192.168.0.0/24" as text (never matching); kafkaguard reads it as KIP-1276's block
-    # (README, deliberate differences; tests/authorizer/test_cidr.py).
+    # (docs/semantics.md, deliberate differences; tests/authorizer/test_cidr.py).
     assert decide(authorizer, READ, TOPIC, "u") is ALLOWED
     assert decide(authorizer, READ, TOPIC, "u", host="192.168.1.1") is DENIED
     assert decide(authorizer, READ, TOPIC, "v") is ALLOWED

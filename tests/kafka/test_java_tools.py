@@ -171,7 +171,7 @@ def test_config_command_scram_users(compare: Compare) -> None:
         f"Completed updating config for user {dave}."
     ]
     compare.configs(*alter, dave, "--add-config", "SCRAM-SHA-512=[password=dave-secret]")
-    # README "Deliberate differences" (SEMANTICS.md §16.6): KIP-554's own example, both mechanisms of one user in
+    # semantics.md "Deliberate differences" (SEMANTICS.md §16.6): KIP-554's own example, both mechanisms of one user in
     # one request, which the KRaft controller refuses and kafkaguard applies.
     both_mechanisms = "SCRAM-SHA-256=[iterations=4096,password=e1],SCRAM-SHA-512=[iterations=16384,password=e2]"
     both = compare.config_runs(*alter, erin, "--add-config", both_mechanisms)

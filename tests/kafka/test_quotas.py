@@ -3,7 +3,7 @@ own kafka-configs) against the real Kafka broker and against kafkaguard. AlterCl
 exactly, order included (kafkaguard reproduces the Java HashMap orders that decide it); DescribeClientQuotas
 answers with entries, entity components and values as sorted lists (Kafka's order there comes from its metadata
 image's HashMap history), and kafka-configs' describe output with its lines sorted (printed in the order of the
-admin client's HashMap): README's deliberate difference "DescribeClientQuotas lists its entries sorted by entity".
+admin client's HashMap): semantics.md: "DescribeClientQuotas lists its entries sorted by entity".
 Nothing else is normalized: error codes and messages are Kafka's, word for word.
 
 The broker applies an alteration in its controller and learns it a moment later, so a describe on Kafka is retried

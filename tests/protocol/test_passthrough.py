@@ -23,6 +23,7 @@ from kafkaguard.protocol.connection import CONNECTION_VERSIONS, Connection
 from kafkaguard.protocol.mechanisms import Authenticated, Challenge, Failed, MechanismServer
 from kafkaguard.protocol.passthrough import (
     LoginUnavailable,
+    OAuthBearerPassthroughServer,
     PassthroughMechanisms,
     PassthroughServer,
     RelayedAnswer,
@@ -141,12 +142,14 @@ def test_a_broker_that_cannot_be_asked_ends_the_connection_not_the_login() -> No
 
 def test_only_the_mechanisms_passed_through_go_to_the_broker() -> None:
     own = SimpleNamespace(server=lambda name, **_: f"kafkaguard's {name}")
-    mechanisms = PassthroughMechanisms(own, Broker([]), frozenset({"PLAIN", "OAUTHBEARER"}), budget())
+    mechanisms = PassthroughMechanisms(own, Broker([]), frozenset({"PLAIN", "OAUTHBEARER", "GSSAPI"}), budget())
     assert isinstance(mechanisms.server("PLAIN", client=CLIENT, reauthentication=False), PassthroughServer)
-    # OAUTHBEARER cannot pass through (yet): kafkaguard's own, as every mechanism not passed
+    oauth = mechanisms.server("OAUTHBEARER", client=CLIENT, reauthentication=False)
+    assert isinstance(oauth, OAuthBearerPassthroughServer)
+    # GSSAPI cannot pass through (a ticket is bound to its service): kafkaguard's own, as every mechanism not passed
     own_servers: list[object] = [mechanisms.server(name, client=CLIENT, reauthentication=False)
-                                 for name in ("OAUTHBEARER", "SCRAM-SHA-512")]  # fmt: skip
-    assert own_servers == ["kafkaguard's OAUTHBEARER", "kafkaguard's SCRAM-SHA-512"]
+                                 for name in ("GSSAPI", "SCRAM-SHA-512")]  # fmt: skip
+    assert own_servers == ["kafkaguard's GSSAPI", "kafkaguard's SCRAM-SHA-512"]
 
 
 def test_sasl_answers_the_broker_s_error_code_its_lifetime_and_no_extra_delay() -> None:
@@ -177,7 +180,12 @@ class RelayingDispatcher:
     def __init__(self, relay: Broker) -> None:
         self.login_relay = relay
 
+    walked: frozenset[object] = frozenset()
+
     async def dispatch(self, incoming: object) -> object:
+        raise AssertionError("no request after login in these tests")
+
+    async def dispatch_walked(self, walked: object) -> object:
         raise AssertionError("no request after login in these tests")
 
     async def close(self) -> None:

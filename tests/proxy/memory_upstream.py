@@ -40,15 +40,23 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
-from kafkaguard.protocol.codec import DecodedRequest, decode_request, encode_response, response_schema
+from kafkaguard.protocol.codec import (
+    DecodedRequest,
+    decode_request,
+    decode_request_head,
+    encode_response,
+    response_schema,
+)
 from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.passthrough import LoginUnavailable, RelayedAnswer
 from kafkaguard.protocol.replies import ClientWriter, Close, NoResponse, Relayed, Reply, Throttled
 from kafkaguard.protocol.scope import BrokerInfo, ListenerContext, scope_fields
-from kafkaguard.proxy.dispatch import HANDLERS
+from kafkaguard.proxy.dispatch import HANDLERS, WALKED
+from kafkaguard.proxy.handlers.produce import produce
 from kafkaguard.proxy.links import pass_on_edited
 from kafkaguard.proxy.nodes import NodeDirectory
+from kafkaguard.proxy.produce_request import walk_produce_request
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.upstream import CLIENT_ID, Address, Upstream, UpstreamUnavailable
@@ -348,7 +356,7 @@ def handle(
         outbox = Outbox(writer, limit=MAX_QUEUED_ANSWERS, close=lambda: closed.append(True), peer=CLIENT_HOST)
         scope = make_scope(services, upstream, outbox, payload, principal=principal, nodes=nodes, meter=meter,
                            audit=audit)  # fmt: skip
-        reply = await HANDLERS[scope.api_key](scope, scope_body(payload))
+        reply = await handler_reply(scope, payload)
         handled = Handled(payload, reply)
         answered = reply.reply if isinstance(reply, Throttled) else reply
         if isinstance(answered, Relayed):
@@ -364,6 +372,15 @@ def handle(
         return handled
 
     return asyncio.run(go())
+
+
+async def handler_reply(scope: ProxyScope, payload: bytes) -> Reply:
+    """What the proxy's handler for ``payload``'s API answers, its body as ``ProxyDispatcher`` hands it over:
+    decoded by kio, or walked (``WALKED``: Produce)."""
+    if scope.api_key in WALKED:
+        head = decode_request_head(payload, VERSIONS)
+        return await produce(scope, walk_produce_request(payload, head.body_at, scope.api_version, max_items=10_000))
+    return await HANDLERS[scope.api_key](scope, scope_body(payload))
 
 
 def scope_body(payload: bytes) -> Any:

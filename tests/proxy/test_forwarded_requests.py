@@ -44,7 +44,7 @@ from kafkaguard.model import (
 from kafkaguard.protocol.build import nested
 from kafkaguard.protocol.codec import DecodedRequest, request_schema
 from kafkaguard.protocol.lengths import unwrap
-from kafkaguard.proxy.dispatch import HANDLERS
+from kafkaguard.proxy.dispatch import FORWARDED
 from kafkaguard.proxy.versions import CAPS
 from tests.actors import ACTOR
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, topic_id, zero, zero_value
@@ -64,7 +64,7 @@ NAMES[uuid.UUID] = (topic_id(NAMES[TopicName][0]), topic_id(NAMES[TopicName][1])
 DENIED_ID = NAMES[uuid.UUID][1]
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
 READER, CREATOR = "reader", "creator"
-OFFERED = [(key, version) for key in HANDLERS for version in range(CAPS[key][0], CAPS[key][1] + 1)]
+OFFERED = [(key, version) for key in sorted(FORWARDED) for version in range(CAPS[key][0], CAPS[key][1] + 1)]
 
 
 @dataclasses.dataclass
@@ -268,7 +268,7 @@ def widenings(request: DecodedRequest, user: str) -> list[str]:
 
 
 def test_the_sweep_covers_every_api_and_version_the_proxy_offers(sweep: Sweep):
-    offered = {(key, v) for key, (low, high) in sweep.proxy.server.versions.items() if key in HANDLERS  # type: ignore[attr-defined]
+    offered = {(key, v) for key, (low, high) in sweep.proxy.server.versions.items() if key in FORWARDED  # type: ignore[attr-defined]
                for v in range(low, high + 1)}  # fmt: skip
     assert offered == set(OFFERED)
     assert {(ApiKey.PRODUCE, 10), (ApiKey.PRODUCE, 11)} <= offered  # KIP-951's versions are swept too

@@ -12,9 +12,16 @@ import pytest
 
 from kafkaguard.config import load_settings
 from kafkaguard.config.sections import Sections
+from kafkaguard.errors import InvalidConfigError
 from kafkaguard.proxy.dispatch import ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory
-from kafkaguard.proxy.passthrough import passed_mechanisms, passthrough_problem, unsupported_by_broker
+from kafkaguard.proxy.passthrough import (
+    passed_mechanisms,
+    passes_oauthbearer,
+    passthrough_problem,
+    sub_claim_disagreement,
+    unsupported_by_broker,
+)
 from kafkaguard.proxy.quotas import QuotaMeter
 from tests.proxy.memory_upstream import UPSTREAM, MemoryUpstream
 
@@ -38,7 +45,6 @@ PASSTHROUGH = {
         ({"listeners": ["PLAINTEXT://127.0.0.1:19092"]}, "has none: its clients do not log in"),
         ({"upstream_security_protocol": "SSL"}, "upstream_security_protocol must be SASL_PLAINTEXT or SASL_SSL, "
                                                 "not SSL"),
-        ({"upstream_passthrough_mechanisms": ["OAUTHBEARER"]}, "OAUTHBEARER cannot be passed through"),
         ({"upstream_passthrough_mechanisms": ["GSSAPI", "PLAIN"]}, "GSSAPI cannot be passed through"),
         ({"upstream_passthrough_mechanisms": ["PLAIN"], "sasl_plain_without_tls": False},
          "no listener enables any of upstream_passthrough_mechanisms \\(PLAIN\\)"),
@@ -82,3 +88,34 @@ def test_a_connection_in_passthrough_logs_in_through_its_own_upstream(tmp_path: 
 
     assert dispatcher(True).login_relay is upstream
     assert dispatcher(False).login_relay is None
+
+
+OAUTH = PASSTHROUGH | {"sasl_mechanisms": ["SCRAM-SHA-512", "OAUTHBEARER"]}
+
+
+def test_oauthbearer_passed_through_needs_no_jwks_but_kafkaguard_s_own_does(tmp_path: Path) -> None:
+    settings = load_settings(None, data_dir=tmp_path, **OAUTH)  # no sasl_oauthbearer_jwks_endpoint_url: the broker's
+    sections = Sections.of(settings)
+    assert passthrough_problem(sections) is None and passes_oauthbearer(sections)
+    assert passed_mechanisms(sections) == ["SCRAM-SHA-512", "OAUTHBEARER"]
+    assert sections.identity.oauthbearer is None  # nothing of kafkaguard's own checks tokens
+    own = ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]
+    with pytest.raises(InvalidConfigError, match="sasl_oauthbearer_jwks_endpoint_url is not set"):
+        load_settings(None, data_dir=tmp_path, **(OAUTH | {"upstream_passthrough_mechanisms": own}))
+    with pytest.raises(InvalidConfigError, match="sasl_oauthbearer_jwks_endpoint_url is not set"):
+        load_settings(None, data_dir=tmp_path, **(OAUTH | {"upstream_authentication": "service_account"}))
+
+
+def test_the_broker_s_sub_claim_must_be_kafkaguard_s(tmp_path: Path) -> None:
+    sections = Sections.of(load_settings(None, data_dir=tmp_path, **OAUTH))
+    assert sub_claim_disagreement(sections, {"sasl.oauthbearer.sub.claim.name": "sub"}, 1) is None
+    assert sub_claim_disagreement(sections, {}, 1) is None  # not described: Kafka's default, "sub"
+    problem = sub_claim_disagreement(sections, {"sasl.oauthbearer.sub.claim.name": "email"}, 3)
+    assert problem == (
+        "upstream_authentication passthrough: OAUTHBEARER principals would differ: broker 3 names them by the "
+        "token's 'email' claim (sasl.oauthbearer.sub.claim.name), kafkaguard by 'sub' "
+        "(sasl_oauthbearer_sub_claim_name); set sasl_oauthbearer_sub_claim_name: email"
+    )
+    ours = Sections.of(load_settings(None, data_dir=tmp_path, **(OAUTH | {"sasl_oauthbearer_sub_claim_name": "email"})))
+    assert sub_claim_disagreement(ours, {"sasl.oauthbearer.sub.claim.name": "email"}, 3) is None
+    assert sub_claim_disagreement(ours, {}, 3) is not None

@@ -9,26 +9,20 @@ from kio.schema.errors import ErrorCode
 
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.model import ItemError, KafkaErrorCode
-from kafkaguard.protocol.build import build, nested
-from kafkaguard.protocol.codec import request_schema, response_schema
+from kafkaguard.protocol.build import nested
+from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Close
 from kafkaguard.proxy.handlers.produce import _refused, _refused_topic
 from kafkaguard.proxy.handlers.transactions import _refused_producers
 from kafkaguard.proxy.messages import PRODUCE
+from kafkaguard.proxy.produce_request import ProducedTopic
 from kafkaguard.proxy.refusals import TOPIC_DENIED, code_and_message, refused_topics, with_refused
 from kafkaguard.proxy.scope import ProxyScope
 
 
-def _produce_topic(version: int, name: str, indexes: tuple[int, ...]) -> Any:
-    cls = request_schema(ApiKey.PRODUCE, version)
-    partition_cls = nested(cls, "PartitionProduceData")
-    partitions = tuple(build(partition_cls, index=i, records=None) for i in indexes)
-    return build(nested(cls, "TopicProduceData"), name=name, partition_data=partitions)
-
-
 def test_every_partition_named_gets_the_error_and_kafkas_placeholders() -> None:
     cls = response_schema(ApiKey.PRODUCE, 9)
-    refused: Any = _refused(cls, [_produce_topic(9, "orders", (0, 2))], TOPIC_DENIED)  # v9: error_message
+    refused: Any = _refused(cls, [ProducedTopic("orders", (0, 2))], TOPIC_DENIED)  # v9: error_message
     [topic] = refused
     assert topic.name == "orders"
     assert [(p.index, p.error_code, p.error_message, p.base_offset) for p in topic.partition_responses] == [

@@ -198,3 +198,13 @@ def test_the_jwks_must_be_readable_at_start(tmp_path: Path, tls_files: TlsFiles)
             sasl_mechanisms=["OAUTHBEARER"],
             sasl_oauthbearer_jwks_endpoint_url=(tmp_path / "missing.json").as_uri(),
         )
+
+
+def test_serve_needs_a_jwks_even_with_the_proxy_s_passthrough_settings(tmp_path: Path, tls_files: TlsFiles) -> None:
+    """The settings let a proxy that passes OAUTHBEARER through go without a JWKS (its broker checks tokens); serve
+    has no broker behind it and says so rather than start unable to check a token."""
+    from kafkaguard.errors import InvalidConfigError
+
+    with pytest.raises(InvalidConfigError, match="kafkaguard serve checks tokens itself"):
+        start_server(tmp_path, tls_files, sasl_mechanisms=["SCRAM-SHA-512", "OAUTHBEARER"],
+                     upstream_authentication="passthrough")  # fmt: skip

@@ -39,12 +39,19 @@ _ONLINE = "From a running console"
 
 
 #: The resource options ``check`` and ``who-can`` share (name exactly one).
-Topic = Annotated[str | None, typer.Option("--topic", rich_help_panel=_RESOURCE)]
-Group = Annotated[str | None, typer.Option("--group", rich_help_panel=_RESOURCE)]
-Cluster = Annotated[bool, typer.Option("--cluster", rich_help_panel=_RESOURCE)]
-TransactionalId = Annotated[str | None, typer.Option("--transactional-id", rich_help_panel=_RESOURCE)]
-DelegationToken = Annotated[str | None, typer.Option("--delegation-token", rich_help_panel=_RESOURCE)]
-UserPrincipal = Annotated[str | None, typer.Option("--user-principal", rich_help_panel=_RESOURCE)]
+Topic = Annotated[str | None, typer.Option("--topic", help="A topic's name (the resource).", rich_help_panel=_RESOURCE)]
+Group = Annotated[str | None, typer.Option("--group", help="A consumer group's id.", rich_help_panel=_RESOURCE)]
+Cluster = Annotated[bool, typer.Option("--cluster", help="The cluster (kafka-cluster).", rich_help_panel=_RESOURCE)]
+TransactionalId = Annotated[
+    str | None, typer.Option("--transactional-id", help="A transactional id.", rich_help_panel=_RESOURCE)
+]
+DelegationToken = Annotated[
+    str | None, typer.Option("--delegation-token", help="A delegation token's id.", rich_help_panel=_RESOURCE)
+]
+UserPrincipal = Annotated[
+    str | None,
+    typer.Option("--user-principal", help="A user principal (the USER resource).", rich_help_panel=_RESOURCE),
+]
 
 
 def check(

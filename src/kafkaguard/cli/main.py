@@ -19,6 +19,7 @@ from kafkaguard.cli import (
     serve,
     store,
     users,
+    whois,
 )
 
 app = typer.Typer(pretty_exceptions_show_locals=False, no_args_is_help=True, help="kafkaguard: Kafka authorization.")
@@ -38,6 +39,7 @@ app.command("check")(check.check)
 app.add_typer(groups.app, name="groups")
 app.command("can")(access.can)
 app.command("who-can")(access.who_can_command)
+app.command("whois")(whois.whois)
 
 
 def main() -> None:

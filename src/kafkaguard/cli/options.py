@@ -123,7 +123,7 @@ SaslMechanisms = Annotated[
     list[str] | None,
     typer.Option(
         "--sasl-mechanism",
-        help="SCRAM-SHA-256, SCRAM-SHA-512, PLAIN or OAUTHBEARER, repeatable. Default: both SCRAM mechanisms.",
+        help="SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, OAUTHBEARER or GSSAPI, repeatable. Default: both SCRAM mechanisms.",
     ),
 ]
 SaslPlainWithoutTls = Annotated[

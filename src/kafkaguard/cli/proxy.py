@@ -49,8 +49,8 @@ def proxy(
     upstream_authentication: Annotated[
         str | None,
         typer.Option(
-            help="service_account (default) or passthrough: relay each client's SCRAM/PLAIN login to the broker, "
-            "which decides it, and send its requests up as itself (upstream_passthrough_mechanisms: which)."
+            help="service_account (default) or passthrough: relay each client's SCRAM/PLAIN/OAUTHBEARER login to the "
+            "broker, which decides it, and send its requests up as itself (upstream_passthrough_mechanisms: which)."
         ),
     ] = None,
     upstream_password_file: Annotated[

@@ -26,6 +26,7 @@ from pydantic_settings import (
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     YamlConfigSettingsSource,
 )
 
@@ -572,14 +573,22 @@ class Settings(BaseSettings):
     upstream_authentication: Literal["service_account", "passthrough"] = Field(
         "service_account",
         description="How the proxy's clients reach the upstream: 'service_account' (kafkaguard checks their logins, "
-        "and their requests go up as the proxy's service user) or 'passthrough' (each client's SCRAM or PLAIN login "
+        "and their requests go up as the proxy's service user) or 'passthrough' (each client's SCRAM, PLAIN or "
+        "OAUTHBEARER login "
         "is relayed to the broker, which decides it, and its requests go up on its own connection as itself).",
     )
     upstream_passthrough_mechanisms: list[str] = Field(
-        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"],
+        default_factory=lambda: ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"],
         description="With upstream_authentication passthrough: which enabled mechanisms are passed through (the "
-        "others are kafkaguard's own logins, going up as the service user). SCRAM-SHA-256, SCRAM-SHA-512, PLAIN.",
+        "others are kafkaguard's own logins, going up as the service user). SCRAM-SHA-256, SCRAM-SHA-512, PLAIN, "
+        "OAUTHBEARER (the broker checks the token; kafkaguard reads sasl_oauthbearer_sub_claim_name and "
+        "sasl_oauthbearer_groups_claim_name from it once the broker accepted it, and needs no JWKS).",
     )
+
+    @property
+    def oauthbearer_passed_through(self) -> bool:
+        """The proxy passes OAUTHBEARER logins through: the broker checks the tokens, kafkaguard needs no JWKS."""
+        return self.upstream_authentication == "passthrough" and "OAUTHBEARER" in self.upstream_passthrough_mechanisms
 
     @model_validator(mode="after")
     def _check_upstream_login(self) -> Settings:
@@ -928,7 +937,11 @@ class Settings(BaseSettings):
                 )
         if self.ssl_keyfile_password is not None and self.ssl_keyfile_password_file is not None:
             raise InvalidConfigError("give the key password once: ssl_keyfile_password or ssl_keyfile_password_file")
-        if "OAUTHBEARER" in self.sasl_mechanisms and self.sasl_oauthbearer_jwks_endpoint_url is None:
+        if (
+            "OAUTHBEARER" in self.sasl_mechanisms
+            and self.sasl_oauthbearer_jwks_endpoint_url is None
+            and not self.oauthbearer_passed_through
+        ):
             raise InvalidConfigError(
                 "sasl_mechanisms has OAUTHBEARER but sasl_oauthbearer_jwks_endpoint_url is not set: the identity "
                 "provider's keys (https://…/jwks or file:/path) are needed to check tokens"
@@ -1037,6 +1050,26 @@ def _count_entries(value: object, separator: str, setting: str, example: str) ->
     return counts
 
 
+#: What a list or mapping setting looks like as JSON, where its default is empty.
+_ENVIRONMENT_EXAMPLES: dict[str, object] = {
+    "audit_kafka_routes": [{"category": "management", "topic": "audit-changes"}],
+}
+
+
+def _environment_error(message: str) -> str:
+    """What to write instead, for pydantic-settings' 'error parsing value for field "x" from source ...'."""
+    found = re.search(r'field "(\w+)"', message)
+    if found is None or found[1] not in Settings.model_fields:
+        return f"invalid configuration: {message}"
+    name = found[1]
+    default = Settings.model_fields[name].get_default(call_default_factory=True, validated_data={})
+    example = json.dumps(default or _ENVIRONMENT_EXAMPLES.get(name, ["..."]))
+    return (
+        f"KAFKAGUARD_{name.upper()} is not JSON: a list or mapping setting in the environment is written as JSON, "
+        f"for example KAFKAGUARD_{name.upper()}='{example}' (or set {name} in the config file)"
+    )
+
+
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
     """Settings from flags (``overrides``; None values mean "not given"), environment, config file, defaults.
 
@@ -1051,6 +1084,8 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
 
     try:
         loaded = _FromFile(**given)
+    except SettingsError as e:  # a KAFKAGUARD_* list or mapping that is not JSON: pydantic-settings cannot split it
+        raise InvalidConfigError(_environment_error(str(e))) from None
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in e.errors())
         raise InvalidConfigError(f"invalid configuration: {problems}") from None

@@ -458,6 +458,10 @@ class ProxySettings:
     authentication: Literal["service_account", "passthrough"]
     #: In passthrough: the mechanisms whose logins go to the broker (the others stay kafkaguard's own).
     passthrough_mechanisms: tuple[str, ...]
+    #: In passthrough, OAUTHBEARER: the claim naming the principal (checked at start to be the broker's
+    #: ``sasl.oauthbearer.sub.claim.name``) and the groups claim, read from a token once the broker accepted it.
+    passthrough_sub_claim_name: str = "sub"
+    passthrough_groups_claim_name: str | None = None
 
     @classmethod
     def of(cls, settings: Settings) -> ProxySettings:
@@ -507,6 +511,8 @@ class ProxySettings:
             settings.upstream_timeout_seconds,
             settings.upstream_authentication,
             tuple(settings.upstream_passthrough_mechanisms),
+            settings.sasl_oauthbearer_sub_claim_name,
+            settings.sasl_oauthbearer_groups_claim_name,
         )
 
 

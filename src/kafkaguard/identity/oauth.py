@@ -48,6 +48,8 @@ handler (the broker then closes the connection without an answer).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -198,6 +200,39 @@ def validate_token(token: str, keys: KeySet, expectations: TokenExpectations, no
 
 
 _JWS = PyJWS(options={"enforce_minimum_key_length": True})
+
+#: The longest token whose claims are read unverified (``accepted_token_claims``): a JWT's payload is decoded only
+#: below this many characters (tokens with hundreds of groups are ~10 KiB; Kafka bounds the whole SASL message).
+MAX_UNVERIFIED_TOKEN_CHARS = 64 * 1024
+
+
+def accepted_token_claims(token: str, expectations: TokenExpectations) -> tuple[str, tuple[str, ...]]:
+    """(the principal name, the groups) of a token that the BROKER has verified and accepted, read without checking
+    its signature: ``upstream_authentication: passthrough``, where the broker's verdict is the login's and
+    kafkaguard only needs the name the broker derived (``sub_claim_name``, trimmed and checked as Kafka's
+    ``ClaimValidationUtils.validateString``) and the groups claim. Never call it on a token nobody verified: it
+    decides nothing about validity. The token is bounded before anything is decoded (hostile input), and anything
+    kafkaguard cannot read the same way fails closed. Cost: one base64 decode and one JSON parse of the payload,
+    at most ``MAX_UNVERIFIED_TOKEN_CHARS``.
+
+    :raises TokenRejected: too long, not three sections, a payload that is not base64url JSON, no usable sub
+        claim, or a groups claim of the wrong shape (the message never holds the token).
+    """
+    if len(token) > MAX_UNVERIFIED_TOKEN_CHARS:
+        raise TokenRejected(f"the access token is longer than {MAX_UNVERIFIED_TOKEN_CHARS} characters")
+    payload = _check_sections(token).split(".")[1]
+    try:
+        decoded = base64.b64decode(
+            payload.replace("-", "+").replace("_", "/") + "=" * (-len(payload) % 4), validate=True
+        )
+    except (binascii.Error, ValueError):
+        raise TokenRejected("the access token's payload is not base64url") from None
+    claims = _parse_claims(decoded)
+    sub_raw = claims.get(expectations.sub_claim_name)
+    if sub_raw is not None and not isinstance(sub_raw, str):
+        raise TokenRejected(f"Could not extract the '{expectations.sub_claim_name}' claim from the access token")
+    principal = _validate_string(expectations.sub_claim_name, sub_raw)
+    return principal, _groups(claims, expectations.groups_claim)
 
 
 def _check_sections(token: str) -> str:

@@ -46,6 +46,15 @@ class DecodedRequest:
     body: Entity
 
 
+@dataclass(frozen=True, slots=True)
+class RequestHead:
+    """A request whose body its dispatcher walks from the frame itself: its header, and where its body starts."""
+
+    header: RequestHeader
+    api_key: ApiKey
+    body_at: int
+
+
 class UnsupportedRequest(ProtocolError):
     """An API or version this server does not offer. ``api_key``/``api_version``/``correlation_id`` come from
     the header so that ApiVersions can still be answered."""
@@ -88,13 +97,36 @@ def decode_request(frame: bytes, versions: Versions, *, max_items: int = DEFAULT
         )
     schema = request_schema(api_key, api_version)
     header, offset = decode_header(frame, flexible=schema.__flexible__)
+    return DecodedRequest(header, ApiKey(api_key), decode_body(ApiKey(api_key), api_version, frame, offset, max_items))
+
+
+def decode_request_head(frame: bytes, versions: Versions) -> RequestHead:
+    """Only the header of one request frame, for an API its dispatcher reads from the bytes itself
+    (``connection.Dispatcher.walked``); the same checks as ``decode_request`` before the body.
+
+    :raises UnsupportedRequest: an API or version ``versions`` does not offer.
+    :raises HeaderError: a header that does not decode.
+    """
+    api_key, api_version, correlation_id = peek_header(frame)
+    if not is_supported(api_key, api_version, versions):
+        raise UnsupportedRequest(
+            f"API key {api_key} version {api_version} is not supported", api_key, api_version, correlation_id
+        )
+    header, offset = decode_header(frame, flexible=request_schema(api_key, api_version).__flexible__)
+    return RequestHead(header, ApiKey(api_key), offset)
+
+
+def decode_body(api_key: ApiKey, api_version: int, frame: bytes, offset: int, max_items: int) -> Entity:
+    """The body of ``frame`` from ``offset`` (after its header), lengths checked before kio reads it.
+
+    :raises ProtocolError: as ``decode_request``."""
+    schema = request_schema(api_key, api_version)
     check_body(schema, frame, offset, max_items=max_items)
     try:
         body, _consumed = reader_for(schema)(frame, offset)  # trailing bytes are ignored on purpose
     except DECODE_ERRORS as e:
-        name = ApiKey(api_key).api_name
-        raise ProtocolError(f"malformed {name} v{api_version} request: {e}") from e
-    return DecodedRequest(header, ApiKey(api_key), body)
+        raise ProtocolError(f"malformed {api_key.api_name} v{api_version} request: {e}") from e
+    return cast(Entity, body)
 
 
 def encode_response(api_key: ApiKey, api_version: int, correlation_id: int, body: Any) -> bytes:

@@ -30,7 +30,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Collection
 from typing import Any, NamedTuple, Protocol, cast
 
 from kio.schema.errors import ErrorCode
@@ -40,9 +40,18 @@ from kafkaguard.audit.records.refusals import RefusalReason
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.errors import KafkaguardError
+from kafkaguard.identity.oauth import TokenExpectations
 from kafkaguard.model import ANONYMOUS_PRINCIPAL, RequestContext, java_host
 from kafkaguard.protocol.api_versions import Features, api_versions_response
-from kafkaguard.protocol.codec import DecodedRequest, UnsupportedRequest, Versions, decode_request, encode_response
+from kafkaguard.protocol.codec import (
+    DecodedRequest,
+    RequestHead,
+    UnsupportedRequest,
+    Versions,
+    decode_request,
+    decode_request_head,
+    encode_response,
+)
 from kafkaguard.protocol.errors import FrameTooLargeError, ProtocolError
 from kafkaguard.protocol.framing import encode_frame, read_frame
 from kafkaguard.protocol.header import peek_header
@@ -109,6 +118,16 @@ class Incoming(NamedTuple):
     outbox: Outbox
 
 
+class Walked(NamedTuple):
+    """A logged-in request of an API its dispatcher reads from the bytes itself (``Dispatcher.walked``): its header
+    decoded, its body not; the rest as ``Incoming``."""
+
+    request: RequestHead
+    frame: bytes
+    caller: RequestContext
+    outbox: Outbox
+
+
 class Dispatcher(Protocol):
     """What answers a connection's logged-in requests: one per connection, made by the server that accepted it."""
 
@@ -122,6 +141,14 @@ class Dispatcher(Protocol):
 
     def dispatch(self, incoming: Incoming) -> Awaitable[Reply]:
         """The answer to ``incoming`` (ApiVersions and SASL never come here: the connection answers them)."""
+
+    @property
+    def walked(self) -> Collection[ApiKey]:
+        """The APIs whose requests this dispatcher reads from their bytes itself (``dispatch_walked``) instead of
+        having them decoded by kio: the proxy's Produce, whose records it never decodes. Usually empty."""
+
+    def dispatch_walked(self, walked: Walked) -> Awaitable[Reply]:
+        """The answer to a request of a ``walked`` API."""
 
     async def close(self) -> None:
         """The connection has ended (after its last answer went out or was dropped)."""
@@ -162,8 +189,12 @@ class Connection:
         mechanisms: MechanismSource = self.identity.mechanisms
         relay = dispatcher.login_relay
         if relay is not None:
-            passed = frozenset(self.services.sections.proxy.passthrough_mechanisms)
-            mechanisms = PassthroughMechanisms(mechanisms, relay, passed, self.services.login_budget)
+            proxy = self.services.sections.proxy
+            claims = TokenExpectations(
+                sub_claim_name=proxy.passthrough_sub_claim_name, groups_claim=proxy.passthrough_groups_claim_name
+            )
+            passed = frozenset(proxy.passthrough_mechanisms)
+            mechanisms = PassthroughMechanisms(mechanisms, relay, passed, self.services.login_budget, claims)
         #: Whether a re-authentication must wait for the relayed answers before it (its tokens share the upstream).
         self._relays_logins = relay is not None
         self.sasl = (
@@ -435,7 +466,15 @@ class Connection:
                 raise ProtocolError(f"API key {api_key_code} before SASL authentication completed")
         elif self.session is not None:
             self._check_session(self.session, frame)
-        versions = self.dispatcher.versions
+        versions, dispatcher = self.dispatcher.versions, self.dispatcher
+        if dispatcher.walked and peek_header(frame)[0] in dispatcher.walked:
+            try:
+                head = decode_request_head(frame, versions)
+            except UnsupportedRequest as e:
+                raise CloseConnection(str(e)) from e
+            walked = Walked(head, frame, self._caller_of(), self.outbox)
+            await self._answer(head, await dispatcher.dispatch_walked(walked))
+            return
         try:
             limit = self.services.sections.listening.max_request_items
             if len(frame) > LARGE_FRAME:  # checked and decoded on a worker thread: the loop keeps serving others
@@ -457,13 +496,16 @@ class Connection:
             body = api_versions_response(version, versions, features=self.dispatcher.features)
             await self.send(encode_response(api_key, version, request.header.correlation_id, body))
             return
+        reply = await dispatcher.dispatch(Incoming(request, frame, self._caller_of(), self.outbox))
+        await self._answer(request, reply)
+
+    def _caller_of(self) -> RequestContext:
         caller = self._caller
         if caller is None:  # made once per login: who asks does not change between its requests
             caller = self._caller = RequestContext(self.principal, self.host, self.groups)
-        reply = await self.dispatcher.dispatch(Incoming(request, frame, caller, self.outbox))
-        await self._answer(request, reply)
+        return caller
 
-    async def _answer(self, request: DecodedRequest, reply: Reply) -> None:
+    async def _answer(self, request: DecodedRequest | RequestHead, reply: Reply) -> None:
         """Send ``reply`` (``replies``: every kind is handled here, and no other)."""
         kind = type(reply)  # identity checks, most frequent first: this runs once per request
         if kind is NoResponse:

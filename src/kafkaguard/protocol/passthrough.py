@@ -9,7 +9,16 @@ the broker derives (Kafka's ``ScramSaslServer`` and ``PlainSaslServer`` take it 
 * SCRAM-SHA-256/512: the ``n=`` name of the client-first message, ``=2C``/``=3D`` unescaped (``scram.messages``); a
   delegation-token login (the ``tokenauth`` extension) is refused, since its principal is the token's owner, which
   only the broker knows;
-* PLAIN: the user name of ``authzid NUL user NUL password`` (the password is relayed, never kept).
+* PLAIN: the user name of ``authzid NUL user NUL password`` (the password is relayed, never kept);
+* OAUTHBEARER (``OAuthBearerPassthroughServer``): Kafka's ``OAuthBearerSaslServer`` makes the principal the token's
+  sub claim (``sasl.oauthbearer.sub.claim.name``, which the proxy checks at start to be kafkaguard's
+  ``sasl_oauthbearer_sub_claim_name``). Only once the broker has ACCEPTED the token does kafkaguard read that claim
+  (and the groups claim, when ``sasl_oauthbearer_groups_claim_name`` is set) from the JWT's payload, without
+  checking its signature — the broker did — after bounding its size (``identity.oauth.accepted_token_claims``); a
+  token the broker accepted but kafkaguard cannot read fails the login (closed, never a guessed name). The
+  broker's answers are Kafka's OAUTHBEARER exchange: an empty one accepts; a bad token gets its error challenge
+  (``{"status":"invalid_token"}``, error code 0), the client's ``%x01`` to it is relayed too, and the broker's
+  refusal of that is the login's. The token lives only in the step that relays it: never kept, never logged.
 
 Nothing a client sends is stored or logged here. The process's failed-login budget (``identity.failure_budget``) still
 stands in front: asked before a client-first goes up, paid by every step the broker refuses (SCRAM: client-first for
@@ -17,8 +26,10 @@ an unknown user, client-final for a wrong proof; PLAIN: its one token), given ba
 be asked raises ``LoginUnavailable``: the connection closes without an answer, which Kafka's clients treat as a
 broker failure and retry, never as "authentication failed".
 
-Cost model: one upstream round trip per client token (a SCRAM login: handshake + two, PLAIN: handshake + one); the
-only parsing is a split of the first token.
+Cost model: one upstream round trip per client token (a SCRAM login: handshake + two, PLAIN and a good OAUTHBEARER
+token: handshake + one, a bad token: handshake + two); the only parsing is a split of the first token (OAUTHBEARER:
+the initial response's regular expression and one base64 + JSON decode of a payload of at most 64 KiB, after the
+broker accepted it).
 """
 
 from __future__ import annotations
@@ -28,8 +39,10 @@ import secrets
 from dataclasses import dataclass
 from typing import Protocol
 
-from kafkaguard.errors import KafkaguardError, ScramError
+from kafkaguard.errors import KafkaguardError, OAuthBearerError, ScramError
 from kafkaguard.identity.failure_budget import Attempt, LoginFailureBudget, LoginThrottledError
+from kafkaguard.identity.oauth import TokenExpectations, accepted_token_claims
+from kafkaguard.identity.oauthbearer import parse_client_initial_response
 from kafkaguard.protocol.mechanisms import (
     Authenticated,
     Challenge,
@@ -42,8 +55,10 @@ from kafkaguard.protocol.mechanisms import (
 )
 from kafkaguard.scram.messages import parse_client_first
 
-#: The mechanisms a login can pass through (OAUTHBEARER and GSSAPI cannot yet).
-PASSTHROUGH_MECHANISMS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"})
+#: The mechanisms a login can pass through (GSSAPI cannot: a ticket is bound to the service it was issued for).
+PASSTHROUGH_MECHANISMS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"})
+#: The client's answer to an OAUTHBEARER error challenge (RFC 7628 §3.2.3).
+OAUTHBEARER_ACKNOWLEDGEMENT = b"\x01"
 
 
 class LoginUnavailable(KafkaguardError):
@@ -158,22 +173,98 @@ class PassthroughServer:
         self._budget.failed(attempt)
 
 
-class PassthroughMechanisms:
-    """A listener's mechanisms with ``passed`` ones passed through ``relay``; the rest are kafkaguard's own."""
+class OAuthBearerPassthroughServer:
+    """One client's OAUTHBEARER exchange passed through to the broker (see the module docstring).
+
+    The failure budget counts per address only, as kafkaguard's own OAUTHBEARER does (a token is not guessed name by
+    name): taken before an initial response goes up, given back when the broker accepts, spent when it answers the
+    error challenge or refuses."""
+
+    name = "OAUTHBEARER"
 
     def __init__(
-        self, own: MechanismSource, relay: LoginRelay, passed: frozenset[str], budget: LoginFailureBudget
+        self, relay: LoginRelay, budget: LoginFailureBudget, client: str, expectations: TokenExpectations
+    ) -> None:
+        self._relay = relay
+        self._budget = budget
+        self._client = client
+        self._expectations = expectations
+        self._principal: str | None = None
+        self._steps = 0
+
+    @property
+    def claimed_user(self) -> str | None:
+        """The broker's principal once it accepted the token (before: None, the token is not read unverified)."""
+        return self._principal
+
+    async def step(self, token: bytes) -> Step:
+        first = self._steps == 0
+        self._steps += 1
+        acknowledgement = token == OAUTHBEARER_ACKNOWLEDGEMENT and not first
+        try:
+            attempt = None if acknowledgement else self._budget.take(self.name, self._client)
+        except LoginThrottledError as e:
+            return throttled(e)
+        try:
+            answer = await self._relay.relay_login(self.name, token, first=first)
+        except LoginUnavailable:
+            if attempt is not None:
+                self._budget.cancelled(attempt)
+            raise
+        if answer.error_code != 0:
+            if attempt is not None:
+                self._budget.failed(attempt)
+            return Failed(answer.error_message or "", error_code=answer.error_code, relayed=True)
+        if acknowledgement:  # Kafka refuses the %x01 after its error challenge: no broker accepts it
+            return Failed("Authentication failed: the broker accepted an OAUTHBEARER error acknowledgement")
+        if answer.auth_bytes:
+            # Kafka's error challenge for a token its validator refused: the client answers %x01 (relayed next)
+            if attempt is not None:
+                self._budget.failed(attempt)
+            return Challenge(answer.auth_bytes, answer.error_message)
+        if attempt is not None:
+            self._budget.succeeded(attempt)
+        try:
+            response = parse_client_initial_response(token)
+            principal, groups = accepted_token_claims(response.token.value, self._expectations)
+        except OAuthBearerError as e:  # accepted by the broker, yet not readable as Kafka reads it: fail closed
+            return Failed(f"Authentication failed: the accepted token's principal could not be read ({e})")
+        self._principal = principal
+        login = Login(
+            principal,
+            self.name,
+            groups=tuple(f"Group:{group}" for group in groups),
+            relayed_lifetime_ms=answer.session_lifetime_ms,
+        )
+        return Authenticated(answer.auth_bytes, login, answer.error_message)
+
+
+class PassthroughMechanisms:
+    """A listener's mechanisms with ``passed`` ones passed through ``relay``; the rest are kafkaguard's own.
+    ``expectations``: the claims an OAUTHBEARER token accepted by the broker is read with (``sub_claim_name``,
+    ``groups_claim``; the rest is the broker's business)."""
+
+    def __init__(
+        self,
+        own: MechanismSource,
+        relay: LoginRelay,
+        passed: frozenset[str],
+        budget: LoginFailureBudget,
+        expectations: TokenExpectations | None = None,
     ) -> None:
         self._own = own
         self._relay = relay
         self._passed = passed & PASSTHROUGH_MECHANISMS
         self._budget = budget
+        self._expectations = expectations or TokenExpectations()
         self._key = secrets.token_bytes(32)
 
     def passes(self, name: str) -> bool:
         return name in self._passed
 
     def server(self, name: str, *, client: str, reauthentication: bool) -> MechanismServer:
+        if name == OAuthBearerPassthroughServer.name and name in self._passed:
+            return OAuthBearerPassthroughServer(self._relay, self._budget, client, self._expectations)
         if name in self._passed:
             return PassthroughServer(name, self._relay, self._budget, client, key=self._key)
         return self._own.server(name, client=client, reauthentication=reauthentication)

@@ -45,6 +45,12 @@ class Api(Generic[RequestT, ResponseT]):
         per version (``response_schema`` looks the class up at run time)."""
         return cast(ResponseT, entity)
 
+    def request(self, entity: Entity) -> RequestT:
+        """``entity``, decoded with this API's request schema at an offered version (``codec.decode_body``), as the
+        API's request union: the same guarantee as ``response``'s, for a body decoded after its handler began
+        (``proxy.produce_request``: Produce decoded whole only to be rebuilt)."""
+        return cast(RequestT, entity)
+
 
 #: A handler as a dispatch table holds it: its body decoded by the codec for the key it is registered under.
 Routed = Callable[[ScopeT, Entity], Awaitable[AnswerT]]

@@ -30,7 +30,7 @@ from kafkaguard.authorizer.rollout import Rollout, flips, permitted
 from kafkaguard.bootstrap import Services
 from kafkaguard.config import Listener
 from kafkaguard.model import Actor, AuthorizationResult, ManagementEvent, RequestContext, ResourceType
-from kafkaguard.protocol.codec import DecodedRequest
+from kafkaguard.protocol.codec import DecodedRequest, RequestHead
 from kafkaguard.protocol.identity import Identity
 from kafkaguard.protocol.sessions import SessionRegistry
 from kafkaguard.protocol.violations import ProtocolViolations
@@ -171,7 +171,9 @@ class ScopeFields(TypedDict):
     correlation: int | None
 
 
-def scope_fields(context: ListenerContext, caller: RequestContext, request: DecodedRequest) -> ScopeFields:
+def scope_fields(
+    context: ListenerContext, caller: RequestContext, request: DecodedRequest | RequestHead
+) -> ScopeFields:
     """``RequestScope``'s fields for ``request`` (the snapshot taken now), for a scope type that adds its own."""
     services = context.services
     fields: ScopeFields = {

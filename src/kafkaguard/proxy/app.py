@@ -36,10 +36,22 @@ from kafkaguard.protocol.api_versions import NO_FEATURES
 from kafkaguard.protocol.build import build_request
 from kafkaguard.protocol.codec import Versions, request_schema
 from kafkaguard.protocol.scope import ListenerContext
-from kafkaguard.proxy.broker_settings import DESCRIBE_CONFIGS_VERSION, AutoCreateWatcher, read_auto_create
-from kafkaguard.proxy.dispatch import HANDLERS, ProxyDispatcher, ProxyRoute
+from kafkaguard.proxy.broker_settings import (
+    DESCRIBE_CONFIGS_VERSION,
+    AutoCreateWatcher,
+    SettingUnreadable,
+    read_auto_create,
+    read_broker_configs,
+)
+from kafkaguard.proxy.dispatch import FORWARDED, ProxyDispatcher, ProxyRoute
 from kafkaguard.proxy.nodes import NodeDirectory, UpstreamNode, check_listeners, node_port
-from kafkaguard.proxy.passthrough import passthrough_problem, unsupported_by_broker
+from kafkaguard.proxy.passthrough import (
+    BROKER_SUB_CLAIM_KEY,
+    passes_oauthbearer,
+    passthrough_problem,
+    sub_claim_disagreement,
+    unsupported_by_broker,
+)
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.upstream import (
     Address,
@@ -150,7 +162,7 @@ class ProxyServer(ListeningServer):
             )
             versions = await upstream.call(ApiKey.API_VERSIONS, 3, hello)
             offered = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in versions.api_keys}
-            self.versions = negotiate(offered, HANDLERS)
+            self.versions = negotiate(offered, FORWARDED)
             if offered.get(ApiKey.API_VERSIONS, (0, 3))[1] >= FEATURES_COMPLETE_FROM:  # v3 omits min-0 features
                 hello = build_request(
                     request_schema(ApiKey.API_VERSIONS, FEATURES_COMPLETE_FROM),
@@ -178,6 +190,8 @@ class ProxyServer(ListeningServer):
             await self._identify_bootstrap(upstream)
             if self.passthrough:
                 problem = unsupported_by_broker(self.services.sections, upstream.offered_mechanisms)
+                if problem is None and passes_oauthbearer(self.services.sections):
+                    problem = await self._broker_sub_claim(upstream)
                 if problem is not None:
                     raise InvalidConfigError(problem)
         except Exception as e:
@@ -191,6 +205,23 @@ class ProxyServer(ListeningServer):
             len(self.versions),
             {name: high for name, _low, high in self.features.finalized},
         )
+
+    async def _broker_sub_claim(self, upstream: UpstreamConnection) -> str | None:
+        """Why the broker behind ``upstream`` names OAUTHBEARER principals by another claim than kafkaguard, or None.
+
+        :raises InvalidConfigError: the broker did not describe its settings (the service account lacks
+            DESCRIBE_CONFIGS on the cluster?): the start cannot tell whether principals agree.
+        """
+        try:
+            node_id, configs = await read_broker_configs(
+                upstream, self.nodes.node_ids, (BROKER_SUB_CLAIM_KEY,), self.auto_create.version
+            )
+        except SettingUnreadable as e:
+            raise InvalidConfigError(
+                f"upstream_authentication passthrough of OAUTHBEARER: cannot read the broker's {BROKER_SUB_CLAIM_KEY} "
+                f"(DescribeConfigs with the service account, which needs DESCRIBE_CONFIGS on the cluster): {e}"
+            ) from None
+        return sub_claim_disagreement(self.services.sections, configs, node_id)
 
     async def _identify_bootstrap(self, upstream: UpstreamConnection) -> None:
         """Ask the bootstrap server that answered discovery which node it is and its auto.create.topics.enable (a

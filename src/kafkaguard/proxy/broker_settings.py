@@ -76,6 +76,24 @@ async def read_auto_create(
     :raises SettingUnreadable: unreachable, no candidate is the broker there, or it did not say (e.g. the proxy's
         service user lacks DESCRIBE_CONFIGS on the cluster).
     """
+    node_id, configs = await read_broker_configs(upstream, candidates, (AUTO_CREATE_KEY,), version)
+    value = configs.get(AUTO_CREATE_KEY)
+    if value is None:
+        raise SettingUnreadable(f"node {node_id} did not tell {AUTO_CREATE_KEY}")
+    return node_id, value.lower() == "true"
+
+
+async def read_broker_configs(
+    upstream: UpstreamConnection,
+    candidates: Sequence[int],
+    keys: Sequence[str] | None,
+    version: int = DESCRIBE_CONFIGS_VERSION,
+) -> tuple[int, dict[str, str | None]]:
+    """(the node ``upstream`` reached, its configs ``keys`` — every one it describes when None — by name; a value
+    Kafka withholds, a sensitive one, is None), asking about every node id of ``candidates`` (module docstring).
+
+    :raises SettingUnreadable: unreachable, no candidate is the broker there, or it refused to describe itself.
+    """
     if not candidates:
         raise SettingUnreadable("no upstream node known yet to ask about")
     schema = request_schema(ApiKey.DESCRIBE_CONFIGS, version)
@@ -85,7 +103,7 @@ async def read_auto_create(
             resource_cls,
             resource_type=BROKER_RESOURCE,
             resource_name=str(node_id),
-            configuration_keys=(AUTO_CREATE_KEY,),
+            configuration_keys=None if keys is None else tuple(keys),
         )
         for node_id in candidates
     )
@@ -104,10 +122,8 @@ async def read_auto_create(
             continue
         if result.resource_name not in {str(node_id) for node_id in candidates}:
             raise SettingUnreadable(f"answered about {result.resource_name!r}, which it was not asked")
-        for config in result.configs:
-            if config.name == AUTO_CREATE_KEY and config.value is not None:
-                return int(result.resource_name), str(config.value).lower() == "true"
-        raise SettingUnreadable(f"node {result.resource_name} did not tell {AUTO_CREATE_KEY}")
+        configs = {str(config.name): None if config.value is None else str(config.value) for config in result.configs}
+        return int(result.resource_name), configs
     raise SettingUnreadable("; ".join(refusals) or "an empty DescribeConfigs answer")
 
 

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 
 from kafkaguard.apis import STORE_HANDLERS
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.model import RequestContext
 from kafkaguard.protocol.api_versions import NO_FEATURES, Features
-from kafkaguard.protocol.codec import Versions
-from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
+from kafkaguard.protocol.codec import DecodedRequest, RequestHead, Versions
+from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming, Walked
+from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.protocol.passthrough import LoginRelay
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.routes import route, routes
@@ -59,10 +61,10 @@ from kafkaguard.proxy.messages import (
     METADATA,
     OFFSET_COMMIT,
     OFFSET_FETCH,
-    PRODUCE,
     SYNC_GROUP,
 )
 from kafkaguard.proxy.nodes import NodeDirectory
+from kafkaguard.proxy.produce_request import walk_produce_request
 from kafkaguard.proxy.quotas import QuotaMeter
 from kafkaguard.proxy.scope import ProxyHandler, ProxyScope
 from kafkaguard.proxy.upstream import Dial
@@ -71,7 +73,6 @@ from kafkaguard.proxy.versions import CAPS, LOCAL
 #: Each API the proxy forwards → its handler (``route``: checked against the API's request union).
 HANDLERS: dict[ApiKey, ProxyHandler] = {
     **routes(
-        route(PRODUCE, produce),
         route(FETCH, fetch),
         route(LIST_OFFSETS, list_offsets),
         route(METADATA, metadata),
@@ -91,8 +92,13 @@ HANDLERS: dict[ApiKey, ProxyHandler] = {
     **admin.HANDLERS,
     **group_admin.HANDLERS,
 }
-if not set(HANDLERS) <= set(CAPS):  # a handler for an API without a cap would be offered at any version
-    raise ImportError(f"proxy handlers for APIs without a version cap: {set(HANDLERS) - set(CAPS)}")
+#: APIs whose requests the proxy walks from the client's bytes instead of having kio decode them (``walked``):
+#: Produce, whose records are relayed as they came, never decoded or copied (``produce_request``).
+WALKED = frozenset({ApiKey.PRODUCE})
+#: Every API the proxy forwards (to its handler in ``HANDLERS``, or walked).
+FORWARDED = frozenset(HANDLERS) | WALKED
+if not set(CAPS) >= FORWARDED:  # a handler for an API without a cap would be offered at any version
+    raise ImportError(f"proxy handlers for APIs without a version cap: {FORWARDED - set(CAPS)}")
 
 
 if set(STORE_HANDLERS) | CONNECTION_APIS != set(LOCAL):  # the store's APIs are answered here, never forwarded
@@ -137,24 +143,40 @@ class ProxyDispatcher:
     def features(self) -> Features:
         return self.route.features
 
+    @property
+    def walked(self) -> frozenset[ApiKey]:
+        return WALKED
+
     async def dispatch(self, incoming: Incoming) -> Reply:
         request, context = incoming.request, self.context
-        api_key, header = request.api_key, request.header
-        local = STORE_HANDLERS.get(api_key)
+        local = STORE_HANDLERS.get(request.api_key)
         if local is not None:  # kafkaguard's own handlers, from its store
             return await local(scope_of(context, incoming.caller, request), request.body)
-        scope = ProxyScope(
-            **scope_fields(context, incoming.caller, request),
+        scope = self._scope(request, incoming.frame, incoming.caller, incoming.outbox)
+        return await HANDLERS[request.api_key](scope, request.body)
+
+    async def dispatch_walked(self, walked: Walked) -> Reply:
+        """A Produce request (the one ``WALKED`` API), walked from its bytes and authorized from the walk."""
+        head = walked.request
+        limit = self.context.services.sections.listening.max_request_items
+        view = walk_produce_request(walked.frame, head.body_at, head.header.api_version, max_items=limit)
+        return await produce(self._scope(head, walked.frame, walked.caller, walked.outbox), view)
+
+    def _scope(
+        self, request: DecodedRequest | RequestHead, frame: bytes, caller: RequestContext, outbox: Outbox
+    ) -> ProxyScope:
+        context = self.context
+        return ProxyScope(
+            **scope_fields(context, caller, request),
             permissive=context.services.rollout.permissive,
-            payload=incoming.frame,
-            correlation_id=header.correlation_id,
+            payload=frame,
+            correlation_id=request.header.correlation_id,
             listener=context.listener,
             upstream=self.upstream,
             nodes=self.route.nodes,
-            outbox=incoming.outbox,
+            outbox=outbox,
             meter=self.route.meter,
         )
-        return await HANDLERS[api_key](scope, request.body)
 
     @property
     def login_relay(self) -> LoginRelay | None:

@@ -7,18 +7,26 @@ connection's own upstream connection (``protocol.passthrough``, ``upstream.Upstr
   whose key the proxy does not have, and a PLAINTEXT client proves nothing;
 * the upstream must be reached over SASL (SASL_PLAINTEXT or SASL_SSL), and the service account's login stays, for
   what the proxy asks itself (discovery, broker settings, topic ids);
-* only SCRAM-SHA-256, SCRAM-SHA-512 and PLAIN pass through, and at least one of them must be enabled;
+* only SCRAM-SHA-256, SCRAM-SHA-512, PLAIN and OAUTHBEARER pass through, and at least one of them must be enabled;
 * the broker must enable each mechanism passed through: asked from its answer to the service login's SaslHandshake
-  (``unsupported_by_broker``).
+  (``unsupported_by_broker``);
+* OAUTHBEARER: the broker must name principals by the claim kafkaguard reads (``sasl_oauthbearer_sub_claim_name``
+  equal to the broker's ``sasl.oauthbearer.sub.claim.name``, asked by DescribeConfigs with the service account of
+  the broker that answered discovery; ``sub_claim_disagreement``), or kafkaguard's ACLs and audit trail would name
+  someone other than the broker's principal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from kafkaguard.config import SecurityProtocol
 from kafkaguard.config.sections import Sections
 from kafkaguard.protocol.passthrough import PASSTHROUGH_MECHANISMS
+
+#: The broker's setting naming an OAUTHBEARER principal's claim, and Kafka's default for it.
+BROKER_SUB_CLAIM_KEY = "sasl.oauthbearer.sub.claim.name"
+KAFKA_SUB_CLAIM_DEFAULT = "sub"
 
 
 def passed_mechanisms(sections: Sections) -> list[str]:
@@ -74,4 +82,23 @@ def unsupported_by_broker(sections: Sections, offered: Iterable[str]) -> str | N
         f"upstream_authentication passthrough: the broker does not enable {', '.join(missing)} (it offers "
         f"{', '.join(offered) or 'none'}); enable it there (sasl.enabled.mechanisms) or leave it out of "
         f"upstream_passthrough_mechanisms"
+    )
+
+
+def passes_oauthbearer(sections: Sections) -> bool:
+    """Whether OAUTHBEARER logins pass through (the start then checks the broker's sub claim)."""
+    return sections.proxy.authentication == "passthrough" and "OAUTHBEARER" in passed_mechanisms(sections)
+
+
+def sub_claim_disagreement(sections: Sections, broker: Mapping[str, str | None], node_id: int) -> str | None:
+    """Why the broker's principals of OAUTHBEARER logins would not be kafkaguard's, given node ``node_id``'s configs
+    (its DescribeConfigs answer for ``BROKER_SUB_CLAIM_KEY``), or None when both read the same claim."""
+    theirs = broker.get(BROKER_SUB_CLAIM_KEY) or KAFKA_SUB_CLAIM_DEFAULT
+    ours = sections.proxy.passthrough_sub_claim_name
+    if theirs == ours:
+        return None
+    return (
+        f"upstream_authentication passthrough: OAUTHBEARER principals would differ: broker {node_id} names them by "
+        f"the token's {theirs!r} claim ({BROKER_SUB_CLAIM_KEY}), kafkaguard by {ours!r} "
+        f"(sasl_oauthbearer_sub_claim_name); set sasl_oauthbearer_sub_claim_name: {theirs}"
     )

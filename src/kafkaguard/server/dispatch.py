@@ -9,7 +9,7 @@ from kafkaguard.apis import STORE_HANDLERS, Handler
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.api_versions import NO_FEATURES, Features
 from kafkaguard.protocol.codec import Versions
-from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming
+from kafkaguard.protocol.connection import CONNECTION_APIS, Incoming, Walked
 from kafkaguard.protocol.messages import CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CLUSTER, METADATA
 from kafkaguard.protocol.replies import Response
 from kafkaguard.protocol.routes import route, routes
@@ -50,6 +50,13 @@ class ServerDispatcher:
     def dispatch(self, incoming: Incoming) -> Awaitable[Response]:
         request = incoming.request  # the handler's coroutine itself: no frame of this method's per request
         return HANDLERS[request.api_key](scope_of(self.context, incoming.caller, request), request.body)
+
+    @property
+    def walked(self) -> frozenset[ApiKey]:
+        return frozenset()  # every request is decoded by kio
+
+    async def dispatch_walked(self, walked: Walked) -> Response:
+        raise TypeError(f"{walked.request.api_key.api_name} walked by a server connection, which walks none")
 
     async def close(self) -> None:
         pass

@@ -3,7 +3,7 @@ answers normalized and compared step by step.
 
 A ``Pair`` holds one logged-in ``Wire`` per target for one user. ``Pair.step`` encodes the request once (kio), sends
 it to both, normalizes both answers (``normalize``) and compares them. Equal answers count as a compared step. An
-answer that differs must be declared by the step as ``Documented`` — the section of SEMANTICS.md §16 (or README's
+answer that differs must be declared by the step as ``Documented`` — the section of SEMANTICS.md §16 (or semantics.md's
 "Deliberate differences") that decides it, the reason, and a check of both sides' answers; anything else fails the
 test and is counted as undocumented. ``TALLY`` is read by the terminal summary (``conftest.py``). While exploring,
 ``DIFFERENTIAL_KEEP_GOING=1`` prints each undocumented difference and goes on (the summary still counts them).
@@ -54,7 +54,7 @@ SHA256, SHA512 = 1, 2
 CLOSED = "<connection closed>"
 NO_ANSWER = "<no answer>"
 #: Kafka's text is "Request <its Java request object: processor, connection id with ports, session hash …> is not
-#: authorized."; kafkaguard's names the API and version (README, "Deliberate differences"; ``NOT_AUTHORIZED_TEXT``).
+#: authorized."; kafkaguard's names the API and version (semantics.md, deliberate differences; ``NOT_AUTHORIZED_TEXT``).
 NOT_AUTHORIZED = re.compile(r"^Request .+ is not authorized\.$", re.DOTALL)
 #: Lists whose order is the request's (every other list of entries is compared as a multiset).
 ORDERED = {30: {"results"}, 31: {"filter_results"}}
@@ -78,7 +78,7 @@ class Target:
 
 @dataclass(frozen=True)
 class Documented:
-    """A difference decided on purpose: ``section`` ("§16.3", or "README: <bullet>" for an entry of README's
+    """A difference decided on purpose: ``section`` ("§16.3", or "semantics.md: <bullet>" for an entry of semantics.md's
     "Deliberate differences" list), ``reason``, and ``check(kafka, kafkaguard)``, which asserts that both normalized
     answers are the documented ones."""
 
@@ -474,7 +474,7 @@ PRINCIPAL_VALIDATED = Documented(
 
 
 def _configs_only_explicit(kafka: Any, guard: Any) -> None:
-    """README: CreateTopics returns the configs the topic was created with, not Kafka's broker defaults."""
+    """semantics.md: CreateTopics returns the configs the topic was created with, not Kafka's broker defaults."""
     for k, g in zip(kafka["topics"], guard["topics"], strict=True):
         assert {**k, "configs": None} == {**g, "configs": None}, (k, g)
         assert all(c["config_source"] == 5 for c in k["configs"] or []), k  # DEFAULT_CONFIG
@@ -482,7 +482,7 @@ def _configs_only_explicit(kafka: Any, guard: Any) -> None:
 
 
 TOPIC_CONFIGS = Documented(
-    "README: topic configs",
+    "semantics.md: topic configs",
     "kafkaguard keeps the topic catalog, not log segments: CreateTopics lists the configs a topic was created with, "
     "not Kafka's ~36 broker defaults (config source DEFAULT_CONFIG)",
     _configs_only_explicit,
@@ -495,7 +495,7 @@ def _kafka_does_not_answer(kafka: Any, guard: Any) -> None:
 
 
 SCRAM_ALL_UNAUTHORIZED = Documented(
-    "README: unanswered SCRAM describe",
+    "semantics.md: unanswered SCRAM describe",
     "DescribeUserScramCredentials of all users (null) without cluster DESCRIBE: Kafka 3.9 never answers (its error "
     "response iterates the null user list); kafkaguard answers CLUSTER_AUTHORIZATION_FAILED",
     _kafka_does_not_answer,
@@ -533,7 +533,7 @@ def _same_but_the_request_text(kafka: Any, guard: Any) -> None:
 
 
 NOT_AUTHORIZED_TEXT = Documented(
-    "README: denial text",
+    "semantics.md: denial text",
     'a denial says "Request <API> v<version> is not authorized."; Kafka puts its internal request object there '
     "(processor, connection id with both ports, session object hash)",
     _same_but_the_request_text,

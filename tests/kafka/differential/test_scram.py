@@ -1,5 +1,5 @@
 """AlterUserScramCredentials and DescribeUserScramCredentials (v0) as the super user, against Kafka 3.9 and
-kafkaguard (SEMANTICS.md §11.3, §11.4; deliberate differences §16.5, §16.6 and README's salt-length bound)."""
+kafkaguard (SEMANTICS.md §11.3, §11.4; deliberate differences §16.5, §16.6 and semantics.md's salt-length bound)."""
 
 from __future__ import annotations
 
@@ -30,10 +30,10 @@ def _only_kafka_has_it(kafka: Any, guard: Any) -> None:
 
 
 SALT_BOUND = Documented(
-    "README: salt length", "SCRAM salts must be 16 to 128 bytes (Kafka accepts any salt)", _salt_refused
+    "semantics.md: salt length", "SCRAM salts must be 16 to 128 bytes (Kafka accepts any salt)", _salt_refused
 )
 SALT_BOUND_STATE = Documented(
-    "README: salt length", "the short-salt credential exists on Kafka only", _only_kafka_has_it
+    "semantics.md: salt length", "the short-salt credential exists on Kafka only", _only_kafka_has_it
 )
 
 

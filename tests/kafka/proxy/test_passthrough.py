@@ -35,8 +35,10 @@ from confluent_kafka.admin._scram import (
     UserScramCredentialUpsertion,
 )
 from confluent_kafka.cimpl import NewTopic
+from kio.schema.alter_client_quotas.v1 import request as alter_quotas
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
+from kio.static.primitive import f64
 
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model import AclOperation, ResourceType
@@ -319,3 +321,55 @@ def test_a_mechanism_the_broker_does_not_enable_stops_the_proxy_at_start(kafka: 
     message = str(failure.value)
     assert "the broker does not enable PLAIN (it offers SCRAM-SHA-512, SCRAM-SHA-256)" in message
     assert ADMIN_PASSWORD not in message
+
+
+def broker_quota(kafka: KafkaBroker, user: str, producer_byte_rate: int) -> None:
+    """A user quota set on the broker itself (AlterClientQuotas as its admin, straight to the broker)."""
+    entry = alter_quotas.EntryData(
+        entity=(alter_quotas.EntityData(entity_type="user", entity_name=user),),
+        ops=(alter_quotas.OpData(key="producer_byte_rate", value=f64(float(producer_byte_rate)), remove=False),),
+    )
+    with Wire(("127.0.0.1", kafka.port), timeout=TIMEOUT) as wire:
+        wire.login(ADMIN, ADMIN_PASSWORD)
+        answer = wire.request(alter_quotas.AlterClientQuotasRequest(entries=(entry,), validate_only=False))
+    assert [e.error_code.value for e in answer.entries] == [0], answer
+
+
+def throttles_seen(proxy: ServerHandle, user: str, password: str, topic: str, rounds: int) -> list[int]:
+    """The throttle times (ms) the broker's Produce answers carried to ``user``'s producer through the proxy, over
+    ``rounds`` rounds of 64 messages of 16 KiB (1 MiB a round), each round flushed."""
+    host, port = proxy.sasl
+    throttles: list[int] = []
+    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
+                         "linger.ms": 5, "throttle_cb": lambda event: throttles.append(event.throttle_time),
+                         "message.timeout.ms": 60_000})  # fmt: skip
+    outcomes: list[KafkaError | None] = []
+    for _ in range(rounds):
+        for _ in range(64):
+            producer.produce(topic, bytes(16 * 1024), on_delivery=lambda err, _msg: outcomes.append(err))
+        producer.flush(TIMEOUT)
+        producer.poll(0)  # throttle callbacks are served by poll
+    assert outcomes == [None] * 64 * rounds
+    return throttles
+
+
+def test_a_broker_quota_throttles_that_user_through_the_proxy_and_no_one_else(
+    plain_kafka: KafkaBroker, passthrough: ServerHandle
+):
+    """Each client is upstream as itself: a producer_byte_rate the broker holds for one user throttles that user's
+    produce through the proxy (the broker's own throttle_time_ms, KIP-219), and another user's not at all."""
+    slow, free = (f"pt-quota-{kind}-{uuid.uuid4().hex[:6]}" for kind in ("slow", "free"))
+    password = f"quota-{uuid.uuid4().hex[:8]}"
+    topic = f"quota-{uuid.uuid4().hex[:8]}"
+    client = admin(plain_kafka)  # kept until the result is in (its handle ends with it)
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    for user in (slow, free):
+        set_password(plain_kafka, user, password, SHA256)
+        until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
+        kafka_allows(plain_kafka, f"User:{user}", topic, KafkaAclOperation.WRITE, KafkaAclOperation.DESCRIBE)
+        grant(passthrough, f"User:{user}", ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
+    broker_quota(plain_kafka, slow, 256 * 1024)  # 256 KiB/s against 1 MiB a round
+    time.sleep(1.0)  # the broker applies a quota the controller committed asynchronously (a few ms here)
+    assert any(t > 0 for t in throttles_seen(passthrough, slow, password, topic, rounds=3))
+    assert throttles_seen(passthrough, free, password, topic, rounds=3) == []

@@ -1,8 +1,9 @@
-"""The README's "first produce and consume through the proxy", run as it stands: its shell block in bash and its
-Python block in this checkout's Python, against ``kafkaguard proxy`` started as ``scripts/run-proxy`` starts it
-(``config/kafkaguard.yaml``, the listener on 127.0.0.1:19092, ``KAFKAGUARD_ADMIN_PASSWORD=change-me``) in front of
-the real test broker. Both run in a temporary directory that stands for the checkout: ``.venv`` links to this one's,
-and ``data`` is the proxy's data directory there, so the repository is left as it was.
+"""The manual's "first produce and consume through the proxy" (docs/getting-started/proxy.md), run as it stands:
+its shell block in bash and its Python block in this checkout's Python, against ``kafkaguard proxy`` started as
+``scripts/run-proxy`` starts it (``config/kafkaguard.yaml``, the listener on 127.0.0.1:19092,
+``KAFKAGUARD_ADMIN_PASSWORD=change-me``) in front of the real test broker. Both run in a temporary directory that
+stands for the checkout: ``.venv`` links to this one's, and ``data`` is the proxy's data directory there, so the
+repository is left as it was.
 
 The walk-through names port 19092 (and the proxy serves the broker's node 1 on 19094): the test needs them free.
 """
@@ -23,14 +24,14 @@ from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.server.test_cli_serve import wait_until_listening
 
 ROOT = Path(__file__).resolve().parents[3]
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "getting-started" / "proxy.md"
 PORTS = (19092, 19094)
 
 
 def block(marker: str, language: str) -> str:
-    """The fenced ``language`` block right after ``<!-- marker -->`` in the README."""
-    found = re.search(rf"<!-- {marker} -->\n```{language}\n(.*?)\n```", README.read_text(), re.S)
-    assert found is not None, f"README.md has no {language} block after <!-- {marker} -->"
+    """The fenced ``language`` block right after ``<!-- tested: marker -->`` in the page."""
+    found = re.search(rf"<!-- tested: {marker} -->\n```{language}\n(.*?)\n```", PAGE.read_text(), re.S)
+    assert found is not None, f"{PAGE.name} has no {language} block after <!-- tested: {marker} -->"
     return found.group(1)
 
 
@@ -46,7 +47,7 @@ def free(port: int) -> bool:
 def test_the_readme_walkthrough_runs_as_written(kafka: KafkaBroker, tmp_path: Path):
     busy = [port for port in PORTS if not free(port)]
     if busy:
-        pytest.fail(f"the README's walk-through uses 127.0.0.1 ports {PORTS}; {busy} are taken on this machine")
+        pytest.fail(f"the walk-through uses 127.0.0.1 ports {PORTS}; {busy} are taken on this machine")
     (tmp_path / ".venv").symlink_to(Path(sys.executable).parent.parent)
     env = {key: value for key, value in os.environ.items() if not key.startswith("KAFKAGUARD_")}  # another shell
     served = env | {"KAFKAGUARD_ADMIN_PASSWORD": "change-me", "KAFKAGUARD_UPSTREAM_PASSWORD": ADMIN_PASSWORD}
@@ -76,7 +77,7 @@ def test_the_readme_walkthrough_runs_as_written(kafka: KafkaBroker, tmp_path: Pa
         proxy.terminate()
         _, errors = proxy.communicate(timeout=30)
     assert proxy.returncode == 0, errors.decode()
-    # what the walk-through wrote went where the README says: alice in the proxy's store, the ACLs too
+    # what the walk-through wrote went where the page says: alice in the proxy's store, the ACLs too
     assert (tmp_path / "data" / "kafkaguard.db").is_file()
     assert (tmp_path / "admin.properties").is_file()
     # The shipped config's audit mode (usage) recorded the session's allowed traffic: `audit usage` on its log finds

@@ -9,7 +9,9 @@ As ``KafkaApis.handleProduceRequest`` (Kafka 3.9):
    producer learns of it (the proxy does the same after forwarding the allowed part).
 
 Fast path: when every topic is allowed, the client's bytes go upstream unchanged and the upstream's answer comes
-back unchanged — the records are never decoded, only the batch header's attributes are read (step 1).
+back unchanged — the request is walked, not decoded (``produce_request``: names, partitions, the first batches'
+attributes for step 1; the records are never decoded or copied). Only a request with a refused topic is decoded
+whole, to be rebuilt without it.
 
 Leader discovery (KIP-951, Produce v10+): a partition answered NOT_LEADER_OR_FOLLOWER carries its new leader's id
 and epoch (``current_leader``, no address: passed on as it is), and the answer lists those leaders' addresses in
@@ -35,9 +37,8 @@ from __future__ import annotations
 
 import functools
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Any, Protocol
 
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.model import ItemError, ResourceType
@@ -55,6 +56,7 @@ from kafkaguard.proxy.builders import (
 )
 from kafkaguard.proxy.handlers.addresses import rewrite_node_endpoints
 from kafkaguard.proxy.messages import PRODUCE, ProduceRequest, ProduceResponse
+from kafkaguard.proxy.produce_request import ProducedTopic, ProduceRequestView
 from kafkaguard.proxy.produce_walk import ENDPOINTS_FROM, ProduceAnswerWalk
 from kafkaguard.proxy.quotas import PRODUCE as PRODUCE_QUOTA
 from kafkaguard.proxy.quotas import user_of
@@ -64,26 +66,7 @@ from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import decode_response
 
 TOPIC, TRANSACTIONAL_ID = ResourceType.TOPIC, ResourceType.TRANSACTIONAL_ID
-#: A v2 record batch: baseOffset (8) batchLength (4) partitionLeaderEpoch (4) magic (1) crc (4), then attributes.
-_MAGIC_AT, _ATTRIBUTES_AT = 16, 21
-_ATTRIBUTES = struct.Struct(">h")
 _CORRELATION = struct.Struct(">i")
-_TRANSACTIONAL = 0x10
-
-
-class _Partition(Protocol):
-    @property
-    def index(self) -> int: ...
-
-
-class _Topic(Protocol):
-    """A Produce request's topic, in every version offered."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def partition_data(self) -> Sequence[_Partition]: ...
 
 
 def _refused_topic(
@@ -101,31 +84,21 @@ def _refused_topic(
 
 
 def _refused(
-    cls: type[ProduceResponse], topics: Iterable[_Topic], error: ItemError
+    cls: type[ProduceResponse], topics: Iterable[ProducedTopic], error: ItemError
 ) -> tuple[TopicProduceResponse, ...]:
-    return refused_topics(_refused_topic, cls, ((t.name, [p.index for p in t.partition_data]) for t in topics), error)
+    return refused_topics(_refused_topic, cls, ((t.name, t.partitions) for t in topics), error)
 
 
-def has_transactional_records(request: Any) -> bool:
-    """Kafka's ``RequestUtils.hasTransactionalRecords``: the first batch of any partition is transactional."""
-    for topic in request.topic_data:
-        for partition in topic.partition_data:
-            records = partition.records
-            if records and len(records) > _ATTRIBUTES_AT + 1 and records[_MAGIC_AT] >= 2:
-                (attributes,) = _ATTRIBUTES.unpack_from(records, _ATTRIBUTES_AT)
-                if attributes & _TRANSACTIONAL:
-                    return True
-    return False
-
-
-async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
+async def produce(scope: ProxyScope, request: ProduceRequestView) -> Reply:
+    """``request`` as walked from the client's bytes (``produce_request``): decoded whole only to be rebuilt
+    without a refused topic."""
     requirement = REQUIREMENTS[ApiKey.PRODUCE]
     transactional_id = request.transactional_id
-    if has_transactional_records(request):
+    if request.transactional:
         txn = scope.authorize(requirement, {TRANSACTIONAL_ID: [transactional_id]} if transactional_id else {})
         if transactional_id is None or not txn.allows(TRANSACTIONAL_ID, transactional_id):
             return _every_partition(scope, request, TRANSACTIONAL_ID_DENIED)
-    names = list(dict.fromkeys(topic.name for topic in request.topic_data))
+    names = list(dict.fromkeys(topic.name for topic in request.topics))
     outcome = scope.authorize(requirement, {TOPIC: names})
     denied = {name for name in names if not outcome.allows(TOPIC, name)}
     fire_and_forget = request.acks == 0
@@ -140,19 +113,25 @@ async def produce(scope: ProxyScope, request: ProduceRequest) -> Reply:
         whole: ProduceResponse = (await scope.forward()).body(PRODUCE)
         whole = await _proxied(scope, whole)
         return scope.meter.throttled(_with_throttle(whole, throttle_ms), throttle_ms)
-    allowed = tuple(topic for topic in request.topic_data if topic.name not in denied)
+    allowed_any = any(topic.name not in denied for topic in request.topics)
     if fire_and_forget:
-        if allowed:
-            await scope.forward_without_response(rebuild_produce_request(request, topic_data=allowed))
+        if allowed_any:
+            await scope.forward_without_response(await _without(request, denied))
         return Close(f"Produce with acks=0 to topics it may not write: {sorted(denied)}")
     cls = response_schema(ApiKey.PRODUCE, scope.api_version)
-    refused = _refused(cls, [t for t in request.topic_data if t.name in denied], TOPIC_DENIED)
+    refused = _refused(cls, [t for t in request.topics if t.name in denied], TOPIC_DENIED)
     throttle = timedelta(milliseconds=throttle_ms)
-    if not allowed:
+    if not allowed_any:
         return scope.meter.throttled(produce_response(cls, responses=refused, throttle_time=throttle), throttle_ms)
-    answer: ProduceResponse = (await scope.forward(rebuild_produce_request(request, topic_data=allowed))).body(PRODUCE)
+    answer: ProduceResponse = (await scope.forward(await _without(request, denied))).body(PRODUCE)
     merged = rebuild_produce_response(await _proxied(scope, answer), responses=answer.responses + refused)
     return scope.meter.throttled(_with_throttle(merged, throttle_ms), throttle_ms)
+
+
+async def _without(request: ProduceRequestView, denied: set[str]) -> ProduceRequest:
+    """The request decoded whole and rebuilt without the topics in ``denied``."""
+    whole = await request.decoded()
+    return rebuild_produce_request(whole, topic_data=tuple(t for t in whole.topic_data if t.name not in denied))
 
 
 async def _relay(scope: ProxyScope) -> Reply:
@@ -197,8 +176,8 @@ def _with_throttle(answer: ProduceResponse, throttle_ms: int) -> ProduceResponse
     )
 
 
-def _every_partition(scope: ProxyScope, request: ProduceRequest, error: ItemError) -> Reply:
+def _every_partition(scope: ProxyScope, request: ProduceRequestView, error: ItemError) -> Reply:
     if request.acks == 0:
         return Close(f"Produce with acks=0 refused: {error.code.name}")
     cls: type[ProduceResponse] = response_schema(ApiKey.PRODUCE, scope.api_version)
-    return produce_response(cls, throttle_time=NO_THROTTLE, responses=_refused(cls, request.topic_data, error))
+    return produce_response(cls, throttle_time=NO_THROTTLE, responses=_refused(cls, request.topics, error))
