@@ -223,6 +223,7 @@ SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Audit trail", ("audit_",)),
     ("The proxy's upstream", ("upstream",)),
     ("Console", ("http_listener", "console_")),
+    ("Shutdown", ("shutdown_",)),
 )
 
 

@@ -74,6 +74,8 @@ def test_the_same_limits_from_flags_environment_and_yaml(tmp_path: Path, monkeyp
         ({"max_connections_per_ip": 0}, "admits only the addresses of max_connections_per_ip_overrides"),
         ({"sasl_login_timeout_seconds": 0}, "sasl_login_timeout_seconds"),
         ({"max_connection_creation_rate_per_ip": 0}, "max_connection_creation_rate_per_ip"),
+        ({"shutdown_grace_seconds": 0}, r"shutdown_grace_seconds: Value error, 0 is not above 0: give the seconds"),
+        ({"shutdown_grace_seconds": "nan"}, r"shutdown_grace_seconds: Value error, nan is not above 0"),
     ],
 )
 def test_bad_limits_are_refused_with_what_to_write(overrides: dict[str, object], message: str):

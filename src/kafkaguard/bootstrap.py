@@ -32,6 +32,7 @@ from kafkaguard.service.credentials import CredentialService
 from kafkaguard.service.events import EventRelay
 from kafkaguard.service.groups import GroupService
 from kafkaguard.service.quotas import QuotaService
+from kafkaguard.service.readiness import Readiness
 from kafkaguard.service.refused import RefusalLimits, RefusedChanges
 from kafkaguard.service.topics import TopicService
 from kafkaguard.store import Store
@@ -89,6 +90,8 @@ class Services:
     tls: TlsStatistics = field(default_factory=TlsStatistics)
     #: The proxy's failed upstream connections by reason (``proxy.upstream``; ``/metrics``).
     upstream_failures: UpstreamFailures = field(default_factory=UpstreamFailures)
+    #: Ready, or draining since a SIGTERM (``node.drain``): what the console's /healthz tells a balancer.
+    readiness: Readiness = field(default_factory=Readiness)
     #: ``settings`` in typed sections, each read by what it configures (``config.sections``); built once here.
     sections: Sections = field(init=False, repr=False)
 

@@ -1,5 +1,6 @@
 """A kafkaguard fleet on one machine, as a data centre would run it (``scripts/run-fleet``; the rolling-restart test):
-two Kafka 3.9 brokers (KRaft, a dedicated controller), one PostgreSQL store, two ``kafkaguard proxy`` nodes, and
+two Kafka 3.9 brokers (KRaft, a dedicated controller), one PostgreSQL store, two ``kafkaguard proxy --workers 2``
+nodes, and
 HAProxy in front of them speaking PROXY protocol v2, with the one bootstrap address clients use.
 
 Addresses: HAProxy listens on ``127.0.0.1`` — the bootstrap port P and one port per broker (P + 1 + node id, the

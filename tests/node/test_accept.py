@@ -193,3 +193,35 @@ def test_waiting_connections_hold_nothing_the_garbage_collector_walks():
     added, waiting = asyncio.run(scenario())
     assert waiting == 500
     assert added <= 500 + 10  # the selector's key (a namedtuple of four ints) and nothing else; streams made ~43
+
+
+def test_a_drain_serves_what_had_arrived_and_closes_the_rest():
+    """``close(serve_arrived=True)``: a waiting connection whose first bytes arrived since the loop last looked, and
+    one still in the kernel's accept queue with its bytes sent, are handed over and answered; a waiting one that sent
+    nothing is closed; then the port refuses."""
+
+    async def scenario() -> None:
+        echo = Echo(None)
+        async with doorway(echo) as door:
+            port = door.port
+            silent = socket.create_connection(("127.0.0.1", port), timeout=5)
+            late = socket.create_connection(("127.0.0.1", port), timeout=5)
+            await until(lambda: door.waiting == 2)
+            late.sendall(b"late\n")  # the loop has not run since: the doorway has not seen these bytes
+            queued = socket.create_connection(("127.0.0.1", port), timeout=5)  # in the kernel's queue
+            queued.sendall(b"queued\n")
+            door.close(serve_arrived=True)  # no await in between: the loop saw neither connection's bytes
+            assert len(echo.handed_over) == 2
+            assert echo.gone == [("127.0.0.1", False)]  # the silent one
+            for sock in (late, queued, silent):
+                sock.setblocking(False)
+            loop = asyncio.get_running_loop()
+            assert await asyncio.wait_for(loop.sock_recv(late, 100), 5) == b"late\n"
+            assert await asyncio.wait_for(loop.sock_recv(queued, 100), 5) == b"queued\n"
+            assert await asyncio.wait_for(loop.sock_recv(silent, 100), 5) == b""
+            with pytest.raises(ConnectionRefusedError):
+                socket.create_connection(("127.0.0.1", port), timeout=5)
+            for sock in (late, queued, silent):
+                sock.close()
+
+    asyncio.run(scenario())

@@ -36,6 +36,12 @@ class Recorded:
         if self.fail:
             raise OSError("address in use")
 
+    async def drain(self) -> None:
+        self.calls.append("drain")
+
+    def hurry(self) -> None:
+        self.calls.append("hurry")
+
     async def stop(self) -> None:
         self.calls.append("stop")
 
@@ -51,7 +57,7 @@ def test_a_service_runs_until_signalled_then_stops() -> None:
         await asyncio.wait_for(running, 5)
 
     asyncio.run(main())
-    assert service.calls == ["start", "stop"]
+    assert service.calls == ["start", "drain", "stop"]
 
 
 def test_a_service_whose_start_fails_is_stopped_and_the_error_goes_on() -> None:

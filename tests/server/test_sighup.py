@@ -123,3 +123,11 @@ def test_a_config_file_that_does_not_load_changes_nothing(serve: Serve) -> None:
                      serve.log_text())  # fmt: skip
     assert serve.process.poll() is None
     assert answered(serve.port)
+
+
+def test_sighup_applies_a_new_shutdown_grace_which_the_next_drain_uses(serve: Serve) -> None:
+    serve.reload(shutdown_grace_seconds=7.5)
+    assert re.search(r"SIGHUP: applied shutdown_grace_seconds$", serve.log_text(), re.M)
+    serve.process.send_signal(signal.SIGTERM)
+    assert serve.process.wait(TIMEOUT) == 0
+    assert "draining: /healthz answers 503 from now (shutdown_grace_seconds 7.5)" in serve.log_text()

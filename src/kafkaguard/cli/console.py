@@ -21,7 +21,7 @@ from kafkaguard.cli import options as o
 from kafkaguard.config import Settings, load_settings
 from kafkaguard.config.sections import ConsoleSettings
 from kafkaguard.errors import InvalidConfigError
-from kafkaguard.node.signals import run_until_signalled, until_signalled
+from kafkaguard.node.signals import run_until_signalled
 
 if TYPE_CHECKING:
     from kafkaguard.console import HttpListener
@@ -93,6 +93,18 @@ class ServerWithConsole:
             state.metrics.combine = shared.answer
             self._metrics_task = asyncio.create_task(shared.run(), name="worker-metrics")
 
+    async def drain(self) -> None:
+        """The Kafka listeners drain first, the console after them within the same ``shutdown_grace_seconds``: its
+        ``/healthz`` answers 503 "draining" all the while the Kafka connections finish."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.services.sections.listening.shutdown_grace_seconds
+        await self.server.drain()
+        await self.console.drain(deadline)
+
+    def hurry(self) -> None:
+        self.server.hurry()
+        self.console.hurry()
+
     async def stop(self) -> None:
         if self._metrics_task is not None:
             self._metrics_task.cancel()
@@ -104,18 +116,26 @@ class ServerWithConsole:
 
 
 async def serve_with_console(
-    settings: Settings, server_type: Callable[[Services], ListeningServer] | None = None
+    settings: Settings,
+    server_type: Callable[[Services], ListeningServer] | None = None,
+    *,
+    reload_settings: Callable[[], Settings] | None = None,
 ) -> None:
     """What ``kafkaguard serve --http-listener`` (and ``proxy --http-listener``, with its ``server_type``) runs: both
-    until SIGTERM/SIGINT, then a clean shutdown."""
+    until SIGTERM/SIGINT, then a drain and a clean shutdown; with ``reload_settings``, a SIGHUP applies the live
+    settings again (``ListeningServer.reload``)."""
     services = await asyncio.to_thread(build_services, settings)
     try:
         both = ServerWithConsole(services, server_type)
-        await both.start()
-        try:
-            await until_signalled()
-        finally:
-            await both.stop()
+        reloads: set[asyncio.Task[None]] = set()
+
+        def hangup() -> None:
+            if reload_settings is not None:
+                task = asyncio.get_running_loop().create_task(both.server.reload(reload_settings), name="sighup-reload")
+                reloads.add(task)
+                task.add_done_callback(reloads.discard)
+
+        await run_until_signalled(both, on_hangup=hangup if reload_settings is not None else None)
     finally:
         services.close()
 

@@ -72,6 +72,13 @@ TrustedProxies = Annotated[
         "(default: none; the client is the socket's peer)."
     ),
 ]
+ShutdownGraceSeconds = Annotated[
+    float | None,
+    typer.Option(
+        help="On SIGTERM: how long the drain may take (in-flight requests answered, idle connections closed) "
+        "before what is still open is closed. Default: 30."
+    ),
+]
 MaxConnectionsPerIp = Annotated[
     int | None,
     typer.Option(

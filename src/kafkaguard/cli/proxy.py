@@ -28,7 +28,7 @@ async def _run(settings: Settings, *, reload_settings: Callable[[], Settings]) -
     if settings.http_listener is not None:
         from kafkaguard.cli.console import serve_with_console
 
-        await serve_with_console(settings, server_type)
+        await serve_with_console(settings, server_type, reload_settings=reload_settings)
         return
     from kafkaguard.node.listening import serve as run_server
 
@@ -126,6 +126,7 @@ def proxy(
     http_listener: o.HttpListener = None,
     trusted_proxies: o.TrustedProxies = None,
     max_connections_per_ip: o.MaxConnectionsPerIp = None,
+    shutdown_grace_seconds: o.ShutdownGraceSeconds = None,
     max_connections_per_ip_overrides: o.MaxConnectionsPerIpOverrides = None,
     max_connections_per_listener: o.MaxConnectionsPerListener = None,
     workers: o.Workers = None,
@@ -172,6 +173,7 @@ def proxy(
             http_listener=http_listener,
             trusted_proxies=trusted_proxies or None,
             max_connections_per_ip=max_connections_per_ip,
+            shutdown_grace_seconds=shutdown_grace_seconds,
             max_connections_per_ip_overrides=max_connections_per_ip_overrides,
             max_connections_per_listener=max_connections_per_listener or None,
             workers=workers,

@@ -363,6 +363,12 @@ class Settings(BaseSettings):
         "handshake included) is closed. Kafka has no such deadline.",
     )
     idle_timeout_seconds: float = Field(600.0, gt=0, description="Kafka's connections.max.idle.ms, in seconds.")
+    shutdown_grace_seconds: float = Field(
+        30.0,
+        description="How long a SIGTERM's graceful drain may take: /healthz answers 503 at once, the listeners stop "
+        "accepting, requests in flight are answered (relayed fetches included), idle connections are closed between "
+        "requests; what is still open after this long is closed. A second SIGTERM ends the drain at once.",
+    )
     auth_failure_delay_ms: int = Field(100, ge=0, description="Delay before answering a failed authentication.")
     connections_max_reauth_ms: int = Field(
         0,
@@ -664,6 +670,16 @@ class Settings(BaseSettings):
             raise InvalidConfigError(f"upstream_sasl_mechanism GSSAPI needs {', '.join(missing)}")
         _check_principal("upstream_sasl_kerberos_principal", str(self.upstream_sasl_kerberos_principal))
         return self
+
+    @field_validator("shutdown_grace_seconds")
+    @classmethod
+    def _positive_grace(cls, value: float) -> float:
+        if not value > 0:  # also refuses NaN
+            raise ValueError(
+                f"{value:g} is not above 0: give the seconds a SIGTERM's drain may take before the connections still "
+                "open are closed (default 30)"
+            )
+        return value
 
     @field_validator("audit_kafka_routes")
     @classmethod

@@ -91,6 +91,8 @@ class ListenerSettings:
     idle_timeout_seconds: float
     #: 0: the TLS files are never reloaded (``node.tls_reload``).
     tls_reload_interval_seconds: float
+    #: How long a SIGTERM's drain may take (``node.drain``), read when it starts (a SIGHUP may change it).
+    shutdown_grace_seconds: float
 
     @classmethod
     def of(cls, settings: Settings) -> ListenerSettings:
@@ -119,6 +121,7 @@ class ListenerSettings:
             sasl_login_timeout_seconds=settings.sasl_login_timeout_seconds,
             idle_timeout_seconds=settings.idle_timeout_seconds,
             tls_reload_interval_seconds=settings.tls_reload_interval_seconds,
+            shutdown_grace_seconds=settings.shutdown_grace_seconds,
         )
 
 

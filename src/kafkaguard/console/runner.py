@@ -1,8 +1,11 @@
 """Serve a console app with uvicorn inside an existing event loop (beside the Kafka server, or alone).
 
-``ConsoleServer.start()`` binds and returns once the listener accepts; ``stop()`` shuts down gracefully. Signals
-are left to the owner of the loop: uvicorn's own handlers would replace the process's, and re-raise the signal
-after shutting down.
+``ConsoleServer.start()`` binds and returns once the listener accepts; ``stop()`` shuts down gracefully (requests
+in flight get up to 5 s); ``drain()`` is a SIGTERM's: ``/healthz`` answers 503 "draining" (``service.readiness``),
+then the listener closes, idle keep-alive connections are closed and the requests in flight get until the drain's
+deadline (``shutdown_grace_seconds``; ``hurry()``: at once). Beside a Kafka server the console drains after it, so
+that a balancer asking ``/healthz`` sees "draining" while the Kafka connections finish. Signals are left to the
+owner of the loop: uvicorn's own handlers would replace the process's, and re-raise the signal after shutting down.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass
 import uvicorn
 from fastapi import FastAPI
 
+from kafkaguard.console.dependencies import ConsoleState
 from kafkaguard.errors import InvalidConfigError
 
 log = logging.getLogger(__name__)
@@ -129,6 +133,38 @@ class ConsoleServer:
                 await self._server.serve()
         except SystemExit:  # uvicorn exits this way when it cannot bind or its lifespan fails
             log.error("the console could not start on %s:%d", self.listener.host, self.listener.port)
+
+    async def drain(self, deadline: float | None = None) -> None:
+        """Not ready, then shut down with the requests in flight answered until ``deadline`` (the loop's time;
+        None: ``shutdown_grace_seconds`` from now); ``stop`` follows."""
+        state: ConsoleState = self.app.state.console
+        loop = asyncio.get_running_loop()
+        if deadline is None:
+            deadline = loop.time() + state.services.sections.listening.shutdown_grace_seconds
+        if state.services.readiness.drain():
+            log.info("draining: /healthz answers 503 from now")
+        task = self._task
+        if task is None:
+            return
+        self._server.config.timeout_graceful_shutdown = None  # the deadline below bounds it
+        self._server.should_exit = True
+        try:
+            async with asyncio.timeout_at(deadline):
+                await asyncio.shield(task)  # a timeout must not cancel uvicorn's shutdown: it is told to hurry
+        except TimeoutError:
+            log.info("console: the requests still in flight at the drain's deadline are cut off")
+            self.hurry()
+            await task
+        self._task = None
+
+    def hurry(self) -> None:
+        """End a shutdown under way at once: the requests in flight are cancelled and their connections closed, as
+        uvicorn does at its own graceful timeout (its ``force_exit`` would skip the app's lifespan shutdown too)."""
+        state = self._server.server_state
+        for task in list(state.tasks):
+            task.cancel()
+        for connection in list(state.connections):
+            connection.transport.close()
 
     async def stop(self) -> None:
         self._server.should_exit = True

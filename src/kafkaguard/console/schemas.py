@@ -341,8 +341,12 @@ class ErrorOut(BaseModel):
 
 
 class HealthOut(BaseModel):
-    status: Literal["ok", "degraded"]
-    store: Literal["ok", "unreachable"]
+    status: Literal["ok", "degraded", "draining"] = Field(
+        description="draining (HTTP 503): the node is shutting down; its open connections finish, send it nothing new."
+    )
+    store: Literal["ok", "unreachable"] = Field(
+        description="unreachable: the store does not answer (while draining: its last known state, not asked again)."
+    )
     acls: int
     enforcement: Literal["enforcing", "permissive"] = Field(
         "enforcing",

@@ -9,6 +9,7 @@ Worked example (one listener, a SASL listener's 10 s login deadline)::
     # another connects and sends nothing:  10 s later gone("10.0.0.7", expired=True), and its fd is closed
     # another connects and closes at once: gone("10.0.0.7", expired=False); nothing was built for it
     doorway.close()                        # listening sockets closed; every waiting fd closed, gone(...) for each
+    doorway.close(serve_arrived=True)      # a drain's: the kernel's queue accepted first, fds with bytes handed over
 
 **Why a connection waits as a bare fd, not an asyncio transport.** The cost that matters is CPython's cyclic garbage
 collector: a full collection walks every live container object, and the server cannot answer anyone meanwhile. A
@@ -159,10 +160,18 @@ class Doorway:
         """Connections accepted and kept that have sent nothing yet."""
         return len(self._waiting)
 
-    def close(self) -> None:
-        """Stop accepting and close every waiting connection (``gone(address, False)`` for each)."""
+    def close(self, *, serve_arrived: bool = False) -> None:
+        """Stop accepting and close every waiting connection (``gone(address, False)`` for each). With
+        ``serve_arrived`` (a drain), the connections the kernel has queued are accepted first (their clients see
+        them connected), and a waiting one whose first bytes have arrived is handed over instead of closed: a request
+        sent before the listener closed is answered. Cost: at most the listen backlog's accepts, and one peek per
+        waiting connection, once."""
         if self._closed:
             return
+        if serve_arrived:
+            for sock in self._sockets:
+                while self._accept(sock):
+                    pass
         self._closed = True
         for sock in self._sockets:
             self._loop.remove_reader(sock.fileno())
@@ -171,18 +180,21 @@ class Doorway:
         if self._expiry is not None:
             self._expiry.cancel()
         for fd in list(self._waiting):
+            if serve_arrived and self._hand_over_if_sent(fd):
+                continue
             self._drop(fd, expired=False)
         self._waiting_fds.close()
         self._deadlines.clear()
 
     # ----------------------------------------------------------------------------------------------- internals
 
-    def _accept(self, listening: socket.socket) -> None:
+    def _accept(self, listening: socket.socket) -> bool:
+        """Accept a batch; True when the batch ran out before the kernel's queue did."""
         for _ in range(_ACCEPT_BATCH):
             try:
                 sock, peer = listening.accept()
             except (BlockingIOError, InterruptedError):
-                return
+                return False
             except ConnectionAbortedError:
                 continue  # the peer gave up while queued
             except OSError as e:
@@ -191,7 +203,7 @@ class Doorway:
                 log.error("cannot accept connections (%s): pausing for %g s", e.strerror, _ACCEPT_RETRY_DELAY)
                 self._loop.remove_reader(listening.fileno())
                 self._loop.call_later(_ACCEPT_RETRY_DELAY, self._resume_accepting, listening)
-                return
+                return False
             address = str(peer[0]) if isinstance(peer, tuple) else "unknown"
             if not self._admit(address):
                 sock.close()
@@ -209,6 +221,7 @@ class Doorway:
             self._waiting_fds.register(fd, selectors.EVENT_READ)
             if self._expiry is None:
                 self._expiry = self._loop.call_at(self._loop.time() + self._wait_limit, self._expire)
+        return True
 
     def _resume_accepting(self, listening: socket.socket) -> None:
         if not self._closed:
@@ -223,6 +236,17 @@ class Doorway:
             sock = socket.socket(fileno=fd)
             # a spurious wakeup (None) is handed over too: the transport waits for the bytes
             self._dispatch(sock, _sent_anything(sock) is not False, address, accepted_at)
+
+    def _hand_over_if_sent(self, fd: int) -> bool:
+        """Hand a waiting connection over if its first bytes have arrived (True); else leave it waiting."""
+        sock = socket.socket(fileno=fd)
+        if _sent_anything(sock) is not True:
+            sock.detach()  # still waiting: the fd stays the doorway's
+            return False
+        address, accepted_at, _serial = self._waiting.pop(fd)
+        self._waiting_fds.unregister(fd)
+        self._hand_over(sock, address, accepted_at)
+        return True
 
     def _dispatch(self, sock: socket.socket, sent: bool, address: str, accepted_at: float) -> None:
         if sent:

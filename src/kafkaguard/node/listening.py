@@ -24,8 +24,26 @@ as a ``login_failures`` refusal.
 
 A server is started and stopped by its owner (tests start it on port 0 and read ``bound_listeners``);
 ``serve(settings, server_type)`` is what ``kafkaguard serve`` and ``kafkaguard proxy`` call: it serves until
-SIGTERM/SIGINT, then stops accepting, lets in-flight requests finish (every acknowledged write is already committed)
-and closes.
+SIGTERM/SIGINT, then drains (``drain``) and stops.
+
+**Graceful drain** (``drain``, at most ``shutdown_grace_seconds``): the process turns not-ready first
+(``Services.readiness``: the console's ``/healthz`` answers 503 "draining", so a balancer sends nothing new), then
+every listener stops accepting (its listening sockets closed: new connections are refused by the kernel, and a
+balancer's next connect goes to another node; connections accepted that had sent nothing are closed). Every open
+connection then ends at its next request boundary (``protocol.connection``: what had arrived is answered, relayed
+fetches and long polls included; an idle one is closed at once), so that Kafka clients reconnect through the
+balancer. At the deadline, or at a second SIGTERM (``hurry``), the connections still open are closed wherever they
+are. One line says how many ended at a request boundary and how many were forced; then ``stop`` flushes the audit
+trail as on any stop.
+
+Why this order: a balancer that still sends to a node whose listener is closed gets a refused connect, which it
+retries elsewhere (HAProxy ``retries``/``option redispatch``), while /healthz lets one that checks health stop first;
+a Kafka client's idle connection is closed rather than kept to the deadline, because only a closed connection makes
+it look for another node, and closing it between requests loses nothing (its next request goes elsewhere).
+
+Cost model: the drain touches each open connection once (an ``ioctl`` for its unread bytes), in batches that yield
+the loop, and again every ``DRAIN_SWEEP_SECONDS`` for those still open; its waits are timers, not polls of the
+connections.
 """
 
 from __future__ import annotations
@@ -81,6 +99,11 @@ _STREAM_LIMIT = 64 * 1024
 _OTHER_DESCRIPTORS = 1024
 #: How long a trusted proxy has to send its PROXY header: load balancers send it with the connection's first bytes.
 PROXY_HEADER_SECONDS = 5.0
+#: How often a drain looks again at the connections still open (one that waits for a request that is not coming
+#: is closed then: ``Connection.drain``).
+DRAIN_SWEEP_SECONDS = 0.25
+#: Connections a drain touches before it lets the loop serve others.
+_DRAIN_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -128,6 +151,13 @@ class ListeningServer(ABC):
         )
         self._bound: list[_Bound] = []
         self._connections: set[asyncio.Task[None]] = set()
+        #: The connections being served (their tasks are in ``_connections``), for the drain.
+        self._served: set[Connection] = set()
+        #: Set from the drain's start: a connection that gets its streams from then on is drained at once.
+        self._draining = False
+        #: Set when the last connection has ended during a drain, or at ``hurry``: the drain looks again.
+        self._drain_wake = asyncio.Event()
+        self._hurried = False
         self._sync_task: asyncio.Task[None] | None = None
         #: The TLS contexts of the bound listeners and (the proxy's) of its upstream, their files watched.
         self.tls_contexts: list[ReloadingContext] = []
@@ -181,8 +211,64 @@ class ListeningServer(ABC):
         if self.tls_contexts and interval > 0:
             self._tls_watch = asyncio.create_task(watch(self.tls_contexts, interval), name="tls-reload")
 
+    async def drain(self) -> None:
+        """Not ready, then stop accepting, then end every connection at a request boundary, within
+        ``shutdown_grace_seconds`` (see the module docstring); ``stop`` follows."""
+        loop = asyncio.get_running_loop()
+        grace = self.services.sections.listening.shutdown_grace_seconds
+        began = loop.time()
+        deadline = began + grace
+        self._draining = True
+        if self.services.readiness.drain():
+            log.info("draining: /healthz answers 503 from now (shutdown_grace_seconds %g)", grace)
+        listeners = ", ".join(str(listener) for listener in self.bound_listeners) or "none"
+        for bound in self._bound:  # what the kernel had queued is accepted; what had sent nothing closed
+            bound.doorway.close(serve_arrived=True)
+        log.info("draining: stopped accepting on %s; %d connections open", listeners, len(self._connections))
+        opened = len(self._connections)
+        await self._drain_connections()
+        while self._connections and not self._hurried:
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            self._drain_wake.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(left, DRAIN_SWEEP_SECONDS)):
+                    await self._drain_wake.wait()
+            await self._drain_connections()
+        forced = len(self._connections)
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        why = "a second stop signal" if self._hurried else f"the deadline (shutdown_grace_seconds {grace:g})"
+        log.info(
+            "drained in %.1f s: %d connections closed at a request boundary, %d forced closed at %s",
+            loop.time() - began,
+            max(opened - forced, 0),
+            forced,
+            why,
+        )
+
+    def hurry(self) -> None:
+        """End a drain under way at once: what is still open is closed (a second SIGTERM)."""
+        self._hurried = True
+        self._drain_wake.set()
+
+    async def _drain_connections(self) -> None:
+        """``Connection.drain`` on every connection served, a batch at a time."""
+        for count, connection in enumerate(list(self._served), 1):
+            connection.drain()
+            if count % _DRAIN_BATCH == 0:
+                await asyncio.sleep(0)
+
+    def _connection_ended(self, task: asyncio.Task[None]) -> None:
+        self._connections.discard(task)
+        if self._draining and not self._connections:
+            self._drain_wake.set()
+
     async def stop(self) -> None:
-        """Stop accepting, finish open connections' current requests, flush the audit log."""
+        """Stop accepting, close open connections wherever they are, flush the audit log (after ``drain``: only
+        what it left)."""
         for bound in self._bound:
             bound.doorway.close()
         for task in list(self._connections):
@@ -384,7 +470,7 @@ class ListeningServer(ABC):
         context = None if tls is None else tls.current
         task = asyncio.get_running_loop().create_task(self._serve(listener, context, sock, admission, accepted_at))
         self._connections.add(task)
-        task.add_done_callback(self._connections.discard)
+        task.add_done_callback(self._connection_ended)
 
     async def _serve(
         self,
@@ -460,7 +546,13 @@ class ListeningServer(ABC):
                     budget.failed(attempt)
                 attempt = None
             connection.login_deadline = login_deadline  # from the TCP accept: the wait and the TLS handshake count
-            await connection.run()
+            self._served.add(connection)
+            try:
+                if self._draining:  # accepted before the listener closed: what it sent is answered, then it ends
+                    asyncio.get_running_loop().call_soon(connection.drain)
+                await connection.run()
+            finally:
+                self._served.discard(connection)
             if connection.violated:
                 self._charge_violation(admission, connection.accountable_principal)
         except asyncio.CancelledError:

@@ -15,7 +15,8 @@ A config file that does not load (bad YAML, an invalid value) changes nothing; t
 **Why these.** A live setting is one whose new value the running objects can take without touching an open
 connection: the connection limits and the login failure budget are read at each admission or failed login
 (``AdmissionControl.reconfigure``, ``LoginFailureBudget.reconfigure``), the audit routes at each event (the Kafka
-sink's router is one attribute, swapped whole), the log level at each log call. Listeners, TLS settings (the files
+sink's router is one attribute, swapped whole), the log level at each log call, ``shutdown_grace_seconds`` when a
+SIGTERM's drain starts. Listeners, TLS settings (the files
 themselves are watched: ``node.tls_reload``), the store, identity and the upstream are built into sockets, contexts
 and clients at the start; a restart (one node at a time behind the load balancer) changes those.
 
@@ -57,7 +58,9 @@ LOGIN_FAILURE_BUDGET = frozenset(
 #: Where the audit trail's Kafka sink sends each event (``audit.records.routing``).
 AUDIT_ROUTING = frozenset({"audit_kafka_routes", "audit_kafka_topic"})
 #: The settings a SIGHUP applies; every other changed one needs a restart (and is named so).
-LIVE_SETTINGS: frozenset[str] = CONNECTION_LIMITS | LOGIN_FAILURE_BUDGET | AUDIT_ROUTING | {"log_level"}
+#: Read when a SIGTERM's drain starts (``node.drain``).
+SHUTDOWN = frozenset({"shutdown_grace_seconds"})
+LIVE_SETTINGS: frozenset[str] = CONNECTION_LIMITS | LOGIN_FAILURE_BUDGET | AUDIT_ROUTING | SHUTDOWN | {"log_level"}
 
 
 def changed_settings(running: Settings, loaded: Settings) -> list[str]:

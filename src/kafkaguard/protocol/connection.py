@@ -12,6 +12,15 @@ connection can end is logged with its reason; nothing a peer sends can take down
 connection: framing, decoding and dispatcher errors close this connection only. A logged-in connection holds a
 ``sessions.Session``: it is closed when its user's credential is deleted or changed, and (KIP-368) on its first
 request after its lifetime unless it re-authenticated (SaslHandshake + SaslAuthenticate on the same connection).
+
+**Drain** (a SIGTERM, ``node.listening``): ``drain()`` makes the connection end at its next request boundary, never
+inside an answer. The requests whose bytes had arrived when the drain began are read and answered; relayed answers
+(the proxy's fetches, long polls included) go out; then the connection closes: the answers, then a FIN (TLS: its
+close_notify), and the socket is let go once the client's TCP has acknowledged them, so that the kernel never resets
+a connection whose last answer is still on its way. A connection waiting for its next request with nothing of it
+arrived is closed at once. Kafka clients take a closed connection as a retriable broker failure: they reconnect
+(through the balancer) and send again what had no answer. The cost on the request path: two attribute writes and one
+read per request.
 """
 
 from __future__ import annotations
@@ -56,6 +65,7 @@ from kafkaguard.protocol.sasl import SaslOutcome, SaslState, record_login, recor
 from kafkaguard.protocol.scope import ListenerContext
 from kafkaguard.protocol.sessions import Session
 from kafkaguard.protocol.slices import encode_response_in_slices, sliced_array
+from kafkaguard.protocol.unread import unacknowledged_bytes, unread_bytes
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +89,11 @@ THROTTLED_EVENT_ERROR = "Authentication failed: too many failed logins (refused 
 #: Relayed answers a connection may have queued before its next request is read (Kafka's Java producer keeps at most
 #: 5 requests in flight by default; the proxy then holds back no one).
 MAX_QUEUED_ANSWERS = 5
+#: After a drain's last answer (and FIN), how long the client's remaining bytes are read and dropped before the
+#: socket closes: Kafka clients close their side as soon as they read the end of the stream.
+LINGER_SECONDS = 5.0
+_LINGER_READ = 64 * 1024
+_LINGER_POLL_SECONDS = 0.02
 
 
 class CloseConnection(KafkaguardError):
@@ -86,6 +101,10 @@ class CloseConnection(KafkaguardError):
 
     Control flow, never raised across a layer: ``Connection.run`` catches it first, before ``ProtocolError`` and
     ``KafkaguardError``, and nothing it calls catches ``KafkaguardError`` around a raise of it."""
+
+
+class Drained(CloseConnection):
+    """The connection ends at a request boundary because the process is draining (``Connection.drain``)."""
 
 
 class Incoming(NamedTuple):
@@ -208,6 +227,13 @@ class Connection:
         self._reauthentication: SaslState | None = None
         #: Who sends this connection's requests, once logged in (made with its first request after login).
         self._caller: RequestContext | None = None
+        #: While the connection waits for its next request's bytes (``drain`` may close it then).
+        self.between_requests = False
+        #: Draining: the bytes of requests that had arrived when the drain began, still to be read (None: serving).
+        self._drain_left: int | None = None
+        #: Whether ``drain`` cancelled the wait for the next request (its task's cancellation is then drain's).
+        self._interrupted = False
+        self._task: asyncio.Task[Any] | None = None
 
     @property
     def principal(self) -> str:
@@ -273,18 +299,50 @@ class Connection:
     def authenticated(self) -> bool:
         return self.sasl is None or self.sasl.authenticated
 
+    def drain(self) -> None:
+        """The process is draining: end at the next request boundary (see the module docstring). Called again (the
+        drain's sweep), it closes the connection if it now waits for a request of which nothing has arrived (a TLS
+        connection's count of arrived bytes can be high: ``protocol.unread``). One case is closed as idle though a
+        request has begun: its 4-byte size (6 bytes before login) read and nothing more of it arrived by the sweep;
+        nothing of such a request was processed, and the client sends it again on its next connection."""
+        unread = unread_bytes(self.reader, self.writer)
+        if self._drain_left is None:
+            self._drain_left = unread
+        if self.between_requests and unread == 0 and not self._interrupted and self._task is not None:
+            self._interrupted = True
+            self._task.cancel()  # caught in run(): the wait for the next request is all it stops
+
+    @property
+    def draining(self) -> bool:
+        return self._drain_left is not None
+
     async def run(self) -> None:
         reason = "client closed the connection"
+        self._task = asyncio.current_task()
         try:
             if self.unidentified is not None:  # Kafka closes such a channel at its first request
                 raise CloseConnection(f"no principal: {self.unidentified}")
             while True:
                 if self.outbox.full:  # relayed answers outstanding: read no more until one is out
                     await self.outbox.room()
-                frame = await self._next_frame()
+                if self._drain_left is not None and self._drain_left <= 0:
+                    raise Drained("draining: every request that had arrived is answered")
+                self.between_requests = True
+                try:
+                    frame = await self._next_frame()
+                except asyncio.CancelledError:
+                    if not self._interrupted or self._uncancel():
+                        raise  # stopped by its owner, not (only) by drain()
+                    raise Drained("draining: closed between requests") from None
+                self.between_requests = False
                 if frame is None:
                     break
+                if self._drain_left is not None:
+                    self._drain_left -= 4 + len(frame)
                 await self._handle(frame)
+        except Drained as e:
+            reason = str(e)
+            await self._close_drained()
         except CloseConnection as e:
             reason = str(e)
         except ProtocolError as e:
@@ -304,9 +362,53 @@ class Connection:
             log.debug("connection from %s (%s) closed: %s", self.host, self.principal, reason)
             await self.outbox.stop()
             await self.dispatcher.close()
+            task = self._task
+            if self._drain_left is not None and task is not None and not task.cancelling():
+                await self._end_stream()  # draining, and not forced: the last answer is not cut off by the close
             self.writer.close()
             with contextlib.suppress(ConnectionError, OSError):
                 await self.writer.wait_closed()
+
+    def _uncancel(self) -> int:
+        """Take back drain()'s cancellation of this task; the cancellations left (others': its owner's stop)."""
+        task = self._task
+        return 0 if task is None else task.uncancel()
+
+    async def _close_drained(self) -> None:
+        """The drain's end of the connection: the answers in flight go out (relayed ones included), then the end of
+        the stream (plaintext: a FIN; TLS: its close_notify); the connection lets go once the client's TCP has
+        acknowledged all of it, or the client closed too (at most ``LINGER_SECONDS``), so that the close sends no
+        reset that could cut off the last answer. Meanwhile the client's bytes are read and dropped (plaintext) or
+        left unread (TLS: asyncio's transport cannot half-close, and the client's close_notify is not waited for,
+        which TLS allows the side that closes)."""
+        with contextlib.suppress(KafkaguardError, ConnectionError, OSError):
+            await self.outbox.flushed()  # a failed answer closes the socket: nothing to end then
+        await self._end_stream()
+
+    async def _end_stream(self) -> None:
+        """See ``_close_drained``: the end of the stream after the answers written, and the linger."""
+        # whatever goes wrong here (the client went away, the linger ran out), it is closed next
+        with contextlib.suppress(ConnectionError, OSError, TimeoutError):
+            transport = self.writer.transport
+            if transport.is_closing():
+                return
+            await self.writer.drain()
+            if not transport.can_write_eof():
+                self.writer.close()  # the answers, then close_notify
+                async with asyncio.timeout(LINGER_SECONDS):
+                    settled = 0
+                    while settled < 2:  # twice: what asyncio's transport still held has reached the socket too
+                        await asyncio.sleep(_LINGER_POLL_SECONDS)
+                        settled = settled + 1 if unacknowledged_bytes(self.writer) == 0 else 0
+                transport.abort()
+                return
+            transport.write_eof()
+            async with asyncio.timeout(LINGER_SECONDS):
+                while unacknowledged_bytes(self.writer) > 0:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(_LINGER_POLL_SECONDS):
+                            if not await self.reader.read(_LINGER_READ):
+                                return  # the client closed too
 
     async def _next_frame(self) -> bytes | None:
         """The next request frame, or None when the client closed between frames. Before login on a SASL listener,

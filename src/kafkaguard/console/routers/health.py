@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Response
 
@@ -15,21 +15,27 @@ from kafkaguard.store import StoreError
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", response_model=HealthOut, summary="Liveness, and whether the store answers")
-async def healthz(state: Annotated[ConsoleState, Depends(console_state)]) -> HealthOut:
-    """Always 200 while the process serves: ``status`` "ok", or "degraded" when the store cannot be reached (the
+@router.get(
+    "/healthz",
+    response_model=HealthOut,
+    summary="Readiness, and whether the store answers",
+    responses={503: {"model": HealthOut, "description": "Draining: a SIGTERM began the shutdown; send nothing new."}},
+)
+async def healthz(state: Annotated[ConsoleState, Depends(console_state)], response: Response) -> HealthOut:
+    """200 while the process serves: ``status`` "ok", or "degraded" when the store cannot be reached (the
     node still authorizes from its last snapshot, writes fail with a retriable error, and it catches up by itself
-    when the store returns). ``enforcement`` says "permissive" while a proxy in this process forwards what its ACLs
-    deny, and ``shadow_acls`` how many ACLs a shadow set holds (``authorizer.rollout``)."""
+    when the store returns). 503 with ``status`` "draining" from the first moment of a SIGTERM's drain
+    (``service.readiness``): a balancer takes the node out, while its open connections finish. ``enforcement`` says
+    "permissive" while a proxy in this process forwards what its ACLs deny, and ``shadow_acls`` how many ACLs a
+    shadow set holds (``authorizer.rollout``)."""
     store = state.services.store
-    rollout = state.services.rollout
-    shadow = None if rollout.shadow is None else rollout.shadow.acl_count
-    health = partial(
-        HealthOut,
-        acls=state.services.authorizer.acl_count,
-        shadow_acls=shadow,
-        enforcement="permissive" if rollout.permissive else "enforcing",
-    )
+    if state.services.readiness.draining:
+        # the store is not asked (its last known state is told): the answer is at once, and whatever the store says
+        # nothing new is to be sent here
+        response.status_code = 503
+        response.headers["Connection"] = "close"
+        return _health(state, status="draining", store="ok" if store.healthy() else "unreachable")
+    health = partial(_health, state)
     if not store.healthy():
         return health(status="degraded", store="unreachable")
     try:
@@ -37,6 +43,22 @@ async def healthz(state: Annotated[ConsoleState, Depends(console_state)]) -> Hea
     except StoreError:
         return health(status="degraded", store="unreachable")
     return health(status="ok", store="ok")
+
+
+def _health(
+    state: ConsoleState,
+    *,
+    status: Literal["ok", "degraded", "draining"],
+    store: Literal["ok", "unreachable"],
+) -> HealthOut:
+    rollout = state.services.rollout
+    return HealthOut(
+        status=status,
+        store=store,
+        acls=state.services.authorizer.acl_count,
+        shadow_acls=None if rollout.shadow is None else rollout.shadow.acl_count,
+        enforcement="permissive" if rollout.permissive else "enforcing",
+    )
 
 
 @router.get(
