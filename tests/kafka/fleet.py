@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -47,11 +48,10 @@ FLEET_ADMIN, FLEET_ADMIN_PASSWORD = "admin", "fleet-admin-secret"
 
 def _free_port_block(size: int) -> int:
     """A first port P with P … P + size - 1 free on every loopback address the fleet uses."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind((BALANCER_HOST, 0))
-            first = int(probe.getsockname()[1])
-        if first + size < 65_000 and all(_bindable(host, first + i) for i in range(size) for host in _hosts(3)):
+    for _ in range(500):
+        # below the ephemeral range (32768 and up): a busy machine's outgoing connections hold many ports there
+        first = random.randrange(15_000, 32_000 - size)
+        if all(_bindable(host, first + i) for i in range(size) for host in _hosts(3)):
             return first
     raise RuntimeError(f"no block of {size} free ports")
 
@@ -147,10 +147,9 @@ class Fleet:
             self.proxies.append(node)
             self.start_proxy(node)  # one at a time: the first creates the store's schema and kafkaguard's admin
         self._write_balancer_config()
-        self.balancer = subprocess.Popen(
-            [_haproxy(), "-W", "-db", "-f", str(self.workdir / "haproxy.cfg")],
-            stdout=(self.workdir / "haproxy.log").open("ab"), stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        with (self.workdir / "haproxy.log").open("ab") as log:  # the child keeps its own descriptor
+            command = [_haproxy(), "-W", "-db", "-f", str(self.workdir / "haproxy.cfg")]
+            self.balancer = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         self._wait(lambda: all(_listening(BALANCER_HOST, p) for p in (self.port, *self.node_ports)), "HAProxy")
 
     def stop(self) -> None:
@@ -177,9 +176,8 @@ class Fleet:
         command = [str(ROOT / ".venv" / "bin" / "kafkaguard"), "proxy", "--config", str(node.config)]
         if node.workers > 1:
             command += ["--workers", str(node.workers)]
-        node.process = subprocess.Popen(
-            command, cwd=node.workdir, env=env, stdout=node.log.open("ab"), stderr=subprocess.STDOUT
-        )
+        with node.log.open("ab") as log:  # the child keeps its own descriptor
+            node.process = subprocess.Popen(command, cwd=node.workdir, env=env, stdout=log, stderr=subprocess.STDOUT)
         self._wait(node.healthy, f"proxy {node.index + 1} ({node.host}:{node.port})", node)
 
     def stop_proxy(self, node: ProxyNode, sig: signal.Signals = signal.SIGTERM, timeout: float = 90.0) -> int:
