@@ -12,9 +12,13 @@ kafkaguard's audit trail name the client, never the proxy's service user.
 
 from __future__ import annotations
 
+import asyncio
+import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +107,12 @@ def delete_user(kafka: KafkaBroker, user: str, *mechanisms: ScramMechanism) -> N
         alter(kafka, [UserScramCredentialDeletion(user, mechanism)])
 
 
-def login(address: tuple[str, int], mechanism: str, user: str, password: str) -> list[Answer]:
-    """Each step's answer, as a raw client sees it, until the login ends (a refusal, or the server's last token)."""
-    with Wire(address, timeout=TIMEOUT) as wire:
+def login(
+    address: tuple[str, int], mechanism: str, user: str, password: str, *, source: str | None = None
+) -> list[Answer]:
+    """Each step's answer, as a raw client sees it, until the login ends (a refusal, or the server's last token);
+    from the loopback address ``source`` when given."""
+    with Wire(address, timeout=TIMEOUT, source=source) as wire:
         handshake = wire.request(SaslHandshakeRequest(mechanism=mechanism))
         answers: list[Answer] = [("handshake", handshake.error_code.value, None)]
         if handshake.error_code.value:
@@ -319,3 +326,92 @@ def test_a_mechanism_the_broker_does_not_enable_stops_the_proxy_at_start(kafka: 
     message = str(failure.value)
     assert "the broker does not enable PLAIN (it offers SCRAM-SHA-512, SCRAM-SHA-256)" in message
     assert ADMIN_PASSWORD not in message
+
+
+CONCURRENT = 200
+THROTTLED = re.compile(r"^Authentication failed: Too many failed logins .*retry after \d+ s$")
+#: The budget's defaults (``login_failures_per_address_burst``, ``…_per_user_burst``), which ``budgeted`` keeps
+#: (the tests' servers are otherwise given bursts too large to reach).
+ADDRESS_BURST, USER_BURST = 10, 20
+
+
+@pytest.fixture(scope="module")
+def budgeted(plain_kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+    """The proxy in passthrough with the default failure budget."""
+    handle = start_proxy(tmp_path_factory.mktemp("budgeted-proxy"), plain_kafka,
+                         upstream_authentication="passthrough",
+                         sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
+                         auth_failure_delay_ms=0, login_failures_per_address_burst=ADDRESS_BURST,
+                         login_failures_per_user_burst=USER_BURST)  # fmt: skip
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
+
+
+def login_at_once(
+    proxy: ServerHandle, source: str, mechanism: str, user: str, password: str, count: int
+) -> list[tuple[int, str | None]]:
+    """``count`` logins from ``source``, each on its own connection, their proofs (PLAIN's one token, SCRAM's
+    client-final) sent at the same moment: (error code, error message) of each login's last step."""
+    gate = threading.Barrier(count, timeout=TIMEOUT)
+
+    def one(_number: int) -> tuple[int, str | None]:
+        with Wire(proxy.sasl, timeout=TIMEOUT, source=source) as wire:
+            assert wire.request(SaslHandshakeRequest(mechanism=mechanism)).error_code.value == 0
+            if mechanism == "PLAIN":
+                proof = f"\x00{user}\x00{password}".encode()
+            else:
+                client = scramp.ScramClient([mechanism], user, password)
+                first = wire.request(SaslAuthenticateRequest(auth_bytes=client.get_client_first().encode()))
+                assert first.error_code.value == 0, first.error_message
+                client.set_server_first(bytes(first.auth_bytes).decode())
+                proof = client.get_client_final().encode()
+            gate.wait()
+            answer = wire.request(SaslAuthenticateRequest(auth_bytes=proof))
+            return answer.error_code.value, answer.error_message
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+@pytest.fixture
+def slow_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every relayed login waits a moment before it goes up (a broker slower than its clients), so that the logins
+    sent at once are all in flight together."""
+    real = UpstreamConnection.relay_login
+
+    async def slow(self: UpstreamConnection, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        await asyncio.sleep(0.5)  # widens the window in which logins are in flight; no timing is asserted
+        return await real(self, mechanism, token, first=first)
+
+    monkeypatch.setattr(UpstreamConnection, "relay_login", slow)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_right_logins_in_flight_at_once_never_spend_the_failure_budget(
+    plain_kafka: KafkaBroker, budgeted: ServerHandle, slow_broker: None, mechanism: str
+):
+    """200 right logins from one address at once, all waiting for the broker together: every one is accepted (held
+    budget tokens refused 83 of 200 PLAIN logins in a benchmark: the address's burst was spent by logins in flight).
+    Wrong passwords from that address still spend its budget: after the burst the next login is refused in front."""
+    source = {"PLAIN": "127.0.21.1", "SCRAM-SHA-256": "127.0.21.2", "SCRAM-SHA-512": "127.0.21.3"}[mechanism]
+    if mechanism == "PLAIN":
+        user, password = PLAIN_USER, PLAIN_PASSWORD
+    else:
+        user, password = f"pt-{uuid.uuid4().hex[:8]}", "many-at-once"
+        set_password(plain_kafka, user, password, SHA256 if mechanism == "SCRAM-SHA-256" else SHA512)
+        until_broker_agrees(plain_kafka, mechanism, user, password, ok=True)
+    outcomes = login_at_once(budgeted, source, mechanism, user, password, CONCURRENT)
+    assert [code for code, _message in outcomes] == [0] * CONCURRENT, [o for o in outcomes if o[0]][:3]
+    # wrong passwords, one after another, for names never seen from there: the broker refuses each, and each spends
+    # a failed login of the address, until the budget refuses in front (the bucket refills 30 a minute meanwhile)
+    checked = 0
+    while not THROTTLED.match(str(login(budgeted.sasl, mechanism, f"ghost-{checked}-{user}", "wrong",
+                                        source=source)[-1][2])):  # fmt: skip
+        checked += 1
+        assert checked <= 4 * ADDRESS_BURST, "wrong passwords never spent the budget"
+    assert checked >= ADDRESS_BURST  # the right logins before took nothing from it
+    assert login(budgeted.sasl, mechanism, user, password, source=source)[-1][1] == 0  # a known pair still may
