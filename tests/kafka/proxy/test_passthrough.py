@@ -6,8 +6,9 @@ SCRAM users exist only on Kafka, made with its Admin API (AlterUserScramCredenti
 only in its JAAS configuration. kafkaguard's store holds no user at all but its admin. Each login is tried straight on
 the broker and through the proxy with the same raw client (``tests.wire``), and the two answers compared step by step
 (error code, error message): right and wrong passwords, an unknown user, a deleted one, a rotated password, both SCRAM
-mechanisms, PLAIN. Then producers show both ACL sets at work (both must allow), and the broker's authorizer log and
-kafkaguard's audit trail name the client, never the proxy's service user.
+mechanisms, PLAIN. Then producers show both ACL sets at work (both must allow: each refusal as the same client gets
+it straight from the broker), and the broker's authorizer log and kafkaguard's audit trail name the client, never the
+proxy's service user. Many right logins of one address at once never spend its failure budget; wrong ones do.
 """
 
 from __future__ import annotations
@@ -211,9 +212,14 @@ def kafka_allows(kafka: KafkaBroker, principal: str, topic: str, *operations: Ka
         future.result(TIMEOUT)
 
 
-def produce(proxy: ServerHandle, user: str, password: str, topic: str) -> KafkaError | None:
-    host, port = proxy.sasl
-    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
+def produce(proxy: ServerHandle | KafkaBroker, user: str, password: str, topic: str) -> KafkaError | None:
+    """One message to ``topic`` through the proxy, or straight to the broker: its delivery error, None if it went."""
+    if isinstance(proxy, KafkaBroker):
+        bootstrap = proxy.bootstrap
+    else:
+        host, port = proxy.sasl
+        bootstrap = f"{host}:{port}"
+    producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
                          "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
                          "message.timeout.ms": 10_000, "linger.ms": 0})  # fmt: skip
     outcomes: list[KafkaError | None] = []
@@ -241,6 +247,9 @@ def log_end(kafka: KafkaBroker) -> int:
 
 
 def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    """Three topics: allowed by the broker only, by kafkaguard only, by both. Through the proxy only the last takes
+    the message, and each refusal is the one the same client gets straight from the broker for a topic the broker
+    refuses (TOPIC_AUTHORIZATION_FAILED, not retriable, not fatal), whichever side refused."""
     user, password = f"pt-{uuid.uuid4().hex[:8]}", "client-password"
     principal = f"User:{user}"
     set_password(plain_kafka, user, password, SHA256)
@@ -260,16 +269,27 @@ def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, pas
     outcomes: dict[str, Any] = {topic: produce(passthrough, user, password, topic)
                                 for topic in (only_broker, only_kafkaguard, both_allow)}  # fmt: skip
     assert outcomes[both_allow] is None
-    for refused in (only_broker, only_kafkaguard):  # the refusal Kafka gives, whoever gave it
-        assert outcomes[refused] is not None and outcomes[refused].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     # the broker saw the client itself, never the proxy's service user; kafkaguard never let it ask for only_broker
     assert broker_principals(plain_kafka, both_allow, since) == {f"{principal} DESCRIBE", f"{principal} WRITE"}
     assert broker_principals(plain_kafka, only_kafkaguard, since) == {f"{principal} DESCRIBE"}  # the broker refused
     assert broker_principals(plain_kafka, only_broker, since) == set()
+    # the same client straight to the broker: what Kafka itself answers a topic it refuses
+    direct: dict[str, Any] = {topic: produce(plain_kafka, user, password, topic)
+                              for topic in (only_broker, only_kafkaguard, both_allow)}  # fmt: skip
+    assert direct[only_broker] is None and direct[both_allow] is None
+    kafka_refusal = direct[only_kafkaguard]
+    assert kafka_refusal is not None and kafka_refusal.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    for refused in (only_broker, only_kafkaguard):  # the refusal Kafka gives, whichever side gave it
+        assert outcomes[refused] is not None
+        assert (outcomes[refused].code(), outcomes[refused].retriable(), outcomes[refused].fatal()) == (
+            kafka_refusal.code(), kafka_refusal.retriable(), kafka_refusal.fatal())  # fmt: skip
     records = [r for r in passthrough.audit_records() if r.get("principal") == principal]
     seen = {(r.get("resource_name"), r.get("decision")) for r in records}
-    assert any(name == both_allow for name, _ in seen), seen
-    assert any(name == only_broker for name, _ in seen), seen
+    # kafkaguard's trail tells which side refused: it denied only_broker itself, and allowed only_kafkaguard (the
+    # broker refused that one)
+    assert (only_broker, "DENIED") in seen and (only_broker, "ALLOWED") not in seen, seen
+    assert (only_kafkaguard, "ALLOWED") in seen and (only_kafkaguard, "DENIED") not in seen, seen
+    assert (both_allow, "ALLOWED") in seen and (both_allow, "DENIED") not in seen, seen
 
 
 def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBroker, passthrough: ServerHandle):
