@@ -108,7 +108,7 @@ def mode_proxy(
     both). In passthrough the clients' SCRAM logins go to ``kafka`` (kafkaguard's admin is the broker's, same
     name and password), and every request of theirs reaches it as the client itself."""
     mode: str = request.param
-    overrides = {"upstream_authentication": "passthrough"} if mode == "passthrough" else {}
+    overrides: dict[str, Any] = {"upstream_authentication": "passthrough"} if mode == "passthrough" else {}
     handle = start_proxy(tmp_path_factory.mktemp(f"proxy-{mode}"), kafka, **overrides)
     try:
         yield ModeProxy(mode, handle)
