@@ -31,10 +31,15 @@ Targets, all running for the whole run (each on its own listeners):
   SCRAM-SHA-512 as ``admin``). The proxy decides logins itself; the run checks that no connection to the broker is
   opened while logins run through it (new sockets towards the broker's port in ``/proc/net/tcp``), and reports
   the broker's CPU in those windows;
-* *Kafka*: the Kafka 3.9 test broker (``tests/kafka/broker.py``) with SCRAM-SHA-256/512 and OAUTHBEARER on its
-  SASL_PLAINTEXT listener, OAUTHBEARER and PLAIN on a SASL_SSL listener, and an SSL listener with
-  ``ssl.client.auth=required``; same certificates, same CA, same JWKS file, Kafka's own JVM defaults (G1, C2) rather
-  than the test fixture's C1-only flags.
+* *Kafka*: the Kafka 3.9 test broker (``tests/kafka/broker.py``) with SCRAM-SHA-256/512, OAUTHBEARER (and PLAIN,
+  for the passthrough target's logins) on its SASL_PLAINTEXT listener, OAUTHBEARER and PLAIN on a SASL_SSL listener,
+  and an SSL listener with ``ssl.client.auth=required``; same certificates, same CA, same JWKS file, Kafka's own JVM
+  defaults (G1, C2) rather than the test fixture's C1-only flags;
+* *passthrough* (issue 38): ``kafkaguard proxy`` with ``upstream_authentication: passthrough`` in front of the same
+  broker, a SASL_PLAINTEXT and a SASL_SSL listener (no SSL one: a certificate cannot pass through), measured for
+  the logins it passes through (SCRAM-SHA-256/512, PLAIN) and their baselines only. Each login goes to the broker on
+  the client connection's own upstream connection (connect, ApiVersions, the relayed exchange): the broker does the
+  login's work, on the same core as the proxy, and the result stands next to Kafka's of the same rounds.
 
 All servers are pinned to one core (the JVM, the serve and proxy processes alike: they inherit this process's
 affinity when started); this process, the load generator, to another. TLS on the client: one ``SSLContext`` per
@@ -106,8 +111,13 @@ CLIENT_SUBJECT = "CN=bench-client,O=kafkaguard"
 KAFKA_JVM_OPTIONS = ["-Xms1g", "-Xmx1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                      "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
                      "-Djava.awt.headless=true"]  # fmt: skip
-TARGETS = ("serve", "proxy", "kafka")
-TARGET_NAMES = {"serve": "`kafkaguard serve`", "proxy": "`kafkaguard proxy`", "kafka": "Kafka 3.9"}
+#: The targets of the main table; ``passthrough`` runs only the scenarios that pass through (``Scenario.passes``).
+MAIN_TARGETS = ("serve", "proxy", "kafka")
+TARGETS = (*MAIN_TARGETS, "passthrough")
+TARGET_NAMES = {"serve": "`kafkaguard serve`", "proxy": "`kafkaguard proxy`", "kafka": "Kafka 3.9",
+                "passthrough": "`kafkaguard proxy`, passthrough"}  # fmt: skip
+#: The mechanisms the passthrough target passes through.
+PASSED = ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"]
 
 # ------------------------------------------------------------------------------------------------ the material
 
@@ -168,15 +178,14 @@ class Target:
     ports: dict[str, int]
 
 
+LISTENER_PROTOCOLS = {"sasl": "SASL_PLAINTEXT", "sasl_ssl": "SASL_SSL", "ssl": "SSL"}
+
+
 def kafkaguard_config(path: Path, material: Material, data_dir: Path, ports: dict[str, int], **extra: Any) -> Path:
-    """A kafkaguard YAML config with the three listeners and every mechanism, as Kafka gets them."""
+    """A kafkaguard YAML config with the listeners of ``ports`` and every mechanism, as Kafka gets them."""
     config = {
         "data_dir": str(data_dir),
-        "listeners": [
-            f"SASL_PLAINTEXT://{HOST}:{ports['sasl']}",
-            f"SASL_SSL://{HOST}:{ports['sasl_ssl']}",
-            f"SSL://{HOST}:{ports['ssl']}",
-        ],
+        "listeners": [f"{LISTENER_PROTOCOLS[kind]}://{HOST}:{port}" for kind, port in ports.items()],
         "advertised_host": HOST,
         "super_users": f"User:{ADMIN}",
         "sasl_mechanisms": ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER", "GSSAPI"],
@@ -199,14 +208,16 @@ def kafkaguard_config(path: Path, material: Material, data_dir: Path, ports: dic
 
 
 def start_kafkaguard(
-    kind: str, tmp: Path, material: Material, upstream: str | None = None
+    kind: str, tmp: Path, material: Material, upstream: str | None = None, *, passthrough: bool = False
 ) -> tuple[ProxyProcess, dict[str, int]]:
     """``kafkaguard serve`` or ``kafkaguard proxy`` on three fresh listeners (each with its P+2 free for the proxy's
-    node port), the bench user's SCRAM credentials in a fresh data directory."""
-    workdir = tmp / kind
+    node port), the bench user's SCRAM credentials in a fresh data directory. ``passthrough``: a proxy passing
+    ``PASSED`` through, on the two SASL listeners only."""
+    workdir = tmp / ("passthrough" if passthrough else kind)
     workdir.mkdir()
     prepare_proxy_data_dir(workdir / "data")
-    ports = {name: _free_port_pair(2) for name in ("sasl", "sasl_ssl", "ssl")}
+    kinds = ("sasl", "sasl_ssl") if passthrough else ("sasl", "sasl_ssl", "ssl")
+    ports = {name: _free_port_pair(2) for name in kinds}
     extra: dict[str, Any] = {}
     if upstream is not None:
         password_file = workdir / "upstream-password"
@@ -215,6 +226,9 @@ def start_kafkaguard(
         extra = {"upstream": upstream, "upstream_security_protocol": "SASL_PLAINTEXT",
                  "upstream_sasl_mechanism": "SCRAM-SHA-512", "upstream_user": ADMIN,
                  "upstream_password_file": str(password_file)}  # fmt: skip
+    if passthrough:
+        extra |= {"upstream_authentication": "passthrough", "sasl_mechanisms": PASSED,
+                  "upstream_passthrough_mechanisms": PASSED, "ssl_client_auth": "none"}  # fmt: skip
     config = kafkaguard_config(workdir / "kafkaguard.yaml", material, workdir / "data", ports, **extra)
     command = [kafkaguard_executable(None), kind, "--config", str(config)]
     return ProxyProcess(command, workdir, list(ports.values())), ports
@@ -235,7 +249,9 @@ class LoginBroker(KafkaBroker):
         oauth = "org.apache.kafka.common.security.oauthbearer"
         plain = f'org.apache.kafka.common.security.plain.PlainLoginModule required user_{USER}="{PASSWORD}";'
         extra = [  # a later key wins in java.util.Properties: these replace the fixture's values of the same keys
-            "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER,GSSAPI",
+            # PLAIN there too: the passthrough target relays its clients' PLAIN logins to this listener
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER,GSSAPI,PLAIN",
+            f"listener.name.sasl_plaintext.plain.sasl.jaas.config={plain}",
             "listener.name.sasl_plaintext.gssapi.sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule "
             f'required useKeyTab=true storeKey=true keyTab="{self.kdc.service_keytab}" '
             f'principal="{SERVICE_PRINCIPAL}";',
@@ -345,6 +361,8 @@ class Scenario:
     #: Log in once, alone, before the load (kafkaguard's PLAIN: the first login of a user fills its password cache;
     #: 50 concurrent first logins would each need a PBKDF2 and most be refused, see ``prime``).
     prime: bool = False
+    #: Measured on the passthrough target too (its logins pass through, or it is their baseline).
+    passes: bool = False
 
 
 def scenarios(material: Material) -> list[Scenario]:
@@ -367,12 +385,16 @@ def scenarios(material: Material) -> list[Scenario]:
 
     tcp, tls = "baseline: connect + ApiVersions", "baseline: connect + TLS + ApiVersions"
     return [
-        Scenario(tcp, "sasl", None, None),
-        Scenario("SCRAM-SHA-256 (SASL_PLAINTEXT)", "sasl", None, scram_login(ScramMechanism.SCRAM_SHA_256), tcp),
-        Scenario("SCRAM-SHA-512 (SASL_PLAINTEXT)", "sasl", None, scram_login(ScramMechanism.SCRAM_SHA_512), tcp),
+        Scenario(tcp, "sasl", None, None, passes=True),
+        Scenario(
+            "SCRAM-SHA-256 (SASL_PLAINTEXT)", "sasl", None, scram_login(ScramMechanism.SCRAM_SHA_256), tcp, passes=True
+        ),
+        Scenario(
+            "SCRAM-SHA-512 (SASL_PLAINTEXT)", "sasl", None, scram_login(ScramMechanism.SCRAM_SHA_512), tcp, passes=True
+        ),
         Scenario("OAUTHBEARER RS256 (SASL_PLAINTEXT)", "sasl", None, single("OAUTHBEARER", bearer("RS256")), tcp),
         Scenario("OAUTHBEARER ES256 (SASL_PLAINTEXT)", "sasl", None, single("OAUTHBEARER", bearer("ES256")), tcp),
-        Scenario(tls, "sasl_ssl", server_only, None),
+        Scenario(tls, "sasl_ssl", server_only, None, passes=True),
         Scenario(
             "PLAIN (SASL_SSL)",
             "sasl_ssl",
@@ -380,6 +402,7 @@ def scenarios(material: Material) -> list[Scenario]:
             single("PLAIN", f"\0{USER}\0{PASSWORD}".encode()),
             tls,
             prime=True,
+            passes=True,
         ),
         Scenario("OAUTHBEARER RS256 (SASL_SSL)", "sasl_ssl", server_only, single("OAUTHBEARER", bearer("RS256")), tls),
         Scenario("mTLS: TLS with client certificate + ApiVersions (SSL)", "ssl", with_cert, None, tls),
@@ -529,30 +552,37 @@ class Outcome:
         return [m for m in self.runs if m.target == target and m.scenario == scenario]
 
 
+def measured_on(scenario: Scenario, targets: Sequence[str]) -> list[str]:
+    """The targets of ``targets`` that measure ``scenario`` (the passthrough target only what passes through)."""
+    return [name for name in targets if name != "passthrough" or scenario.passes]
+
+
 async def run(plan: Plan, targets: dict[str, Target], material: Material, broker: KafkaBroker,
-              affinity: str, only: str | None = None) -> Outcome:  # fmt: skip
+              affinity: str, only: Sequence[str] | None = None) -> Outcome:  # fmt: skip
     cases = scenarios(material)
-    if only is not None:  # the scenarios named, and their baselines
-        chosen = {s.name for s in cases if only in s.name}
+    if only:  # the scenarios named, and their baselines
+        chosen = {s.name for s in cases if any(part in s.name for part in only)}
         chosen |= {s.baseline for s in cases if s.name in chosen and s.baseline is not None}
         cases = [s for s in cases if s.name in chosen]
     outcome = Outcome(plan, affinity, [s.name for s in cases], {s.name: s.baseline for s in cases})
     _say("warm-up: every scenario on every target")
     for scenario in cases:
-        for target in targets.values():
+        for target in (targets[name] for name in measured_on(scenario, list(targets))):
             if scenario.prime:
                 await prime(target.ports[scenario.listener], scenario)
             await drive(target.ports[scenario.listener], scenario, plan.concurrency, plan.first_warmup)
     for round_ in range(plan.rounds):
         outcome.quiet.append(wait_for_quiet(2.0 if plan.quick else 20.0))
         _say(f"round {round_ + 1}/{plan.rounds} (other load {outcome.quiet[-1]:.2f} cores)")
-        order = list(TARGETS[round_ % 3 :] + TARGETS[: round_ % 3])
+        shift = round_ % len(TARGETS)
+        order = [name for name in TARGETS[shift:] + TARGETS[:shift] if name in targets]
         for scenario in cases:
-            for name in order:
-                m = await measure(targets[name], scenario, round_, plan, broker if name == "proxy" else None)
+            for name in measured_on(scenario, order):
+                upstream = broker if name in ("proxy", "passthrough") else None
+                m = await measure(targets[name], scenario, round_, plan, upstream)
                 outcome.runs.append(m)
                 extra = (f", broker CPU {m.broker_cpu_s / m.seconds:.0%}, {m.upstream_connections} new upstream "
-                         "connections") if name == "proxy" else ""  # fmt: skip
+                         "connections") if upstream is not None else ""  # fmt: skip
                 if m.failures:
                     extra += f", {m.failures} FAILED logins, first: {m.first_failure}"
                 _say(f"  {scenario.name} / {name}: {m.rate:,.0f}/s, server CPU "
@@ -590,28 +620,27 @@ def render(o: Outcome) -> str:
 
     rows = []
     for s in o.scenarios:
-        r = [rate[t, s] for t in TARGETS]
+        r = [rate[t, s] for t in MAIN_TARGETS]
         verdict = "" if o.baselines[s] is None else (
             "**met**" if min(r[0], r[1]) >= r[2] else "**not met**"
         )  # fmt: skip
         rows.append(
             f"| {s} | {r[0]:,.0f} | {r[1]:,.0f} | {r[2]:,.0f} | {r[0] / r[2]:.0%} | {r[1] / r[2]:.0%} | "
-            + " / ".join(own_cost(t, s) for t in TARGETS)
+            + " / ".join(own_cost(t, s) for t in MAIN_TARGETS)
             + " | "
-            + " / ".join(f"{cpu_ms[t, s]:.3f}" for t in TARGETS)
+            + " / ".join(f"{cpu_ms[t, s]:.3f}" for t in MAIN_TARGETS)
             + f" | {verdict} |"
         )
     lat_rows = []
     for s in o.scenarios:
         cells = []
-        for t in TARGETS:
-            pooled = sorted(x for m in o.of(t, s) for x in m.latencies_ms)
-            cells.append(f"{pct(pooled, 0.5):.1f} / {pct(pooled, 0.99):.1f}")
-        client = _median([m.client_cpu_s / m.seconds for t in TARGETS for m in o.of(t, s)])
+        for t in MAIN_TARGETS:
+            cells.append(latency_cell(o, t, s))
+        client = _median([m.client_cpu_s / m.seconds for t in MAIN_TARGETS for m in o.of(t, s)])
         proxy = o.of("proxy", s)
         broker_cpu = _median([m.broker_cpu_s / m.seconds for m in proxy])
         upstream = sum(m.upstream_connections for m in proxy)
-        failed = " / ".join(str(sum(m.failures for m in o.of(t, s))) for t in TARGETS)
+        failed = " / ".join(str(sum(m.failures for m in o.of(t, s))) for t in MAIN_TARGETS)
         lat_rows.append(f"| {s} | {' | '.join(cells)} | {client:.0%} | {broker_cpu:.1%} | {upstream} | {failed} |")
     tls = sorted({f"{m.target}: {m.tls}" for m in o.runs if m.tls})
     return "\n".join(
@@ -658,9 +687,57 @@ def render(o: Outcome) -> str:
             "|---|---:|---:|---:|---:|---:|---:|---:|",
             *lat_rows,
             "",
+            *render_passthrough(o, rate, cpu_ms),
+            "",
             "Other load on the machine before each round: " + ", ".join(f"{x:.2f}" for x in o.quiet) + " cores.",
         ]
     )
+
+
+def latency_cell(o: Outcome, target: str, scenario: str) -> str:
+    pooled = sorted(x for m in o.of(target, scenario) for x in m.latencies_ms)
+    return f"{pct(pooled, 0.5):.1f} / {pct(pooled, 0.99):.1f}" if pooled else "–"
+
+
+def render_passthrough(
+    o: Outcome, rate: dict[tuple[str, str], float], cpu_ms: dict[tuple[str, str], float]
+) -> list[str]:
+    """The passthrough target's table (issue 38), each login next to Kafka's of the same rounds; none without it."""
+    passed = [s for s in o.scenarios if o.of("passthrough", s)]
+    if not passed:
+        return []
+    rows = []
+    for s in passed:
+        through, kafka, proxy = rate["passthrough", s], rate["kafka", s], rate["proxy", s]
+        runs = o.of("passthrough", s)
+        broker_cpu = _median([m.broker_cpu_s / m.seconds for m in runs])
+        upstream = sum(m.upstream_connections for m in runs)
+        verdict = "" if o.baselines[s] is None else ("**met**" if through >= 0.9 * kafka else "**not met**")
+        rows.append(
+            f"| {s} | {through:,.0f} | {kafka:,.0f} | {through / kafka:.0%} | {proxy:,.0f} | "
+            f"{cpu_ms['passthrough', s]:.3f} / {cpu_ms['kafka', s]:.3f} | {broker_cpu:.0%} | {upstream:,} "
+            f"| {latency_cell(o, 'passthrough', s)}; {latency_cell(o, 'kafka', s)} | "
+            f"{sum(m.failures for m in runs)} | {verdict} |"
+        )
+    return [
+        "",
+        "### Logins passed through (issue 38)",
+        "",
+        "`kafkaguard proxy` with `upstream_authentication: passthrough` (SCRAM-SHA-256/512 and PLAIN relayed to the "
+        "broker's SASL_PLAINTEXT listener, which decides them; the service account only for the proxy's own "
+        "requests), measured in the same rounds as the other targets, next to Kafka's rate for the same login "
+        "straight to the broker, and the service-account proxy's (which checks the login itself). Each login through "
+        "it opens an upstream connection of its own (ApiVersions, then the relayed exchange), so the broker does the "
+        "login's work as well as the proxy, both on the one server core: the broker's CPU in the passthrough windows "
+        "is in the table, and the new sockets towards the broker found at the end of each window (a floor: loopback "
+        "ports are reused within a window). Target (issue 38): passthrough ≥ 0.9 × Kafka's rate.",
+        "",
+        "| scenario | passthrough /s | Kafka /s | passthrough ÷ Kafka | proxy (service account) /s "
+        "| server CPU ms per login: passthrough proxy / Kafka | broker CPU in passthrough windows "
+        "| upstream sockets seen | p50 / p99 ms: passthrough; Kafka | failed logins | target |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        *rows,
+    ]
 
 
 # ------------------------------------------------------------------------------------------------ main
@@ -672,7 +749,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="rounds (default 3)")
     parser.add_argument("--seconds", type=float, help="seconds per measurement (default 4)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
-    parser.add_argument("--only", help="only the scenarios whose name holds this text (and their baselines)")
+    parser.add_argument(
+        "--only", action="append", help="only the scenarios whose name holds this text (and their baselines); again: or"
+    )
     args = parser.parse_args(argv)
     plan = Plan.make(args)
     cores = sorted(os.sched_getaffinity(0))
@@ -692,8 +771,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(cores) >= 2:
             server_cpu, client_cpu = cores[-1], cores[0]
             os.sched_setaffinity(0, {server_cpu})  # the servers started now inherit it
-            affinity = (f"The three servers (the JVM, `serve`, `proxy`: all running the whole time, idle when not "
-                        f"measured) pinned to CPU {server_cpu}; the load generator to CPU {client_cpu}")  # fmt: skip
+            affinity = (f"The four servers (the JVM, `serve`, `proxy`, the passthrough `proxy`: all running the whole "
+                        f"time, idle when not measured) pinned to CPU {server_cpu}; the load generator to CPU "
+                        f"{client_cpu}")  # fmt: skip
         else:
             affinity = "Unpinned: fewer than two usable cores"
         _say("starting the Kafka broker")
@@ -703,6 +783,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         processes.append(serve)
         proxy, proxy_ports = start_kafkaguard("proxy", tmp, material, upstream=broker.bootstrap)
         processes.append(proxy)
+        _say("starting kafkaguard proxy in passthrough")
+        passthrough, passthrough_ports = start_kafkaguard("proxy", tmp, material, upstream=broker.bootstrap,
+                                                          passthrough=True)  # fmt: skip
+        processes.append(passthrough)
         if len(cores) >= 2:
             os.sched_setaffinity(0, {client_cpu})
         assert broker.process is not None
@@ -711,6 +795,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "proxy": Target("proxy", proxy.pid, proxy_ports),
             "kafka": Target("kafka", broker.process.pid,
                             {"sasl": broker.port, "sasl_ssl": broker.oauth_port, "ssl": broker.mtls_port}),
+            "passthrough": Target("passthrough", passthrough.pid, passthrough_ports),
         }  # fmt: skip
         try:
             outcome = asyncio.run(run(plan, targets, material, broker, affinity, args.only))

@@ -9,6 +9,8 @@ executable; ``--proxy-arg=--log-level --proxy-arg=WARNING`` passes more argument
 the proxy permissive, ``--shadow-acls`` with a shadow ACL set of the same size as the active one (the bench's ACLs,
 the group renamed: the group's requests flip, Produce and Fetch do not); either implies an audit log (``denied``
 unless ``--audit-mode`` says otherwise). Compare such a run with a plain one of the same ``--audit-mode``.
+``--passthrough`` (issue 38) adds a side: a second ``kafkaguard proxy`` with ``--upstream-authentication
+passthrough``, the same data directory contents, in the same rounds (see *passthrough* below).
 
 One run, one machine, one set of client settings (``benchmarks.kafka_load``: confluent-kafka/librdkafka, SCRAM-SHA-512
 over SASL_PLAINTEXT, as the non-super user ``bench``; producer linger.ms=5, batch.size=256 KiB, acks=all, no
@@ -19,7 +21,11 @@ compression; the consumer's fetch settings spelled out), the only difference bei
   the Admin API as the broker's super user ``admin``;
 - *proxy*: ``kafkaguard proxy`` in front of the same broker (upstream SASL_PLAINTEXT, SCRAM-SHA-512 as ``admin``),
   with ``bench``'s credentials and the same ACLs written into the proxy's data directory before it starts; the
-  proxy authorizes every request itself and forwards it as ``admin``.
+  proxy authorizes every request itself and forwards it as ``admin``;
+- *passthrough* (``--passthrough``): a second proxy, the same but with ``upstream_authentication: passthrough``:
+  ``bench``'s SCRAM-SHA-512 login is relayed to the broker, and its requests go up on its own connection as
+  ``bench`` (the broker's ACLs for ``bench``, made above, apply as well as kafkaguard's). Its results stand next to
+  the service-account proxy's of the same rounds.
 
 Measured, each proxy result next to the direct one of the same run (``--rounds`` rounds, the order of direct and
 proxy alternating from round to round, after a warm-up both ways):
@@ -130,7 +136,9 @@ RETENTION_BYTES = 1024 * 1024 * 1024
 SEGMENT_BYTES = 128 * 1024 * 1024
 SOAK_SAMPLE_S = 10.0
 PROXY_START_TIMEOUT = 60.0
-SIDES = ("direct", "hop", "proxy")
+SIDES = ("direct", "hop", "proxy", "passthrough")
+#: The sides that are a ``kafkaguard proxy`` (their Metadata must list the proxy's node ports).
+PROXY_SIDES = ("proxy", "passthrough")
 #: The bare hop: socat forwarding TCP (no Kafka parsing, 1 MiB buffers, TCP_NODELAY both ways) to the broker's HOP
 #: listener, which advertises the forwarder's port, so its clients' every byte crosses one extra loopback hop.
 SOCAT = ("socat", "-b", str(1024 * 1024))
@@ -633,33 +641,47 @@ class Bench:
     """The sides (direct, proxy) and the processes to meter."""
 
     def __init__(
-        self, plan: Plan, broker: KafkaBroker, proxy: ProxyProcess | None, proxy_port: int, hop: Hop | None = None
+        self,
+        plan: Plan,
+        broker: KafkaBroker,
+        proxy: ProxyProcess | None,
+        proxy_port: int,
+        hop: Hop | None = None,
+        passthrough: tuple[ProxyProcess, int] | None = None,
     ) -> None:
+        """``passthrough``: the proxy in passthrough and its listener port, for the passthrough side."""
         self.plan = plan
         self.broker = broker
         self.broker_pid = broker.process.pid if broker.process is not None else 0
         self.proxy = proxy
         self.proxy_port = proxy_port
         self.hop = hop
+        self.proxies: dict[str, tuple[ProxyProcess, int]] = {}
         self.sides = {"direct": ClientSettings(broker.bootstrap, USER, PASSWORD)}
         if hop is not None:
             self.sides["hop"] = ClientSettings(f"{HOST}:{hop.port}", USER, PASSWORD)
         if proxy is not None:
             self.sides["proxy"] = ClientSettings(f"{HOST}:{proxy_port}", USER, PASSWORD)
+            self.proxies["proxy"] = (proxy, proxy_port)
+        if passthrough is not None:
+            self.sides["passthrough"] = ClientSettings(f"{HOST}:{passthrough[1]}", USER, PASSWORD)
+            self.proxies["passthrough"] = passthrough
 
-    def meter(self) -> tuple[Usage, contextlib.AbstractContextManager[Usage]]:
+    def meter(self, side: str = "proxy") -> tuple[Usage, contextlib.AbstractContextManager[Usage]]:
         """Wait (a little) for the machine to quiet down; a Usage and the meter filling it (entered by the load
-        function with its clock)."""
+        function with its clock). The proxy metered is the passthrough one on its side, else the service account's."""
         usage = Usage(other_load=wait_for_quiet(self.plan.quiet_s))
-        return usage, metered(usage, self.broker_pid, self.proxy.pid if self.proxy is not None else None)
+        metered_proxy = self.proxies.get("passthrough" if side == "passthrough" else "proxy")
+        return usage, metered(usage, self.broker_pid, metered_proxy[0].pid if metered_proxy is not None else None)
 
     def check_hop(self) -> None:
         if self.hop is not None and self.hop.process.poll() is not None:
             raise LoadError(f"socat (the bare hop) exited with status {self.hop.process.returncode}")
 
     def check_proxy(self) -> None:
-        if self.proxy is not None and self.proxy.process.poll() is not None:
-            raise LoadError(f"the proxy exited with status {self.proxy.process.returncode}")
+        for side, (process, _port) in self.proxies.items():
+            if process.process.poll() is not None:
+                raise LoadError(f"the {side} proxy exited with status {process.process.returncode}")
 
     def order(self, round_: int) -> list[str]:
         sides = [side for side in SIDES if side in self.sides]
@@ -688,11 +710,11 @@ class Bench:
             _say(f"{side}: waiting for {USER}'s metadata through {settings.bootstrap}")
             wait_ready(settings, TOPIC)
         cases = self.cases(outcome)
-        if "proxy" in self.sides:  # the clients must reach the broker through the proxy, never around it
-            brokers = broker_addresses(self.sides["proxy"])
-            expected = {NODE_ID: f"{HOST}:{self.proxy_port + 1 + NODE_ID}"}
+        for side, (_process, port) in self.proxies.items():  # the clients reach the broker through it, never around
+            brokers = broker_addresses(self.sides[side])
+            expected = {NODE_ID: f"{HOST}:{port + 1 + NODE_ID}"}
             if brokers != expected:
-                raise LoadError(f"the proxy's Metadata lists brokers {brokers}, expected {expected}")
+                raise LoadError(f"the {side} proxy's Metadata lists brokers {brokers}, expected {expected}")
         if self.hop is not None:  # the same for the bare hop: its clients must not reach the broker around it
             brokers = broker_addresses(self.sides["hop"])
             if brokers != {NODE_ID: f"{HOST}:{self.hop.port}"}:
@@ -704,7 +726,7 @@ class Bench:
         for round_ in range(plan.rounds):
             for side in self.order(round_):
                 _say(f"round {round_ + 1}/{plan.rounds}: produce {plan.messages:,} × {SIZE} B, {side}")
-                usage, window = self.meter()
+                usage, window = self.meter(side)
                 result = produce_throughput(self.sides[side], TOPIC, plan.messages, SIZE, window)
                 outcome.runs.append(Measured("produce", side, round_, usage, throughput=result))
                 self.check_proxy()
@@ -712,7 +734,7 @@ class Bench:
                 _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
             for side in self.order(round_):
                 _say(f"round {round_ + 1}/{plan.rounds}: consume {plan.messages:,}, {side}")
-                usage, window = self.meter()
+                usage, window = self.meter(side)
                 result = consume_throughput(self.sides[side], TOPIC, GROUP, plan.messages, window)
                 outcome.runs.append(Measured("consume", side, round_, usage, throughput=result))
                 self.check_proxy()
@@ -721,7 +743,7 @@ class Bench:
             for side in self.order(round_):
                 for case in cases.get(side, []):
                     _say(f"round {round_ + 1}/{plan.rounds}: {case.phase} {plan.messages:,}, {side}")
-                    usage, window = self.meter()
+                    usage, window = self.meter(side)
                     result = consume_throughput(self.sides[side], TOPIC, case.group, plan.messages, window,
                                                 extra=case.config)  # fmt: skip
                     outcome.runs.append(Measured(case.phase, side, round_, usage, throughput=result))
@@ -731,7 +753,7 @@ class Bench:
                 if side == "hop":
                     continue  # the bare hop is a throughput baseline only
                 _say(f"round {round_ + 1}/{plan.rounds}: {plan.rate:,.0f} msgs/s for {plan.latency_s:g} s, {side}")
-                usage, window = self.meter()
+                usage, window = self.meter(side)
                 latency = fixed_rate(self.sides[side], TOPIC, plan.rate, plan.latency_s, plan.latency_warmup_s, SIZE,
                                      GROUP, window=window)  # fmt: skip
                 outcome.runs.append(Measured("latency", side, round_, usage, latency=latency))
@@ -826,6 +848,12 @@ def summarize(o: Outcome) -> dict[str, Any]:
             **{f"{key}_ratio": p[key] / d[key] for key in THROUGHPUTS if key in d and key in p and d[key]},
             **{f"{key.removesuffix('_ms')}_added_ms": p[key] - d[key] for key in LATENCIES if key in d and key in p},
         }
+    t = out.get("passthrough")
+    if p is not None and t is not None:
+        out["passthrough_vs_proxy"] = {
+            **{f"{key}_ratio": t[key] / p[key] for key in THROUGHPUTS if key in p and key in t and p[key]},
+            **{f"{key.removesuffix('_ms')}_added_ms": t[key] - p[key] for key in LATENCIES if key in p and key in t},
+        }
     h = out.get("hop")
     if d is not None and h is not None:
         out["hop_vs_direct"] = {
@@ -916,6 +944,37 @@ def render(o: Outcome) -> str:
         hop = h.get(key, nan)
         hop_rows.append(f"| {label} | {_f(direct)} | {_f(hop)} | {_f(proxy)} | {_ratio(hop, direct)} | "
                         f"{_ratio(proxy, direct)} | {_ratio(proxy, hop)} |")  # fmt: skip
+    t = summary.get("passthrough", {})
+    passthrough_rows = []
+    for label, key, fmt, unit in (
+        ("produce, messages/s", "produce_msgs_per_s", ",.0f", ""),
+        ("produce, MB/s", "produce_mb_per_s", ",.1f", ""),
+        ("consume, messages/s", "consume_msgs_per_s", ",.0f", ""),
+        ("consume, MB/s", "consume_mb_per_s", ",.1f", ""),
+        *((f"{case.label}, messages/s", f"{case.phase}_msgs_per_s", ",.0f", "") for case in CASES),
+    ):
+        direct, proxy = both(key)
+        through = t.get(key, nan)
+        if through != through and proxy != proxy:
+            continue
+        met = "" if through != through or proxy != proxy else ("**met**" if through >= 0.95 * proxy else "**not met**")
+        passthrough_rows.append(f"| {label} | {_f(direct, fmt, unit)} | {_f(proxy, fmt, unit)} | "
+                                f"{_f(through, fmt, unit)} | {_ratio(through, proxy)} | {_ratio(through, direct)} "
+                                f"| {met} |")  # fmt: skip
+    for label, key in (("produce → ack, p50", "ack_p50_ms"), ("produce → ack, p99", "ack_p99_ms"),
+                       ("produce → consume, p50", "e2e_p50_ms"), ("produce → consume, p99", "e2e_p99_ms")):  # fmt: skip
+        direct, proxy = both(key)
+        through = t.get(key, nan)
+        passthrough_rows.append(f"| {label} at {plan.rate:,.0f} msgs/s | {_f(direct, '.2f', ' ms')} | "
+                                f"{_f(proxy, '.2f', ' ms')} | {_f(through, '.2f', ' ms')} | "
+                                f"{_added(through, proxy)} | {_added(through, direct)} | |")  # fmt: skip
+    for phase in ("produce", "consume"):
+        if f"{phase}_proxy_cpu" in t:
+            passthrough_rows.append(
+                f"| {phase}: proxy CPU / broker CPU | – | {_pct(p.get(f'{phase}_proxy_cpu', nan))} / "
+                f"{_pct(p.get(f'{phase}_broker_cpu', nan))} | {_pct(t.get(f'{phase}_proxy_cpu', nan))} / "
+                f"{_pct(t.get(f'{phase}_broker_cpu', nan))} | | | |"
+            )
     loads = [m.usage.other_load for m in o.runs if m.usage.other_load == m.usage.other_load]
     audit = f", audit log `--audit-mode {o.audit_mode}`" if o.audit_mode else ", no audit log"
     if o.rollout:
@@ -956,6 +1015,25 @@ def render(o: Outcome) -> str:
                 *hop_rows,
             ]
             if h
+            else []
+        ),
+        *(
+            [
+                "",
+                "### Passthrough (issue 38): each client upstream as itself",
+                "",
+                "A second `kafkaguard proxy`, the same data directory contents, with `upstream_authentication: "
+                "passthrough`: `bench`'s SCRAM-SHA-512 login relayed to the broker, its requests sent up on its own "
+                "connection as `bench` (the broker's ACLs for `bench` apply too), in the same rounds as the "
+                "service-account proxy (which sends every client's requests up as `admin`). Target (issue 38): "
+                "passthrough throughput ≥ 95% of the service-account mode's.",
+                "",
+                "| measurement | direct to Kafka | proxy, service account | proxy, passthrough "
+                "| passthrough vs service account | passthrough vs direct | target |",
+                "|---|---:|---:|---:|---:|---:|---|",
+                *passthrough_rows,
+            ]
+            if t
             else []
         ),
         "",
@@ -1092,6 +1170,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="run the proxy with a shadow ACL set of the active set's size (implies an audit log)",
                         )  # fmt: skip
     parser.add_argument("--proxy-arg", action="append", default=[], help="one more argument for kafkaguard proxy")
+    parser.add_argument("--passthrough", action="store_true",
+                        help="also a proxy in passthrough (upstream as each client), in the same rounds")  # fmt: skip
     parser.add_argument("--kafkaguard", type=Path, help="the kafkaguard executable (default: beside this Python)")
     parser.add_argument("--kafka-tgz", type=Path, help="Kafka tarball (default: KAFKA_TGZ/KAFKA_HOME, ../shared/kafka)")
     return parser.parse_args(argv)
@@ -1102,6 +1182,21 @@ def _proxy_post_mortem(proxy: ProxyProcess | None) -> None:
         return
     state = "still running" if proxy.process.poll() is None else f"exited with status {proxy.process.returncode}"
     print(f"bench_proxy: the proxy is {state}; its output:\n{proxy.output_tail()}", file=sys.stderr)
+
+
+def start_passthrough(
+    tmp: Path, broker: KafkaBroker, password_file: Path, args: argparse.Namespace
+) -> tuple[ProxyProcess, int]:
+    """The passthrough side's proxy (``--passthrough``): the same data directory contents and arguments as the
+    service-account proxy's, with ``--upstream-authentication passthrough``; it and its port."""
+    workdir = tmp / "passthrough"
+    workdir.mkdir()
+    prepare_proxy_data_dir(workdir / "data")
+    port = _free_port_pair(1 + NODE_ID)
+    command = [*proxy_command(workdir / "data", port, broker, password_file, args),
+               "--upstream-authentication", "passthrough"]  # fmt: skip
+    _say(f"starting the passthrough proxy: {' '.join(command)}")
+    return ProxyProcess(command, workdir, [port, port + 1 + NODE_ID]), port
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1116,6 +1211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-proxy-"))
     broker: KafkaBroker | None = None
     proxy: ProxyProcess | None = None
+    passthrough: tuple[ProxyProcess, int] | None = None
     hop: Hop | None = None
     try:
         try:
@@ -1151,8 +1247,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     tail = (tmp / "proxy.stderr").read_text(errors="replace")[-4000:]
                 print(f"bench_proxy: {e}\ncommand: {' '.join(command)}\n--- its stderr ---\n{tail}", file=sys.stderr)
                 return 3
+            if args.passthrough:
+                try:
+                    passthrough = start_passthrough(tmp, broker, password_file, args)
+                except ProxyFailed as e:
+                    tail = ""
+                    with contextlib.suppress(OSError):
+                        tail = (tmp / "passthrough" / "proxy.stderr").read_text(errors="replace")[-4000:]
+                    print(f"bench_proxy: the passthrough proxy: {e}\n--- its stderr ---\n{tail}", file=sys.stderr)
+                    return 3
         try:
-            Bench(plan, broker, proxy, port, hop).run(outcome)
+            Bench(plan, broker, proxy, port, hop, passthrough).run(outcome)
         except LoadError as e:
             print(f"bench_proxy: a run failed: {e}", file=sys.stderr)
             _proxy_post_mortem(proxy)
@@ -1163,6 +1268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if proxy is not None:
             proxy.stop()
+        if passthrough is not None:
+            passthrough[0].stop()
         if hop is not None:
             hop.stop()
         if broker is not None:

@@ -72,6 +72,7 @@ def test_the_audit_record_example_reads_as_a_record() -> None:
         ("kerberos-yaml", {}),
         ("proxy-protocol-yaml", {}),
         ("passthrough-oauthbearer-yaml", {}),
+        ("passthrough-scram-yaml", {}),
     ],
 )
 def test_the_configuration_examples_load(

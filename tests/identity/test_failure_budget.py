@@ -321,3 +321,27 @@ def test_failures_checked_against_a_user_stay_within_its_budget(sequence: list[L
     elapsed = clock.now - start
     for user, count in checked.items():
         assert count <= user_burst + user_per_minute * elapsed / 60 + clean_failures.get(user, 0)
+
+
+def test_a_check_that_holds_nothing_spends_only_by_refusals() -> None:
+    """``check`` … ``refused``/``remember`` (a login the broker decides): a refusal spends what ``take`` would have
+    taken and makes the address failing; a success makes a known pair; nothing is taken in between."""
+    clock = Clock()
+    limits = budget(clock, address_burst=2, user_burst=3)
+    for _ in range(5):  # checks alone, however many, take nothing
+        limits.check("PLAIN", "10.0.0.1", "alice", secret=b"right")
+    limits.remember("10.0.0.1", "alice", secret=b"right")
+    for _ in range(2):
+        limits.check("PLAIN", "10.0.0.1", "mallory")
+        limits.refused("10.0.0.1", "mallory")
+    with pytest.raises(LoginThrottledError, match=r"from 10\.0\.0\.1"):
+        limits.check("PLAIN", "10.0.0.1", "bob")
+    limits.refused("10.0.0.1", "bob")  # a refusal with nothing left to take: no error, and it stays spent
+    limits.check("PLAIN", "10.0.0.1", "alice", secret=b"right")  # a known pair, with its secret
+    with pytest.raises(LoginThrottledError):
+        limits.check("PLAIN", "10.0.0.1", "alice", secret=b"wrong")
+    # mallory's user bucket (3) lost 2, then 1 more: spent, and refused from the failing address, not a clean one
+    limits.refused("10.0.0.2", "mallory")
+    with pytest.raises(LoginThrottledError, match="for this user name"):
+        limits.check("PLAIN", "10.0.0.2", "mallory")
+    limits.check("PLAIN", "10.0.0.3", "mallory")

@@ -229,3 +229,67 @@ def test_a_broker_that_cannot_be_asked_closes_the_connection_without_an_answer(t
     (handshake,) = writer.frames()  # the handshake is answered; the login is not: no false "authentication failed"
     assert decode_response(handshake, 17, 1)[1].error_code.value == 0
     assert writer.closed
+
+
+@dataclass
+class SlowBroker:
+    """A ``LoginRelay`` that answers only once ``waiting`` logins are in flight at once (a broker slower than the
+    clients), each with ``answer(token)``."""
+
+    waiting: int
+    right: bytes
+    in_flight: int = 0
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def relay_login(self, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        self.in_flight += 1
+        if self.in_flight >= self.waiting:
+            self.arrived.set()
+        await asyncio.wait_for(self.arrived.wait(), 10)
+        if token.endswith(self.right):
+            return ok()
+        return refused("Authentication failed: Invalid username or password")
+
+
+def test_logins_in_flight_take_nothing_from_the_budget() -> None:
+    """50 right PLAIN logins of one address, all waiting for the broker at once, with an address burst of 2: all are
+    accepted (held tokens refused all but two of them). Then wrong passwords spend the budget as before: the burst
+    of them waiting at once is checked, and the next is refused in front."""
+
+    async def run() -> None:
+        limits = budget(address=2, user=2)
+        broker = SlowBroker(50, b"\x00right")
+        servers = [PassthroughServer("PLAIN", broker, limits, CLIENT) for _ in range(50)]
+        done = await asyncio.gather(*(server.step(f"\x00user-{n}\x00right".encode())
+                                      for n, server in enumerate(servers)))  # fmt: skip
+        assert [type(step) for step in done] == [Authenticated] * 50
+        wrong = SlowBroker(2, b"\x00right")
+        failed = await asyncio.gather(*(PassthroughServer("PLAIN", wrong, limits, CLIENT).step(b"\x00eve\x00bad")
+                                        for _ in range(2)))  # fmt: skip
+        assert all(isinstance(step, Failed) and step.relayed for step in failed)
+        after = await PassthroughServer("PLAIN", wrong, limits, CLIENT).step(b"\x00eve\x00bad")
+        assert isinstance(after, Failed) and after.throttled and wrong.in_flight == 2  # the broker was not asked
+        known = await PassthroughServer("PLAIN", SlowBroker(1, b"\x00right"), limits, CLIENT).step(
+            b"\x00user-7\x00right"
+        )
+        assert isinstance(known, Authenticated)  # a known pair, with its right password: still checked
+
+    asyncio.run(run())
+
+
+def test_a_plain_user_is_a_known_pair_on_its_next_connection() -> None:
+    """Each connection makes its own ``PassthroughMechanisms``; the HMAC of a PLAIN password they give the budget is
+    keyed per process, so a right password logged in on one connection is a known pair on the next (a key per
+    connection made none ever known). A wrong password still is not."""
+    limits = budget(address=1)
+
+    def plain(token: bytes, answer: RelayedAnswer) -> object:
+        mechanisms = PassthroughMechanisms(None, Broker([answer]), frozenset({"PLAIN"}), limits)  # type: ignore[arg-type]
+        (step,) = steps(mechanisms.server("PLAIN", client=CLIENT, reauthentication=False), token)
+        return step
+
+    assert isinstance(plain(b"\x00bob\x00right", ok()), Authenticated)
+    assert isinstance(plain(b"\x00eve\x00wrong", refused()), Failed)  # the address's one failure
+    assert isinstance(plain(b"\x00bob\x00right", ok()), Authenticated)
+    wrong = plain(b"\x00bob\x00wrong", ok())
+    assert isinstance(wrong, Failed) and wrong.throttled

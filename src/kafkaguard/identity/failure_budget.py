@@ -12,6 +12,12 @@ a token's signature and key lookup; a TLS handshake), then :meth:`succeeded` (th
 spend the budget) or :meth:`failed`; :meth:`cancelled` when nothing was checked. :meth:`check` asks the same
 question without taking (SCRAM's client-first, the console's gate), so a refused client costs a dict lookup.
 
+A check that is someone else's and may take a while (a login passed through to the broker) asks without holding:
+:meth:`check` before it, then :meth:`refused` (spends what :meth:`take` would have taken, as far as there is any
+left) or :meth:`remember` (the known pair, as :meth:`succeeded`). Nothing is held while the answer is awaited, so
+many right logins of one address at once never count as failures; the price is that a flood of wrong ones can pass
+the budget by the logins in flight at once (bounded by the connection limits per address).
+
 The rules, for a login from address A claiming user U:
 
 1. A's bucket is empty → refused (whoever U is), unless (U, A) is a **known pair**: U logged in successfully from A
@@ -229,11 +235,35 @@ class LoginFailureBudget:
     def succeeded(self, attempt: Attempt) -> None:
         """The login succeeded: its tokens come back, and (user, address) becomes a known pair."""
         self._give_back(attempt)
-        if attempt.pair is not None and self._success_memory > 0:
-            self._known[attempt.pair] = self._clock() + self._success_memory
-            self._known.move_to_end(attempt.pair)
-            while len(self._known) > self._max_keys:
-                self._known.popitem(last=False)
+        self._remember(attempt.pair)
+
+    def remember(self, address: str, user: str | None, *, secret: bytes = b"") -> None:
+        """A login checked without taking (:meth:`check` before it) succeeded: (user, address) becomes a known pair,
+        as :meth:`succeeded` makes it."""
+        if user is not None:
+            where = self.address_key(address)
+            self._remember(self._digest(b"pair", where.encode(), self._user_digest(user), secret))
+
+    def refused(self, address: str, user: str | None = None, *, secret: bytes = b"") -> None:
+        """A login checked without taking (:meth:`check` before it) was refused: a token is taken from each bucket
+        :meth:`take` would have taken from, where one is left (a known pair's address bucket is not charged), and
+        the address is failing for ``failure_memory_seconds``, as after :meth:`failed`. Never raises: the refusal
+        stands whatever the buckets hold now."""
+        now = self._clock()
+        where = self.address_key(address)
+        bucket = self._addresses.get(where, now)
+        if user is not None:
+            user_digest = self._user_digest(user)
+            pair = self._digest(b"pair", where.encode(), user_digest, secret)
+            users = self._users.get(user_digest, now)
+            if users.tokens >= 1.0:
+                users.tokens -= 1.0
+            known = self._is_known(pair, now)
+        else:
+            known = False
+        if not known and bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+        bucket.failed_at = now
 
     def failed(self, attempt: Attempt) -> None:
         """The login failed: its tokens stay spent, and its address is failing for ``failure_memory_seconds``."""
@@ -260,7 +290,7 @@ class LoginFailureBudget:
         where = self.address_key(address)
         user_digest = pair = None
         if user is not None:
-            user_digest = self._digest(b"user", user.encode("utf-8", "surrogatepass"))
+            user_digest = self._user_digest(user)
             pair = self._digest(b"pair", where.encode(), user_digest, secret)
         bucket = self._addresses.get(where, now)
         known = pair is not None and self._is_known(pair, now)
@@ -305,6 +335,16 @@ class LoginFailureBudget:
             del self._known[pair]
             return False
         return True
+
+    def _remember(self, pair: bytes | None) -> None:
+        if pair is not None and self._success_memory > 0:
+            self._known[pair] = self._clock() + self._success_memory
+            self._known.move_to_end(pair)
+            while len(self._known) > self._max_keys:
+                self._known.popitem(last=False)
+
+    def _user_digest(self, user: str) -> bytes:
+        return self._digest(b"user", user.encode("utf-8", "surrogatepass"))
 
     def _give_back(self, attempt: Attempt) -> None:
         now = self._clock()

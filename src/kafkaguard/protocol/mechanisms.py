@@ -36,7 +36,6 @@ and the groups the token carried.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
 import time
@@ -412,8 +411,8 @@ class GssapiServer:
         except KerberosError as e:
             # GSSAPI's status, never a key
             log.info("GSSAPI login from /%s refused: %s", self._client, e, extra=COLLAPSE)
-            with contextlib.suppress(LoginThrottledError):  # spent meanwhile: the address is failing already
-                self._budget.failed(self._budget.take(self.name, self._client))
+            # spends what is left (spent meanwhile: none), and counts no refusal the client never got
+            self._budget.refused(self._client)
             return Failed(_GSSAPI_FAILED)  # as Kafka: the reason is logged, never sent
         self._peer = exchange.peer
         if not done:

@@ -21,10 +21,13 @@ the broker derives (Kafka's ``ScramSaslServer`` and ``PlainSaslServer`` take it 
   refusal of that is the login's. The token lives only in the step that relays it: never kept, never logged.
 
 Nothing a client sends is stored or logged here. The process's failed-login budget (``identity.failure_budget``) still
-stands in front: asked before a client-first goes up, paid by every step the broker refuses (SCRAM: client-first for
-an unknown user, client-final for a wrong proof; PLAIN: its one token), given back on success. A broker that cannot
-be asked raises ``LoginUnavailable``: the connection closes without an answer, which Kafka's clients treat as a
-broker failure and retry, never as "authentication failed".
+stands in front: asked (``check``) before each token goes up, so a spent address or user name is refused without the
+broker being asked, and spent (``refused``) by every step the broker refuses (SCRAM: client-first for an unknown
+user, client-final for a wrong proof; PLAIN: its one token). Nothing is taken while the broker's answer is awaited:
+held tokens made 200 right PLAIN logins of one address at once fail 83 times with "Too many failed logins" (the
+burst spent by logins merely in flight). A success makes (user, address) a known pair (``remember``; PLAIN's keyed by
+an HMAC of its password). A broker that cannot be asked raises ``LoginUnavailable``: nothing is spent, the connection
+closes without an answer, which Kafka's clients treat as a broker failure and retry, never as "authentication failed".
 
 Cost model: one upstream round trip per client token (a SCRAM login: handshake + two, PLAIN and a good OAUTHBEARER
 token: handshake + one, a bad token: handshake + two); the only parsing is a split of the first token (OAUTHBEARER:
@@ -40,7 +43,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kafkaguard.errors import KafkaguardError, OAuthBearerError, ScramError
-from kafkaguard.identity.failure_budget import Attempt, LoginFailureBudget, LoginThrottledError
+from kafkaguard.identity.failure_budget import LoginFailureBudget, LoginThrottledError
 from kafkaguard.identity.oauth import TokenExpectations, accepted_token_claims
 from kafkaguard.identity.oauthbearer import parse_client_initial_response
 from kafkaguard.protocol.mechanisms import (
@@ -54,6 +57,11 @@ from kafkaguard.protocol.mechanisms import (
     throttled,
 )
 from kafkaguard.scram.messages import parse_client_first
+
+#: The key of the HMAC of a PLAIN password the failure budget's known pairs compare: one per process, like the
+#: budget, since ``PassthroughMechanisms`` is made per connection (a key of each connection's own made every PLAIN
+#: password new at its next connection, so no PLAIN user was ever a known pair).
+_PLAIN_KEY = secrets.token_bytes(32)
 
 #: The mechanisms a login can pass through (GSSAPI cannot: a ticket is bound to the service it was issued for).
 PASSTHROUGH_MECHANISMS = frozenset({"SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN", "OAUTHBEARER"})
@@ -131,54 +139,35 @@ class PassthroughServer:
     async def step(self, token: bytes) -> Step:
         first = self._steps == 0
         self._steps += 1
-        proof = self.name == "PLAIN" or not first  # the token that carries the password or its proof
-        try:
-            if first:
-                self._user, refusal = claimed_user(self.name, token)
-                if refusal is not None:
-                    return Failed(refusal)
-                if self.name == "PLAIN":
-                    self._secret = plain_secret(self._key, token)
-                else:  # a SCRAM client-first: a refused client gets no salt from the broker either
-                    self._budget.check(self.name, self._client, self._user)
-            attempt = self._budget.take(self.name, self._client, self._user, secret=self._secret) if proof else None
+        if first:
+            self._user, refusal = claimed_user(self.name, token)
+            if refusal is not None:
+                return Failed(refusal)
+            if self.name == "PLAIN":
+                self._secret = plain_secret(self._key, token)
+        try:  # asked, never held: a SCRAM client-first refused here gets no salt from the broker either
+            self._budget.check(self.name, self._client, self._user, secret=self._secret)
         except LoginThrottledError as e:
             return throttled(e)
-        try:
-            answer = await self._relay.relay_login(self.name, token, first=first)
-        except LoginUnavailable:
-            if attempt is not None:
-                self._budget.cancelled(attempt)
-            raise
+        answer = await self._relay.relay_login(self.name, token, first=first)  # LoginUnavailable: nothing spent
         if answer.error_code != 0:
-            self._charge(attempt)
+            self._budget.refused(self._client, self._user, secret=self._secret)
             return Failed(answer.error_message or "", error_code=answer.error_code, relayed=True)
         if self.name != "PLAIN" and first:
             return Challenge(answer.auth_bytes, answer.error_message)
-        if attempt is not None:
-            self._budget.succeeded(attempt)
+        self._budget.remember(self._client, self._user, secret=self._secret)
         if self._user is None:  # accepted by the broker, yet no name kafkaguard can read: it cannot authorize it
             return Failed("Authentication failed: the user name could not be read for authorization")
         login = Login(self._user, self.name, relayed_lifetime_ms=answer.session_lifetime_ms)
         return Authenticated(answer.auth_bytes, login, answer.error_message)
-
-    def _charge(self, attempt: Attempt | None) -> None:
-        """The broker refused: a failed login, paid for whichever step it came at (a SCRAM client-first for an
-        unknown user took nothing yet)."""
-        if attempt is None:
-            try:
-                attempt = self._budget.take(self.name, self._client, self._user, secret=self._secret)
-            except LoginThrottledError:
-                return  # nothing left to take: the refusal stands, and the next attempt is refused unchecked
-        self._budget.failed(attempt)
 
 
 class OAuthBearerPassthroughServer:
     """One client's OAUTHBEARER exchange passed through to the broker (see the module docstring).
 
     The failure budget counts per address only, as kafkaguard's own OAUTHBEARER does (a token is not guessed name by
-    name): taken before an initial response goes up, given back when the broker accepts, spent when it answers the
-    error challenge or refuses."""
+    name): asked before an initial response goes up, spent when the broker answers with its error challenge or
+    refuses; nothing is held while the broker answers (as the other mechanisms passed through)."""
 
     name = "OAUTHBEARER"
 
@@ -201,29 +190,22 @@ class OAuthBearerPassthroughServer:
         first = self._steps == 0
         self._steps += 1
         acknowledgement = token == OAUTHBEARER_ACKNOWLEDGEMENT and not first
-        try:
-            attempt = None if acknowledgement else self._budget.take(self.name, self._client)
-        except LoginThrottledError as e:
-            return throttled(e)
-        try:
-            answer = await self._relay.relay_login(self.name, token, first=first)
-        except LoginUnavailable:
-            if attempt is not None:
-                self._budget.cancelled(attempt)
-            raise
+        if not acknowledgement:
+            try:  # asked, never held
+                self._budget.check(self.name, self._client)
+            except LoginThrottledError as e:
+                return throttled(e)
+        answer = await self._relay.relay_login(self.name, token, first=first)  # LoginUnavailable: nothing spent
         if answer.error_code != 0:
-            if attempt is not None:
-                self._budget.failed(attempt)
+            if not acknowledgement:  # the error challenge before it was this login's failure already
+                self._budget.refused(self._client)
             return Failed(answer.error_message or "", error_code=answer.error_code, relayed=True)
         if acknowledgement:  # Kafka refuses the %x01 after its error challenge: no broker accepts it
             return Failed("Authentication failed: the broker accepted an OAUTHBEARER error acknowledgement")
         if answer.auth_bytes:
             # Kafka's error challenge for a token its validator refused: the client answers %x01 (relayed next)
-            if attempt is not None:
-                self._budget.failed(attempt)
+            self._budget.refused(self._client)
             return Challenge(answer.auth_bytes, answer.error_message)
-        if attempt is not None:
-            self._budget.succeeded(attempt)
         try:
             response = parse_client_initial_response(token)
             principal, groups = accepted_token_claims(response.token.value, self._expectations)
@@ -257,7 +239,7 @@ class PassthroughMechanisms:
         self._passed = passed & PASSTHROUGH_MECHANISMS
         self._budget = budget
         self._expectations = expectations or TokenExpectations()
-        self._key = secrets.token_bytes(32)
+        self._key = _PLAIN_KEY
 
     def passes(self, name: str) -> bool:
         return name in self._passed

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,40 @@ def proxy(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Itera
     finally:
         handle.stop()
     assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
+
+
+#: How the proxy reaches the broker for its clients (``upstream_authentication``): as its one service account, or
+#: each client as itself, its login passed through to the broker.
+PROXY_MODES = ("service-account", "passthrough")
+
+
+@dataclass(frozen=True)
+class ModeProxy:
+    """A proxy in front of ``kafka`` in one of ``PROXY_MODES``."""
+
+    mode: str
+    handle: ServerHandle
+
+    @property
+    def passthrough(self) -> bool:
+        return self.mode == "passthrough"
+
+
+@pytest.fixture(scope="session", params=PROXY_MODES)
+def mode_proxy(
+    request: pytest.FixtureRequest, kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ModeProxy]:
+    """The ``proxy`` fixture's proxy, once per mode of ``PROXY_MODES`` and session (the equivalence suites run in
+    both). In passthrough the clients' SCRAM logins go to ``kafka`` (kafkaguard's admin is the broker's, same
+    name and password), and every request of theirs reaches it as the client itself."""
+    mode: str = request.param
+    overrides: dict[str, Any] = {"upstream_authentication": "passthrough"} if mode == "passthrough" else {}
+    handle = start_proxy(tmp_path_factory.mktemp(f"proxy-{mode}"), kafka, **overrides)
+    try:
+        yield ModeProxy(mode, handle)
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the {mode} proxy logged errors: {handle.errors}"
 
 
 # ---------------------------------------------------------------------- what an in-process proxy sends, both ways

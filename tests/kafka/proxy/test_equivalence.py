@@ -6,6 +6,10 @@ membership, committed offsets.
 Each side gets its users and ACLs through its own Kafka admin API (the broker's, and the proxy's, which answers the
 ACL and SCRAM APIs from kafkaguard's store), with the same names but for a per-side token, so the two runs share no
 topic or group. Outcomes are compared with the token replaced by ``T``.
+
+The proxied side runs in both of the proxy's modes (``conftest.PROXY_MODES``). In passthrough the users exist on
+Kafka only (made with the broker's Admin API; the clients log in through the proxy with their Kafka credentials),
+and the ACLs are in both places, kafkaguard's store and the broker's, since both must allow.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from confluent_kafka.admin._scram import ScramCredentialInfo, ScramMechanism, Us
 from confluent_kafka.cimpl import NewTopic
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
-from tests.serving import ServerHandle
+from tests.kafka.proxy.conftest import ModeProxy
 
 PASSWORD = "equivalence-pw"  # noqa: S105 - a test password
 TOPIC, GROUP, CLUSTER = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.BROKER  # BROKER: librdkafka's CLUSTER
@@ -39,6 +43,8 @@ class Side:
     label: str
     bootstrap: str
     token: str
+    #: The broker behind a proxy in passthrough: the users are made there only, the ACLs there and in kafkaguard.
+    upstream: str | None = None
 
     def name(self, base: str) -> str:
         return f"eq-{self.token}-{base}"
@@ -84,24 +90,39 @@ def prepare(side: Side, kafka: KafkaBroker) -> None:
     provision(side, USERS, acls(side))
 
 
+def proxy_side(proxy: ModeProxy, kafka: KafkaBroker, token: str) -> Side:
+    """The side through ``proxy`` (its bootstrap port), in its mode."""
+    handle = proxy.handle
+    return Side("proxy", handle.bootstrap(next(iter(handle.ports))), f"p{token}",
+                upstream=kafka.bootstrap if proxy.passthrough else None)  # fmt: skip
+
+
 def provision(side: Side, users: Sequence[str], wanted: list[AclBinding]) -> None:
     """``users`` (SCRAM-SHA-256, ``PASSWORD``) and the ACLs ``wanted`` through the side's own admin API, waited for
-    until the side lists every ACL and every user logs in."""
+    until the side lists every ACL and every user logs in. A side in passthrough makes its users with the broker's
+    admin API only, and its ACLs with both (kafkaguard's, through the proxy, and the broker's)."""
     admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
+    acl_admins = [admin]
+    user_admin = admin
+    if side.upstream is not None:
+        broker = AdminClient(Side("broker", side.upstream, side.token).config(ADMIN, password=ADMIN_PASSWORD))
+        acl_admins.append(broker)
+        user_admin = broker
     upserts = [UserScramCredentialUpsertion(side.name(u), ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
                                             PASSWORD.encode()) for u in users]  # fmt: skip
-    for future in admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
-        future.result(60)
-    for future in admin.create_acls(wanted).values():
+    for future in user_admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
         future.result(60)
     anyone: Any = None
     every = AclBindingFilter(ResourceType.ANY, anyone, ResourcePatternType.ANY, anyone, anyone, AclOperation.ANY,
                              AclPermissionType.ANY)  # fmt: skip
+    for acl_admin in acl_admins:
+        for future in acl_admin.create_acls(wanted).values():
+            future.result(60)
 
-    def stored() -> int:
-        return sum(side.token in b.principal for b in admin.describe_acls(every).result(30))
+        def stored(acl_admin: AdminClient = acl_admin) -> int:
+            return sum(side.token in b.principal for b in acl_admin.describe_acls(every).result(30))
 
-    eventually(stored, len(wanted))
+        eventually(stored, len(wanted))
     for user in users:  # the side knows every credential before the traffic starts
         eventually(functools.partial(logs_in, side, side.name(user)), True)
 
@@ -193,10 +214,10 @@ def outcomes(side: Side) -> dict[str, Any]:
 
 
 @pytest.mark.timeout(600)
-def test_clients_see_the_same_outcomes_through_the_proxy_as_on_kafka(proxy: ServerHandle, kafka: KafkaBroker):
+def test_clients_see_the_same_outcomes_through_the_proxy_as_on_kafka(mode_proxy: ModeProxy, kafka: KafkaBroker):
     token = uuid.uuid4().hex[:6]
     direct = Side("kafka", kafka.bootstrap, f"k{token}")
-    proxied = Side("proxy", proxy.bootstrap(next(iter(proxy.ports))), f"p{token}")
+    proxied = proxy_side(mode_proxy, kafka, token)
     results = {}
     for side in (direct, proxied):
         prepare(side, kafka)

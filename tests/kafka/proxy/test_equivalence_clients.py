@@ -12,8 +12,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]
 
 from tests.kafka.broker import KafkaBroker
-from tests.kafka.proxy.test_equivalence import PASSWORD, Side, prepare
-from tests.serving import ServerHandle
+from tests.kafka.proxy.conftest import ModeProxy
+from tests.kafka.proxy.test_equivalence import PASSWORD, Side, prepare, proxy_side
 
 with warnings.catch_warnings():  # kafka-python's imports use importlib.resources' deprecated read_text
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)
@@ -89,10 +89,9 @@ async def aiokafka_run(side: Side) -> dict[str, Any]:
 
 
 @pytest.mark.timeout(600)
-def test_kafka_python_and_aiokafka_see_the_same_outcomes_through_the_proxy(proxy: ServerHandle, kafka: KafkaBroker):
+def test_kafka_python_and_aiokafka_see_the_same_outcomes_through_the_proxy(mode_proxy: ModeProxy, kafka: KafkaBroker):
     token = uuid.uuid4().hex[:6]
-    sides = (Side("kafka", kafka.bootstrap, f"k{token}"), Side("proxy", proxy.bootstrap(next(iter(proxy.ports))),
-                                                                 f"p{token}"))  # fmt: skip
+    sides = (Side("kafka", kafka.bootstrap, f"k{token}"), proxy_side(mode_proxy, kafka, token))
     results: dict[str, dict[str, Any]] = {}
     for side in sides:
         prepare(side, kafka)

@@ -37,9 +37,8 @@ from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.authorizer.requests import ApiKey
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
-from tests.kafka.proxy.conftest import api_versions_of
-from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, provision
-from tests.serving import ServerHandle
+from tests.kafka.proxy.conftest import ModeProxy, api_versions_of
+from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, provision, proxy_side
 
 PROBE = Path(__file__).parent.parent / "ConsumerGroupProbe.java"
 PROBE_TIMEOUT = 150
@@ -130,10 +129,10 @@ def outcomes(kafka: KafkaBroker, side: Side) -> dict[str, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def sides(proxy: ServerHandle, kafka: KafkaBroker) -> tuple[Side, Side]:
+def sides(mode_proxy: ModeProxy, kafka: KafkaBroker) -> tuple[Side, Side]:
     token = uuid.uuid4().hex[:6]
     direct = Side("kafka", kafka.bootstrap, f"k{token}")
-    proxied = Side("proxy", proxy.bootstrap(next(iter(proxy.ports))), f"p{token}")
+    proxied = proxy_side(mode_proxy, kafka, token)
     for side in (direct, proxied):
         prepare(side, kafka)
     return direct, proxied
@@ -186,10 +185,10 @@ def test_the_broker_runs_the_production_metadata_version(sides: tuple[Side, Side
     assert probe(kafka, direct, "features", "member", "unused", ("unused",), 0) == ["FINALIZED metadata.version 21"]
 
 
-def test_librdkafka_needs_v1(sides: tuple[Side, Side], proxy: ServerHandle):
+def test_librdkafka_needs_v1(sides: tuple[Side, Side], mode_proxy: ModeProxy):
     """The pinned confluent-kafka cannot use the consumer protocol against Kafka 3.9, straight or proxied: it asks
     for ConsumerGroupHeartbeat v1, which neither offers (the proxy offers exactly the broker's v0)."""
-    offered = proxy.server.versions  # type: ignore[attr-defined]
+    offered = mode_proxy.handle.server.versions  # type: ignore[attr-defined]
     assert offered[ApiKey.CONSUMER_GROUP_HEARTBEAT] == (0, 0)
     assert offered[ApiKey.CONSUMER_GROUP_DESCRIBE] == (0, 0)
     assert offered[ApiKey.OFFSET_COMMIT][1] == 9 and offered[ApiKey.OFFSET_FETCH][1] == 9

@@ -6,15 +6,20 @@ SCRAM users exist only on Kafka, made with its Admin API (AlterUserScramCredenti
 only in its JAAS configuration. kafkaguard's store holds no user at all but its admin. Each login is tried straight on
 the broker and through the proxy with the same raw client (``tests.wire``), and the two answers compared step by step
 (error code, error message): right and wrong passwords, an unknown user, a deleted one, a rotated password, both SCRAM
-mechanisms, PLAIN. Then producers show both ACL sets at work (both must allow), and the broker's authorizer log and
-kafkaguard's audit trail name the client, never the proxy's service user.
+mechanisms, PLAIN. Then producers show both ACL sets at work (both must allow: each refusal as the same client gets
+it straight from the broker), and the broker's authorizer log and kafkaguard's audit trail name the client, never the
+proxy's service user. Many right logins of one address at once never spend its failure budget; wrong ones do.
 """
 
 from __future__ import annotations
 
+import asyncio
+import re
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +110,12 @@ def delete_user(kafka: KafkaBroker, user: str, *mechanisms: ScramMechanism) -> N
         alter(kafka, [UserScramCredentialDeletion(user, mechanism)])
 
 
-def login(address: tuple[str, int], mechanism: str, user: str, password: str) -> list[Answer]:
-    """Each step's answer, as a raw client sees it, until the login ends (a refusal, or the server's last token)."""
-    with Wire(address, timeout=TIMEOUT) as wire:
+def login(
+    address: tuple[str, int], mechanism: str, user: str, password: str, *, source: str | None = None
+) -> list[Answer]:
+    """Each step's answer, as a raw client sees it, until the login ends (a refusal, or the server's last token);
+    from the loopback address ``source`` when given."""
+    with Wire(address, timeout=TIMEOUT, source=source) as wire:
         handshake = wire.request(SaslHandshakeRequest(mechanism=mechanism))
         answers: list[Answer] = [("handshake", handshake.error_code.value, None)]
         if handshake.error_code.value:
@@ -206,9 +214,14 @@ def kafka_allows(kafka: KafkaBroker, principal: str, topic: str, *operations: Ka
         future.result(TIMEOUT)
 
 
-def produce(proxy: ServerHandle, user: str, password: str, topic: str) -> KafkaError | None:
-    host, port = proxy.sasl
-    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
+def produce(proxy: ServerHandle | KafkaBroker, user: str, password: str, topic: str) -> KafkaError | None:
+    """One message to ``topic`` through the proxy, or straight to the broker: its delivery error, None if it went."""
+    if isinstance(proxy, KafkaBroker):
+        bootstrap = proxy.bootstrap
+    else:
+        host, port = proxy.sasl
+        bootstrap = f"{host}:{port}"
+    producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
                          "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
                          "message.timeout.ms": 10_000, "linger.ms": 0})  # fmt: skip
     outcomes: list[KafkaError | None] = []
@@ -236,6 +249,9 @@ def log_end(kafka: KafkaBroker) -> int:
 
 
 def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    """Three topics: allowed by the broker only, by kafkaguard only, by both. Through the proxy only the last takes
+    the message, and each refusal is the one the same client gets straight from the broker for a topic the broker
+    refuses (TOPIC_AUTHORIZATION_FAILED, not retriable, not fatal), whichever side refused."""
     user, password = f"pt-{uuid.uuid4().hex[:8]}", "client-password"
     principal = f"User:{user}"
     set_password(plain_kafka, user, password, SHA256)
@@ -255,16 +271,27 @@ def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, pas
     outcomes: dict[str, Any] = {topic: produce(passthrough, user, password, topic)
                                 for topic in (only_broker, only_kafkaguard, both_allow)}  # fmt: skip
     assert outcomes[both_allow] is None
-    for refused in (only_broker, only_kafkaguard):  # the refusal Kafka gives, whoever gave it
-        assert outcomes[refused] is not None and outcomes[refused].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     # the broker saw the client itself, never the proxy's service user; kafkaguard never let it ask for only_broker
     assert broker_principals(plain_kafka, both_allow, since) == {f"{principal} DESCRIBE", f"{principal} WRITE"}
     assert broker_principals(plain_kafka, only_kafkaguard, since) == {f"{principal} DESCRIBE"}  # the broker refused
     assert broker_principals(plain_kafka, only_broker, since) == set()
+    # the same client straight to the broker: what Kafka itself answers a topic it refuses
+    direct: dict[str, Any] = {topic: produce(plain_kafka, user, password, topic)
+                              for topic in (only_broker, only_kafkaguard, both_allow)}  # fmt: skip
+    assert direct[only_broker] is None and direct[both_allow] is None
+    kafka_refusal = direct[only_kafkaguard]
+    assert kafka_refusal is not None and kafka_refusal.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    for refused in (only_broker, only_kafkaguard):  # the refusal Kafka gives, whichever side gave it
+        assert outcomes[refused] is not None
+        assert (outcomes[refused].code(), outcomes[refused].retriable(), outcomes[refused].fatal()) == (
+            kafka_refusal.code(), kafka_refusal.retriable(), kafka_refusal.fatal())  # fmt: skip
     records = [r for r in passthrough.audit_records() if r.get("principal") == principal]
     seen = {(r.get("resource_name"), r.get("decision")) for r in records}
-    assert any(name == both_allow for name, _ in seen), seen
-    assert any(name == only_broker for name, _ in seen), seen
+    # kafkaguard's trail tells which side refused: it denied only_broker itself, and allowed only_kafkaguard (the
+    # broker refused that one)
+    assert (only_broker, "DENIED") in seen and (only_broker, "ALLOWED") not in seen, seen
+    assert (only_kafkaguard, "ALLOWED") in seen and (only_kafkaguard, "DENIED") not in seen, seen
+    assert (both_allow, "ALLOWED") in seen and (both_allow, "DENIED") not in seen, seen
 
 
 def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBroker, passthrough: ServerHandle):
@@ -373,3 +400,92 @@ def test_a_broker_quota_throttles_that_user_through_the_proxy_and_no_one_else(
     time.sleep(1.0)  # the broker applies a quota the controller committed asynchronously (a few ms here)
     assert any(t > 0 for t in throttles_seen(passthrough, slow, password, topic, rounds=3))
     assert throttles_seen(passthrough, free, password, topic, rounds=3) == []
+
+
+CONCURRENT = 200
+THROTTLED = re.compile(r"^Authentication failed: Too many failed logins .*retry after \d+ s$")
+#: The budget's defaults (``login_failures_per_address_burst``, ``…_per_user_burst``), which ``budgeted`` keeps
+#: (the tests' servers are otherwise given bursts too large to reach).
+ADDRESS_BURST, USER_BURST = 10, 20
+
+
+@pytest.fixture(scope="module")
+def budgeted(plain_kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
+    """The proxy in passthrough with the default failure budget."""
+    handle = start_proxy(tmp_path_factory.mktemp("budgeted-proxy"), plain_kafka,
+                         upstream_authentication="passthrough",
+                         sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
+                         auth_failure_delay_ms=0, login_failures_per_address_burst=ADDRESS_BURST,
+                         login_failures_per_user_burst=USER_BURST)  # fmt: skip
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
+
+
+def login_at_once(
+    proxy: ServerHandle, source: str, mechanism: str, user: str, password: str, count: int
+) -> list[tuple[int, str | None]]:
+    """``count`` logins from ``source``, each on its own connection, their proofs (PLAIN's one token, SCRAM's
+    client-final) sent at the same moment: (error code, error message) of each login's last step."""
+    gate = threading.Barrier(count, timeout=TIMEOUT)
+
+    def one(_number: int) -> tuple[int, str | None]:
+        with Wire(proxy.sasl, timeout=TIMEOUT, source=source) as wire:
+            assert wire.request(SaslHandshakeRequest(mechanism=mechanism)).error_code.value == 0
+            if mechanism == "PLAIN":
+                proof = f"\x00{user}\x00{password}".encode()
+            else:
+                client = scramp.ScramClient([mechanism], user, password)
+                first = wire.request(SaslAuthenticateRequest(auth_bytes=client.get_client_first().encode()))
+                assert first.error_code.value == 0, first.error_message
+                client.set_server_first(bytes(first.auth_bytes).decode())
+                proof = client.get_client_final().encode()
+            gate.wait()
+            answer = wire.request(SaslAuthenticateRequest(auth_bytes=proof))
+            return answer.error_code.value, answer.error_message
+
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+@pytest.fixture
+def slow_broker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every relayed login waits a moment before it goes up (a broker slower than its clients), so that the logins
+    sent at once are all in flight together."""
+    real = UpstreamConnection.relay_login
+
+    async def slow(self: UpstreamConnection, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        await asyncio.sleep(0.5)  # widens the window in which logins are in flight; no timing is asserted
+        return await real(self, mechanism, token, first=first)
+
+    monkeypatch.setattr(UpstreamConnection, "relay_login", slow)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_right_logins_in_flight_at_once_never_spend_the_failure_budget(
+    plain_kafka: KafkaBroker, budgeted: ServerHandle, slow_broker: None, mechanism: str
+):
+    """200 right logins from one address at once, all waiting for the broker together: every one is accepted (held
+    budget tokens refused 83 of 200 PLAIN logins in a benchmark: the address's burst was spent by logins in flight).
+    Wrong passwords from that address still spend its budget: after the burst the next login is refused in front."""
+    source = {"PLAIN": "127.0.21.1", "SCRAM-SHA-256": "127.0.21.2", "SCRAM-SHA-512": "127.0.21.3"}[mechanism]
+    if mechanism == "PLAIN":
+        user, password = PLAIN_USER, PLAIN_PASSWORD
+    else:
+        user, password = f"pt-{uuid.uuid4().hex[:8]}", "many-at-once"
+        set_password(plain_kafka, user, password, SHA256 if mechanism == "SCRAM-SHA-256" else SHA512)
+        until_broker_agrees(plain_kafka, mechanism, user, password, ok=True)
+    outcomes = login_at_once(budgeted, source, mechanism, user, password, CONCURRENT)
+    assert [code for code, _message in outcomes] == [0] * CONCURRENT, [o for o in outcomes if o[0]][:3]
+    # wrong passwords, one after another, for names never seen from there: the broker refuses each, and each spends
+    # a failed login of the address, until the budget refuses in front (the bucket refills 30 a minute meanwhile)
+    checked = 0
+    while not THROTTLED.match(str(login(budgeted.sasl, mechanism, f"ghost-{checked}-{user}", "wrong",
+                                        source=source)[-1][2])):  # fmt: skip
+        checked += 1
+        assert checked <= 4 * ADDRESS_BURST, "wrong passwords never spent the budget"
+    assert checked >= ADDRESS_BURST  # the right logins before took nothing from it
+    assert login(budgeted.sasl, mechanism, user, password, source=source)[-1][1] == 0  # a known pair still may
