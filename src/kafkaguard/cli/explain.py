@@ -13,11 +13,9 @@ record was explained, 2 for bad input or when no record matches.
 
 from __future__ import annotations
 
-import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 
@@ -25,25 +23,10 @@ from kafkaguard.audit.records.record import AuditRecord, LineError, format_time,
 from kafkaguard.authorizer import Decision, StandardAuthorizer
 from kafkaguard.cli.aclfile import AclFileError, load_acl_file
 from kafkaguard.cli.groups import ConfigFile, DataDir, store_services
+from kafkaguard.cli.log_lines import log_lines
 from kafkaguard.cli.output import fail, printable
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.model import AclId, Action, AuthorizationResult, RequestContext, ResourcePattern, StoredAcl
-
-
-def _open(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
-def _lines(paths: list[Path]) -> Iterator[tuple[str, int, str]]:
-    for path in paths:
-        try:
-            with _open(path) as lines:
-                for number, line in enumerate(lines, 1):
-                    yield str(path), number, line
-        except (OSError, UnicodeDecodeError, EOFError) as e:
-            fail(f"cannot read {path}: {e}", 2)
 
 
 def _event_id(line: str) -> str | None:
@@ -62,7 +45,7 @@ def pick(
     one (of ``principal`` when given); None when no record matches. Lines that are no record (bad JSON, a record
     missing a field) are appended to ``bad`` as ``file:line: reason``."""
     chosen: tuple[AuditRecord, str] | None = None
-    for source, number, line in _lines(paths):
+    for source, number, line in log_lines(paths, exit_code=2):
         if not line.strip():
             continue
         if event is not None and _event_id(line) != event:

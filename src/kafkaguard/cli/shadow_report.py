@@ -11,17 +11,16 @@ Exit code 0 when the report was made (with or without flips), 1 when a file cann
 
 from __future__ import annotations
 
-import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from kafkaguard.audit.records.shadow import FlipSummary, ShadowFlip, shadow_of, summarise
+from kafkaguard.cli.log_lines import log_lines
 from kafkaguard.cli.output import TableOutput, fail, print_rows, printable
 
 
@@ -32,25 +31,9 @@ class _Read:
         self.bad: list[str] = []
 
 
-def _open(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
-
-
-def _lines(paths: list[Path]) -> Iterator[tuple[str, int, str]]:
-    for path in paths:
-        try:
-            with _open(path) as lines:
-                for number, line in enumerate(lines, 1):
-                    yield str(path), number, line
-        except (OSError, UnicodeDecodeError, EOFError) as e:
-            fail(f"cannot read {path}: {e}")
-
-
 def read_flips(paths: list[Path]) -> _Read:
     read = _Read()
-    for source, number, line in _lines(paths):
+    for source, number, line in log_lines(paths):
         if not line.strip():
             continue
         read.lines += 1

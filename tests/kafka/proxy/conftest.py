@@ -7,6 +7,7 @@ ACLs on its clients. Its listener needs a fixed port with the node ports above i
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -63,6 +64,30 @@ def start_proxy(
     return start_server(
         directory, TlsFiles(directory / "unused.pem", directory / "unused.key"), server_type=server_type, **options
     )
+
+
+@contextlib.contextmanager
+def running_proxy(directory: Path, kafka: KafkaBroker | KafkaCluster, **overrides: Any) -> Iterator[ServerHandle]:
+    """``start_proxy``, stopped afterwards; the errors the proxy logged meanwhile fail the test (a module fixture's
+    body: ``with running_proxy(...) as handle: yield handle``)."""
+    handle = start_proxy(directory, kafka, **overrides)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
+
+
+@contextlib.contextmanager
+def running_broker(kafka_dist: Path, workdir: Path, **options: Any) -> Iterator[KafkaBroker]:
+    """A ``KafkaBroker`` of a test module's own (``options``: its extra properties, PLAIN users …), stopped
+    afterwards."""
+    broker = KafkaBroker(kafka_dist, workdir, **options)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
 
 
 def start_cluster_proxy(directory: Path, cluster: KafkaCluster) -> ServerHandle:

@@ -51,7 +51,7 @@ from kafkaguard.protocol.passthrough import RelayedAnswer
 from kafkaguard.proxy.upstream import UpstreamConnection
 from kafkaguard.scram import ScramMechanism as KafkaguardScram
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
-from tests.kafka.proxy.conftest import start_proxy
+from tests.kafka.proxy.conftest import running_broker, running_proxy, start_proxy
 from tests.kafka.proxy.test_proxy_clients import grant
 from tests.serving import ServerHandle
 from tests.wire import Wire
@@ -65,28 +65,20 @@ Answer = tuple[str, int, str | None]  # (the step, its error code, its error mes
 
 @pytest.fixture(scope="module")
 def plain_kafka(kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    broker = KafkaBroker(kafka_dist, tmp_path_factory.mktemp("passthrough-kafka"),
-                         plain_users={PLAIN_USER: PLAIN_PASSWORD},
-                         extra_properties=(f"connections.max.reauth.ms={REAUTH_MS}",))  # fmt: skip
-    broker.start()
-    try:
+    with running_broker(kafka_dist, tmp_path_factory.mktemp("passthrough-kafka"),
+                        plain_users={PLAIN_USER: PLAIN_PASSWORD},
+                        extra_properties=(f"connections.max.reauth.ms={REAUTH_MS}",)) as broker:  # fmt: skip
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture(scope="module")
 def passthrough(plain_kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """The proxy in passthrough; its service user is the broker's admin (for discovery and broker settings only)."""
-    handle = start_proxy(tmp_path_factory.mktemp("passthrough-proxy"), plain_kafka,
-                         upstream_authentication="passthrough",
-                         sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
-                         auth_failure_delay_ms=0)  # fmt: skip
-    try:
+    with running_proxy(tmp_path_factory.mktemp("passthrough-proxy"), plain_kafka,
+                       upstream_authentication="passthrough",
+                       sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
+                       auth_failure_delay_ms=0) as handle:  # fmt: skip
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
 
 
 def admin(kafka: KafkaBroker) -> AdminClient:
@@ -412,16 +404,12 @@ ADDRESS_BURST, USER_BURST = 10, 20
 @pytest.fixture(scope="module")
 def budgeted(plain_kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """The proxy in passthrough with the default failure budget."""
-    handle = start_proxy(tmp_path_factory.mktemp("budgeted-proxy"), plain_kafka,
-                         upstream_authentication="passthrough",
-                         sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
-                         auth_failure_delay_ms=0, login_failures_per_address_burst=ADDRESS_BURST,
-                         login_failures_per_user_burst=USER_BURST)  # fmt: skip
-    try:
+    with running_proxy(tmp_path_factory.mktemp("budgeted-proxy"), plain_kafka,
+                       upstream_authentication="passthrough",
+                       sasl_mechanisms=["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"], sasl_plain_without_tls=True,
+                       auth_failure_delay_ms=0, login_failures_per_address_burst=ADDRESS_BURST,
+                       login_failures_per_user_burst=USER_BURST) as handle:  # fmt: skip
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
 
 
 def login_at_once(

@@ -34,7 +34,7 @@ from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.passthrough import RelayedAnswer
 from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN_PASSWORD, KafkaBroker, OAuthBearerValidation
-from tests.kafka.proxy.conftest import start_proxy
+from tests.kafka.proxy.conftest import running_broker, running_proxy, start_proxy
 from tests.kafka.proxy.test_passthrough import broker_principals, kafka_allows, log_end
 from tests.kafka.proxy.test_proxy_clients import grant
 from tests.kafka.tokens import SigningKey, write_jwks
@@ -67,26 +67,18 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[SigningKey, Path]:
 def oauth_kafka(
     kafka_dist: Path, tmp_path_factory: pytest.TempPathFactory, keys: tuple[SigningKey, Path]
 ) -> Iterator[KafkaBroker]:
-    broker = KafkaBroker(kafka_dist, tmp_path_factory.mktemp("passthrough-oauth-kafka"),
-                         extra_properties=oauthbearer_properties(keys[1]))  # fmt: skip
-    broker.start()
-    try:
+    with running_broker(kafka_dist, tmp_path_factory.mktemp("passthrough-oauth-kafka"),
+                        extra_properties=oauthbearer_properties(keys[1])) as broker:  # fmt: skip
         yield broker
-    finally:
-        broker.stop()
 
 
 @pytest.fixture(scope="module")
 def passthrough(oauth_kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerHandle]:
     """The proxy in passthrough, without any JWKS; the token's ``groups`` claim names the session's groups."""
-    handle = start_proxy(tmp_path_factory.mktemp("passthrough-oauth-proxy"), oauth_kafka,
-                         upstream_authentication="passthrough", sasl_mechanisms=["SCRAM-SHA-512", "OAUTHBEARER"],
-                         sasl_oauthbearer_groups_claim_name="groups", auth_failure_delay_ms=0)  # fmt: skip
-    try:
+    with running_proxy(tmp_path_factory.mktemp("passthrough-oauth-proxy"), oauth_kafka,
+                       upstream_authentication="passthrough", sasl_mechanisms=["SCRAM-SHA-512", "OAUTHBEARER"],
+                       sasl_oauthbearer_groups_claim_name="groups", auth_failure_delay_ms=0) as handle:  # fmt: skip
         yield handle
-    finally:
-        handle.stop()
-    assert handle.errors == [], f"the proxy logged errors: {handle.errors}"
 
 
 def initial_response(token: str) -> bytes:
