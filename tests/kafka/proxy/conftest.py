@@ -8,6 +8,7 @@ ACLs on its clients. Its listener needs a fixed port with the node ports above i
 from __future__ import annotations
 
 import contextlib
+import random
 import socket
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -27,16 +28,15 @@ from tests.serving import ServerHandle, TlsFiles, start_server
 
 
 def free_port_range(count: int = 8) -> int:
-    """A port P with P … P+count-1 free on 127.0.0.1 right now (the proxy serves node N at P+1+N)."""
-    for _ in range(200):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base: int = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
+    """A port P with P … P+count-1 free on 127.0.0.1 right now (the proxy serves node N at P+1+N): below the
+    ephemeral range (32768 and up), where a busy machine's outgoing connections hold ports by the thousand, and probed
+    with SO_REUSEADDR as the proxy binds (a port left in TIME_WAIT is free to it)."""
+    for _ in range(500):
+        base = random.randrange(15_000, 32_000 - count)
         try:
             for port in range(base, base + count):
                 with socket.socket() as check:
+                    check.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                     check.bind(("127.0.0.1", port))
         except OSError:
             continue
