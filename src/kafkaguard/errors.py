@@ -46,10 +46,12 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── LengthError                 protocol.lengths  a declared length or count the bytes cannot hold
      │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
      │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
+     │    ├── MalformedProduce            proxy.produce_request a Produce request whose bytes do not hold what they declare
      │    ├── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
      │    │    └── Malformed              proxy.walks       a length or count a relayed answer's walk cannot fit
      │    └── VarintTooLong               protocol.errors   a varint beyond 5 bytes (each reader turns it into its own)
      ├── CloseConnection                  protocol.connection control flow: ends one connection's loop, with a reason
+     │    └── Drained                     protocol.connection a graceful drain ends the connection at a request boundary
      ├── CertificateNotMapped             protocol.identity no mapping rule applies to a client certificate
      ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
@@ -63,6 +65,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── KafkaCallError              cli.client        the cluster answered a call with a Kafka error
      │    └── UnsupportedByClientError    cli.client        a binding librdkafka cannot express
      ├── AclFileError                     cli.aclfile       an ACL file (acls.yaml) that cannot be used
+     ├── _Unmapped                        cli.whois         no rule names an identity (private: answered as exit 1)
      └── PipelineError                    pipeline.errors   bad input or environment of an audit job
           └── SparkFailed                 pipeline.jobs.entry a job failed inside Spark (exit 1, not 2)
 
