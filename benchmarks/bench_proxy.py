@@ -846,6 +846,7 @@ class Bench:
         for side, settings in self.sides.items():
             _say(f"{side}: waiting for {USER}'s metadata through {settings.bootstrap}")
             wait_ready(settings, TOPIC)
+        cases = self.cases(outcome)
         if "proxy" in self.sides:  # the clients must reach the broker through the proxy, never around it
             brokers = broker_addresses(self.sides["proxy"])
             expected = {NODE_ID: f"{HOST}:{self.proxy_port + 1 + NODE_ID}"}
@@ -866,9 +867,6 @@ class Bench:
             _say(f"{side}: warm-up ({plan.warmup_messages:,} messages produced and consumed)")
             produce_throughput(settings, TOPIC, plan.warmup_messages, SIZE)
             consume_throughput(settings, TOPIC, GROUP, plan.warmup_messages)
-        # after the warm-up: its consumers made the broker the group coordinator (before, a KIP-848 probe may be
-        # answered NOT_COORDINATOR while __consumer_offsets is being created, and its case skipped for that)
-        cases = self.cases(outcome)
         for round_ in range(plan.rounds):
             for side in self.order(round_):
                 _say(f"round {round_ + 1}/{plan.rounds}: produce {plan.messages:,} × {SIZE} B, {side}")
