@@ -652,6 +652,19 @@ class HAProxy:
 
 
 HAPROXY = "haproxy"
+#: Kafka's own JVM settings (kafka-server-start.sh's; the same as ``bench_logins``'), for ``--tls``: the test
+#: fixture's C1-only JIT (``-XX:TieredStopAtLevel=1``, quick to start) runs the JDK's AES-GCM and GHASH without C2's
+#: intrinsics, and held every TLS side at the broker's ~35 MB/s with the broker at 100% of a core.
+KAFKA_JVM_OPTIONS = ["-Xms1g", "-Xmx1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                     "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                     "-Djava.awt.headless=true"]  # fmt: skip
+
+
+class TlsBenchBroker(KafkaBroker):
+    """The test broker with Kafka's own JVM settings (``KAFKA_JVM_OPTIONS``), for ``--tls``."""
+
+    def jvm_options(self) -> list[str]:
+        return KAFKA_JVM_OPTIONS
 
 
 def negotiated_tls(bootstrap: str, tls: ssl.SSLContext) -> str:
@@ -1376,8 +1389,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.direct_only and not args.no_hop and not with_hop:
             _say(f"{what} is not installed (scripts/setup installs it): no {what} baseline in this run")
         hop_port = free_port() if with_hop else None
-        broker = KafkaBroker(home, tmp / "broker", hop_port=free_port() if with_hop else None,
-                             hop_advertised_port=hop_port, tls=tls.broker if tls is not None else None)  # fmt: skip
+        kind = KafkaBroker if tls is None else TlsBenchBroker
+        broker = kind(home, tmp / "broker", hop_port=free_port() if with_hop else None,
+                      hop_advertised_port=hop_port, tls=tls.broker if tls is not None else None)  # fmt: skip
         broker.start()
         setup_broker(broker)
         if hop_port is not None and broker.hop_port is not None:
