@@ -1,6 +1,6 @@
 """Authorizing proxy benchmark: real Kafka clients straight to a real Kafka broker, and through ``kafkaguard proxy``.
 
-Run: ``.venv/bin/python -m benchmarks.bench_proxy [--quick] [--soak-seconds N] [--json out.json]`` (or
+Run: ``.venv/bin/python -m benchmarks.bench_proxy [--quick] [--tls] [--soak-seconds N] [--json out.json]`` (or
 ``scripts/bench proxy``). Needs Java 17+ and a Kafka distribution: ``KAFKA_TGZ`` / ``KAFKA_HOME`` as for the
 real-Kafka tests, ``--kafka-tgz``, or else ``../shared/kafka/kafka_*.tgz`` next to the checkout.
 ``--direct-only`` measures the direct half alone (no proxy). ``--kafkaguard PATH`` runs another kafkaguard
@@ -43,6 +43,16 @@ proxy alternating from round to round, after a warm-up both ways):
    the report, never failed — the proxy offers ConsumerGroupHeartbeat and Fetch v13+ once their handlers exist,
    and the direct broker offers ConsumerGroupHeartbeat only when configured for the consumer protocol
    (``group.coordinator.rebalance.protocols=classic,consumer``).
+
+``--tls`` (issue 39: the production data path) runs every side over SASL_SSL, certificates from a bench CA
+(``tests/kafka/pki.py``) checked by every client with its host name: *direct* to the broker's SASL_SSL listener
+(``KafkaBroker(tls=…)``); *proxy* with a SASL_SSL listener and SASL_SSL upstream, so it decrypts and encrypts every
+byte twice; and, in place of the bare hop, *haproxy*: HAProxy (Debian's, ``HAPROXY_CONFIG``: mode tcp, one thread)
+terminating the client's TLS and opening its own to the broker's HOP listener (SASL_SSL then), verifying the broker's
+certificate. Its CPU is metered as the proxy's is, from its pid, and the report adds millicores per MB/s (1000 × CPU
+seconds per MB of payload, per run) for the process in the middle and for the broker. The broker runs on Kafka's
+own JVM settings then (``KAFKA_JVM_OPTIONS``: the fixture's C1-only JIT caps the JDK's TLS at ~35 MB/s). Its section
+of docs/benchmarks.md is ``proxy-tls``, beside the plaintext ``proxy``.
 
 The machine is shared: before each phase the run waits (a few seconds at most) for other load to settle, and
 reports the load it saw. Prints a markdown section (written to docs/benchmarks.md unless ``--quick``,
