@@ -1,6 +1,6 @@
 """Authorizing proxy benchmark: real Kafka clients straight to a real Kafka broker, and through ``kafkaguard proxy``.
 
-Run: ``.venv/bin/python -m benchmarks.bench_proxy [--quick] [--soak-seconds N] [--json out.json]`` (or
+Run: ``.venv/bin/python -m benchmarks.bench_proxy [--quick] [--tls] [--soak-seconds N] [--json out.json]`` (or
 ``scripts/bench proxy``). Needs Java 17+ and a Kafka distribution: ``KAFKA_TGZ`` / ``KAFKA_HOME`` as for the
 real-Kafka tests, ``--kafka-tgz``, or else ``../shared/kafka/kafka_*.tgz`` next to the checkout.
 ``--direct-only`` measures the direct half alone (no proxy). ``--kafkaguard PATH`` runs another kafkaguard
@@ -10,7 +10,8 @@ the proxy permissive, ``--shadow-acls`` with a shadow ACL set of the same size a
 the group renamed: the group's requests flip, Produce and Fetch do not); either implies an audit log (``denied``
 unless ``--audit-mode`` says otherwise). Compare such a run with a plain one of the same ``--audit-mode``.
 ``--passthrough`` (issue 38) adds a side: a second ``kafkaguard proxy`` with ``--upstream-authentication
-passthrough``, the same data directory contents, in the same rounds (see *passthrough* below).
+passthrough``, the same data directory contents, in the same rounds (see *passthrough* below); with ``--tls`` too it
+runs over SASL_SSL both ways as the service-account proxy does.
 
 One run, one machine, one set of client settings (``benchmarks.kafka_load``: confluent-kafka/librdkafka, SCRAM-SHA-512
 over SASL_PLAINTEXT, as the non-super user ``bench``; producer linger.ms=5, batch.size=256 KiB, acks=all, no
@@ -50,6 +51,16 @@ proxy alternating from round to round, after a warm-up both ways):
    and the direct broker offers ConsumerGroupHeartbeat only when configured for the consumer protocol
    (``group.coordinator.rebalance.protocols=classic,consumer``).
 
+``--tls`` (issue 39: the production data path) runs every side over SASL_SSL, certificates from a bench CA
+(``tests/kafka/pki.py``) checked by every client with its host name: *direct* to the broker's SASL_SSL listener
+(``KafkaBroker(tls=…)``); *proxy* with a SASL_SSL listener and SASL_SSL upstream, so it decrypts and encrypts every
+byte twice; and, in place of the bare hop, *haproxy*: HAProxy (Debian's, ``HAPROXY_CONFIG``: mode tcp, one thread)
+terminating the client's TLS and opening its own to the broker's HOP listener (SASL_SSL then), verifying the broker's
+certificate. Its CPU is metered as the proxy's is, from its pid, and the report adds millicores per MB/s (1000 × CPU
+seconds per MB of payload, per run) for the process in the middle and for the broker. The broker runs on Kafka's
+own JVM settings then (``KAFKA_JVM_OPTIONS``: the fixture's C1-only JIT caps the JDK's TLS at ~35 MB/s). Its section
+of docs/benchmarks.md is ``proxy-tls``, beside the plaintext ``proxy``.
+
 The machine is shared: before each phase the run waits (a few seconds at most) for other load to settle, and
 reports the load it saw. Prints a markdown section (written to docs/benchmarks.md unless ``--quick``,
 ``--direct-only`` or ``--no-write``) and writes every number as JSON with ``--json``.
@@ -63,6 +74,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
@@ -118,7 +130,16 @@ from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
 from kafkaguard.scram import ScramMechanism
 from tests.actors import ACTOR
-from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaNotConfigured, free_port, kafka_home
+from tests.kafka.broker import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    KafkaBroker,
+    KafkaNotConfigured,
+    ServerCertificate,
+    free_port,
+    kafka_home,
+)
+from tests.kafka.pki import CertificateAuthority
 from tests.wire import Wire
 
 HOST = "127.0.0.1"
@@ -136,12 +157,35 @@ RETENTION_BYTES = 1024 * 1024 * 1024
 SEGMENT_BYTES = 128 * 1024 * 1024
 SOAK_SAMPLE_S = 10.0
 PROXY_START_TIMEOUT = 60.0
-SIDES = ("direct", "hop", "proxy", "passthrough")
+SIDES = ("direct", "hop", "haproxy", "proxy", "passthrough")
 #: The sides that are a ``kafkaguard proxy`` (their Metadata must list the proxy's node ports).
 PROXY_SIDES = ("proxy", "passthrough")
+#: The sides that are a throughput baseline only (phases 1-2: no newer-protocol cases, no latency phase).
+BASELINES = ("hop", "haproxy")
 #: The bare hop: socat forwarding TCP (no Kafka parsing, 1 MiB buffers, TCP_NODELAY both ways) to the broker's HOP
 #: listener, which advertises the forwarder's port, so its clients' every byte crosses one extra loopback hop.
 SOCAT = ("socat", "-b", str(1024 * 1024))
+#: Under ``--tls`` the bare hop is HAProxy (Debian's), mode tcp, terminating the client's TLS and opening its own to
+#: the broker's HOP listener (SASL_SSL there), verifying the broker's certificate: the same two TLS legs as the
+#: proxy's, done by a C proxy that parses no Kafka. One thread, as the proxy has one event loop.
+HAPROXY_CONFIG = """\
+global
+    nbthread 1
+    maxconn 4096
+
+defaults
+    mode tcp
+    timeout connect 10s
+    timeout client 10m
+    timeout server 10m
+
+frontend kafka_tls
+    bind {host}:{port} ssl crt {pem}
+    default_backend broker_tls
+
+backend broker_tls
+    server broker {host}:{upstream} ssl verify required ca-file {ca} verifyhost localhost
+"""
 
 
 @dataclass(frozen=True)
@@ -164,11 +208,18 @@ CASES = (
 )  # fmt: skip
 
 
-def offered_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
+def tls_context(settings: ClientSettings) -> ssl.SSLContext | None:
+    """A TLS context trusting ``settings.ssl_cafile`` (host names checked) for a SASL_SSL side; None otherwise."""
+    if settings.ssl_cafile is None:
+        return None
+    return ssl.create_default_context(cafile=settings.ssl_cafile)
+
+
+def offered_versions(bootstrap: str, tls: ssl.SSLContext | None = None) -> dict[int, tuple[int, int]]:
     """What the broker (or proxy) at ``bootstrap`` offers: its ApiVersions v3 answer, asked before login (as every
     client asks first)."""
     host, port = bootstrap.rsplit(":", 1)
-    with Wire((host, int(port)), timeout=30) as wire:
+    with Wire((host, int(port)), tls=tls, timeout=30) as wire:
         answer = wire.request(ApiVersionsRequest(client_software_name="kafkaguard-bench", client_software_version="1"))
     return {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in answer.api_keys}
 
@@ -191,7 +242,7 @@ def consumer_protocol_refusal(settings: ClientSettings) -> str | None:
     group coordinator does not support ConsumerGroupHeartbeat API", ``GroupCoordinatorAdapter``): so a member with
     an empty subscription (it takes no partition) joins and leaves at once, as ``bench``."""
     host, port = settings.bootstrap.rsplit(":", 1)
-    with Wire((host, int(port)), timeout=30) as wire:
+    with Wire((host, int(port)), tls=tls_context(settings), timeout=30) as wire:
         wire.login(settings.user, settings.password, settings.mechanism)
         joined = wire.request(ConsumerGroupHeartbeatRequest(
             group_id=GroupId(GROUP_KIP848), member_id="", member_epoch=i32(0), rebalance_timeout=i32Timedelta.parse(
@@ -328,7 +379,8 @@ def peak_rss_bytes(pid: int) -> int:
 
 @dataclass
 class Usage:
-    """CPU of one phase as shares of one core; the proxy's memory at its end (MiB)."""
+    """CPU of one phase as shares of one core; the proxy's memory at its end (MiB). On the ``haproxy`` side the
+    ``proxy_*`` fields are HAProxy's: the process in the middle of the side's path."""
 
     seconds: float = 0.0
     proxy_cpu: float = float("nan")
@@ -552,6 +604,99 @@ class Hop:
             self.process.kill()
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """The ``--tls`` run's certificates (``tests/kafka/pki.py``, EC P-256): one CA, and a server certificate for
+    127.0.0.1 and localhost each for the broker, HAProxy and the proxy (no client certificates: SCRAM logs in)."""
+
+    ca: Path
+    broker: ServerCertificate
+    proxy_cert: Path
+    proxy_key: Path
+    #: HAProxy's ``crt``: certificate and key in one file.
+    haproxy_pem: Path
+
+    @classmethod
+    def make(cls, directory: Path) -> TlsFiles:
+        ca = CertificateAuthority.create("kafkaguard bench CA")
+        hosts = (HOST, "localhost")
+        broker = ca.issue("CN=broker", hosts=hosts)
+        proxy_cert, proxy_key = ca.issue("CN=kafkaguard-proxy", hosts=hosts).write(directory, "proxy")
+        haproxy = ca.issue("CN=haproxy", hosts=hosts)
+        haproxy_pem = directory / "haproxy.pem"
+        haproxy_pem.write_text(haproxy.certificate_pem + haproxy.key_pem)
+        haproxy_pem.chmod(0o600)
+        return cls(ca.write(directory), ServerCertificate(broker.certificate_pem, broker.key_pem), proxy_cert,
+                   proxy_key, haproxy_pem)  # fmt: skip
+
+
+@dataclass
+class HAProxy:
+    """HAProxy (``HAPROXY_CONFIG``) in the foreground on ``port``, re-originating TLS to the broker's HOP listener."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    stderr_path: Path
+
+    @classmethod
+    def start(cls, port: int, broker_hop_port: int, tls: TlsFiles, workdir: Path) -> HAProxy:
+        config = workdir / "haproxy.cfg"
+        config.write_text(HAPROXY_CONFIG.format(host=HOST, port=port, pem=tls.haproxy_pem, upstream=broker_hop_port,
+                                                ca=tls.ca))  # fmt: skip
+        stderr_path = workdir / "haproxy.stderr"
+        command = [HAPROXY, "-db", "-f", str(config)]
+        with stderr_path.open("wb") as err:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not _listening(port):
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                process.wait(timeout=10)
+                said = stderr_path.read_text(errors="replace")[-2000:]
+                raise LoadError(f"HAProxy did not listen on {port}: {' '.join(command)}\n{said}")
+            time.sleep(0.05)  # bounded by the deadline
+        return cls(port, process, stderr_path)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+HAPROXY = "haproxy"
+#: Kafka's own JVM settings (kafka-server-start.sh's; the same as ``bench_logins``'), for ``--tls``: the test
+#: fixture's C1-only JIT (``-XX:TieredStopAtLevel=1``, quick to start) runs the JDK's AES-GCM and GHASH without C2's
+#: intrinsics, and held every TLS side at the broker's ~35 MB/s with the broker at 100% of a core.
+KAFKA_JVM_OPTIONS = ["-Xms1g", "-Xmx1g", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                     "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+                     "-Djava.awt.headless=true"]  # fmt: skip
+
+
+class TlsBenchBroker(KafkaBroker):
+    """The test broker with Kafka's own JVM settings (``KAFKA_JVM_OPTIONS``), for ``--tls``."""
+
+    def jvm_options(self) -> list[str]:
+        return KAFKA_JVM_OPTIONS
+
+
+def negotiated_tls(bootstrap: str, tls: ssl.SSLContext) -> str:
+    """The TLS version and cipher a handshake with ``bootstrap`` settles on (OpenSSL's defaults, as librdkafka's)."""
+    host, port = bootstrap.rsplit(":", 1)
+    with (
+        socket.create_connection((host, int(port)), timeout=30) as raw,
+        tls.wrap_socket(raw, server_hostname=host) as s,
+    ):
+        cipher = s.cipher()
+        return f"{s.version()} {cipher[0] if cipher else '?'}"
+
+
 def _listening(port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(1.0)
@@ -559,20 +704,31 @@ def _listening(port: int) -> bool:
 
 
 def proxy_command(
-    data_dir: Path, port: int, broker: KafkaBroker, password_file: Path, args: argparse.Namespace
+    data_dir: Path,
+    port: int,
+    broker: KafkaBroker,
+    password_file: Path,
+    args: argparse.Namespace,
+    tls: TlsFiles | None = None,
 ) -> list[str]:
+    """The proxy's command line; with ``tls``, a SASL_SSL listener (the proxy's certificate) and SASL_SSL upstream to
+    the broker's TLS listener (its certificate checked against the bench CA)."""
+    protocol = "SASL_PLAINTEXT" if tls is None else "SASL_SSL"
     command = [
         kafkaguard_executable(args.kafkaguard), "proxy",
         "--data-dir", str(data_dir),
-        "--listener", f"SASL_PLAINTEXT://{HOST}:{port}",
+        "--listener", f"{protocol}://{HOST}:{port}",
         "--advertised-host", HOST,
-        "--upstream", broker.bootstrap,
-        "--upstream-security-protocol", "SASL_PLAINTEXT",
+        "--upstream", broker.bootstrap if tls is None else broker.tls_bootstrap,
+        "--upstream-security-protocol", protocol,
         "--upstream-sasl-mechanism", "SCRAM-SHA-512",
         "--upstream-user", ADMIN,
         "--upstream-password-file", str(password_file),
         "--super-users", f"User:{ADMIN}",
     ]  # fmt: skip
+    if tls is not None:
+        command += ["--ssl-certfile", str(tls.proxy_cert), "--ssl-keyfile", str(tls.proxy_key),
+                    "--upstream-ssl-cafile", str(tls.ca)]  # fmt: skip
     audit_mode = args.audit_mode or ("denied" if args.enforcement == "permissive" or args.shadow_acls else None)
     if audit_mode:
         command += ["--audit-log", str(data_dir.parent / "audit.log"), "--audit-mode", audit_mode]
@@ -632,13 +788,19 @@ class Outcome:
     rollout: str = ""
     #: The ``CASES`` not run on a side, and why: "phase, side: reason".
     skipped: list[str] = field(default_factory=list)
+    #: ``--tls``: per side, the TLS version and cipher a handshake with its bootstrap settled on.
+    tls: dict[str, str] = field(default_factory=dict)
+    #: ``--tls`` was given (every side SASL_SSL).
+    tls_mode: bool = False
 
     def of(self, phase: str, side: str) -> list[Measured]:
         return [m for m in self.runs if m.phase == phase and m.side == side]
 
 
 class Bench:
-    """The sides (direct, proxy) and the processes to meter."""
+    """The sides (direct, hop or haproxy, proxy, passthrough) and the processes to meter. With ``tls`` every side is
+    SASL_SSL: direct to the broker's TLS listener, through HAProxy (``haproxy``) to its HOP listener, through each
+    proxy (TLS both ways)."""
 
     def __init__(
         self,
@@ -647,6 +809,8 @@ class Bench:
         proxy: ProxyProcess | None,
         proxy_port: int,
         hop: Hop | None = None,
+        haproxy: HAProxy | None = None,
+        tls: TlsFiles | None = None,
         passthrough: tuple[ProxyProcess, int] | None = None,
     ) -> None:
         """``passthrough``: the proxy in passthrough and its listener port, for the passthrough side."""
@@ -656,27 +820,42 @@ class Bench:
         self.proxy = proxy
         self.proxy_port = proxy_port
         self.hop = hop
+        self.haproxy = haproxy
         self.proxies: dict[str, tuple[ProxyProcess, int]] = {}
-        self.sides = {"direct": ClientSettings(broker.bootstrap, USER, PASSWORD)}
+
+        def side(bootstrap: str) -> ClientSettings:
+            if tls is None:
+                return ClientSettings(bootstrap, USER, PASSWORD)
+            return ClientSettings(bootstrap, USER, PASSWORD, security_protocol="SASL_SSL", ssl_cafile=str(tls.ca))
+
+        self.sides = {"direct": side(broker.bootstrap if tls is None else broker.tls_bootstrap)}
         if hop is not None:
-            self.sides["hop"] = ClientSettings(f"{HOST}:{hop.port}", USER, PASSWORD)
+            self.sides["hop"] = side(f"{HOST}:{hop.port}")
+        if haproxy is not None:
+            self.sides["haproxy"] = side(f"{HOST}:{haproxy.port}")
         if proxy is not None:
-            self.sides["proxy"] = ClientSettings(f"{HOST}:{proxy_port}", USER, PASSWORD)
+            self.sides["proxy"] = side(f"{HOST}:{proxy_port}")
             self.proxies["proxy"] = (proxy, proxy_port)
         if passthrough is not None:
-            self.sides["passthrough"] = ClientSettings(f"{HOST}:{passthrough[1]}", USER, PASSWORD)
+            self.sides["passthrough"] = side(f"{HOST}:{passthrough[1]}")
             self.proxies["passthrough"] = passthrough
 
     def meter(self, side: str = "proxy") -> tuple[Usage, contextlib.AbstractContextManager[Usage]]:
         """Wait (a little) for the machine to quiet down; a Usage and the meter filling it (entered by the load
-        function with its clock). The proxy metered is the passthrough one on its side, else the service account's."""
+        function with its clock). Its ``proxy_*`` fields meter the process in the middle of the side's path: HAProxy
+        on the haproxy side, the passthrough proxy on the passthrough side, else the service account's proxy."""
         usage = Usage(other_load=wait_for_quiet(self.plan.quiet_s))
         metered_proxy = self.proxies.get("passthrough" if side == "passthrough" else "proxy")
-        return usage, metered(usage, self.broker_pid, metered_proxy[0].pid if metered_proxy is not None else None)
+        middle = metered_proxy[0].pid if metered_proxy is not None else None
+        if side == "haproxy" and self.haproxy is not None:
+            middle = self.haproxy.pid
+        return usage, metered(usage, self.broker_pid, middle)
 
     def check_hop(self) -> None:
         if self.hop is not None and self.hop.process.poll() is not None:
             raise LoadError(f"socat (the bare hop) exited with status {self.hop.process.returncode}")
+        if self.haproxy is not None and self.haproxy.process.poll() is not None:
+            raise LoadError(f"HAProxy exited with status {self.haproxy.process.returncode}")
 
     def check_proxy(self) -> None:
         for side, (process, _port) in self.proxies.items():
@@ -692,9 +871,9 @@ class Bench:
         others are recorded in ``outcome.skipped`` and said."""
         runnable: dict[str, list[Case]] = {}
         for side, settings in self.sides.items():
-            if side == "hop":
+            if side in BASELINES:
                 continue
-            offered = offered_versions(settings.bootstrap)
+            offered = offered_versions(settings.bootstrap, tls_context(settings))
             for case in CASES:
                 reason = why_not(case, offered, settings)
                 if reason is None:
@@ -715,10 +894,17 @@ class Bench:
             expected = {NODE_ID: f"{HOST}:{port + 1 + NODE_ID}"}
             if brokers != expected:
                 raise LoadError(f"the {side} proxy's Metadata lists brokers {brokers}, expected {expected}")
-        if self.hop is not None:  # the same for the bare hop: its clients must not reach the broker around it
-            brokers = broker_addresses(self.sides["hop"])
-            if brokers != {NODE_ID: f"{HOST}:{self.hop.port}"}:
-                raise LoadError(f"Metadata through the bare hop lists brokers {brokers}, not the hop's port")
+        for baseline in (self.hop, self.haproxy):  # the same for the bare hop: its clients must not go around it
+            if baseline is not None:
+                name = "hop" if baseline is self.hop else "haproxy"
+                brokers = broker_addresses(self.sides[name])
+                if brokers != {NODE_ID: f"{HOST}:{baseline.port}"}:
+                    raise LoadError(f"Metadata through the {name} side lists brokers {brokers}, not its port")
+        for side, settings in self.sides.items():
+            ctx = tls_context(settings)
+            if ctx is not None:
+                outcome.tls[side] = negotiated_tls(settings.bootstrap, ctx)
+                _say(f"{side}: TLS {outcome.tls[side]}")
         for side, settings in self.sides.items():
             _say(f"{side}: warm-up ({plan.warmup_messages:,} messages produced and consumed)")
             produce_throughput(settings, TOPIC, plan.warmup_messages, SIZE)
@@ -750,7 +936,7 @@ class Bench:
                     self.check_proxy()
                     _say(f"  {result.msgs_per_s:,.0f} msgs/s, {result.mb_per_s:.1f} MB/s")
             for side in self.order(round_):
-                if side == "hop":
+                if side in BASELINES:
                     continue  # the bare hop is a throughput baseline only
                 _say(f"round {round_ + 1}/{plan.rounds}: {plan.rate:,.0f} msgs/s for {plan.latency_s:g} s, {side}")
                 usage, window = self.meter(side)
@@ -827,6 +1013,13 @@ def summarize(o: Outcome) -> dict[str, Any]:
             s[f"{phase}_mb_per_s"] = _median([t.mb_per_s for t in tps])
             if phase != "produce":
                 s[f"{phase}_startup_s"] = _median([t.startup_s for t in tps])
+            # CPU per MB/s: millicores of the process in the middle (proxy, HAProxy) and of the broker, per MB/s
+            # of payload, each run over its own timed window (= 1000 × CPU seconds per MB), median over rounds
+            for key, attr in (("mid", "proxy_cpu"), ("broker", "broker_cpu")):
+                s[f"{phase}_{key}_mcores_per_mbps"] = _median([
+                    1000 * getattr(m.usage, attr) / m.throughput.mb_per_s
+                    for m in runs if m.throughput is not None and m.throughput.mb_per_s > 0
+                ])  # fmt: skip
         runs = o.of("latency", side)
         if runs:
             ack, e2e = _pooled(runs, "ack_ms"), _pooled(runs, "e2e_ms")
@@ -854,10 +1047,16 @@ def summarize(o: Outcome) -> dict[str, Any]:
             **{f"{key}_ratio": t[key] / p[key] for key in THROUGHPUTS if key in p and key in t and p[key]},
             **{f"{key.removesuffix('_ms')}_added_ms": t[key] - p[key] for key in LATENCIES if key in p and key in t},
         }
-    h = out.get("hop")
-    if d is not None and h is not None:
-        out["hop_vs_direct"] = {
-            f"{key}_ratio": h[key] / d[key] for key in THROUGHPUTS if key in d and key in h and d[key]
+    for baseline in BASELINES:
+        h = out.get(baseline)
+        if d is not None and h is not None:
+            out[f"{baseline}_vs_direct"] = {
+                f"{key}_ratio": h[key] / d[key] for key in THROUGHPUTS if key in d and key in h and d[key]
+            }
+    h = out.get("haproxy")
+    if p is not None and h is not None:
+        out["proxy_vs_haproxy"] = {
+            f"{key}_ratio": p[key] / h[key] for key in (*THROUGHPUTS, *MCORES) if key in p and key in h and h[key]
         }
     return out
 
@@ -865,6 +1064,7 @@ def summarize(o: Outcome) -> dict[str, Any]:
 CASE_PHASES = tuple(case.phase for case in CASES)
 THROUGHPUTS = ("produce_msgs_per_s", "produce_mb_per_s", "consume_msgs_per_s", "consume_mb_per_s",
                *(f"{phase}_{unit}" for phase in CASE_PHASES for unit in ("msgs_per_s", "mb_per_s")))  # fmt: skip
+MCORES = tuple(f"{phase}_mid_mcores_per_mbps" for phase in ("produce", "consume"))
 LATENCIES = ("ack_p50_ms", "ack_p99_ms", "ack_p999_ms", "e2e_p50_ms", "e2e_p99_ms", "e2e_p999_ms")
 
 
@@ -975,20 +1175,60 @@ def render(o: Outcome) -> str:
                 f"{_pct(p.get(f'{phase}_broker_cpu', nan))} | {_pct(t.get(f'{phase}_proxy_cpu', nan))} / "
                 f"{_pct(t.get(f'{phase}_broker_cpu', nan))} | | | |"
             )
+    hx = summary.get("haproxy", {})
+    tls_rows = []
+    for label, key, fmt in (
+        ("produce, MB/s", "produce_mb_per_s", ",.1f"),
+        ("consume, MB/s", "consume_mb_per_s", ",.1f"),
+        ("produce, messages/s", "produce_msgs_per_s", ",.0f"),
+        ("consume, messages/s", "consume_msgs_per_s", ",.0f"),
+    ):
+        direct, proxy = both(key)
+        ha = hx.get(key, nan)
+        tls_rows.append(f"| {label} | {_f(direct, fmt)} | {_f(ha, fmt)} | {_f(proxy, fmt)} | {_ratio(ha, direct)} | "
+                        f"{_ratio(proxy, direct)} | {_ratio(proxy, ha)} |")  # fmt: skip
+    for phase in ("produce", "consume"):
+        ha, proxy = hx.get(f"{phase}_proxy_cpu", nan), p.get(f"{phase}_proxy_cpu", nan)
+        tls_rows.append(f"| {phase}: CPU of the process in the middle, share of a core | – | {_pct(ha)} | "
+                        f"{_pct(proxy)} | | | {_ratio(proxy, ha)} |")  # fmt: skip
+        key = f"{phase}_mid_mcores_per_mbps"
+        ha, proxy = hx.get(key, nan), p.get(key, nan)
+        tls_rows.append(f"| {phase}: **millicores per MB/s**, process in the middle | – | {_f(ha, '.1f')} | "
+                        f"{_f(proxy, '.1f')} | | | {_ratio(proxy, ha)} |")  # fmt: skip
+        key = f"{phase}_broker_mcores_per_mbps"
+        direct, ha, proxy = d.get(key, nan), hx.get(key, nan), p.get(key, nan)
+        tls_rows.append(f"| {phase}: millicores per MB/s, broker | {_f(direct, '.1f')} | {_f(ha, '.1f')} | "
+                        f"{_f(proxy, '.1f')} | {_ratio(ha, direct)} | {_ratio(proxy, direct)} | "
+                        f"{_ratio(proxy, ha)} |")  # fmt: skip
     loads = [m.usage.other_load for m in o.runs if m.usage.other_load == m.usage.other_load]
     audit = f", audit log `--audit-mode {o.audit_mode}`" if o.audit_mode else ", no audit log"
     if o.rollout:
         audit += f", rollout variant `{o.rollout}`"
+    protocol = "SASL_SSL" if o.tls_mode else "SASL_PLAINTEXT"
+    upstream = (
+        "SASL_SSL to the broker's SASL_SSL listener, verifying its certificate" if o.tls_mode else "SASL_PLAINTEXT"
+    )
+    tls_said = ""
+    if o.tls_mode:
+        seen = "; ".join(f"{side}: {what}" for side, what in o.tls.items()) or "not probed"
+        tls_said = (
+            "TLS everywhere: one bench CA (EC P-256 certificates, `tests/kafka/pki.py`), every client checking its "
+            "server's certificate and host name; the broker's TLS is the JDK's, the proxy's Python's `ssl` (OpenSSL), "
+            f"the clients' and HAProxy's OpenSSL. A handshake with each side's bootstrap settled on: {seen}. "
+        )
     lines = [
-        "## Authorizing proxy (`benchmarks/bench_proxy.py`)",
+        "## Authorizing proxy over TLS (`benchmarks/bench_proxy.py --tls`)"
+        if o.tls_mode
+        else "## Authorizing proxy (`benchmarks/bench_proxy.py`)",
         "",
-        "confluent-kafka (librdkafka) clients as the non-super user `bench` (SCRAM-SHA-512 over SASL_PLAINTEXT) "
+        f"confluent-kafka (librdkafka) clients as the non-super user `bench` (SCRAM-SHA-512 over {protocol}) "
         "straight to a Kafka 3.9 broker (KRaft, one node, StandardAuthorizer, `tests/kafka/broker.py`) and through "
         f"`kafkaguard proxy` in front of it (same user and ACLs in the proxy's data directory{audit}; upstream as "
-        "`admin`, SCRAM-SHA-512), same client settings both ways: producer linger.ms=5, batch.size=256 KiB, "
+        f"`admin`, SCRAM-SHA-512 over {upstream}), same client settings both ways: producer linger.ms=5, "
+        "batch.size=256 KiB, "
         "acks=all, no compression; consumer fetch.wait.max.ms=100, fetch.min.bytes=1, 1 MiB per partition, "
         "fetch.queue.backoff.ms=10. "
-        f"Messages of {SIZE} B to one partition. Broker, proxy and clients share the machine's "
+        f"{tls_said}Messages of {SIZE} B to one partition. Broker, proxy and clients share the machine's "
         f"{os.cpu_count()} cores. {plan.rounds} round(s), the order of the sides alternating, after a warm-up "
         f"both ways of {plan.warmup_messages:,} messages. Throughput: median over rounds; produce "
         f"{plan.messages:,} messages from the first `produce` to the end of `flush`; consume as many (subscribe, "
@@ -1015,6 +1255,26 @@ def render(o: Outcome) -> str:
                 *hop_rows,
             ]
             if h
+            else []
+        ),
+        *(
+            [
+                "",
+                "The same TLS hop done by a C proxy: HAProxy (Debian's, one thread, mode tcp) terminating the "
+                "client's TLS (`bind … ssl crt …`) and opening its own to a second SASL_SSL listener of the same "
+                "broker (`server … ssl verify required ca-file …`) that advertises HAProxy's port, so every byte "
+                "is decrypted and encrypted again as through the proxy, with no Kafka parsed. Same clients, same "
+                "rounds, medians; CPU per MB/s: the process's user + system CPU over each run's timed window "
+                "divided by that run's MB/s (1000 × CPU seconds per MB of payload), median over rounds. "
+                "Kroxylicious (a Java Kafka proxy) publishes a sizing of about 25 millicores per MB/s: a figure "
+                "from elsewhere, not measured here.",
+                "",
+                "| measurement | direct to Kafka (TLS) | HAProxy (TLS hop) | through the proxy | HAProxy vs direct "
+                "| proxy vs direct | proxy vs HAProxy |",
+                "|---|---:|---:|---:|---:|---:|---:|",
+                *tls_rows,
+            ]
+            if o.tls_mode
             else []
         ),
         *(
@@ -1125,6 +1385,7 @@ def to_json(o: Outcome) -> dict[str, Any]:
         "audit_mode": o.audit_mode,
         "rollout": o.rollout,
         "skipped": o.skipped,
+        "tls": o.tls if o.tls_mode else None,
         "summary": summarize(o),
         "runs": runs,
         "soak": soak,
@@ -1155,7 +1416,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="20k messages, 5 s of latency, one round (a demo)")
     parser.add_argument("--direct-only", action="store_true", help="measure straight to Kafka only; no proxy")
-    parser.add_argument("--no-hop", action="store_true", help="no bare TCP forwarder (socat) baseline")
+    parser.add_argument("--no-hop", action="store_true", help="no bare TCP forwarder (socat; HAProxy with --tls)")
+    parser.add_argument("--tls", action="store_true",
+                        help="every side SASL_SSL (proxy: TLS both ways); HAProxy doing the same TLS hop as baseline",
+                        )  # fmt: skip
     parser.add_argument("--soak-seconds", type=float, default=0.0, help="then a fixed-rate soak through the proxy")
     parser.add_argument("--json", type=Path, help="write every number to this JSON file")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
@@ -1177,23 +1441,24 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _proxy_post_mortem(proxy: ProxyProcess | None) -> None:
+def _proxy_post_mortem(proxy: ProxyProcess | None, name: str = "proxy") -> None:
     if proxy is None:
         return
     state = "still running" if proxy.process.poll() is None else f"exited with status {proxy.process.returncode}"
-    print(f"bench_proxy: the proxy is {state}; its output:\n{proxy.output_tail()}", file=sys.stderr)
+    print(f"bench_proxy: the {name} is {state}; its output:\n{proxy.output_tail()}", file=sys.stderr)
 
 
 def start_passthrough(
-    tmp: Path, broker: KafkaBroker, password_file: Path, args: argparse.Namespace
+    tmp: Path, broker: KafkaBroker, password_file: Path, args: argparse.Namespace, tls: TlsFiles | None = None
 ) -> tuple[ProxyProcess, int]:
     """The passthrough side's proxy (``--passthrough``): the same data directory contents and arguments as the
-    service-account proxy's, with ``--upstream-authentication passthrough``; it and its port."""
+    service-account proxy's (with ``tls``, its SASL_SSL listener and upstream too), with
+    ``--upstream-authentication passthrough``; it and its port."""
     workdir = tmp / "passthrough"
     workdir.mkdir()
     prepare_proxy_data_dir(workdir / "data")
     port = _free_port_pair(1 + NODE_ID)
-    command = [*proxy_command(workdir / "data", port, broker, password_file, args),
+    command = [*proxy_command(workdir / "data", port, broker, password_file, args, tls),
                "--upstream-authentication", "passthrough"]  # fmt: skip
     _say(f"starting the passthrough proxy: {' '.join(command)}")
     return ProxyProcess(command, workdir, [port, port + 1 + NODE_ID]), port
@@ -1207,12 +1472,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     rollout = "+".join(part for part, on in (("permissive", args.enforcement == "permissive"),
                                              ("shadow", args.shadow_acls)) if on)  # fmt: skip
     audit_mode = args.audit_mode or ("denied" if rollout else None)
-    outcome = Outcome(plan, direct_only=bool(args.direct_only), audit_mode=audit_mode, rollout=rollout)
+    outcome = Outcome(plan, direct_only=bool(args.direct_only), audit_mode=audit_mode, rollout=rollout,
+                      tls_mode=bool(args.tls))  # fmt: skip
     tmp = Path(tempfile.mkdtemp(prefix="kafkaguard-bench-proxy-"))
     broker: KafkaBroker | None = None
     proxy: ProxyProcess | None = None
     passthrough: tuple[ProxyProcess, int] | None = None
     hop: Hop | None = None
+    haproxy: HAProxy | None = None
+    tls = TlsFiles.make(tmp / "tls") if args.tls else None
     try:
         try:
             home = kafka_distribution(tmp / "dist", args.kafka_tgz)
@@ -1220,16 +1488,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"bench_proxy: no Kafka distribution: {e}", file=sys.stderr)
             return 2
         _say("starting the Kafka broker")
-        with_hop = not args.direct_only and not args.no_hop and shutil.which(SOCAT[0]) is not None
+        forwarder, what = (HAPROXY, "HAProxy") if tls is not None else (SOCAT[0], "socat")
+        with_hop = not args.direct_only and not args.no_hop and shutil.which(forwarder) is not None
         if not args.direct_only and not args.no_hop and not with_hop:
-            _say("socat is not installed (scripts/setup installs it): no bare-hop baseline in this run")
+            _say(f"{what} is not installed (scripts/setup installs it): no {what} baseline in this run")
         hop_port = free_port() if with_hop else None
-        broker = KafkaBroker(home, tmp / "broker", hop_port=free_port() if with_hop else None,
-                             hop_advertised_port=hop_port)  # fmt: skip
+        kind = KafkaBroker if tls is None else TlsBenchBroker
+        broker = kind(home, tmp / "broker", hop_port=free_port() if with_hop else None,
+                      hop_advertised_port=hop_port, tls=tls.broker if tls is not None else None)  # fmt: skip
         broker.start()
         setup_broker(broker)
         if hop_port is not None and broker.hop_port is not None:
-            hop = Hop.start(hop_port, broker.hop_port, tmp)
+            if tls is not None:
+                haproxy = HAProxy.start(hop_port, broker.hop_port, tls, tmp)
+            else:
+                hop = Hop.start(hop_port, broker.hop_port, tmp)
         port = 0
         if not args.direct_only:
             prepare_proxy_data_dir(tmp / "proxy-data")
@@ -1237,7 +1510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             password_file.write_text(ADMIN_PASSWORD)
             password_file.chmod(0o600)
             port = _free_port_pair(1 + NODE_ID)
-            command = proxy_command(tmp / "proxy-data", port, broker, password_file, args)
+            command = proxy_command(tmp / "proxy-data", port, broker, password_file, args, tls)
             _say(f"starting the proxy: {' '.join(command)}")
             try:
                 proxy = ProxyProcess(command, tmp, [port, port + 1 + NODE_ID])
@@ -1249,7 +1522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 3
             if args.passthrough:
                 try:
-                    passthrough = start_passthrough(tmp, broker, password_file, args)
+                    passthrough = start_passthrough(tmp, broker, password_file, args, tls)
                 except ProxyFailed as e:
                     tail = ""
                     with contextlib.suppress(OSError):
@@ -1257,13 +1530,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(f"bench_proxy: the passthrough proxy: {e}\n--- its stderr ---\n{tail}", file=sys.stderr)
                     return 3
         try:
-            Bench(plan, broker, proxy, port, hop, passthrough).run(outcome)
+            Bench(plan, broker, proxy, port, hop, haproxy, tls, passthrough).run(outcome)
         except LoadError as e:
             print(f"bench_proxy: a run failed: {e}", file=sys.stderr)
             _proxy_post_mortem(proxy)
+            _proxy_post_mortem(passthrough[0] if passthrough is not None else None, "passthrough proxy")
             return 1
         except BaseException:
             _proxy_post_mortem(proxy)
+            _proxy_post_mortem(passthrough[0] if passthrough is not None else None, "passthrough proxy")
             raise
     finally:
         if proxy is not None:
@@ -1272,6 +1547,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             passthrough[0].stop()
         if hop is not None:
             hop.stop()
+        if haproxy is not None:
+            haproxy.stop()
         if broker is not None:
             broker.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -1282,7 +1559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.json.write_text(json.dumps(_clean_nan(to_json(outcome)), indent=2) + "\n")
         _say(f"JSON written to {args.json}")
     if not (args.no_write or args.quick or args.direct_only or rollout):  # a variant does not replace the section
-        write_section("proxy", markdown)
+        write_section("proxy-tls" if args.tls else "proxy", markdown)  # the TLS run has its own section
     return 0
 
 

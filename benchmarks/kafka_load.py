@@ -52,15 +52,18 @@ CONSUMER: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class ClientSettings:
-    """Where a client connects and as whom (SCRAM over SASL_PLAINTEXT unless said otherwise)."""
+    """Where a client connects and as whom (SCRAM over SASL_PLAINTEXT unless said otherwise; over SASL_SSL the
+    server's certificate is checked against ``ssl_cafile``, its host name included)."""
 
     bootstrap: str
     user: str
     password: str
     mechanism: str = "SCRAM-SHA-512"
     security_protocol: str = "SASL_PLAINTEXT"
+    ssl_cafile: str | None = None
 
     def config(self, **extra: Any) -> dict[str, Any]:
+        tls = {"ssl.ca.location": self.ssl_cafile} if self.ssl_cafile is not None else {}
         return {
             "bootstrap.servers": self.bootstrap,
             "security.protocol": self.security_protocol,
@@ -68,6 +71,7 @@ class ClientSettings:
             "sasl.username": self.user,
             "sasl.password": self.password,
             "client.id": "kafkaguard-bench",
+            **tls,
             **extra,
         }
 

@@ -297,6 +297,24 @@ class TlsIdentity:
         return lines
 
 
+@dataclass(frozen=True)
+class ServerCertificate:
+    """The certificate a SASL_SSL listener of ``KafkaBroker`` presents (no client certificate asked for)."""
+
+    certificate_pem: str
+    key_pem: str = field(repr=False)
+
+    def properties(self, listener: str) -> list[str]:
+        """The listener-prefixed TLS settings (Kafka 3.9's PEM key store, no keystore file)."""
+        name = listener.lower()
+        return [
+            f"listener.name.{name}.ssl.keystore.type=PEM",
+            f"listener.name.{name}.ssl.keystore.certificate.chain={_java_property(self.certificate_pem)}",
+            f"listener.name.{name}.ssl.keystore.key={_java_property(self.key_pem)}",
+            f"listener.name.{name}.ssl.client.auth=none",
+        ]
+
+
 @dataclass
 class KafkaBroker:
     """One running broker. ``bootstrap`` is ``127.0.0.1:port`` (SASL_PLAINTEXT, SCRAM)."""
@@ -306,8 +324,9 @@ class KafkaBroker:
     port: int = field(default_factory=free_port)
     controller_port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
-    #: A second client listener, HOP (SASL_PLAINTEXT), on ``hop_port`` but advertised at ``hop_advertised_port``: a
-    #: plain TCP forwarder listening there carries every byte of its clients (benchmarks/bench_proxy's bare hop).
+    #: A second client listener, HOP (SASL_PLAINTEXT; SASL_SSL with ``tls``), on ``hop_port`` but advertised at
+    #: ``hop_advertised_port``: a forwarder listening there carries every byte of its clients (benchmarks/
+    #: bench_proxy's bare hop).
     hop_port: int | None = None
     hop_advertised_port: int | None = None
     #: Identity listeners (``TlsIdentity``): MTLS on ``mtls_port`` and, with OAuth, OAUTH on ``oauth_port``.
@@ -321,6 +340,11 @@ class KafkaBroker:
     plain_users: dict[str, str] = field(default_factory=dict)
     #: More server.properties lines (e.g. ``connections.max.reauth.ms=…``).
     extra_properties: tuple[str, ...] = ()
+    #: A SASL_SSL listener, TLS (SCRAM-SHA-256/512 over TLS, no client certificate), on ``tls_port``, presenting this
+    #: certificate; the HOP listener then speaks SASL_SSL too, with the same certificate (a TLS-terminating forwarder
+    #: re-originates TLS to it: benchmarks/bench_proxy --tls).
+    tls: ServerCertificate | None = None
+    tls_port: int = field(default_factory=free_port)
 
     @property
     def bootstrap(self) -> str:
@@ -329,6 +353,11 @@ class KafkaBroker:
     @property
     def authorizer_log(self) -> Path:
         return self.workdir / "kafka-authorizer.log"
+
+    @property
+    def tls_bootstrap(self) -> str:
+        """``127.0.0.1:port`` of the TLS listener (SASL_SSL, SCRAM; only with ``tls``)."""
+        return f"{LOOPBACK}:{self.tls_port}"
 
     @property
     def mtls_bootstrap(self) -> str:
@@ -407,6 +436,14 @@ class KafkaBroker:
             listeners += f",HOP://{LOOPBACK}:{self.hop_port}"
             advertised += f",HOP://{LOOPBACK}:{self.hop_advertised_port}"
             hop = [f"listener.name.hop.scram-sha-{bits}.sasl.jaas.config={jaas}" for bits in (256, 512)]
+            if self.tls is not None:
+                hop += self.tls.properties("HOP")
+        if self.tls is not None:
+            listeners += f",TLS://{LOOPBACK}:{self.tls_port}"
+            advertised += f",TLS://{LOOPBACK}:{self.tls_port}"
+            hop += [f"listener.name.tls.scram-sha-{bits}.sasl.jaas.config={jaas}" for bits in (256, 512)]
+            hop += self.tls.properties("TLS")
+        hop_protocol = "SASL_SSL" if self.tls is not None else "SASL_PLAINTEXT"
         identity: list[str] = []
         mechanisms = "SCRAM-SHA-256,SCRAM-SHA-512"
         if self.plain_users:
@@ -429,8 +466,8 @@ class KafkaBroker:
                 f"controller.quorum.voters=1@{LOOPBACK}:{self.controller_port}",
                 f"listeners={listeners}",
                 f"advertised.listeners={advertised}",
-                "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,HOP:SASL_PLAINTEXT"
-                ",MTLS:SSL,OAUTH:SASL_SSL",
+                "listener.security.protocol.map=SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,"
+                f"HOP:{hop_protocol},MTLS:SSL,OAUTH:SASL_SSL,TLS:SASL_SSL",
                 *hop,
                 *identity,
                 "inter.broker.listener.name=SASL_PLAINTEXT",
