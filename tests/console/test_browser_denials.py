@@ -2,7 +2,8 @@
 ``serve --http-listener`` whose audit log holds a denial a real Kafka client (kafka-python) was given: the row shows
 who, from where, what and the deciding rule; its Why? button opens the Why? tab filled with that request and asked;
 with "refresh every 5 s" on, a new denial appears without a click. A node without ``audit_log`` shows why the list is
-empty."""
+empty. With ``KAFKAGUARD_UPDATE_SCREENSHOTS=1`` the tab's screenshot goes to ``docs/console-denials.png``
+(``scripts/screenshots``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import playwright.sync_api as playwright_sync
 import pytest
 
 from tests.console.conftest import NOBODY, NOBODY_PASSWORD, ConsoleHandle, start_console
-from tests.console.test_browser import _admin_page
+from tests.console.test_browser import DOCS, _admin_page
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)
@@ -74,6 +75,8 @@ def test_the_denials_tab_lists_a_denial_and_opens_why_with_it(served: ConsoleHan
         assert cells[1:8] == ["denied", f"User:{NOBODY}", "127.0.0.1", "CREATE", f"TOPIC {topic}", "CreateTopics",
                               "DefaultDeny"]  # fmt: skip
         page.screenshot(path=tmp_path / "denials.png", full_page=True)
+        # docs/console-denials.png with KAFKAGUARD_UPDATE_SCREENSHOTS=1 (scripts/screenshots), else a temporary copy
+        page.screenshot(path=DOCS / "console-denials.png", clip={"x": 0, "y": 0, "width": 1280, "height": 420})
 
         row.locator("button", has_text="Why?").click()
         expect(page.locator("#why-view")).to_be_visible()
