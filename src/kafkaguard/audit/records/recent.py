@@ -16,7 +16,9 @@ not a validator (``kafkaguard audit`` and ``explain --from-audit`` report bad li
 
 Cost model: at most ``max_bytes`` read (plus one chunk), one chunk and its lines in memory at a time besides the
 ``limit`` decisions kept; a substring test per line, and a JSON parse only for the lines that say ``DENIED`` or are
-shadow events. Blocking file I/O: callers off the event loop run it on a worker thread.
+shadow events (and, with a principal filter, name it). Measured (4 MiB window, 527-byte lines): 8 ms to scan a window
+of allowed decisions or to find 500 denials; a filter whose principal is in no line, 130 ms without the substring test
+on the principal, a few ms with it. Blocking file I/O: callers off the event loop run it on a worker thread.
 """
 
 from __future__ import annotations
@@ -172,6 +174,7 @@ def recent_decisions(
     :raises OSError: the log exists but cannot be read (a missing log has no decisions yet: an empty answer).
     """
     found: list[RecentDecision] = []
+    needle = _needle(principal)
     read = 0
     complete = True
     for candidate in (path, path.with_name(f"{path.name}.1")):
@@ -187,6 +190,8 @@ def recent_decisions(
             size = _size(file)
             stopped = False
             for line, done in _lines_backwards(file, size, budget):
+                if needle is not None and needle not in line:
+                    continue  # another principal's: no JSON parse
                 decision = decision_of(line)
                 if decision is not None and (principal is None or decision.principal == principal):
                     found.append(decision)
@@ -203,6 +208,19 @@ def recent_decisions(
     # time of their first request: sorted by their last request, the newest first (stable for equal times).
     found.sort(key=lambda d: d.last_time, reverse=True)
     return RecentDecisions(found, read, complete)
+
+
+def _needle(principal: str | None) -> bytes | None:
+    """The bytes every line of ``principal`` holds, when they are certain: its JSON string, for a printable ASCII
+    name that no JSON writer escapes (no quote, backslash or slash); None otherwise (every line is parsed)."""
+    if (
+        principal is None
+        or not principal.isascii()
+        or not principal.isprintable()
+        or any(c in principal for c in '"\\/')
+    ):
+        return None
+    return json.dumps(principal).encode()
 
 
 def _size(file: IO[bytes]) -> int:
