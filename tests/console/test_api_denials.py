@@ -267,6 +267,20 @@ def test_a_missing_log_is_an_empty_answer(on_file: ConsoleHandle) -> None:
     assert (body["configured"], body["denials"], body["message"]) == (True, [], "No denial in the audit log.")
 
 
+def test_a_log_that_cannot_be_read_is_a_503_naming_no_path(on_file: ConsoleHandle) -> None:
+    path = on_file.services.sections.audit.log
+    assert path is not None
+    path.unlink(missing_ok=True)
+    path.mkdir()  # open() fails as on a file the process may not read (the tests run as root: no chmod)
+    try:
+        with on_file.client() as admin:
+            answer = admin.get("/api/denials")
+    finally:
+        path.rmdir()
+    assert answer.status_code == 503
+    assert answer.json()["detail"].startswith("cannot read the audit log: ") and str(path) not in answer.text
+
+
 def test_without_an_audit_log_the_answer_says_so(tmp_path: Path) -> None:
     handle = start_console(tmp_path / "data")
     try:
