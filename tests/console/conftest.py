@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from kafkaguard.model import (
     ResourcePattern,
     ResourceType,
 )
+from kafkaguard.node.listening import ListeningServer
 from kafkaguard.scram import ScramMechanism
 from tests.actors import ACTOR
 
@@ -116,7 +117,15 @@ def cluster_acl(principal: str, operation: AclOperation) -> AclBinding:
     )
 
 
-def start_console(data_dir: Path, *, with_kafka: bool = False, **overrides: Any) -> ConsoleHandle:
+def start_console(
+    data_dir: Path,
+    *,
+    with_kafka: bool = False,
+    server_type: Callable[[Services], ListeningServer] | None = None,
+    **overrides: Any,
+) -> ConsoleHandle:
+    """``server_type``: with ``with_kafka``, the Kafka server to run (``KafkaServer`` by default; ``kafkaguard serve``
+    gives it the shadow ACL loader)."""
     options: dict[str, Any] = {
         "data_dir": data_dir,
         "listeners": ["SASL_PLAINTEXT://127.0.0.1:0"],
@@ -142,7 +151,7 @@ def start_console(data_dir: Path, *, with_kafka: bool = False, **overrides: Any)
 
     async def make() -> tuple[ConsoleServer, ServerWithConsole | None]:
         if with_kafka:
-            both = ServerWithConsole(services)
+            both = ServerWithConsole(services, server_type)
             await both.start()
             return both.console, both
         console = ConsoleServer(create_app(services), HttpListener.parse(services.settings.http_listener or ""))

@@ -34,6 +34,7 @@ OPERATIONS = [
     ("GET", "/api/access/principal"),
     ("GET", "/api/access/resource"),
     ("GET", "/api/history"),
+    ("GET", "/api/denials"),
     ("GET", "/healthz"),
     ("GET", "/metrics"),
 ]

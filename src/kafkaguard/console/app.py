@@ -35,7 +35,7 @@ from kafkaguard.console.failure_timing import RequestArrival
 from kafkaguard.console.gate import LoginGate
 from kafkaguard.console.item_errors import ItemRefusedError
 from kafkaguard.console.metrics import ConsoleMetrics
-from kafkaguard.console.routers import access, acls, authorize, groups, health, history, users
+from kafkaguard.console.routers import access, acls, authorize, denials, groups, health, history, users
 from kafkaguard.console.security import SameOriginWrites, SecurityHeaders
 from kafkaguard.errors import (
     AuthorizerNotReadyError,
@@ -125,6 +125,7 @@ def create_app(
         groups.router,
         access.router,
         history.router,
+        denials.router,
         health.router,
     ):
         app.include_router(router)

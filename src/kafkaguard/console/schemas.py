@@ -514,3 +514,48 @@ class HistoryEventOut(BaseModel):
 class HistoryOut(BaseModel):
     events: list[HistoryEventOut]
     count: int
+
+
+# -------------------------------------------------------------------------------------------------- denials
+
+
+class DenialsFilterIn(BaseModel):
+    """Which recent decisions of the audit log to list (``GET /api/denials``), newest first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    principal: Text | None = Field(None, description="Only this principal's, e.g. User:alice (exact).")
+    limit: int = Field(100, ge=1, le=500, description="At most this many decisions (the newest).")
+
+
+class DenialOut(BaseModel):
+    """One decision of the audit log: a denial, a permissive proxy's would-be denial, or a shadow flip."""
+
+    kind: Literal["denied", "permissive", "shadow"] = Field(
+        description="denied: the client was refused; permissive: DENIED but forwarded (not enforced); shadow: the "
+        "candidate ACL set (shadow_acls) would decide it the other way."
+    )
+    time: str = Field(
+        description="When its first request was made (ISO 8601 UTC).", examples=["2026-01-01T09:26:53.104Z"]
+    )
+    last_time: str = Field(description="When its last request was made (time, when it stands for one).")
+    count: int = Field(description="How many requests it stands for (identical denials are collapsed).")
+    principal: str
+    host: str
+    api: str | None = Field(description="Kafka's request name (Metadata, Produce ...), null when unknown.")
+    operation: str
+    resource_type: str
+    resource_name: str
+    decision: str = Field(description="The active ACLs' decision (for a shadow flip: what the client got).")
+    rule: str | None = Field(description="The deciding rule, as the audit log wrote it.")
+    shadow_decision: str | None = Field(description="A shadow flip's: the candidate set's decision.")
+    shadow_rule: str | None = Field(description="A shadow flip's: the candidate set's deciding rule.")
+
+
+class DenialsOut(BaseModel):
+    configured: bool = Field(description="False: this node writes no audit_log file, so there is nothing to list.")
+    message: str | None = Field(description="Why the list is empty or partial, in a sentence; null when all is well.")
+    denials: list[DenialOut]
+    count: int
+    read_bytes: int = Field(description="How many bytes of the log's end were read.")
+    complete: bool = Field(description="True when the whole log was read (nothing older is left out).")

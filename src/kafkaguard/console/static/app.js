@@ -110,17 +110,20 @@ async function login(event) {
 
 function logout() {
   auth = null; user = null;
+  stopDenialsTimer();
   for (const view of document.querySelectorAll(".view")) view.hidden = true;
   $("#tabs").hidden = true; $("#whoami").hidden = true; $("#login-view").hidden = false;
 }
 
 function show(tab) {
   for (const button of document.querySelectorAll("#tabs button")) button.classList.toggle("active", button.dataset.tab === tab);
-  for (const name of ["acls", "users", "why", "access", "history"]) document.getElementById(name + "-view").hidden = name !== tab;
+  for (const name of ["acls", "users", "why", "access", "history", "denials"]) document.getElementById(name + "-view").hidden = name !== tab;
+  if (tab !== "denials") stopDenialsTimer();
   if (tab === "acls") loadAcls();
   if (tab === "users") loadUsers();
   if (tab === "access") loadGroups();
   if (tab === "history") loadHistory();
+  if (tab === "denials") { loadDenials(); syncDenialsTimer(); }
 }
 
 // ------------------------------------------------------------------------------------------------- ACLs
@@ -424,6 +427,75 @@ async function loadHistory() {
   }
 }
 
+// ---------------------------------------------------------------------------------------------- denials
+
+const DENIAL_KINDS = {
+  denied: ["denied", "DENY"],
+  permissive: ["would be denied (permissive)", "WARN"],
+};
+let denialsTimer = null;
+
+function denialKind(d) {
+  if (d.kind === "shadow") {
+    return el("span", { class: "pill WARN", title: "the candidate ACL set (shadow_acls) decides it the other way" },
+      `shadow flip: ${d.decision} → ${d.shadow_decision}`);
+  }
+  const [text, style] = DENIAL_KINDS[d.kind] || [d.kind, "DENY"];
+  return el("span", { class: "pill " + style }, text);
+}
+
+function denialRule(d) {
+  const active = el("code", {}, d.rule || "not recorded");
+  if (d.kind !== "shadow") return el("td", { class: "small" }, active);
+  return el("td", { class: "small" }, active, el("br"), "candidate: ", el("code", {}, d.shadow_rule || "not recorded"));
+}
+
+// The Why? tab, filled with the denied request and asked at once: what the ACLs decide now, and why.
+function whyOf(d) {
+  const form = $("#why-form");
+  form.querySelector("[name=principal]").value = d.principal;
+  form.querySelector("[name=host]").value = d.host;
+  form.querySelector("[name=operation]").value = d.operation;
+  form.querySelector("[name=resource_type]").value = d.resource_type;
+  form.querySelector("[name=resource_name]").value = d.resource_name;
+  show("why");
+  form.requestSubmit();
+}
+
+async function loadDenials() {
+  const query = new URLSearchParams(formObject($("#denials-form")));
+  try {
+    const data = await api("GET", "/api/denials" + (query.toString() ? "?" + query : ""));
+    const body = $("#denials-table tbody");
+    body.replaceChildren();
+    for (const d of data.denials) {
+      const why = el("button", { type: "button", class: "secondary small-button", title: "explain this request now",
+        onclick: () => whyOf(d) }, "Why?");
+      const span = d.count > 1 ? `${d.count} (until ${d.last_time.replace("T", " ").slice(11, 19)})` : "1";
+      body.append(el("tr", { "data-kind": d.kind, "data-principal": d.principal, "data-resource": d.resource_name },
+        el("td", {}, d.time.replace("T", " ").slice(0, 19)), el("td", {}, denialKind(d)),
+        el("td", {}, el("code", {}, d.principal)), el("td", {}, el("code", {}, d.host)), el("td", {}, d.operation),
+        el("td", {}, d.resource_type + " ", el("code", {}, d.resource_name)), el("td", {}, d.api || "–"),
+        denialRule(d), el("td", {}, span), el("td", {}, why)));
+    }
+    $("#denials-count").textContent = data.count;
+    $("#denials-updated").textContent = "read " + new Date().toISOString().slice(11, 19) + " UTC";
+    $("#denials-note").textContent = data.message || "";
+    say("denials-message", "");
+  } catch (error) {
+    say("denials-message", error.message, "error");
+  }
+}
+
+function stopDenialsTimer() {
+  if (denialsTimer !== null) { clearInterval(denialsTimer); denialsTimer = null; }
+}
+
+function syncDenialsTimer() {
+  stopDenialsTimer();
+  if ($("#denials-auto").checked && !$("#denials-view").hidden) denialsTimer = setInterval(loadDenials, 5000);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   fillSelects();
   $("#login-form").addEventListener("submit", login);
@@ -439,4 +511,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#group-form").addEventListener("submit", addMembers);
   $("#history-form").addEventListener("submit", (event) => { event.preventDefault(); loadHistory(); });
   $("#history-form").addEventListener("reset", () => setTimeout(loadHistory, 0));
+  $("#denials-form").addEventListener("submit", (event) => { event.preventDefault(); loadDenials(); });
+  $("#denials-form").addEventListener("reset", () => setTimeout(loadDenials, 0));
+  $("#denials-auto").addEventListener("change", syncDenialsTimer);
 });
