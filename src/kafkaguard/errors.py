@@ -46,7 +46,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── LengthError                 protocol.lengths  a declared length or count the bytes cannot hold
      │    │    └── TooManyItemsError      protocol.lengths  more array elements than max_request_items
      │    ├── UnsupportedRequest          protocol.codec    an API or version this server does not offer
-     │    ├── MalformedProduce            proxy.produce_request a Produce request whose bytes do not hold what they declare
+     │    ├── MalformedProduce            proxy.produce_request a Produce request its bytes cannot hold
      │    ├── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
      │    │    └── Malformed              proxy.walks       a length or count a relayed answer's walk cannot fit
      │    └── VarintTooLong               protocol.errors   a varint beyond 5 bytes (each reader turns it into its own)
