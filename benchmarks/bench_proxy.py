@@ -1072,8 +1072,8 @@ def _f(value: float, fmt: str = ",.0f", unit: str = "") -> str:
     return "–" if value != value else f"{value:{fmt}}{unit}"
 
 
-def _ratio(proxy: float, direct: float) -> str:
-    return "–" if proxy != proxy or direct != direct or not direct else f"{proxy / direct:.2f}×"
+def _ratio(proxy: float, direct: float, digits: int = 2) -> str:
+    return "–" if proxy != proxy or direct != direct or not direct else f"{proxy / direct:.{digits}f}×"
 
 
 def _added(proxy: float, direct: float) -> str:
@@ -1157,9 +1157,10 @@ def render(o: Outcome) -> str:
         through = t.get(key, nan)
         if through != through and proxy != proxy:
             continue
+        # the ratio beside it has three digits: 0.9495 printed as 0.95× read as met beside "not met"
         met = "" if through != through or proxy != proxy else ("**met**" if through >= 0.95 * proxy else "**not met**")
         passthrough_rows.append(f"| {label} | {_f(direct, fmt, unit)} | {_f(proxy, fmt, unit)} | "
-                                f"{_f(through, fmt, unit)} | {_ratio(through, proxy)} | {_ratio(through, direct)} "
+                                f"{_f(through, fmt, unit)} | {_ratio(through, proxy, 3)} | {_ratio(through, direct)} "
                                 f"| {met} |")  # fmt: skip
     for label, key in (("produce → ack, p50", "ack_p50_ms"), ("produce → ack, p99", "ack_p99_ms"),
                        ("produce → consume, p50", "e2e_p50_ms"), ("produce → consume, p99", "e2e_p99_ms")):  # fmt: skip
