@@ -128,11 +128,16 @@ def outcomes(kafka: KafkaBroker, side: Side) -> dict[str, list[str]]:
     }
 
 
+@pytest.fixture(autouse=True)
+def _the_proxy_logs_no_error(mode_proxy: ModeProxy) -> None:
+    """Each test of the module fails if the proxy logged an error during it (``mode_proxy``)."""
+
+
 @pytest.fixture(scope="module")
-def sides(mode_proxy: ModeProxy, kafka: KafkaBroker) -> tuple[Side, Side]:
+def sides(session_mode_proxy: ModeProxy, kafka: KafkaBroker) -> tuple[Side, Side]:
     token = uuid.uuid4().hex[:6]
     direct = Side("kafka", kafka.bootstrap, f"k{token}")
-    proxied = proxy_side(mode_proxy, kafka, token)
+    proxied = proxy_side(session_mode_proxy, kafka, token)
     for side in (direct, proxied):
         prepare(side, kafka)
     return direct, proxied
