@@ -82,8 +82,9 @@ def listed(handle: ConsoleHandle, until: Callable[[list[dict[str, Any]]], bool],
             time.sleep(0.1)
 
 
-def test_a_kafka_clients_denied_request_is_listed_with_its_rule(served: ConsoleHandle) -> None:
-    topic = f"denied-{uuid.uuid4().hex[:8]}"
+def deny(served: ConsoleHandle, topic: str) -> None:
+    """A CreateTopics of ``topic`` by a user without ACLs, through kafka-python: refused, and audited DENIED (the
+    browser test's denials too)."""
     client = KafkaAdminClient(
         bootstrap_servers=served.kafka_bootstrap,
         security_protocol="SASL_PLAINTEXT",
@@ -98,6 +99,11 @@ def test_a_kafka_clients_denied_request_is_listed_with_its_rule(served: ConsoleH
             client.create_topics([NewTopic(topic, 1, 1)])
     finally:
         client.close()
+
+
+def test_a_kafka_clients_denied_request_is_listed_with_its_rule(served: ConsoleHandle) -> None:
+    topic = f"denied-{uuid.uuid4().hex[:8]}"
+    deny(served, topic)
     body = listed(served, lambda rows: any(r["resource_name"] == topic for r in rows))
     assert body["configured"] is True and body["complete"] is True and body["message"] is None
     (row,) = [r for r in body["denials"] if r["resource_name"] == topic]

@@ -15,13 +15,12 @@ from pathlib import Path
 import playwright.sync_api as playwright_sync
 import pytest
 
-from tests.console.conftest import NOBODY, NOBODY_PASSWORD, ConsoleHandle, start_console
+from tests.console.conftest import NOBODY, ConsoleHandle, start_console
+from tests.console.test_api_denials import deny
 from tests.console.test_browser import DOCS, _admin_page
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"(read_text|open_text) is deprecated", category=DeprecationWarning)
-    import kafka.errors as Errors  # type: ignore[import-untyped]
-    from kafka.admin import KafkaAdminClient, NewTopic  # type: ignore[import-untyped]
 
 pytestmark = [
     pytest.mark.e2e,
@@ -38,24 +37,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleHandle]:
     finally:
         handle.stop()
     assert handle.errors == [], f"logged errors: {handle.errors}"
-
-
-def deny(served: ConsoleHandle, topic: str) -> None:
-    """A CreateTopics of ``topic`` by a user without ACLs, through kafka-python: refused, and audited DENIED."""
-    client = KafkaAdminClient(
-        bootstrap_servers=served.kafka_bootstrap,
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="SCRAM-SHA-256",
-        sasl_plain_username=NOBODY,
-        sasl_plain_password=NOBODY_PASSWORD,
-        request_timeout_ms=10_000,
-        bootstrap_timeout_ms=10_000,
-    )
-    try:
-        with pytest.raises(Errors.TopicAuthorizationFailedError):
-            client.create_topics([NewTopic(topic, 1, 1)])
-    finally:
-        client.close()
 
 
 def test_the_denials_tab_lists_a_denial_and_opens_why_with_it(served: ConsoleHandle, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import pytest
 from kafkaguard.bootstrap import Services
 from kafkaguard.node.listening import ListeningServer
 from kafkaguard.protocol.outbox import Outbox
+from kafkaguard.protocol.passthrough import RelayedAnswer
 from kafkaguard.proxy.app import ProxyServer
 from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaCluster
@@ -88,6 +89,22 @@ def running_broker(kafka_dist: Path, workdir: Path, **options: Any) -> Iterator[
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture
+def renewals(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The mechanism of every re-authentication relayed upstream while the test runs (a first token on a connection
+    already logged in: KIP-368's renewal, passed through to the broker)."""
+    seen: list[str] = []
+    real = UpstreamConnection.relay_login
+
+    async def spy(self: UpstreamConnection, mechanism: str, token: bytes, *, first: bool) -> RelayedAnswer:
+        if first and self.connected:
+            seen.append(mechanism)
+        return await real(self, mechanism, token, first=first)
+
+    monkeypatch.setattr(UpstreamConnection, "relay_login", spy)
+    return seen
 
 
 def start_cluster_proxy(directory: Path, cluster: KafkaCluster) -> ServerHandle:
