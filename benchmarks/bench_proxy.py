@@ -1072,6 +1072,15 @@ def _f(value: float, fmt: str = ",.0f", unit: str = "") -> str:
     return "–" if value != value else f"{value:{fmt}}{unit}"
 
 
+#: The throughput rows of the report's tables: label, summary key, number format, unit.
+THROUGHPUT_ROWS = (
+    ("produce, messages/s", "produce_msgs_per_s", ",.0f", ""),
+    ("produce, MB/s", "produce_mb_per_s", ",.1f", ""),
+    ("consume, messages/s", "consume_msgs_per_s", ",.0f", ""),
+    ("consume, MB/s", "consume_mb_per_s", ",.1f", ""),
+)
+
+
 def _ratio(proxy: float, direct: float, digits: int = 2) -> str:
     return "–" if proxy != proxy or direct != direct or not direct else f"{proxy / direct:.{digits}f}×"
 
@@ -1093,12 +1102,7 @@ def render(o: Outcome) -> str:
         return d.get(key, nan), p.get(key, nan)
 
     rows = []
-    for label, key, fmt, unit in (
-        ("produce, messages/s", "produce_msgs_per_s", ",.0f", ""),
-        ("produce, MB/s", "produce_mb_per_s", ",.1f", ""),
-        ("consume, messages/s", "consume_msgs_per_s", ",.0f", ""),
-        ("consume, MB/s", "consume_mb_per_s", ",.1f", ""),
-    ):
+    for label, key, fmt, unit in THROUGHPUT_ROWS:
         direct, proxy = both(key)
         rows.append(f"| {label} | {_f(direct, fmt, unit)} | {_f(proxy, fmt, unit)} | {_ratio(proxy, direct)} |")
     direct, proxy = both("consume_startup_s")
@@ -1147,10 +1151,7 @@ def render(o: Outcome) -> str:
     t = summary.get("passthrough", {})
     passthrough_rows = []
     for label, key, fmt, unit in (
-        ("produce, messages/s", "produce_msgs_per_s", ",.0f", ""),
-        ("produce, MB/s", "produce_mb_per_s", ",.1f", ""),
-        ("consume, messages/s", "consume_msgs_per_s", ",.0f", ""),
-        ("consume, MB/s", "consume_mb_per_s", ",.1f", ""),
+        *THROUGHPUT_ROWS,
         *((f"{case.label}, messages/s", f"{case.phase}_msgs_per_s", ",.0f", "") for case in CASES),
     ):
         direct, proxy = both(key)
