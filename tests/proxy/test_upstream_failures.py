@@ -32,7 +32,7 @@ from kafkaguard.proxy.upstream import (
 from kafkaguard.proxy.wire import UpstreamProtocolError
 from kafkaguard.scram import ScramMechanism
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
-from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
 from tests.wire import Wire
 
 PLAINTEXT = UpstreamSecurity(UpstreamProtocol.PLAINTEXT)
@@ -164,13 +164,9 @@ def test_tls_to_a_plaintext_listener_is_a_tls_failure() -> None:
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> Iterator[ServerHandle]:
-    """A real kafkaguard server with a SASL_PLAINTEXT listener, as the proxy's upstream."""
-    handle = start_server(tmp_path, TlsFiles(tmp_path / "unused.pem", tmp_path / "unused.key"),
-                          listeners=["SASL_PLAINTEXT://127.0.0.1:0"], ssl_certfile=None, ssl_keyfile=None)  # fmt: skip
-    try:
+    """A real kafkaguard server with a SASL_PLAINTEXT listener, as the proxy's upstream (it must log no error)."""
+    with sasl_server(tmp_path) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 def test_a_refused_service_password_is_a_login_failure_and_is_exported(upstream: ServerHandle) -> None:

@@ -21,18 +21,14 @@ from kafkaguard.proxy.upstream import (
 )
 from kafkaguard.scram import ScramMechanism
 from kafkaguard.scram.client import ScramClientSession
-from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles, start_server
+from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
 
 
 @pytest.fixture
 def upstream(tmp_path: Path) -> Iterator[ServerHandle]:
-    """A kafkaguard server with only a SASL_PLAINTEXT listener, as the proxy's upstream."""
-    handle = start_server(tmp_path, TlsFiles(tmp_path / "unused.pem", tmp_path / "unused.key"),
-                          listeners=["SASL_PLAINTEXT://127.0.0.1:0"], ssl_certfile=None, ssl_keyfile=None)  # fmt: skip
-    try:
+    """A kafkaguard server with only a SASL_PLAINTEXT listener, as the proxy's upstream (it must log no error)."""
+    with sasl_server(tmp_path) as handle:
         yield handle
-    finally:
-        handle.stop()
 
 
 def test_the_salted_password_is_derived_off_the_loop(upstream: ServerHandle, monkeypatch: pytest.MonkeyPatch):
