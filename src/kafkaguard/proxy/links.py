@@ -94,6 +94,9 @@ async def open_link(host: str, port: int, tls: ssl.SSLContext | None) -> Link:
             sock.close()
             failure = e
             continue
+        except BaseException:  # cancelled (the caller's timeout, a stopping watch): the socket is not handed on
+            sock.close()
+            raise
         return SocketLink(sock)
     raise failure
 
