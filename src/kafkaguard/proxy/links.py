@@ -35,6 +35,7 @@ from typing import Protocol
 
 from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy import splice
+from kafkaguard.proxy.resolve import resolve
 from kafkaguard.proxy.walks import NEED, PASS, AnswerEdit
 from kafkaguard.proxy.wire import UpstreamProtocolError
 
@@ -82,7 +83,7 @@ async def open_link(host: str, port: int, tls: ssl.SSLContext | None) -> Link:
         reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=host, limit=STREAM_BUFFER)
         return StreamLink(reader, writer)
     loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    infos = await resolve(host, port)
     failure: OSError = OSError(f"no address for {host}")
     for family, kind, proto, _, address in infos:
         sock = socket.socket(family, kind, proto)
