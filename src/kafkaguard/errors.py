@@ -49,6 +49,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      │    ├── MalformedProduce            proxy.produce_request a Produce request its bytes cannot hold
      │    ├── UpstreamProtocolError       proxy.wire        an upstream answer the proxy cannot read
      │    │    └── Malformed              proxy.walks       a length or count a relayed answer's walk cannot fit
+     │    ├── TaggedFieldsError           protocol.errors   too many tagged fields, or one past its end (as below)
      │    └── VarintTooLong               protocol.errors   a varint beyond 5 bytes (each reader turns it into its own)
      ├── CloseConnection                  protocol.connection control flow: ends one connection's loop, with a reason
      │    └── Drained                     protocol.connection a graceful drain ends the connection at a request boundary

@@ -33,6 +33,11 @@ class HeaderError(ProtocolError):
     """A request header that cannot be decoded."""
 
 
+class TaggedFieldsError(ProtocolError):
+    """A tagged-field section with more fields than its reader allows, or a field running past its end
+    (``protocol.varint.skip_tagged_fields``). Each reader turns it into its own error, as ``VarintTooLong``."""
+
+
 class VarintTooLong(ProtocolError):
     """An unsigned varint of more than 5 bytes (``protocol.varint``: Kafka's are int32 varints). Each reader turns it
     into its own error (a header's, a body's length check, an upstream answer's walk)."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafkaguard.protocol.errors import HeaderError, VarintTooLong
-from kafkaguard.protocol.varint import uvarint
+from kafkaguard.protocol.errors import HeaderError, TaggedFieldsError, VarintTooLong
+from kafkaguard.protocol.varint import skip_tagged_fields
 
 _FIXED = struct.Struct(">hhih")
 #: Tagged fields we are willing to skip in one header (a sane bound against a hostile count).
@@ -60,15 +60,9 @@ def decode_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
         raise HeaderError(f"invalid client_id length {id_size}")
     if flexible:
         try:
-            count, offset = uvarint(frame, offset)
-            if count > _MAX_TAGGED_FIELDS:
-                raise HeaderError(f"{count} tagged fields in a request header")
-            for _ in range(count):
-                _, offset = uvarint(frame, offset)
-                size, offset = uvarint(frame, offset)
-                offset += size
-                if offset > len(frame):
-                    raise HeaderError("a tagged field runs past the end of the request")
+            offset = skip_tagged_fields(frame, offset, len(frame), _MAX_TAGGED_FIELDS)
+        except TaggedFieldsError as e:
+            raise HeaderError(f"request header: {e}") from None
         except IndexError:  # only ``uvarint`` indexes here: a varint cut off by the end of the request
             raise HeaderError("truncated varint") from None
         except VarintTooLong:

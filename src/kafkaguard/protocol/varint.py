@@ -17,7 +17,7 @@ inside the bytes (``lengths``) compares the offset it returns.
 
 from __future__ import annotations
 
-from kafkaguard.protocol.errors import VarintTooLong
+from kafkaguard.protocol.errors import TaggedFieldsError, VarintTooLong
 
 _TOO_LONG = "a varint longer than 5 bytes"
 
@@ -41,6 +41,26 @@ def uvarint(p: bytes | bytearray | memoryview, at: int) -> tuple[int, int]:
         shift += 7
         if shift > 28:
             raise VarintTooLong(_TOO_LONG)
+
+
+def skip_tagged_fields(p: bytes | bytearray | memoryview, at: int, end: int, most: int) -> int:
+    """The offset after the tagged-field section at ``at`` (a count, then per field a tag, a size and that many
+    bytes), which must end by ``end``. The fields are skipped unread: what a request's reader does with fields it
+    does not know (a request header, a walked Produce request).
+
+    :raises TaggedFieldsError: more than ``most`` fields, or a field running past ``end``.
+    :raises IndexError, VarintTooLong: as ``uvarint``.
+    """
+    count, at = uvarint(p, at)
+    if count > most:
+        raise TaggedFieldsError(f"{count} tagged fields in one section")
+    for _ in range(count):
+        _tag, at = uvarint(p, at)
+        size, at = uvarint(p, at)
+        at += size
+        if at > end:
+            raise TaggedFieldsError("a tagged field runs past its end")
+    return at
 
 
 def uvarint_bytes(value: int) -> bytes:

@@ -52,9 +52,9 @@ from typing import NamedTuple
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.protocol.codec import decode_body
 from kafkaguard.protocol.connection import LARGE_FRAME
-from kafkaguard.protocol.errors import ProtocolError, VarintTooLong
+from kafkaguard.protocol.errors import ProtocolError, TaggedFieldsError, VarintTooLong
 from kafkaguard.protocol.lengths import TooManyItemsError
-from kafkaguard.protocol.varint import uvarint
+from kafkaguard.protocol.varint import skip_tagged_fields, uvarint
 from kafkaguard.proxy.messages import PRODUCE, ProduceRequest
 
 #: The first flexible version (compact lengths, tagged fields).
@@ -216,13 +216,7 @@ def _records_size(p: bytes, at: int, flexible: bool) -> tuple[int, int]:
 
 
 def _skip_tags(p: bytes, at: int, end: int) -> int:
-    count, at = uvarint(p, at)
-    if count > _MAX_TAGGED_FIELDS:
-        raise MalformedProduce(f"malformed Produce request: {count} tagged fields in one section")
-    for _ in range(count):
-        _tag, at = uvarint(p, at)
-        size, at = uvarint(p, at)
-        at += size
-        if at > end:
-            raise MalformedProduce("malformed Produce request: a tagged field runs past its end")
-    return at
+    try:
+        return skip_tagged_fields(p, at, end, _MAX_TAGGED_FIELDS)
+    except TaggedFieldsError as e:
+        raise MalformedProduce(f"malformed Produce request: {e}") from None
