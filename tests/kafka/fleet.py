@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import json
 import os
-import random
 import shutil
 import signal
 import socket
@@ -36,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaCluster, kafka_home
+from tests.ports import free_port_block
 from tests.postgres import PASSWORD as STORE_PASSWORD
 from tests.postgres import PostgresServer
 
@@ -48,26 +48,11 @@ FLEET_ADMIN, FLEET_ADMIN_PASSWORD = "admin", "fleet-admin-secret"
 
 def _free_port_block(size: int) -> int:
     """A first port P with P … P + size - 1 free on every loopback address the fleet uses."""
-    for _ in range(500):
-        # below the ephemeral range (32768 and up): a busy machine's outgoing connections hold many ports there
-        first = random.randrange(15_000, 32_000 - size)
-        if all(_bindable(host, first + i) for i in range(size) for host in _hosts(3)):
-            return first
-    raise RuntimeError(f"no block of {size} free ports")
+    return free_port_block(size, _hosts(3))
 
 
 def _hosts(count: int) -> list[str]:
     return [BALANCER_HOST, *(f"127.0.0.{2 + i}" for i in range(count))]
-
-
-def _bindable(host: str, port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def _listening(host: str, port: int) -> bool:

@@ -8,8 +8,6 @@ ACLs on its clients. Its listener needs a fixed port with the node ports above i
 from __future__ import annotations
 
 import contextlib
-import random
-import socket
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,24 +23,13 @@ from kafkaguard.protocol.passthrough import RelayedAnswer
 from kafkaguard.proxy.app import ProxyServer
 from kafkaguard.proxy.upstream import UpstreamConnection
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, KafkaCluster
+from tests.ports import free_port_block
 from tests.serving import ServerHandle, TlsFiles, start_server
 
 
 def free_port_range(count: int = 8) -> int:
-    """A port P with P … P+count-1 free on 127.0.0.1 right now (the proxy serves node N at P+1+N): below the
-    ephemeral range (32768 and up), where a busy machine's outgoing connections hold ports by the thousand, and probed
-    with SO_REUSEADDR as the proxy binds (a port left in TIME_WAIT is free to it)."""
-    for _ in range(500):
-        base = random.randrange(15_000, 32_000 - count)
-        try:
-            for port in range(base, base + count):
-                with socket.socket() as check:
-                    check.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    check.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no free range of ports on 127.0.0.1")
+    """A port P with P … P+count-1 free on 127.0.0.1 right now (the proxy serves node N at P+1+N)."""
+    return free_port_block(count)
 
 
 def start_proxy(
