@@ -459,15 +459,15 @@ class Connection:
         if self.sasl is not None and self.sasl.raw_tokens and not self.sasl.authenticated:
             await self._raw_token(self.sasl, frame)
             return
+        api_key_code = peek_header(frame)[0]  # once: what the checks below and the walked path look at
         if not self.authenticated:
             # Kafka reads only the header before authentication: no other body is decoded until SASL completes.
-            api_key_code = peek_header(frame)[0]
             if api_key_code not in BEFORE_AUTHENTICATION:  # ApiKey is an IntEnum: a raw code finds its member
                 raise ProtocolError(f"API key {api_key_code} before SASL authentication completed")
         elif self.session is not None:
-            self._check_session(self.session, frame)
+            self._check_session(self.session, api_key_code)
         versions, dispatcher = self.dispatcher.versions, self.dispatcher
-        if dispatcher.walked and peek_header(frame)[0] in dispatcher.walked:
+        if dispatcher.walked and api_key_code in dispatcher.walked:
             try:
                 head = decode_request_head(frame, versions)
             except UnsupportedRequest as e:
@@ -534,20 +534,19 @@ class Connection:
             data = encode_response(api_key, version, correlation_id, response)
         await self.outbox.send(data)
 
-    def _check_session(self, session: Session, frame: bytes) -> None:
-        """Before any request of a logged-in connection (Kafka's ``SocketServer`` does the same): an ended session
-        closes the connection; during a re-authentication only SaslAuthenticate may come; past its lifetime
-        (KIP-368) only a SaslHandshake that begins a re-authentication may."""
+    def _check_session(self, session: Session, api_key_code: int) -> None:
+        """Before any request of a logged-in connection (Kafka's ``SocketServer`` does the same), given the
+        request's API key: an ended session closes the connection; during a re-authentication only SaslAuthenticate
+        may come; past its lifetime (KIP-368) only a SaslHandshake that begins a re-authentication may."""
         if session.ended is not None:
             raise CloseConnection(session.ended)
         if self._reauthentication is not None:
-            api_key_code = peek_header(frame)[0]
             if api_key_code != ApiKey.SASL_AUTHENTICATE:
                 raise CloseConnection(f"API key {api_key_code} during SASL re-authentication")
         elif (
             session.expires_at is not None
             and session.expired(time.monotonic())
-            and peek_header(frame)[0] != ApiKey.SASL_HANDSHAKE
+            and api_key_code != ApiKey.SASL_HANDSHAKE
         ):
             raise CloseConnection(f"session expired: not re-authenticated within {session.lifetime_ms} ms")
 
