@@ -52,8 +52,10 @@ from tests.kafka.proxy.conftest import free_port_range
 from tests.kafka.proxy.test_passthrough import (
     SHA512,
     admin,
+    broker_principals,
     delete_user,
     kafka_allows,
+    log_end,
     set_password,
     until_broker_agrees,
 )
@@ -229,6 +231,7 @@ def test_the_migration_page_runs_as_written(kafka: KafkaBroker, reader: tuple[Re
     shell, port = reader
     directory = shell.directory
     principal = f"User:{APP_USER}"
+    broker_log_start = log_end(kafka)
     # the cluster as the page finds it: the application's topic, its user and ACLs, on Kafka only
     create_topics(kafka, "invoices", "payroll")
     set_password(kafka, APP_USER, APP_PASSWORD, SHA512)
@@ -315,6 +318,9 @@ def test_the_migration_page_runs_as_written(kafka: KafkaBroker, reader: tuple[Re
                if r["principal"] == principal and r["resource_name"] == "payroll"]  # fmt: skip
     assert refused, "no record of the refused payroll request"
     assert all(r["decision"] == "DENIED" and "enforced" not in r for r in refused), refused
+    # ... before it reached the broker: the broker's authorizer never decided anything of the app's on payroll
+    assert not [seen for seen in broker_principals(kafka, "payroll", broker_log_start) if seen.startswith(principal)]
+    assert f"{principal} WRITE" in broker_principals(kafka, "invoices", broker_log_start)  # it does log the app's
 
 
 def _eventually(condition: Callable[[], bool], timeout: float = 10.0) -> bool:
