@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kafkaguard.audit.records.record import AuditRecord, to_json_line
+from kafkaguard.audit.records.cloudevents import AUTHORIZATION, envelope, to_json
+from kafkaguard.audit.records.record import AuditRecord, to_dict, to_json_line
 from kafkaguard.audit.records.shadow import shadow_event
 from kafkaguard.cli.main import app
 from kafkaguard.model import AclOperation, AuthorizationResult, ResourceType
@@ -90,3 +92,29 @@ def test_an_unreadable_file_is_an_error(tmp_path: Path):
 def test_a_bad_output_is_a_usage_error(tmp_path: Path):
     result = CliRunner().invoke(app, ["audit", "shadow-report", str(tmp_path), "--output", "yaml"])
     assert result.exit_code == 2 and "expected table, wide or json" in result.stderr
+
+
+def test_a_permissive_proxys_would_be_denials_are_counted_apart_and_pointed_to(tmp_path: Path):
+    """A permissive proxy's log without a candidate set holds no shadow event, only would-be denials: the report
+    must not read as "the candidate decides this traffic alike", and says where those denials are explained."""
+    would_be = replace(record("User:alice", "orders", AclOperation.READ, DENIED, 1), enforced=False, count=3)
+    enveloped = envelope(AUTHORIZATION, "User:alice", to_dict(replace(would_be, count=1)), source="kafkaguard://test",
+                         time=would_be.time)  # fmt: skip
+    log = tmp_path / "audit.log"
+    log.write_text("\n".join([
+        to_json_line(would_be),
+        to_json(enveloped),
+        to_json_line(replace(record("User:bob", "pii", AclOperation.WRITE, DENIED, 2), enforced=False)),
+        to_json_line(record("User:carol", "pii", AclOperation.WRITE, DENIED, 3)),  # enforced: a denial, not counted
+    ]) + "\n")  # fmt: skip
+    table = CliRunner().invoke(app, ["audit", "shadow-report", str(log)], env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert "No shadow flips in 4 record(s)." in table.stdout and "alike" not in table.stdout
+    assert "3 record(s) of a permissive proxy's would-be denials (5 request(s)" in table.stdout
+    assert "kafkaguard explain --from-audit" in table.stdout
+    narrowed = CliRunner().invoke(app, ["audit", "shadow-report", str(log), "--output", "json", "--principal",
+                                        "User:alice"])  # fmt: skip
+    assert narrowed.exit_code == 0, narrowed.output
+    assert json.loads(narrowed.stdout)["would_be_denials"] == {"records": 2, "requests": 4}
+    none = CliRunner().invoke(app, ["audit", "shadow-report", str(log), "--principal", "User:carol"])
+    assert "alike" in none.stdout and "would-be" not in none.stdout
