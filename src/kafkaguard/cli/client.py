@@ -10,31 +10,14 @@ reported as ``unrepresentable`` and never touched.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Any
-
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient
-
-# confluent_kafka.admin re-exports these, but its stubs do not declare the re-exports.
-from confluent_kafka.admin._acl import AclBinding as RdAclBinding
-from confluent_kafka.admin._acl import AclBindingFilter as RdAclBindingFilter
-from confluent_kafka.admin._acl import AclOperation as RdAclOperation
-from confluent_kafka.admin._acl import AclPermissionType as RdAclPermissionType
-from confluent_kafka.admin._resource import ResourcePatternType as RdPatternType
-from confluent_kafka.admin._resource import ResourceType as RdResourceType
-from confluent_kafka.admin._scram import (
-    ScramCredentialInfo,
-    UserScramCredentialAlteration,
-    UserScramCredentialDeletion,
-    UserScramCredentialUpsertion,
-)
-from confluent_kafka.admin._scram import ScramMechanism as RdScramMechanism
+from typing import TYPE_CHECKING, Any
 
 from kafkaguard.cli.output import binding_text
 from kafkaguard.errors import KafkaguardError
@@ -50,11 +33,31 @@ from kafkaguard.model import (
 )
 from kafkaguard.scram import ScramMechanism
 
+# confluent-kafka is imported where it is used (an import statement is a dict look-up after the first): every
+# command imports this module for CliError and the conversions, and so does the process of `kafkaguard serve` and
+# `kafkaguard proxy`, which never call Kafka through librdkafka (~4 MiB of their memory).
+if TYPE_CHECKING:
+    from confluent_kafka.admin._acl import AclBinding as RdAclBinding
+    from confluent_kafka.admin._acl import AclBindingFilter as RdAclBindingFilter
+    from confluent_kafka.admin._acl import AclOperation as RdAclOperation
+    from confluent_kafka.admin._resource import ResourceType as RdResourceType
+
 #: Seconds any single admin call may take before the CLI gives up and says so.
 DEFAULT_TIMEOUT = 15.0
 
-_RD_RESOURCE_TYPES = {t.value: t for t in RdResourceType}
-_RD_OPERATIONS = {o.value: o for o in RdAclOperation}
+
+@functools.cache
+def _rd_resource_types() -> dict[int, RdResourceType]:
+    from confluent_kafka.admin._resource import ResourceType as RdResourceType  # see the note at the top
+
+    return {t.value: t for t in RdResourceType}
+
+
+@functools.cache
+def _rd_operations() -> dict[int, RdAclOperation]:
+    from confluent_kafka.admin._acl import AclOperation as RdAclOperation  # see the note at the top
+
+    return {o.value: o for o in RdAclOperation}
 
 
 class CliError(KafkaguardError):
@@ -188,6 +191,11 @@ def _jaas_credentials(jaas: str) -> dict[str, str]:
 
 def to_rd_binding(binding: AclBinding) -> RdAclBinding:
     """:raises UnsupportedByClientError: a resource type or operation librdkafka does not know."""
+    # confluent_kafka.admin re-exports these, but its stubs do not declare the re-exports.
+    from confluent_kafka.admin._acl import AclBinding as RdAclBinding
+    from confluent_kafka.admin._acl import AclPermissionType as RdAclPermissionType
+    from confluent_kafka.admin._resource import ResourcePatternType as RdPatternType
+
     pattern, entry = binding.pattern, binding.entry
     return RdAclBinding(
         _rd_resource_type(pattern.resource_type),
@@ -202,6 +210,11 @@ def to_rd_binding(binding: AclBinding) -> RdAclBinding:
 
 def to_rd_filter(acl_filter: AclBindingFilter) -> RdAclBindingFilter:
     """:raises UnsupportedByClientError: a resource type or operation librdkafka does not know."""
+    # confluent_kafka.admin re-exports these, but its stubs do not declare the re-exports.
+    from confluent_kafka.admin._acl import AclBindingFilter as RdAclBindingFilter
+    from confluent_kafka.admin._acl import AclPermissionType as RdAclPermissionType
+    from confluent_kafka.admin._resource import ResourcePatternType as RdPatternType
+
     pattern, entry = acl_filter.pattern_filter, acl_filter.entry_filter
     return RdAclBindingFilter(
         _rd_resource_type(pattern.resource_type),
@@ -238,8 +251,8 @@ def _rd_code(field: Enum | str | int) -> int:
 
 
 def _rd_resource_type(resource_type: ResourceType) -> RdResourceType:
-    found = _RD_RESOURCE_TYPES.get(resource_type.code)
-    if found is None or found is RdResourceType.UNKNOWN:
+    found = _rd_resource_types().get(resource_type.code)
+    if found is None or found.name == "UNKNOWN":
         raise UnsupportedByClientError(
             f"resource type {resource_type} cannot be sent through librdkafka 2.16 (it knows TOPIC, GROUP, CLUSTER "
             "and TRANSACTIONAL_ID); manage such ACLs with kafka-acls.sh or the kafkaguard console"
@@ -248,8 +261,8 @@ def _rd_resource_type(resource_type: ResourceType) -> RdResourceType:
 
 
 def _rd_operation(operation: AclOperation) -> RdAclOperation:
-    found = _RD_OPERATIONS.get(operation.code)
-    if found is None or found is RdAclOperation.UNKNOWN:
+    found = _rd_operations().get(operation.code)
+    if found is None or found.name == "UNKNOWN":
         raise UnsupportedByClientError(
             f"operation {operation} cannot be sent through librdkafka 2.16 (it knows operations up to "
             "IDEMPOTENT_WRITE); manage such ACLs with kafka-acls.sh or the kafkaguard console"
@@ -281,6 +294,8 @@ class Described:
 
 
 def _error_of(exc: BaseException) -> tuple[str, str]:
+    from confluent_kafka import KafkaError, KafkaException
+
     if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
         error: KafkaError = exc.args[0]
         return error.name(), error.str()
@@ -292,6 +307,9 @@ class KafkaAdmin:
     with Kafka's error name instead of hanging or printing a traceback."""
 
     def __init__(self, config: Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
         self._timeout = timeout
         conf = dict(config)
         # librdkafka writes its own log lines to stderr unless given a logger; the CLI reports failures itself.
@@ -304,6 +322,8 @@ class KafkaAdmin:
         self._bootstrap = str(conf.get("bootstrap.servers"))
 
     def _result(self, future: Any, what: str) -> Any:
+        from confluent_kafka import KafkaException
+
         try:
             return future.result(timeout=self._timeout + 5)
         except KafkaException as e:
@@ -349,6 +369,8 @@ class KafkaAdmin:
 
         :raises CliError: unreachable cluster.
         """
+        from confluent_kafka import KafkaException
+
         try:
             metadata = self._admin.list_topics(timeout=self._timeout)
         except KafkaException as e:
@@ -434,6 +456,14 @@ class KafkaAdmin:
         deletions: Iterable[tuple[str, ScramMechanism]],
     ) -> list[Failure]:
         """One AlterUserScramCredentials request; upsertions are (user, mechanism, iterations, password, salt)."""
+        from confluent_kafka.admin._scram import (
+            ScramCredentialInfo,
+            UserScramCredentialAlteration,
+            UserScramCredentialDeletion,
+            UserScramCredentialUpsertion,
+        )
+        from confluent_kafka.admin._scram import ScramMechanism as RdScramMechanism
+
         alterations: list[UserScramCredentialAlteration] = [
             UserScramCredentialUpsertion(
                 user, ScramCredentialInfo(RdScramMechanism(mechanism.code), iterations), password, salt

@@ -16,10 +16,9 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kafkaguard.cli.client import CliError, client_config, load_properties
 from kafkaguard.cli.connection import CommandConfig
@@ -36,6 +35,11 @@ from kafkaguard.pipeline.collect_plan import (
     resume_offsets,
     to_row,
 )
+
+# confluent-kafka is imported where it is used: the processes of `serve` and `proxy` import every command module and
+# never consume through librdkafka (see cli.client).
+if TYPE_CHECKING:
+    from confluent_kafka import Consumer, Message, TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +151,8 @@ class Collector:
         return self.stats
 
     def _take(self, message: Message, now: float) -> bool:
+        from confluent_kafka import KafkaError, KafkaException
+
         error = message.error()
         if error is not None:
             if error.fatal():
@@ -181,9 +187,13 @@ class Collector:
         # Said after the rename and before the commit: a kill right after this line is the window the invariant
         # is about (the tests kill here).
         self.echo(f"wrote {path} ({len(closed.rows)} records, offsets {r.first}..{r.last})")
+        from confluent_kafka import TopicPartition
+
         self._commit([TopicPartition(self.topic, r.partition, r.last + 1)])
 
     def _commit(self, offsets: list[TopicPartition]) -> None:
+        from confluent_kafka import KafkaException
+
         try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as e:
@@ -192,6 +202,8 @@ class Collector:
             log.warning("commit of %s failed: %s", ", ".join(f"{tp.partition}@{tp.offset}" for tp in offsets), e)
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        from confluent_kafka import TopicPartition
+
         for tp in partitions:
             if tp.partition in self.resume:
                 tp.offset = self.resume[tp.partition]
@@ -287,6 +299,8 @@ def _collect(
             exit_code=2,
         )
     base["logger"] = logging.getLogger("rdkafka")
+    from confluent_kafka import Consumer, KafkaException
+
     try:
         dataset = collect_files.open_dataset(to)
         with collect_files.lock(dataset, topic):

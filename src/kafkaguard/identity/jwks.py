@@ -57,14 +57,16 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
-import httpx
 import jwt
 
 from kafkaguard.errors import OAuthBearerError
 from kafkaguard.identity.oauth import KeySet, VerificationKey
+
+if TYPE_CHECKING:  # imported where an https:// JWKS is read: a node without one does not carry httpx (~5 MiB)
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +211,8 @@ class JwksSource:
         self._clock = clock
         self._client: httpx.AsyncClient | None = None
         if self._file is None:
+            import httpx  # only https:// JWKS need it (see the import at the top)
+
             verify: ssl.SSLContext | bool = True
             if transport is None:
                 verify = ssl.create_default_context(cafile=str(cafile) if cafile is not None else None)
@@ -372,6 +376,8 @@ class JwksSource:
         client = self._client
         if client is None:  # closed
             raise JwksUnavailableError(f"the JWKS source of {self._url} is closed")
+        import httpx  # loaded with the client, in __init__
+
         try:
             response = await client.get(self._url, headers={"Accept": "application/json"})
         except httpx.HTTPError as e:

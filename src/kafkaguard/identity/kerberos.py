@@ -38,18 +38,21 @@ import os
 import struct
 from enum import Enum, auto
 from pathlib import Path
-
-import gssapi
-from gssapi.raw.misc import GSSError
+from typing import TYPE_CHECKING
 
 from kafkaguard.errors import KafkaguardError
+
+# The gssapi binding is imported by the functions that use it (the import statement is a dict look-up after the first
+# one): a node without GSSAPI never loads it, nor MIT Kerberos's libraries (~3 MiB of its process).
+if TYPE_CHECKING:
+    import gssapi
+    from gssapi.raw.misc import GSSError
 
 #: The security layers of RFC 4752 §3.3; Kafka uses none.
 LAYER_NONE = 0x01
 #: What Kafka's broker (Java's GssKrb5Server) offers as its maximum buffer size.
 SERVER_MAX_BUFFER = 65536
 _OFFER = struct.pack(">I", SERVER_MAX_BUFFER)[1:]
-_MECHANISM = gssapi.MechType.kerberos
 _CACHES = itertools.count(1)
 
 
@@ -67,8 +70,11 @@ def _gss_message(error: GSSError) -> str:
 def default_realm() -> str:
     """krb5.conf's ``default_realm``, or ``""`` without one: the realm Kafka's ``DEFAULT`` rule maps (Kafka reads it
     as ``new KerberosPrincipal("tmp").getRealm()``; here MIT Kerberos completes a name without realm the same way)."""
+    import gssapi
+    from gssapi.raw.misc import GSSError
+
     try:
-        name = gssapi.Name("kafkaguard", gssapi.NameType.kerberos_principal).canonicalize(_MECHANISM)
+        name = gssapi.Name("kafkaguard", gssapi.NameType.kerberos_principal).canonicalize(gssapi.MechType.kerberos)
     except GSSError:
         return ""
     return str(name).rpartition("@")[2] if "@" in str(name) else ""
@@ -79,6 +85,9 @@ class Acceptor:
 
     def __init__(self, keytab: Path, principal: str) -> None:
         """:raises KerberosError: the keytab cannot be read or holds no key of ``principal``."""
+        import gssapi
+        from gssapi.raw.misc import GSSError
+
         if not os.access(keytab, os.R_OK):
             raise KerberosError(f"the keytab {keytab} cannot be read")
         self.principal = principal
@@ -93,6 +102,8 @@ class Acceptor:
 
     def exchange(self) -> GssapiServerExchange:
         """A new server exchange for one login."""
+        import gssapi
+
         return GssapiServerExchange(gssapi.SecurityContext(creds=self._credentials, usage="accept"))
 
 
@@ -123,6 +134,8 @@ class GssapiServerExchange:
         :raises KerberosError: the token is refused (a bad or replayed ticket, a ticket for another service, a
             message out of order, a layer not offered).
         """
+        from gssapi.raw.misc import GSSError
+
         try:
             return self._step(token)
         except GSSError as e:
@@ -167,6 +180,9 @@ class Initiator:
 
     def __init__(self, keytab: Path, principal: str) -> None:
         """:raises KerberosError: the keytab cannot be read."""
+        import gssapi
+        from gssapi.raw.misc import GSSError
+
         if not os.access(keytab, os.R_OK):
             raise KerberosError(f"the keytab {keytab} cannot be read")
         self.principal = principal
@@ -191,6 +207,8 @@ class GssapiClientExchange:
     returns None). Its first step may ask the KDC for a service ticket: call it off the event loop."""
 
     def __init__(self, credentials: gssapi.Credentials, service: str, host: str) -> None:
+        import gssapi
+
         target = gssapi.Name(f"{service}@{host}", gssapi.NameType.hostbased_service)
         flags = gssapi.RequirementFlag.mutual_authentication | gssapi.RequirementFlag.out_of_sequence_detection
         self._context = gssapi.SecurityContext(name=target, creds=credentials, usage="initiate", flags=flags)
@@ -201,6 +219,8 @@ class GssapiClientExchange:
 
         :raises KerberosError: no service ticket could be had.
         """
+        from gssapi.raw.misc import GSSError
+
         try:
             return self._context.step() or b""
         except GSSError as e:
@@ -211,6 +231,8 @@ class GssapiClientExchange:
 
         :raises KerberosError: the server's token is refused, or it offers no layer Kafka's clients accept.
         """
+        from gssapi.raw.misc import GSSError
+
         try:
             if not self._context.complete:
                 return self._context.step(challenge) or b""

@@ -39,13 +39,15 @@ import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import jwt
 
 from kafkaguard.errors import KafkaguardError
 from kafkaguard.proxy.upstream import UpstreamUnavailable
+
+if TYPE_CHECKING:  # imported by the one fetch below: a proxy without a token endpoint does not carry it (~5 MiB)
+    import httpx
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +204,8 @@ class AccessTokenSource:
 
         :raises _FetchFailed: unreachable, refused, or an answer without a usable token.
         """
+        import httpx  # see the import at the top
+
         headers = {"Authorization": self._authorization, "Accept": "application/json", "Cache-Control": "no-cache"}
         sent = self._clock()
         try:
