@@ -30,7 +30,7 @@ class Lookups:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float]]:
     now = [1000.0]
-    monkeypatch.setattr(resolving.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(resolving, "clock", lambda: now[0])
     monkeypatch.setattr(resolving, "_resolved", {})
     yield now
 

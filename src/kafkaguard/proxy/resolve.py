@@ -29,6 +29,8 @@ AddressInfo = tuple[
 ]
 
 _resolved: dict[tuple[str, int], tuple[float, list[AddressInfo]]] = {}
+#: The clock the TTL is counted on (a test's own).
+clock = time.monotonic
 
 
 async def resolve(host: str, port: int) -> list[AddressInfo]:
@@ -40,7 +42,7 @@ async def resolve(host: str, port: int) -> list[AddressInfo]:
     if literal is not None:
         return literal
     key = (host, port)
-    now = time.monotonic()
+    now = clock()
     cached = _resolved.get(key)
     if cached is not None and cached[0] > now:
         return cached[1]
