@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 from kio.schema.create_topics.v7 import request as create_v7
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v4 import request as coordinator_v4
 from kio.schema.metadata.v12 import request as metadata_v12
+from kio.schema.offset_commit.v8 import request as commit_v8
 from typer.testing import CliRunner
 
 from kafkaguard.audit.records.broker_refusals import DEFAULT_MAX_EVENTS, BrokerRefusals, RefusalKind
@@ -225,3 +227,65 @@ def _scope(services: Services, upstream: MemoryUpstream, audit: AuditLog | None 
     outbox = Outbox(CollectingWriter(), limit=MAX_QUEUED_ANSWERS, close=lambda: None, peer=CLIENT_HOST)
     payload = client_request(metadata("feed-a"))
     return make_scope(services, upstream, outbox, payload, principal="User:alice", audit=audit)
+
+
+def test_a_commit_refused_on_9990_partitions_by_the_broker_is_one_event(services: Services, tmp_path: Path) -> None:
+    """OffsetCommit partly denied by kafkaguard (secret-b) is read back: the broker refusing every one of feed-a's
+    9,990 partitions (a request holds at most 10,000 items) is one event of 9,990 items; secret-b is kafkaguard's own
+    denial only."""
+    allow(services, "User:alice", ResourceType.GROUP, "feed-", AclOperation.READ)
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.READ)
+    log = tmp_path / "audit.log"
+
+    def answer(api_key: ApiKey, version: int, request: Any) -> Any:
+        cls = response_schema(api_key, version)
+        topic_cls, partition_cls = (
+            nested(cls, "OffsetCommitResponseTopic"),
+            nested(cls, "OffsetCommitResponsePartition"),
+        )
+        topics = tuple(entity(topic_cls, name=t.name, partitions=tuple(
+            entity(partition_cls, partition_index=p.partition_index, error_code=REFUSED) for p in t.partitions))
+            for t in request.topics)  # fmt: skip
+        return answer_of(api_key, version, topics=topics)
+
+    def topic(name: str, partitions: int) -> Any:
+        return entity(commit_v8.OffsetCommitRequestTopic, name=name, partitions=tuple(
+            entity(commit_v8.OffsetCommitRequestPartition, partition_index=i) for i in range(partitions)))  # fmt: skip
+
+    request = entity(commit_v8.OffsetCommitRequest, group_id="feed-g", topics=(topic("feed-a", 9_990),
+                                                                               topic("secret-b", 1)))  # fmt: skip
+    handled = handle(services, MemoryUpstream(answer, as_client=True), request, audit=AuditLog(log))
+    errors = {t.name: {p.error_code for p in t.partitions} for t in handled.answer().topics}
+    assert errors == {"feed-a": {REFUSED}, "secret-b": {REFUSED}}
+    (event,) = broker_events(log)
+    assert (event["data"]["resource_name"], event["data"]["operation"], event["data"]["items"]) == (
+        "feed-a", "READ", 9_990
+    )  # fmt: skip
+    assert services.broker_refusals.counts() == {RefusalKind("OffsetCommit", "TOPIC_AUTHORIZATION_FAILED"): 1}
+    denials = [e["data"]["resource_name"] for e in envelopes(log) if e["type"] == "io.kafkaguard.authorization.v2"]
+    assert denials == ["secret-b"]
+
+
+def test_a_group_the_broker_refuses_its_coordinator_for_is_the_broker_s_refusal(
+    services: Services, tmp_path: Path
+) -> None:
+    allow(services, "User:alice", ResourceType.GROUP, "feed-", AclOperation.DESCRIBE)
+    log = tmp_path / "audit.log"
+
+    def answer(api_key: ApiKey, version: int, request: Any) -> Any:
+        coordinator_cls = nested(response_schema(api_key, version), "Coordinator")
+        found = tuple(
+            entity(
+                coordinator_cls, key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.group_authorization_failed
+            )
+            for key in request.coordinator_keys
+        )
+        return answer_of(api_key, version, coordinators=found)  # fmt: skip
+
+    request = entity(coordinator_v4.FindCoordinatorRequest, key_type=0, coordinator_keys=("feed-g", "secret-g"))
+    handle(services, MemoryUpstream(answer, as_client=True), request, audit=AuditLog(log))
+    (event,) = broker_events(log)
+    assert (event["subject"], event["data"]["operation"], event["data"]["broker_error"]) == (
+        "GROUP:feed-g", "DESCRIBE", "GROUP_AUTHORIZATION_FAILED"
+    )  # fmt: skip
+    assert services.broker_refusals.counts() == {RefusalKind("FindCoordinator", "GROUP_AUTHORIZATION_FAILED"): 1}

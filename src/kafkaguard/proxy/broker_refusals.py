@@ -12,7 +12,12 @@ the broker refusing is a misconfiguration of the proxy's account, not the client
 Cost: nothing unless the answer holds an authorization error; then one dict entry per refused resource, and the
 events (kafkaguard's deciding rule explained from the request's snapshot) are made in the audit writer's thread.
 
-Read by: ``handlers.metadata`` (Metadata's topics), ``handlers.admin`` (CreateTopics' results).
+Where the answers are read: ``handlers.metadata`` (Metadata's named topics), ``handlers.admin`` (CreateTopics'
+results: in passthrough always forwarded and read, it is rare), ``handlers.coordinator`` (FindCoordinator's keys),
+``handlers.topic_partitions`` (DescribeTopicPartitions), ``handlers.groups`` (OffsetCommit when partly denied, its
+partitions; OffsetFetch v8+, its groups and partitions). The other APIs relay a fully allowed request's answer
+unread (Produce, Fetch: the walks see only what they rewrite), so a broker's refusal there leaves only kafkaguard's
+ALLOWED record.
 """
 
 from __future__ import annotations
