@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import pytest
 from kio.schema.create_topics.v7 import request as create_v7
 from kio.schema.errors import ErrorCode
@@ -52,6 +53,7 @@ from tests.proxy.memory_upstream import (
 TOPIC = ResourceType.TOPIC
 REFUSED = ErrorCode.topic_authorization_failed
 BROKER_TYPE = "io.kafkaguard.broker.v1"
+SCHEMA = Path(__file__).parents[2] / "docs" / "audit-event.schema.json"
 
 
 @pytest.fixture
@@ -118,8 +120,13 @@ def test_a_topic_kafkaguard_allowed_and_the_broker_refused_is_one_event_and_one_
     assert services.broker_refusals.counts() == {RefusalKind("Metadata", "TOPIC_AUTHORIZATION_FAILED"): 1}
     text = ConsoleMetrics(lambda: 0, broker_refusals=services.broker_refusals).render().decode()
     assert 'kafkaguard_broker_refusals_total{api="Metadata",error="TOPIC_AUTHORIZATION_FAILED"} 1.0' in text
-    # no secret, no record of another category: kafkaguard's trail stays its own decisions (audit_mode denied: none)
+    # no record of another category: kafkaguard's trail stays its own decisions (audit_mode denied: none)
     assert [e["type"] for e in envelopes(log)] == [BROKER_TYPE]
+    # the envelope is what the published schema admits (and a data object missing the broker's error is not)
+    check = jsonschema_rs.Draft202012Validator(json.loads(SCHEMA.read_text("utf-8")))
+    assert [error.message for error in check.iter_errors(event)] == []
+    broken = {**event, "data": {k: v for k, v in data.items() if k != "broker_error"}}
+    assert [error.message for error in check.iter_errors(broken)] != []
 
 
 def test_with_the_service_account_the_broker_s_refusal_is_not_noted(services: Services, tmp_path: Path) -> None:
