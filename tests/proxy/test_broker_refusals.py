@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from kafkaguard.audit.records.broker_refusals import DEFAULT_MAX_EVENTS, BrokerRefusals, RefusalKind
 from kafkaguard.audit.records.recent import recent_decisions
+from kafkaguard.audit.records.routing import Router, parse_routes
 from kafkaguard.audit.trail.writer import AuditLog
 from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
 from kafkaguard.bootstrap import Services, build_services
@@ -296,3 +297,12 @@ def test_a_group_the_broker_refuses_its_coordinator_for_is_the_broker_s_refusal(
         "GROUP:feed-g", "DESCRIBE", "GROUP_AUTHORIZATION_FAILED"
     )  # fmt: skip
     assert services.broker_refusals.counts() == {RefusalKind("FindCoordinator", "GROUP_AUTHORIZATION_FAILED"): 1}
+
+
+def test_the_kafka_sink_routes_broker_refusals_by_category_and_result() -> None:
+    router = Router(parse_routes([{"category": "broker", "result": "denied", "topic": "audit-broker"}]), "audit-events")
+    data = {"principal": "User:alice", "decision": "ALLOWED", "broker_error": "TOPIC_AUTHORIZATION_FAILED"}
+    assert router.route("broker", "TOPIC:feed-b", data) == "audit-broker"
+    assert router.route("authorization", "TOPIC:feed-b", {**data, "decision": "DENIED"}) == "audit-events"
+    with pytest.raises(ValueError, match="result 'allowed' is not one of category broker's results"):
+        parse_routes([{"category": "broker", "result": "allowed", "topic": "t"}])
