@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kafkaguard.audit.records.broker_refusals import BrokerRefusals
 from kafkaguard.audit.records.logins import LoginStatistics
 from kafkaguard.audit.records.refusals import ConnectionRefusals
 from kafkaguard.audit.records.tls_certificates import TlsStatistics
@@ -90,6 +91,8 @@ class Services:
     tls: TlsStatistics = field(default_factory=TlsStatistics)
     #: The proxy's failed upstream connections by reason (``proxy.upstream``; ``/metrics``).
     upstream_failures: UpstreamFailures = field(default_factory=UpstreamFailures)
+    #: In passthrough, the broker's refusals of what kafkaguard allowed (``proxy.broker_refusals``; ``/metrics``).
+    broker_refusals: BrokerRefusals = field(default_factory=BrokerRefusals)
     #: Ready, or draining since a SIGTERM (``node.drain``): what the console's /healthz tells a balancer.
     readiness: Readiness = field(default_factory=Readiness)
     #: ``settings`` in typed sections, each read by what it configures (``config.sections``); built once here.

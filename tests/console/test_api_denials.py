@@ -122,6 +122,8 @@ def test_a_kafka_clients_denied_request_is_listed_with_its_rule(served: ConsoleH
         "rule": "DefaultDeny",
         "shadow_decision": None,
         "shadow_rule": None,
+        "broker_error": None,
+        "explanation": None,
     }
     assert abs(datetime.fromisoformat(row["time"]) - datetime.now(UTC)) < timedelta(minutes=5)
     # newest first: the rows' last times never increase down the list

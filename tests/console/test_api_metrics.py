@@ -106,4 +106,5 @@ def test_a_server_without_an_upstream_exports_no_upstream_failures(console: Cons
     with console.client(None) as anonymous:
         text = anonymous.get("/metrics").text
     assert "kafkaguard_upstream_failures" not in text
+    assert "kafkaguard_broker_refusals" not in text  # passthrough's, the proxy's too
     assert "# TYPE kafkaguard_tls_certificate_expiry_seconds gauge" in text  # the family, empty without TLS listeners

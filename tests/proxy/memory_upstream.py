@@ -129,8 +129,10 @@ class MemoryUpstream:
     """See the module docstring. ``sent`` holds every request received, in order; ``answered`` every answer given;
     ``passed_on`` the correlation ids of the answers passed on to a client writer."""
 
-    def __init__(self, answer: Answer = empty_answer, *, address: Address = UPSTREAM) -> None:
+    def __init__(self, answer: Answer = empty_answer, *, address: Address = UPSTREAM, as_client: bool = False) -> None:
         self._answer = answer
+        #: As ``UpstreamConnection.as_client``: logged in as the client (passthrough), not the service account.
+        self.as_client = as_client
         self.address = address
         self.sent: list[Sent] = []
         self.passed_on: list[int] = []

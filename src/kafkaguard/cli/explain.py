@@ -1,7 +1,9 @@
 """``kafkaguard explain --from-audit LOG``: a decision taken straight from the audit log, decided again now, and why.
 
-Picks the last DENIED record of the log files (``--last-denied``, the default; ``--principal`` narrows it) or the
-record of one event (``--event ID``: a CloudEvents envelope's ``id``), prints what was logged (decision, rule, time,
+Picks the last refusal of the log files (``--last-denied``, the default; ``--principal`` narrows it): a DENIED record,
+or in ``upstream_authentication: passthrough`` the broker's refusal of what kafkaguard allowed (a broker event,
+``audit.records.broker_refusals``: it then says which side refused); or the record of one event (``--event ID``: a
+CloudEvents envelope's ``id``), prints what was logged (decision, rule, time,
 how many requests the record stands for, a permissive proxy's would-be denial) and decides the same request again
 with kafkaguard's own authorizer: against the store of the server's data directory, with the super users and the
 no-ACL rule it recorded (as ``kafkaguard can`` does), or against an ACL file (``--acls``). When the two decisions
@@ -19,14 +21,24 @@ from typing import Annotated
 
 import typer
 
-from kafkaguard.audit.records.record import AuditRecord, LineError, format_time, from_json_line
+from kafkaguard.audit.records.broker_refusals import BROKER_TYPE, BrokerRefusal, broker_refusal_of, explained
+from kafkaguard.audit.records.record import AuditRecord, LineError, format_time, from_json_line, parse_time
 from kafkaguard.authorizer import Decision, StandardAuthorizer
 from kafkaguard.cli.aclfile import AclFileError, load_acl_file
 from kafkaguard.cli.groups import ConfigFile, DataDir, store_services
 from kafkaguard.cli.log_lines import log_lines
 from kafkaguard.cli.output import fail, printable
 from kafkaguard.errors import KafkaguardError
-from kafkaguard.model import AclId, Action, AuthorizationResult, RequestContext, ResourcePattern, StoredAcl
+from kafkaguard.model import (
+    AclId,
+    AclOperation,
+    Action,
+    AuthorizationResult,
+    RequestContext,
+    ResourcePattern,
+    ResourceType,
+    StoredAcl,
+)
 
 
 def _event_id(line: str) -> str | None:
@@ -38,17 +50,59 @@ def _event_id(line: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def pick(
-    paths: list[Path], event: str | None, principal: str | None, bad: list[str] | None = None
-) -> tuple[AuditRecord, str] | None:
-    """The record to explain and where it is (``file:line``): the one of envelope ``event``, or the last DENIED
-    one (of ``principal`` when given); None when no record matches. Lines that are no record (bad JSON, a record
+def _broker_refusal(line: str) -> BrokerRefusal | None:
+    if BROKER_TYPE not in line:  # no JSON parse for the other lines
+        return None
+    try:
+        decoded = json.loads(line)
+    except ValueError:
+        return None
+    return broker_refusal_of(decoded)
+
+
+def _as_record(refusal: BrokerRefusal) -> AuditRecord | None:
+    """kafkaguard's ALLOWED decision that a broker refusal names (None if its fields are no record's)."""
+    time = parse_time(refusal.time)
+    if time is None or refusal.operation not in AclOperation.__members__:
+        return None
+    if refusal.resource_type not in ResourceType.__members__:
+        return None
+    return AuditRecord(
+        time=time,
+        principal=refusal.principal,
+        host=refusal.host,
+        api=refusal.api,
+        operation=AclOperation[refusal.operation],
+        resource_type=ResourceType[refusal.resource_type],
+        resource_name=refusal.resource_name,
+        decision=AuthorizationResult.ALLOWED,
+        rule=refusal.rule,
+    )
+
+
+#: The record picked, where it is (``file:line``) and, for a broker refusal, the broker's side.
+Picked = tuple[AuditRecord, str, BrokerRefusal | None]
+
+
+def pick(paths: list[Path], event: str | None, principal: str | None, bad: list[str] | None = None) -> Picked | None:
+    """The record to explain, where it is (``file:line``) and the broker's refusal when it is one: the one of
+    envelope ``event``, or the last refusal (a DENIED record, or in passthrough a broker's refusal of what kafkaguard
+    allowed; of ``principal`` when given); None when no record matches. Lines that are no record (bad JSON, a record
     missing a field) are appended to ``bad`` as ``file:line: reason``."""
-    chosen: tuple[AuditRecord, str] | None = None
+    chosen: Picked | None = None
     for source, number, line in log_lines(paths, exit_code=2):
         if not line.strip():
             continue
         if event is not None and _event_id(line) != event:
+            continue
+        refusal = _broker_refusal(line)
+        if refusal is not None:
+            refused = _as_record(refusal)
+            if refused is None or (principal is not None and refused.principal != principal):
+                continue
+            chosen = refused, f"{source}:{number}", refusal
+            if event is not None:
+                return chosen
             continue
         record = from_json_line(line)
         if isinstance(record, LineError) and bad is not None:
@@ -60,9 +114,9 @@ def pick(
         if principal is not None and record.principal != principal:
             continue
         if event is not None:
-            return record, f"{source}:{number}"
+            return record, f"{source}:{number}", None
         if record.decision is AuthorizationResult.DENIED:
-            chosen = record, f"{source}:{number}"
+            chosen = record, f"{source}:{number}", None
     return chosen
 
 
@@ -106,7 +160,7 @@ def explain(
         which = f"event {event}" if event is not None else "DENIED record"
         whose = f" of {principal}" if principal is not None else ""
         fail(f"no {which}{whose} in {', '.join(str(p) for p in from_audit)}", 2)
-    record, where = found
+    record, where, refusal = found
     context = RequestContext(record.principal, record.host, record.login_groups)
     action = Action(record.operation, ResourcePattern(record.resource_type, record.resource_name))
     if acls is not None:
@@ -123,10 +177,17 @@ def explain(
         with store_services(config, data_dir, as_served=True, quiet=output_json) as services:
             decision = services.authorizer.explain(context, action)
             against = f"the store of {services.settings.data_dir}"
-    _print(record, where, decision, against, output_json)
+    _print(record, where, decision, against, output_json, refusal)
 
 
-def _print(record: AuditRecord, where: str, decision: Decision, against: str, output_json: bool) -> None:
+def _print(
+    record: AuditRecord,
+    where: str,
+    decision: Decision,
+    against: str,
+    output_json: bool,
+    refusal: BrokerRefusal | None = None,
+) -> None:
     logged = record.decision.name
     now = str(decision.result)
     if output_json:
@@ -147,6 +208,9 @@ def _print(record: AuditRecord, where: str, decision: Decision, against: str, ou
             "rule_now": str(decision.rule),
             "explanation": decision.explanation(),
             "decided_against": against,
+            # who refused: kafkaguard (a DENIED record), the broker (passthrough: its own ACLs), or no one
+            "refused_by": "broker" if refusal is not None else ("kafkaguard" if logged == "DENIED" else None),
+            "broker_error": refusal.broker_error if refusal is not None else None,
         }
         typer.echo(json.dumps(answer, indent=2))
         return
@@ -157,6 +221,7 @@ def _print(record: AuditRecord, where: str, decision: Decision, against: str, ou
         f"request  {record.principal} from {record.host}: {record.operation.name} on "
         f"{record.resource_type.name}:{record.resource_name}" + (f" ({record.api})" if record.api else ""),
         f"logged   {logged} by {record.rule or 'an unrecorded rule'} at {format_time(record.time)}{span}{permissive}",
+        *([f"refused  {explained(refusal)}"] if refusal is not None else []),
         f"now      {now} by {decision.rule} (decided against {against})",
         f"why      {decision.explanation()}",
     ]

@@ -422,7 +422,7 @@ class Settings(BaseSettings):
     audit_kafka_routes: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Routing rules, a YAML list, first match wins: each matches on category (authorization, "
-        "management, authentication, shadow), result (allowed/denied, success/failure), principal (exact, or a "
+        "management, authentication, shadow, broker), result (allowed/denied, success/failure), principal (exact, or a "
         "prefix ending in *) and resource (a prefix of the event's subject, e.g. 'TOPIC:pii-'), and names a topic or "
         "'drop'.",
     )

@@ -79,6 +79,7 @@ def create_app(
         services.tls,
         # the proxy's only: a server has no upstream, and a series that never moves would read as "all is well"
         services.upstream_failures if services.sections.proxy.servers else None,
+        services.broker_refusals if services.sections.proxy.servers else None,
     )
     pool = DerivationPool(console.login_workers, console.login_max_pending, name="console-pbkdf2")
     # The process's one failed-login budget: a client failing on the Kafka listener beside it is failing here too.

@@ -35,7 +35,10 @@
   certificate is still served) (``Services.tls``, ``node.tls_reload``); present only when ``tls`` is given;
 * ``kafkaguard_upstream_failures_total{reason}``: the proxy's failed upstream connections (unreachable, timeout,
   tls, login, closed, protocol; ``Services.upstream_failures``, ``proxy.upstream``); present only when
-  ``upstream_failures`` is given (the proxy's console).
+  ``upstream_failures`` is given (the proxy's console);
+* ``kafkaguard_broker_refusals_total{api,error}``: in passthrough, the resources kafkaguard allowed and the broker
+  then refused with an authorization error (``Services.broker_refusals``, ``proxy.broker_refusals``); with
+  ``upstream_failures``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, G
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kafkaguard.audit.records.broker_refusals import BrokerRefusals
 from kafkaguard.audit.records.logins import LoginStatistics
 from kafkaguard.audit.records.refusals import ConnectionRefusals
 from kafkaguard.audit.records.tls_certificates import TlsStatistics
@@ -75,8 +79,11 @@ class ConsoleMetrics:
         jwks: JwksStatistics | None = None,
         tls: TlsStatistics | None = None,
         upstream_failures: UpstreamFailures | None = None,
+        broker_refusals: BrokerRefusals | None = None,
     ) -> None:
         self.registry = CollectorRegistry()
+        if broker_refusals is not None:
+            self.registry.register(BrokerRefusalCollector(broker_refusals))
         if tls is not None:
             self.registry.register(TlsCollector(tls))
         if upstream_failures is not None:
@@ -356,4 +363,22 @@ class UpstreamFailureCollector(Collector):
         )
         for reason, count in self._failures.counts().items():
             family.add_metric([reason.value], count)
+        yield family
+
+
+class BrokerRefusalCollector(Collector):
+    """``kafkaguard_broker_refusals_total{api,error}`` from a ``BrokerRefusals``, read at each scrape."""
+
+    def __init__(self, refusals: BrokerRefusals) -> None:
+        self._refusals = refusals
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "kafkaguard_broker_refusals",
+            "In upstream_authentication passthrough: resources kafkaguard allowed and the broker then refused with an "
+            "authorization error (its own ACLs), by API and Kafka error name. One per refused resource of a request.",
+            labels=["api", "error"],
+        )
+        for kind, count in self._refusals.counts().items():
+            family.add_metric([kind.api, kind.error], count)
         yield family

@@ -529,11 +529,13 @@ class DenialsFilterIn(BaseModel):
 
 
 class DenialOut(BaseModel):
-    """One decision of the audit log: a denial, a permissive proxy's would-be denial, or a shadow flip."""
+    """One decision of the audit log: a denial, a permissive proxy's would-be denial, a shadow flip, or the
+    broker's refusal of what kafkaguard allowed (passthrough)."""
 
-    kind: Literal["denied", "permissive", "shadow"] = Field(
+    kind: Literal["denied", "permissive", "shadow", "broker"] = Field(
         description="denied: the client was refused; permissive: DENIED but forwarded (not enforced); shadow: the "
-        "candidate ACL set (shadow_acls) would decide it the other way."
+        "candidate ACL set (shadow_acls) would decide it the other way; broker: kafkaguard allowed it and the broker "
+        "refused it (upstream_authentication passthrough: both must allow)."
     )
     time: str = Field(
         description="When its first request was made (ISO 8601 UTC).", examples=["2026-01-01T09:26:53.104Z"]
@@ -550,6 +552,10 @@ class DenialOut(BaseModel):
     rule: str | None = Field(description="The deciding rule, as the audit log wrote it.")
     shadow_decision: str | None = Field(description="A shadow flip's: the candidate set's decision.")
     shadow_rule: str | None = Field(description="A shadow flip's: the candidate set's deciding rule.")
+    broker_error: str | None = Field(
+        None, description="A broker refusal's: the error the broker answered, e.g. TOPIC_AUTHORIZATION_FAILED."
+    )
+    explanation: str | None = Field(None, description="A broker refusal's: which side refused, in a sentence.")
 
 
 class DenialsOut(BaseModel):

@@ -244,6 +244,12 @@ class Upstream(Protocol):
         """A client's SASL token passed through to the broker (``protocol.passthrough.LoginRelay``)."""
         ...
 
+    @property
+    def as_client(self) -> bool:
+        """Logged in as the client (its login passed through), not as the proxy's service account: the broker's
+        own ACLs then decide the client's requests too (``proxy.broker_refusals``)."""
+        ...
+
 
 #: How a client connection gets its way upstream: from the addresses to try (``UpstreamConnection`` with the proxy's
 #: security and timeout; a test's in-memory upstream).
@@ -280,6 +286,10 @@ class UpstreamConnection:
         self._relayed = False
         #: The mechanisms the broker enables, from its answer to the service login's SaslHandshake (empty before).
         self.offered_mechanisms: tuple[str, ...] = ()
+
+    @property
+    def as_client(self) -> bool:
+        return self._relayed
 
     @property
     def connected(self) -> bool:

@@ -44,7 +44,9 @@ from kio.schema.alter_client_quotas.v1 import request as alter_quotas
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.static.primitive import f64
+from typer.testing import CliRunner
 
+from kafkaguard.cli.main import app as cli
 from kafkaguard.errors import InvalidConfigError
 from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.passthrough import RelayedAnswer
@@ -284,6 +286,25 @@ def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, pas
     assert (only_broker, "DENIED") in seen and (only_broker, "ALLOWED") not in seen, seen
     assert (only_kafkaguard, "ALLOWED") in seen and (only_kafkaguard, "DENIED") not in seen, seen
     assert (both_allow, "ALLOWED") in seen and (both_allow, "DENIED") not in seen, seen
+    # ... and says so: the broker's refusal of only_kafkaguard (its answer to the client's Metadata) is an event of
+    # its own, once however often the client asked, with the broker's error; none for the other two
+    refusals = [e for e in passthrough.audit_envelopes()
+                if e["type"] == "io.kafkaguard.broker.v1" and e["data"]["principal"] == principal]  # fmt: skip
+    assert [(e["data"]["resource_name"], e["data"]["decision"], e["data"]["broker_error"]) for e in refusals] == [
+        (only_kafkaguard, "ALLOWED", "TOPIC_AUTHORIZATION_FAILED")
+    ], refusals
+    counted = passthrough.services.broker_refusals.counts()
+    assert sum(n for kind, n in counted.items() if kind.error == "TOPIC_AUTHORIZATION_FAILED") >= 1, counted
+    # and explain, from the proxy's own audit log, says which side refused
+    explained = CliRunner().invoke(cli, ["explain", "--from-audit", str(passthrough.audit_path), "--event",
+                                         refusals[0]["id"], "--data-dir", str(passthrough.data_dir)])  # fmt: skip
+    assert explained.exit_code == 0, explained.output
+    assert f"{principal} from 127.0.0.1: DESCRIBE on TOPIC:{only_kafkaguard} (Metadata)" in explained.output
+    assert "logged   ALLOWED by MatchingAcl(" in explained.output, explained.output
+    assert (
+        "the broker refused with TOPIC_AUTHORIZATION_FAILED (its own ACLs: in passthrough both must allow)"
+        in explained.output
+    ), explained.output
 
 
 def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBroker, passthrough: ServerHandle):

@@ -36,6 +36,8 @@ AUTHORIZATION = "authorization"
 MANAGEMENT = "management"
 AUTHENTICATION = "authentication"
 SHADOW = "shadow"
+#: The broker's own refusal of a request kafkaguard allowed (passthrough: ``audit.records.broker_refusals``).
+BROKER = "broker"
 
 #: The CloudEvents ``type`` of each category.
 CATEGORY_TYPES: Mapping[str, str] = {
@@ -43,6 +45,7 @@ CATEGORY_TYPES: Mapping[str, str] = {
     MANAGEMENT: "io.kafkaguard.management.v1",
     AUTHENTICATION: "io.kafkaguard.authentication.v1",
     SHADOW: "io.kafkaguard.shadow.v1",
+    BROKER: "io.kafkaguard.broker.v1",
 }
 CATEGORIES = tuple(CATEGORY_TYPES)
 _TYPE_CATEGORIES = {type_: category for category, type_ in CATEGORY_TYPES.items()}

@@ -5,7 +5,8 @@ envelopes, or the flat records of older files):
 
 * ``denied``: an authorization record with decision DENIED, enforced (the client was refused);
 * ``permissive``: a permissive proxy's would-be denial (DENIED with ``"enforced": false``: forwarded anyway);
-* ``shadow``: a shadow event (``audit.records.shadow``), a decision the candidate ACL set would flip, either way.
+* ``shadow``: a shadow event (``audit.records.shadow``), a decision the candidate ACL set would flip, either way;
+* ``broker``: in passthrough, a resource kafkaguard allowed and the broker refused (``audit.records.broker_refusals``).
 
 Only the tail is read: lines are taken from the end of the file backwards, in chunks, until ``limit`` of them are
 found or ``max_bytes`` have been read; when the file is read whole before that, its newest rotated backup
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from kafkaguard.audit.records.broker_refusals import BROKER_TYPE, broker_refusal_of, explained
 from kafkaguard.audit.records.record import AuditRecord, format_time, from_json_line
 from kafkaguard.audit.records.shadow import SHADOW_TYPE, shadow_of
 from kafkaguard.model import AuthorizationResult
@@ -38,10 +40,11 @@ TAIL_BYTES = 4 * 1024 * 1024
 #: The size of each backward read.
 CHUNK_BYTES = 64 * 1024
 
-Kind = Literal["denied", "permissive", "shadow"]
+Kind = Literal["denied", "permissive", "shadow", "broker"]
 
 _DENIED = b'"DENIED"'
 _SHADOW = SHADOW_TYPE.encode()
+_BROKER = BROKER_TYPE.encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +68,10 @@ class RecentDecision:
     #: A shadow flip's: the candidate set's decision and rule; None for the other kinds.
     shadow_decision: str | None = None
     shadow_rule: str | None = None
+    #: A broker refusal's: Kafka's error name the broker answered (kafkaguard's decision is ``decision``: ALLOWED).
+    broker_error: str | None = None
+    #: A broker refusal's: which side refused, in a sentence.
+    explanation: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,10 @@ def _of_record(record: AuditRecord) -> RecentDecision | None:
 
 def decision_of(line: bytes) -> RecentDecision | None:
     """The listed decision of one line of the log, or None (another kind of line, or one that is not valid)."""
+    if _BROKER in line:
+        refusal = _broker_of(line.decode("utf-8", errors="replace"))
+        if refusal is not None:
+            return refusal  # else a line merely naming that type (a topic of that name): read on
     shadow = _SHADOW in line
     if not shadow and _DENIED not in line:
         return None  # an allowed record, a login, a management event: no JSON parse
@@ -136,6 +147,32 @@ def _flip_of(text: str) -> RecentDecision | None:
         rule=rule if isinstance(rule, str) else None,
         shadow_decision=flip.shadow_decision,
         shadow_rule=flip.shadow_rule,
+    )
+
+
+def _broker_of(text: str) -> RecentDecision | None:
+    try:
+        decoded: Any = json.loads(text)
+    except ValueError:
+        return None
+    refusal = broker_refusal_of(decoded)
+    if refusal is None:
+        return None
+    return RecentDecision(
+        kind="broker",
+        time=refusal.time,
+        last_time=refusal.time,
+        count=1,
+        principal=refusal.principal,
+        host=refusal.host,
+        api=refusal.api,
+        operation=refusal.operation,
+        resource_type=refusal.resource_type,
+        resource_name=refusal.resource_name,
+        decision="ALLOWED",
+        rule=refusal.rule,
+        broker_error=refusal.broker_error,
+        explanation=explained(refusal),
     )
 
 

@@ -27,7 +27,8 @@ Version 2 adds three fields, all optional on read (so version 1 files read uncha
 
 A line may also be a CloudEvents 1.0 envelope (``specversion`` present): the record is its ``data`` when its type
 is ``io.kafkaguard.authorization.v2``; an envelope of another category (management, authentication, shadow: a
-shadow event repeats a decision already recorded) is not a record and not a bad line: ``from_json_line``
+shadow event repeats a decision already recorded; broker: the broker's refusal of a decision kafkaguard allowed) is
+not a record and not a bad line: ``from_json_line``
 returns ``NOT_A_RECORD`` for it, and readers skip it.
 
 Readers accept every version up to ``SCHEMA_VERSION`` and refuse newer ones with a reason. Parsing never raises

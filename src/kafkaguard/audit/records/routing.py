@@ -1,10 +1,10 @@
 """Routing rules of the audit trail's Kafka sink: which events go to which topic, and which are dropped.
 
-A rule matches on any of: ``category`` (authorization, management, authentication, shadow), ``result`` (allowed or
-denied for authorization and shadow; success or failure for authentication and management), ``principal`` (exact,
-or a prefix when it ends in ``*``) and ``resource`` (a prefix of the event's subject, e.g. ``TOPIC:pii-``); a field
-left out matches everything. Its ``topic`` is where a matching event goes, or ``drop``. The first matching rule wins;
-an event no rule matches goes to the default topic. Worked example::
+A rule matches on any of: ``category`` (authorization, management, authentication, shadow, broker), ``result``
+(allowed or denied for authorization and shadow, denied for broker; success or failure for authentication and
+management), ``principal`` (exact, or a prefix when it ends in ``*``) and ``resource`` (a prefix of the event's
+subject, e.g. ``TOPIC:pii-``); a field left out matches everything. Its ``topic`` is where a matching event goes,
+or ``drop``. The first matching rule wins; an event no rule matches goes to the default topic. Worked example::
 
     routes:                                       event                                   → topic
       - {category: authorization, result: allowed, resource: "TOPIC:metrics-", topic: drop}
@@ -27,7 +27,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kafkaguard.audit.records.cloudevents import AUTHENTICATION, AUTHORIZATION, CATEGORIES, MANAGEMENT, SHADOW
+from kafkaguard.audit.records.cloudevents import (
+    AUTHENTICATION,
+    AUTHORIZATION,
+    BROKER,
+    CATEGORIES,
+    MANAGEMENT,
+    SHADOW,
+)
 
 #: The ``topic`` that drops what a rule matches.
 DROP = "drop"
@@ -37,6 +44,7 @@ RESULTS: Mapping[str, tuple[str, ...]] = {
     SHADOW: ("allowed", "denied"),
     AUTHENTICATION: ("success", "failure"),
     MANAGEMENT: ("success", "failure"),
+    BROKER: ("denied",),
 }
 _ALL_RESULTS = ("allowed", "denied", "success", "failure")
 #: Kafka's rule for topic names (``Topic.validate``): legal characters, at most 249, not "." or "..".
@@ -87,6 +95,8 @@ def event_result(category: str, data: Mapping[str, object]) -> str | None:
     if category in (AUTHORIZATION, SHADOW):
         decision = data.get("decision")
         return decision.lower() if isinstance(decision, str) else None
+    if category == BROKER:  # the broker refused what kafkaguard allowed
+        return "denied"
     result = data.get("result")
     if not isinstance(result, str):
         return None

@@ -142,6 +142,12 @@ class AuditLog:
         once, however many records it makes."""
         self._queue(_Decisions(make))
 
+    def record_events_later(self, make: Callable[[], Sequence[Event]]) -> None:
+        """Queue the events ``make`` returns, made in the writer thread (as ``record_later``'s records: ``make``
+        reads only immutable state); never blocks. The broker's refusals come this way
+        (``proxy.broker_refusals``)."""
+        self._queue(make)
+
     # Any: the events relayed from the services carry ``Mapping[str, object]`` (``ManagementEvent.data``), which
     # json.dumps checks when the line is written; the EventRelay's listener type fixes this parameter's.
     def record_event(self, category: str, subject: str, data: Mapping[str, Any]) -> None:

@@ -88,4 +88,6 @@ def _out(decision: RecentDecision) -> DenialOut:
         rule=decision.rule,
         shadow_decision=decision.shadow_decision,
         shadow_rule=decision.shadow_rule,
+        broker_error=decision.broker_error,
+        explanation=decision.explanation,
     )

@@ -440,12 +440,16 @@ function denialKind(d) {
     return el("span", { class: "pill WARN", title: "the candidate ACL set (shadow_acls) decides it the other way" },
       `shadow flip: ${d.decision} → ${d.shadow_decision}`);
   }
+  if (d.kind === "broker") {  // passthrough: kafkaguard allowed, the broker's own ACLs refused
+    return el("span", { class: "pill DENY", title: d.explanation || "" }, `broker refused: ${d.broker_error}`);
+  }
   const [text, style] = DENIAL_KINDS[d.kind] || [d.kind, "DENY"];
   return el("span", { class: "pill " + style }, text);
 }
 
 function denialRule(d) {
   const active = el("code", {}, d.rule || "not recorded");
+  if (d.kind === "broker") return el("td", { class: "small" }, "kafkaguard allowed: ", active);
   if (d.kind !== "shadow") return el("td", { class: "small" }, active);
   return el("td", { class: "small" }, active, el("br"), "candidate: ", el("code", {}, d.shadow_rule || "not recorded"));
 }

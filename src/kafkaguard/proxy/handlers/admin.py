@@ -52,6 +52,7 @@ from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.routes import route, routes
 from kafkaguard.protocol.wire_errors import error_fields, wire_error
+from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.builders import (
     CreatableTopicResult,
     DeletableTopicResult,
@@ -159,7 +160,8 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     cls: type[CreateTopicsResponse] = response_schema(ApiKey.CREATE_TOPICS, scope.api_version)
     once, duplicates = _split_duplicates([topic.name for topic in request.topics])
     candidates = [name for name in once if name != CLUSTER_METADATA_TOPIC]
-    creatable = _allowed(scope, REQUIREMENTS[ApiKey.CREATE_TOPICS], TOPIC, candidates)
+    outcome = scope.authorize(REQUIREMENTS[ApiKey.CREATE_TOPICS], {TOPIC: candidates})
+    creatable = {name for name in candidates if outcome.allows(TOPIC, name)}
 
     def refusal(name: str, error: ItemError) -> CreatableTopicResult:
         return creatable_topic_result(
@@ -180,7 +182,8 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
         elif name not in creatable:
             refused.append(refusal(name, CREATE_DENIED))
     shows_configs = has_field(nested(cls, "CreatableTopicResult"), "configs")
-    if not refused and not shows_configs:
+    # in passthrough the answer is read for the broker's own refusals (``broker_refusals``): CreateTopics is rare
+    if not refused and not shows_configs and not scope.upstream.as_client:
         return await scope.relay()
     allowed = tuple(topic for topic in request.topics if topic.name in creatable)
     if not allowed:
@@ -188,6 +191,7 @@ async def create_topics(scope: ProxyScope, request: CreateTopicsRequest) -> Repl
     forwarded = await scope.forward(rebuild_create_topics_request(request, topics=allowed) if refused else None)
     answer: CreateTopicsResponse = forwarded.body(CREATE_TOPICS)
     results: Sequence[CreatableTopicResult] = answer.topics
+    noted(scope, outcome, TOPIC, ((result.name, int(result.error_code)) for result in results))
     if shows_configs:
         results = _hide_configs(scope, results)
     return rebuild_create_topics_response(answer, topics=tuple(results) + tuple(refused))

@@ -16,6 +16,7 @@ from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import error_fields
+from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.builders import (
     Coordinator,
     coordinator,
@@ -57,6 +58,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
         single: FindCoordinatorResponse = (await scope.forward()).body(FIND_COORDINATOR)
         if isinstance(single, FindCoordinatorResponseV4):  # decoded at the request's version: v0-v3 answer one key
             raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as v4")
+        noted(scope, outcome, resource_type, [(keys[0], int(single.error_code))])  # passthrough: the broker's
         host, port = await proxied_node(scope, int(single.node_id), single.host, int(single.port))
         return rebuild_find_coordinator_response(single, host=host, port=port)
     refused = _coordinators(cls, denied, _DENIED[resource_type])
@@ -67,6 +69,7 @@ async def find_coordinator(scope: ProxyScope, request: FindCoordinatorRequest) -
     ).body(FIND_COORDINATOR)
     if not isinstance(answer, FindCoordinatorResponseV4):  # decoded at the request's version: v4 batches keys
         raise UpstreamProtocolError(f"FindCoordinator v{scope.api_version} answered as {type(answer).__name__}")
+    noted(scope, outcome, resource_type, ((found.key, int(found.error_code)) for found in answer.coordinators))
     coordinators = []
     for found in answer.coordinators:
         host, port = await proxied_node(scope, int(found.node_id), found.host, int(found.port))

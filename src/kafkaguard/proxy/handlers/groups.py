@@ -38,12 +38,13 @@ from kio.schema.errors import ErrorCode
 from kio.schema.offset_fetch.v8.response import OffsetFetchResponse as OffsetFetchResponseV8
 from kio.schema.offset_fetch.v9.response import OffsetFetchResponse as OffsetFetchResponseV9
 
-from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, Requirement
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, Check, RequestAuthorization, Requirement
 from kafkaguard.model import AclOperation, ItemError, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.builders import (
     OffsetCommitResponseTopic,
     OffsetFetchResponseGroup,
@@ -223,8 +224,24 @@ async def offset_commit(scope: ProxyScope, request: OffsetCommitRequest) -> Repl
         OFFSET_COMMIT,
         rebuild_offset_commit_request(request, topics=allowed) if allowed else None,
         own=lambda: offset_commit_response(cls, throttle_time=NO_THROTTLE, topics=refused),
-        merged=lambda answer: rebuild_offset_commit_response(answer, topics=answer.topics + refused),
+        merged=lambda answer: _committed(scope, outcome, request.group_id, answer, refused),
     )
+
+
+def _committed(
+    scope: ProxyScope,
+    outcome: RequestAuthorization,
+    group_id: str,
+    answer: OffsetCommitResponse,
+    refused: tuple[OffsetCommitResponseTopic, ...],
+) -> OffsetCommitResponse:
+    """The upstream's answer with the proxy's refusals merged in; in passthrough, the broker's refusals noted: each
+    partition an item of its topic, or of the group when the broker refused the group (on every partition)."""
+    codes = [(topic.name, int(p.error_code)) for topic in answer.topics for p in topic.partitions]
+    group_refused = int(ErrorCode.group_authorization_failed)
+    noted(scope, outcome, TOPIC, ((name, code) for name, code in codes if code != group_refused))
+    noted(scope, outcome, GROUP, ((group_id, code) for _name, code in codes if code == group_refused))
+    return rebuild_offset_commit_response(answer, topics=answer.topics + refused)
 
 
 async def offset_fetch(scope: ProxyScope, request: OffsetFetchRequest) -> Reply:
@@ -272,9 +289,11 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
     asked: list[Any] = []
     refused_topics_of: dict[str, tuple[OffsetFetchResponseTopics, ...]] = {}
     all_topics: set[str] = set()
+    outcomes: dict[str, RequestAuthorization] = {}  # per group: what the broker's answer is checked against
     for group in request.groups:
         names = [topic.name for topic in group.topics] if group.topics is not None else []
         outcome = scope.authorize(REQUIREMENTS[ApiKey.OFFSET_FETCH], {GROUP: [group.group_id], TOPIC: names})
+        outcomes[group.group_id] = outcome
         if not outcome.allows(GROUP, group.group_id):
             denial = wire_error(GROUP_DENIED)
             refused_groups.append(
@@ -300,6 +319,10 @@ async def _offset_fetch_groups(scope: ProxyScope, request: Any) -> Reply:
             raise UpstreamProtocolError(f"OffsetFetch v{scope.api_version} answered as {type(answer).__name__}")
         for group in answer.groups:
             topics: tuple[OffsetFetchResponseTopics, ...] = group.topics
+            asked_with = outcomes.get(group.group_id)
+            if asked_with is not None:  # passthrough: the broker's refusals of the group, or of its topics
+                noted(scope, asked_with, GROUP, [(group.group_id, int(group.error_code))])
+                noted(scope, asked_with, TOPIC, ((t.name, int(p.error_code)) for t in topics for p in t.partitions))
             if group.group_id in all_topics:
                 visible = _describable(scope, [topic.name for topic in topics])
                 topics = tuple(topic for topic in topics if topic.name in visible)

@@ -21,7 +21,9 @@ As ``KafkaApis.handleTopicMetadataRequest`` (Kafka 3.9):
   TOPIC_AUTHORIZATION_FAILED with a null name (and the id) when not, UNKNOWN_TOPIC_ID when no topic has it; v10-v11
   naming an id (or no name) are INVALID_REQUEST, as Kafka rejects them. Every upstream answer read here keeps the
   proxy's topic ids current (``topic_ids``);
-* KIP-430 authorized operations are the caller's under kafkaguard's ACLs (the upstream's would be the proxy's).
+* KIP-430 authorized operations are the caller's under kafkaguard's ACLs (the upstream's would be the proxy's);
+* in passthrough, a named topic kafkaguard allowed and the broker answered TOPIC_AUTHORIZATION_FAILED is noted as the
+  broker's refusal (``broker_refusals``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from kafkaguard.protocol.build import (
 from kafkaguard.protocol.codec import request_schema, response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.builders import (
     MetadataResponseTopic,
     metadata_response,
@@ -125,6 +128,7 @@ async def _metadata(scope: ProxyScope, request: Any) -> Reply:
             found.update({topic.name: topic for topic in created.topics if topic.name in allowed_names})
         answer = rebuild_metadata_response(answer, topics=tuple(found.values()))
     allowed = tuple(topic for name, topic in found.items() if name not in refused)
+    noted(scope, outcome, TOPIC, ((topic.name, int(topic.error_code)) for topic in allowed))  # the broker's refusals
     denials = tuple(_refusal(type(answer), name) for name in refused)
     return await _answer(scope, request, answer, allowed, include_ops, denials)
 

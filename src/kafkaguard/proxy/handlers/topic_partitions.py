@@ -33,6 +33,7 @@ from kafkaguard.protocol.build import NO_THROTTLE, build_request, nested
 from kafkaguard.protocol.codec import response_schema
 from kafkaguard.protocol.replies import Reply
 from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.builders import (
     DescribeTopicPartitionsResponseTopic,
     describe_topic_partitions_response,
@@ -83,6 +84,7 @@ async def describe_topic_partitions(scope: ProxyScope, request: DescribeTopicPar
     )
     answer: DescribeTopicPartitionsResponse = (await scope.forward(asked)).body(DESCRIBE_TOPIC_PARTITIONS)
     wanted = set(allowed)
+    noted(scope, outcome, TOPIC, ((str(t.name), int(t.error_code)) for t in answer.topics if t.name in wanted))
     described = tuple(
         rebuild_describe_topic_partitions_response_topic(
             topic,
