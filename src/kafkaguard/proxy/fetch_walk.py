@@ -81,23 +81,36 @@ class FetchAnswerWalk:
     """The walk of one Fetch v16/v17 answer whose ``count`` bytes follow its correlation id (see the module
     docstring). ``step`` raises ``UpstreamProtocolError`` for an answer that does not fit its layout."""
 
-    __slots__ = ("_left", "_steps", "_version")
+    __slots__ = ("_cursor", "_steps", "_version")
 
     def __init__(self, count: int, api_version: int) -> None:
-        self._left = count  # bytes from the driver's position to the answer's end
         self._version = api_version
+        self._cursor = _Cursor(count)
         self._steps: Generator[Step, bytes | memoryview, None] | None = None
 
     def step(self, window: bytes | memoryview) -> Step:
         try:
             if self._steps is None:
-                self._steps = self._walk(window)
+                self._steps = self._cursor.walk(window)
                 return next(self._steps)
             return self._steps.send(window)
         except (Malformed, VarintTooLong) as e:
             raise UpstreamProtocolError(f"malformed Fetch v{self._version} response: {e}") from e
         except StopIteration as e:  # a step after TAIL: a bug of the driver, never the upstream's
             raise TypeError("the Fetch answer's walk is done") from e
+
+
+class _Cursor:
+    """The walk's generator and the bytes left, apart from ``FetchAnswerWalk``: a suspended generator refers to what
+    it was started on, and started on the walk itself it made a reference cycle (walk → generator → frame → walk)
+    holding the answer's bytes. Such a cycle waits for the cyclic collector, and ``node.collector`` freezes what is
+    alive every 0.1 s: every walked answer leaked until the hourly reclaim (311 MiB a minute at 5,000 messages/s,
+    bench_proxy's soak). Here the walk holds the cursor and the generator, and neither refers back."""
+
+    __slots__ = ("_left",)
+
+    def __init__(self, count: int) -> None:
+        self._left = count  # bytes from the driver's position to the answer's end
 
     def _need(self, w: bytes | memoryview, at: int) -> Step:
         left = self._left
@@ -112,7 +125,7 @@ class FetchAnswerWalk:
         self._left -= moved
         return PASS, structural, opaque
 
-    def _walk(self, w: bytes | memoryview) -> Generator[Step, bytes | memoryview, None]:
+    def walk(self, w: bytes | memoryview) -> Generator[Step, bytes | memoryview, None]:
         while True:  # header tags, throttle, error, session, responses
             try:
                 at = _skip_tags(w, 0) + _TOP
