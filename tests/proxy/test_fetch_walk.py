@@ -281,7 +281,7 @@ def test_a_walk_leaves_no_garbage_cycle_done_or_abandoned():
         abandoned = FetchAnswerWalk(len(payload), 16)
         assert abandoned.step(payload)[0] == PASS  # suspended inside the answer
         del done, abandoned, step
-        kinds = FetchAnswerWalk | types.GeneratorType
+        kinds = (FetchAnswerWalk, types.GeneratorType)
         left = [o for o in gc.get_objects() if isinstance(o, kinds) and "walk" in repr(o)]
         assert left == []  # freed already, no collection needed
     finally:
