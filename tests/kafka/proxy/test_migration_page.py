@@ -143,8 +143,13 @@ def stop(process: subprocess.Popen[bytes]) -> int:
         raise
 
 
+#: librdkafka's names that are not Kafka's: its resource type 4 is Kafka's CLUSTER.
+LIBRDKAFKA_RESOURCE_NAMES = {"BROKER": "CLUSTER"}
+
+
 def of_kafka(binding: Any) -> Acl:  # the stubs type its enums as str | int too
-    return (binding.principal, binding.restype.name, binding.name, binding.resource_pattern_type.name,
+    resource_type = LIBRDKAFKA_RESOURCE_NAMES.get(binding.restype.name, binding.restype.name)
+    return (binding.principal, resource_type, binding.name, binding.resource_pattern_type.name,
             binding.operation.name, binding.permission_type.name, binding.host)  # fmt: skip
 
 
