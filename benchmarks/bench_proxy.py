@@ -542,7 +542,9 @@ class ProxyProcess:
         deadline = time.monotonic() + PROXY_START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ProxyFailed(f"kafkaguard proxy exited with status {self.process.returncode} at start")
+                raise ProxyFailed(
+                    f"kafkaguard proxy exited with status {self.process.returncode} at start:\n{self.output_tail()}"
+                )
             if all(_listening(port) for port in ports):
                 return
             time.sleep(0.2)  # polling for the listeners, bounded by the deadline

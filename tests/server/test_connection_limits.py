@@ -63,6 +63,11 @@ def test_an_idle_connection_is_closed(tmp_path: Path, tls_files: TlsFiles):
                 time.sleep(0.1)
             assert wait_closed(idle, within=3.0)
             assert busy.request(api_versions()).error_code == 0  # still open: it was never idle that long
+            went_idle = time.monotonic()
+            # The connection's one deadline timer fired while it was busy and was armed again: idle now, it is closed
+            # in its turn, and not before its own idle timeout.
+            assert wait_closed(busy, within=3.0)
+            assert time.monotonic() - went_idle >= 0.45
     finally:
         server.stop()
 

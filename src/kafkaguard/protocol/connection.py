@@ -21,6 +21,15 @@ a connection whose last answer is still on its way. A connection waiting for its
 arrived is closed at once. Kafka clients take a closed connection as a retriable broker failure: they reconnect
 (through the balancer) and send again what had no answer. The cost on the request path: two attribute writes and one
 read per request.
+
+**Deadlines** (``idle_timeout_seconds``; before login ``sasl_login_timeout_seconds`` from the accept): the wait for a
+request's bytes ends at the earlier of them. One timer per connection (``_on_deadline``) watches them, re-armed only
+when it fires, rather than a timeout per request: a request costs one attribute write for it, where
+``asyncio.timeout_at`` scheduled and cancelled a timer every time (about 5% of the server's CPU in a flood of SCRAM
+logins, four waits each; docs/benchmarks.md, "Figures from the code"). The timer never fires after a deadline (it is
+armed at the earliest one the connection could have), and when it finds the connection inside a request it looks
+again at the earliest deadline the next wait can have. A shorter ``idle_timeout_seconds`` applied live (SIGHUP)
+takes effect on a connection after its timer next fires.
 """
 
 from __future__ import annotations
@@ -234,6 +243,11 @@ class Connection:
         #: Whether ``drain`` cancelled the wait for the next request (its task's cancellation is then drain's).
         self._interrupted = False
         self._task: asyncio.Task[Any] | None = None
+        #: The deadline watch (see the module docstring): its timer, when the current wait began (loop time), and
+        #: whether it cancelled that wait (its task's cancellation is then the deadline's).
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._waiting_since = 0.0
+        self._timed_out = False
 
     @property
     def principal(self) -> str:
@@ -308,7 +322,13 @@ class Connection:
         unread = unread_bytes(self.reader, self.writer)
         if self._drain_left is None:
             self._drain_left = unread
-        if self.between_requests and unread == 0 and not self._interrupted and self._task is not None:
+        if (
+            self.between_requests
+            and unread == 0
+            and not self._interrupted
+            and not self._timed_out
+            and self._task is not None
+        ):
             self._interrupted = True
             self._task.cancel()  # caught in run(): the wait for the next request is all it stops
 
@@ -331,8 +351,10 @@ class Connection:
                 try:
                     frame = await self._next_frame()
                 except asyncio.CancelledError:
+                    if self._timed_out and not self._uncancel():
+                        raise self._deadline_passed() from None
                     if not self._interrupted or self._uncancel():
-                        raise  # stopped by its owner, not (only) by drain()
+                        raise  # stopped by its owner, not (only) by drain() or the deadline
                     raise Drained("draining: closed between requests") from None
                 self.between_requests = False
                 if frame is None:
@@ -354,6 +376,9 @@ class Connection:
             reason = f"request failed: {e}"
             log.warning("closing connection from %s: %s", self.host, reason)
         finally:
+            if self._deadline_timer is not None:
+                self._deadline_timer.cancel()
+                self._deadline_timer = None
             session = self.session
             if session is not None:
                 reason = session.ended or reason  # the connection was closed because the session ended
@@ -420,33 +445,69 @@ class Connection:
         """
         listening = self.services.sections.listening
         loop = asyncio.get_running_loop()
-        idle_at = loop.time() + listening.idle_timeout_seconds
-        limit, limit_for_api, deadline = listening.max_request_bytes, None, idle_at
+        now = self._waiting_since = loop.time()
+        limit, limit_for_api = listening.max_request_bytes, None
         pre_login = not self.authenticated
         if pre_login:
             limit = listening.max_unauthenticated_request_bytes
             if self.sasl is None or not self.sasl.raw_tokens:  # a v0 handshake's raw tokens have no header
                 limit_for_api = functools.partial(pre_login_limit, token_bytes=limit)
-            deadline = min(idle_at, loop.time() + self.login_deadline - time.monotonic())
+        deadline = self._deadline(now)
+        if deadline <= now:  # checked before reading: frames already buffered must not run past it
+            raise self._deadline_passed()
+        if self._deadline_timer is None:
+            self._deadline_timer = loop.call_at(deadline, self._on_deadline)
         try:
-            if deadline <= loop.time():  # checked before reading: frames already buffered must not run past it
-                raise TimeoutError
-            # asyncio.timeout_at, not wait_for: no extra task per request on this hot path
-            async with asyncio.timeout_at(deadline):
-                return await read_frame(self.reader, limit, limit_for_api=limit_for_api)
-        except TimeoutError:
-            if deadline < idle_at:
-                timeout = listening.sasl_login_timeout_seconds
-                self.refuse(
-                    RefusalReason.SASL_LOGIN_TIMEOUT,
-                    f"not logged in within sasl_login_timeout_seconds ({timeout:g} s) of connecting",
-                )
-                raise CloseConnection(f"not logged in within {timeout:g} s") from None
-            raise CloseConnection(f"idle for {listening.idle_timeout_seconds:g} s") from None
+            return await read_frame(self.reader, limit, limit_for_api=limit_for_api)
         except FrameTooLargeError as e:
             if pre_login:
                 self.refuse(RefusalReason.PRE_LOGIN_FRAME_SIZE, f"{e}; nothing of it was buffered")
             raise
+
+    def _deadline(self, waiting_since: float) -> float:
+        """When a wait for a request that began at ``waiting_since`` (loop time) must end: idle, or (before login)
+        the login's deadline, whichever is earlier."""
+        idle_at = waiting_since + self.services.sections.listening.idle_timeout_seconds
+        if self.authenticated:
+            return idle_at
+        return min(idle_at, self._login_deadline_at())
+
+    def _login_deadline_at(self) -> float:
+        return asyncio.get_running_loop().time() + self.login_deadline - time.monotonic()
+
+    def _on_deadline(self) -> None:
+        """The deadline timer (see the module docstring): cancel a wait past its deadline, else arm again."""
+        self._deadline_timer = None
+        task = self._task
+        if task is None or task.done():
+            return
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self.between_requests:
+            deadline = self._deadline(self._waiting_since)
+            if deadline <= now:
+                if not self._interrupted and not self._timed_out:  # a drain's cancellation is already on its way
+                    self._timed_out = True
+                    task.cancel()
+                return
+        else:
+            deadline = self._deadline(now)  # inside a request: the next wait begins later than now
+        self._deadline_timer = loop.call_at(deadline, self._on_deadline)
+
+    def _deadline_passed(self) -> CloseConnection:
+        """The wait for a request passed its deadline: a refusal counted and logged before login, and why it closes.
+
+        Sooner than idle before login means the login's deadline (``_deadline``)."""
+        listening = self.services.sections.listening
+        idle_at = self._waiting_since + listening.idle_timeout_seconds
+        if not self.authenticated and self._login_deadline_at() < idle_at:
+            timeout = listening.sasl_login_timeout_seconds
+            self.refuse(
+                RefusalReason.SASL_LOGIN_TIMEOUT,
+                f"not logged in within sasl_login_timeout_seconds ({timeout:g} s) of connecting",
+            )
+            return CloseConnection(f"not logged in within {timeout:g} s")
+        return CloseConnection(f"idle for {listening.idle_timeout_seconds:g} s")
 
     def refuse(self, reason: RefusalReason, detail: str) -> None:
         """Count and log (rate-limited) that this connection is closed before login, for ``reason``."""
