@@ -17,6 +17,7 @@ from kafkaguard.scram import (
     decoy_credential,
     decoy_profile_of,
 )
+from kafkaguard.scram.decoy import DECOY_CACHE_NAMES
 
 SHA_256 = ScramMechanism.SCRAM_SHA_256
 SHA_512 = ScramMechanism.SCRAM_SHA_512
@@ -79,3 +80,18 @@ def test_a_decoy_is_deterministic_per_secret_mechanism_and_name_and_shaped_by_th
     ]
     assert all(v.salt != decoy.salt and v.stored_key != decoy.stored_key for v in variants)
     assert "mallory" not in repr(decoy) and decoy.salt.hex() not in repr(decoy)
+
+
+def test_a_decoy_is_remembered_as_derived_and_the_memo_is_bounded() -> None:
+    profile = DecoyProfile(iterations=4096, salt_bytes=24)
+    decoy_credential.cache_clear()
+    first = decoy_credential(SECRET, ScramMechanism.SCRAM_SHA_256, "mallory", profile)
+    again = decoy_credential(SECRET, ScramMechanism.SCRAM_SHA_256, "mallory", profile)
+    assert decoy_credential.cache_info().hits == 1
+    assert again == first == decoy_credential.__wrapped__(SECRET, ScramMechanism.SCRAM_SHA_256, "mallory", profile)
+    # every argument is part of the key: another mechanism, secret or profile is derived anew
+    assert decoy_credential(SECRET, ScramMechanism.SCRAM_SHA_512, "mallory", profile) != first
+    assert decoy_credential(SECRET + b"x", ScramMechanism.SCRAM_SHA_256, "mallory", profile) != first
+    for i in range(DECOY_CACHE_NAMES + 10):
+        decoy_credential(SECRET, ScramMechanism.SCRAM_SHA_256, f"name-{i}", profile)
+    assert decoy_credential.cache_info().currsize == DECOY_CACHE_NAMES

@@ -15,6 +15,7 @@ SCRAM-SHA-512 credential at all, SCRAM-SHA-512's profile is the default (8192, 2
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 from collections import Counter
@@ -69,12 +70,22 @@ def decoy_profile_of(mechanism: ScramMechanism, credentials: Iterable[ScramCrede
     return DecoyProfile(iterations=iterations, salt_bytes=salt_bytes)
 
 
+#: Names whose decoys are remembered (least recently used out first): a login derives its name's decoy whether the
+#: name is known or not (``ScramServerSession``), four HMACs, a few per cent of a SCRAM login's server time.
+DECOY_CACHE_NAMES = 4096
+
+
+@functools.lru_cache(maxsize=DECOY_CACHE_NAMES)
 def decoy_credential(secret: bytes, mechanism: ScramMechanism, username: str, profile: DecoyProfile) -> ScramCredential:
     """A credential for ``username`` that no password matches: salt and keys derived by HMAC-SHA-256 from
     ``secret``, the mechanism and the name; iterations and salt length from ``profile``.
 
     The salt is HMAC(key, "salt") followed, when ``profile`` asks for more than 32 bytes, by HMAC(key, "salt" ‖ i)
     for i = 1, 2, …; so a shorter profile gives a prefix of a longer one's salt.
+
+    Remembered for the last ``DECOY_CACHE_NAMES`` arguments: a pure function of them, so a remembered answer is the
+    one derived again, and known and unknown names are remembered alike (the work a login does still does not tell
+    them apart). A flood of new names costs what it cost before the memo: a derivation each.
     """
     label = b"kafkaguard SCRAM decoy\x00" + mechanism.mechanism_name.encode() + b"\x00" + username.encode()
     key = hmac.digest(secret, label, "sha256")
