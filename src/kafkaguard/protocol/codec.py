@@ -30,6 +30,7 @@ from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.framing import encode_frame
 from kafkaguard.protocol.header import RequestHeader, decode_header, peek_header
 from kafkaguard.protocol.lengths import DEFAULT_MAX_ITEMS, check_body
+from kafkaguard.protocol.sasl_encoding import SASL_WRITERS
 
 #: A response body encoded by hand (see ``handlers.acl_encoding``), written after the response header as it is.
 PreEncoded = NewType("PreEncoded", bytes)
@@ -200,7 +201,8 @@ def response_schema(api_key: ApiKey, api_version: int) -> type[Any]:
 
 
 _READERS: dict[type[Any], Callable[[bytes, int], tuple[Any, int]]] = {}
-_WRITERS: dict[type[Any], Callable[[io.BytesIO, Any], None]] = {}
+#: kio's writers, made once per schema; a few written by hand where a login's time went (``sasl_encoding``).
+_WRITERS: dict[type[Any], Callable[[io.BytesIO, Any], None]] = dict(SASL_WRITERS)
 
 
 def reader_for(schema: type[Any]) -> Callable[[bytes, int], tuple[Any, int]]:
