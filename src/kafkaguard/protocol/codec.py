@@ -74,12 +74,16 @@ T = TypeVar("T")
 Versions = Mapping[ApiKey, tuple[int, int]]
 
 
+#: Every API by its code: a dict lookup where ``ApiKey(code)`` (an enum call, ~0.7 µs) ran three times a request.
+_API_KEYS: dict[int, ApiKey] = {int(key): key for key in ApiKey}
+
+
 def is_supported(api_key: int, api_version: int, versions: Versions) -> bool:
-    try:
-        low, high = versions[ApiKey(api_key)]
-    except (ValueError, KeyError):
+    key = _API_KEYS.get(api_key)
+    if key is None:
         return False
-    return low <= api_version <= high
+    found = versions.get(key)
+    return found is not None and found[0] <= api_version <= found[1]
 
 
 def decode_request(frame: bytes, versions: Versions, *, max_items: int = DEFAULT_MAX_ITEMS) -> DecodedRequest:
@@ -98,7 +102,8 @@ def decode_request(frame: bytes, versions: Versions, *, max_items: int = DEFAULT
         )
     schema = request_schema(api_key, api_version)
     header, offset = decode_header(frame, flexible=schema.__flexible__)
-    return DecodedRequest(header, ApiKey(api_key), decode_body(ApiKey(api_key), api_version, frame, offset, max_items))
+    key = _API_KEYS[api_key]  # supported, so known
+    return DecodedRequest(header, key, decode_body(key, api_version, frame, offset, max_items))
 
 
 def decode_request_head(frame: bytes, versions: Versions) -> RequestHead:
@@ -114,7 +119,7 @@ def decode_request_head(frame: bytes, versions: Versions) -> RequestHead:
             f"API key {api_key} version {api_version} is not supported", api_key, api_version, correlation_id
         )
     header, offset = decode_header(frame, flexible=request_schema(api_key, api_version).__flexible__)
-    return RequestHead(header, ApiKey(api_key), offset)
+    return RequestHead(header, _API_KEYS[api_key], offset)
 
 
 def decode_body(api_key: ApiKey, api_version: int, frame: bytes, offset: int, max_items: int) -> Entity:
