@@ -141,8 +141,7 @@ def test_copied_from_a_tls_stream_link() -> None:
 
         server = await asyncio.start_server(serve, "127.0.0.1", 0)
         async with server:
-            reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
-            link = links.StreamLink(reader, writer)
+            link = await links.StreamLink.connect(*server.sockets[0].getsockname()[:2], None)
             collected = Collecting()
             try:
                 head = await link.read_exactly(8)

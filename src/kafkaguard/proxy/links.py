@@ -6,8 +6,10 @@ relayed answer on to the client. Two kinds, because what is fastest differs:
 * ``SocketLink`` (PLAINTEXT and SASL_PLAINTEXT upstreams): the socket is read and written with the event loop's
   socket calls, so nothing reads ahead of what was asked, and a relayed answer's body moves to a plain client socket
   in the kernel (``splice``), never entering the process;
-* ``StreamLink`` (SSL and SASL_SSL upstreams): asyncio's TLS streams; the body is copied through in chunks (a TLS
-  record must be decrypted to be passed on).
+* ``StreamLink`` (SSL and SASL_SSL upstreams): asyncio's TLS transport decrypting straight into the link's own
+  buffer (``_Receiver``, a ``BufferedProtocol``); the body is copied through in chunks (a TLS record must be decrypted
+  to be passed on). A StreamReader cost two copies more per byte: asyncio joins the records it decrypts for a
+  plain protocol, and the reader appends them to its buffer before a read slices them out.
 
 Either copies when the client side cannot take a splice (a TLS client listener, a quota's metering writer, or bytes
 still queued on the client's transport).
@@ -31,7 +33,7 @@ import socket
 import ssl
 import struct
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Protocol, cast
 
 from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy import splice
@@ -42,10 +44,12 @@ from kafkaguard.proxy.wire import UpstreamProtocolError
 #: Bytes a relayed answer is copied in at a time when it cannot be spliced (large enough to amortize the loop,
 #: small enough to stream).
 RELAY_CHUNK = 1024 * 1024
-#: How much of an answer a TLS stream buffers before pausing its socket (asyncio's ``limit``). With bench_proxy,
-#: 8 MiB here (and an 8 MiB client write buffer) made consuming slower than 1 MiB: larger copies leave the CPU
-#: caches (see docs/benchmarks.md, "Figures from the code").
+#: How much of an answer a TLS link buffers before pausing its socket. With bench_proxy, 8 MiB here (and an 8 MiB
+#: client write buffer) made consuming slower than 1 MiB: larger copies leave the CPU caches (see
+#: docs/benchmarks.md, "Figures from the code").
 STREAM_BUFFER = 1024 * 1024
+#: The least room a TLS link offers asyncio to decrypt into; below it, the link's socket pauses until read.
+_MIN_ROOM = 64 * 1024
 #: Answers up to this size are read whole and written at once; larger ones are spliced (a splice costs a few more
 #: calls than it saves on a small answer).
 SPLICE_FROM = 64 * 1024
@@ -80,8 +84,7 @@ class Link(Protocol):
 async def open_link(host: str, port: int, tls: ssl.SSLContext | None) -> Link:
     """Connect to ``host:port``; over TLS when ``tls`` is given."""
     if tls is not None:
-        reader, writer = await asyncio.open_connection(host, port, ssl=tls, server_hostname=host, limit=STREAM_BUFFER)
-        return StreamLink(reader, writer)
+        return await StreamLink.connect(host, port, tls)
     loop = asyncio.get_running_loop()
     infos = await resolve(host, port)
     failure: OSError = OSError(f"no address for {host}")
@@ -188,34 +191,169 @@ class SocketLink:
         self._pipe.close()
 
 
-class StreamLink:
-    """A TLS connection through asyncio's streams."""
+class _Receiver(asyncio.BufferedProtocol):
+    """The protocol under a ``StreamLink``: bytes arrive into one buffer of ``STREAM_BUFFER`` bytes (TLS decrypts
+    into it), taken out by ``read``; the transport pauses while less than ``_MIN_ROOM`` is free, and writes wait in
+    ``drain`` while the transport's buffer is above its high-water mark.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader, self._writer = reader, writer
+    Cost: one copy of each byte out of the buffer (``read``), and now and then a move of what is left to the
+    buffer's front (at most ``STREAM_BUFFER`` bytes, when less than ``_MIN_ROOM`` is free at its end)."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray(STREAM_BUFFER)
+        self._view = memoryview(self._buffer)
+        self._start = self._end = 0  # what arrived and is not yet read: ``_buffer[_start:_end]``
+        self._loop = asyncio.get_running_loop()
+        self._arrived: asyncio.Future[None] | None = None  # a read waiting for bytes
+        self._drained: list[asyncio.Future[None]] = []  # sends waiting for the transport's buffer
+        self._paused = False  # reading paused: the buffer is full
+        self._writing_paused = False
+        self._eof = False
+        self._error: BaseException | None = None
+        self.transport: asyncio.Transport | None = None
+
+    # ------------------------------------------------------------------------------------- asyncio's side
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        pending = self._end - self._start
+        if len(self._buffer) - self._end < _MIN_ROOM and self._start:  # room at the end is short: to the front
+            if pending <= self._start:  # no overlap: moved in place
+                self._buffer[:pending] = self._view[self._start : self._end]
+            else:
+                self._buffer[:pending] = bytes(self._view[self._start : self._end])
+            self._start, self._end = 0, pending
+        return self._view[self._end :]  # never empty: reading pauses below ``_MIN_ROOM`` (buffer_updated)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._end += nbytes
+        if len(self._buffer) - (self._end - self._start) < _MIN_ROOM and self.transport is not None:
+            self._paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self._eof = True
+        self._wake()
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._eof = True
+        self._error = exc
+        self._wake()
+        self._release()  # the sends find the transport closing
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._release()
+
+    def _release(self) -> None:
+        drained, self._drained = self._drained, []
+        for waiter in drained:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _wake(self) -> None:
+        arrived, self._arrived = self._arrived, None
+        if arrived is not None and not arrived.done():
+            arrived.set_result(None)
+
+    # ------------------------------------------------------------------------------------- the link's side
+
+    @property
+    def buffered(self) -> int:
+        """Bytes arrived and not yet read (at most ``STREAM_BUFFER``)."""
+        return self._end - self._start
+
+    async def read(self, most: int) -> bytes:
+        """Up to ``most`` bytes, at least one; b"" at the end of the stream.
+
+        :raises ConnectionError, ssl.SSLError: the connection failed."""
+        while self._start == self._end:
+            if self._error is not None:
+                raise self._error
+            if self._eof:
+                return b""
+            self._arrived = self._loop.create_future()
+            await self._arrived
+        end = min(self._end, self._start + most)
+        data = bytes(self._view[self._start : end])
+        self._start = end
+        if self._start == self._end:
+            self._start = self._end = 0
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
+
+    async def read_exactly(self, count: int) -> bytes:
+        """:raises asyncio.IncompleteReadError: the stream ended first."""
+        if self._end - self._start >= count:
+            return await self.read(count)
+        parts: list[bytes] = []
+        left = count
+        while left:
+            chunk = await self.read(left)
+            if not chunk:
+                raise asyncio.IncompleteReadError(b"".join(parts), count)
+            parts.append(chunk)
+            left -= len(chunk)
+        return b"".join(parts)
+
+    async def drain(self) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            if self._error is not None:
+                raise self._error
+            raise ConnectionResetError("the upstream connection is closed")
+        if self._writing_paused:
+            waiter = self._loop.create_future()
+            self._drained.append(waiter)
+            await waiter
+
+
+class StreamLink:
+    """A TLS connection to the upstream (see the module docstring), over ``_Receiver``."""
+
+    def __init__(self, transport: asyncio.Transport, receiver: _Receiver) -> None:
+        self._transport, self._receiver = transport, receiver
+
+    @classmethod
+    async def connect(cls, host: str, port: int, tls: ssl.SSLContext | None) -> StreamLink:
+        """Connect (TLS with ``tls``, the host name checked as ``tls`` says; plain TCP without, for tests)."""
+        loop = asyncio.get_running_loop()
+        transport, receiver = await loop.create_connection(
+            _Receiver, host, port, ssl=tls, server_hostname=host if tls is not None else None
+        )
+        return cls(transport, receiver)
 
     @property
     def closing(self) -> bool:
-        return self._writer.is_closing()
+        return self._transport.is_closing()
 
     async def send(self, parts: Sequence[bytes]) -> None:
-        self._writer.writelines(parts)
-        await self._writer.drain()
+        self._transport.writelines(parts)
+        await self._receiver.drain()
 
     async def read_exactly(self, count: int) -> bytes:
-        return await self._reader.readexactly(count)
+        return await self._receiver.read_exactly(count)
 
     async def pass_on(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
         if edit is None:
-            await copy_through(self._reader.read, head, count, client)
+            await copy_through(self._receiver.read, head, count, client)
         else:
-            await pass_on_edited(self._reader.read, head, count, client, edit)
+            await pass_on_edited(self._receiver.read, head, count, client, edit)
 
     def close(self) -> None:
         """Abort, not TLS's graceful close: that waits (up to 30 s) for the broker's close_notify on a socket the
         proxy is done with, and a loop stopped meanwhile leaves the socket open. Nothing queued matters any more."""
         with contextlib.suppress(Exception):
-            self._writer.transport.abort()
+            self._transport.abort()
 
 
 async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, count: int, client: ClientWriter) -> None:
