@@ -7,7 +7,8 @@ in bench_proxy's soak (fixed in ``proxy.fetch_walk`` with ``_Cursor``). ``test_f
 did not see it: its Fetch requests each name a denied topic, so their answers are decoded, never walked.
 
 Here a proxy runs in-process in front of ``fake_kafka`` (its upstream links real loopback sockets), and a client
-drives each relay path over several rounds, with the cyclic collector off (``test_collector.garbage_cycles_left``):
+drives each relay path over several rounds, with the cyclic collector off (``test_collector.garbage_cycles_left``,
+as the server's connections are counted):
 
 * Metadata, relayed and its brokers rewritten;
 * Produce v11, its answer held and walked (``produce_walk``), with and without a leader change (``node_endpoints``
@@ -21,12 +22,13 @@ drives each relay path over several rounds, with the cyclic collector off (``tes
   and its answer unread, closed in the middle of a request's frame, and in the middle of the login.
 
 Then what only a full collection frees (frozen objects included) is counted by type, for the types of kafkaguard,
-kio, asyncio, socket and ssl (``freed_only_by_the_collector``): the cycles it keeps under ``gc.DEBUG_SAVEALL``, and
-those it frees before that — a cycle through a suspended generator is broken by the generator's finalizer and freed
-by reference counting, so it never reaches ``gc.garbage`` (the old walk's cycle was one: counting ``gc.garbage``
-alone, as ``tests/node/test_collector.py`` does, passed on the old code), which ``gc.get_objects()`` before and after
-the collection shows. ``gc.collect()``'s return value is not trusted (it proved unreliable before). The count must be
-empty — no tolerance: no path needs one. A failure names the path and the types of what it left.
+kio, asyncio, socket and ssl (``tests.garbage.freed_only_by_the_collector``, the proxy's loop parked): the cycles it
+keeps under ``gc.DEBUG_SAVEALL``, and those it frees before that — a cycle through a suspended generator is broken
+by the generator's finalizer and freed by reference counting, so it never reaches ``gc.garbage`` (the old walk's
+cycle was one: counting ``gc.garbage`` alone, as ``test_collector`` did, passed on the old code), which
+``gc.get_objects()`` before and after the collection shows. ``gc.collect()``'s return value is not trusted (it
+proved unreliable before). The count must be empty — no tolerance: no path needs one. A failure names the path and
+the types of what it left.
 
 It fails on the old code: with ``_Cursor`` reverted (``FetchAnswerWalk`` starting its generator on itself, the parent
 of 56587b8) the walked Fetch path failed with ``[('FetchAnswerWalk', 60)]`` (one per walked answer), the refused and
@@ -42,14 +44,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import gc
 import socket
 import struct
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -64,7 +64,7 @@ from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.build import nested, rebuild
 from kafkaguard.protocol.codec import DecodedRequest, encode_response, request_schema, response_schema
 from kafkaguard.proxy.links import SPLICE_FROM
-from tests.node.test_collector import wait_until_all_closed
+from tests.node.test_collector import garbage_cycles_left, wait_until_all_closed
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, topic_id, zero
 from tests.proxy.fetch_answers import readable
 from tests.proxy.test_forwarded_requests import grant
@@ -343,79 +343,6 @@ def settled(proxy: ServerHandle) -> None:
         time.sleep(0.01)
 
 
-def _of(o: object, modules: tuple[str, ...]) -> bool:
-    """Whether ``o``'s type is from one of ``modules`` (a type whose metaclass defines ``__module__`` is not)."""
-    module: object = type(o).__module__
-    return isinstance(module, str) and module.startswith(modules)
-
-
-def freed_only_by_the_collector(modules: tuple[str, ...]) -> Counter[str]:
-    """What only a full collection frees now (frozen objects included), by type (of ``modules``): the garbage cycles.
-
-    Two kinds: a cycle the collection finds and keeps (``gc.DEBUG_SAVEALL``: ``gc.garbage``), and one it frees
-    before that — a cycle through a suspended generator or coroutine is broken by its finalizer (the collection
-    closes it, its frame lets go, and reference counting frees the rest), so it never reaches ``gc.garbage``: the old
-    walk's cycle was of that kind, and the count of ``gc.garbage`` alone did not see it. The second kind is what was
-    alive before the collection (``gc.get_objects()``, by id: nothing is held meanwhile) and is gone after it.
-    Run while the proxy's loop is parked (``parked``), so that nothing but the collection frees anything meanwhile."""
-    gc.unfreeze()
-    before = {id(o): type(o).__qualname__ for o in gc.get_objects() if _of(o, modules)}
-    gc.set_debug(gc.DEBUG_SAVEALL)
-    try:
-        gc.collect()
-        kept = Counter(type(o).__qualname__ for o in gc.garbage if _of(o, modules))
-        kept_ids = {id(o) for o in gc.garbage}
-    finally:
-        gc.set_debug(0)
-        gc.garbage.clear()
-    alive = {id(o) for o in gc.get_objects()}
-    kept.update(name for i, name in before.items() if i not in alive and i not in kept_ids)
-    return kept
-
-
-@contextmanager
-def parked(proxy: ServerHandle) -> Iterator[None]:
-    """The proxy's loop blocked in a callback until the block ends: none of its code runs meanwhile, and nothing it
-    scheduled is freed. Why not count in a coroutine on the loop: the thread that scheduled the coroutine
-    (``run_coroutine_threadsafe``) may still hold the loop's ``Handle`` for it, and drop it while the loop counts —
-    one stray ``Handle`` "freed", in about one run in four."""
-    entered, release = threading.Event(), threading.Event()
-
-    def park() -> None:
-        entered.set()
-        release.wait(30)
-
-    proxy.loop.call_soon_threadsafe(park)
-    assert entered.wait(10), "the proxy's loop did not park"
-    try:
-        yield
-    finally:
-        release.set()
-
-
-@contextmanager
-def garbage_cycles_left(proxy: ServerHandle, modules: tuple[str, ...]) -> Iterator[Counter[str]]:
-    """The garbage cycles (of types from ``modules``) that what the block does leaves, counted once it has settled;
-    the cyclic collector is off meanwhile, and the proxy's collector paused (its ticks would freeze what is
-    counted), as ``tests/node/test_collector.py`` counts the server's."""
-    proxy.run(proxy.server.collector.stop())
-    gc.collect()
-    gc.disable()
-    found: Counter[str] = Counter()
-    try:
-        yield found
-        settled(proxy)
-        with parked(proxy):
-            found.update(freed_only_by_the_collector(modules))
-    finally:
-        gc.enable()
-        proxy.run(_restart(proxy))
-
-
-async def _restart(proxy: ServerHandle) -> None:
-    proxy.server.collector.start()
-
-
 @pytest.mark.parametrize("path", PATHS.values(), ids=PATHS.keys())
 def test_a_relay_path_leaves_no_garbage_cycles(proxy: ServerHandle, path: Callable[[ServerHandle], None]):
     path(proxy)  # once first: what a first request fills (topic ids, nodes, lazy imports) is no garbage
@@ -423,4 +350,5 @@ def test_a_relay_path_leaves_no_garbage_cycles(proxy: ServerHandle, path: Callab
     with garbage_cycles_left(proxy, OURS) as ours:
         for _ in range(ROUNDS):
             path(proxy)
+        settled(proxy)
     assert ours == Counter(), f"{ROUNDS} rounds left garbage cycles: {ours.most_common(10)}"
