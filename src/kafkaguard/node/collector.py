@@ -11,11 +11,12 @@ lists into the permanent one, which collections skip). Young collections still f
 flight; the open connections, sessions and caches are out of every collection's reach, so a full collection walks
 at most one interval's survivors. A frozen object is still freed by its reference count; what the freeze holds back
 is a frozen object that later becomes part of a garbage cycle. kafkaguard's request and connection paths leave none
-(``tests/node/test_collector.py`` counts them; asyncio's own transport cycle is broken by
-``break_transport_cycles``); whatever another path leaves is reclaimed (``gc.unfreeze()`` and a full
-collection: the one pause in proportion to the heap) every ``RECLAIM_INTERVAL``, or sooner when the process's
-resident memory has grown by ``RECLAIM_AFTER_GROWTH`` since the last reclaim. Nothing a client does triggers a
-reclaim short of that growth, which the connection limits keep far off.
+(``tests/node/test_collector.py`` counts the server's, ``tests/proxy/test_no_garbage_cycles.py`` the proxy's relay
+paths; asyncio's own transport cycle is broken by ``break_transport_cycles``); whatever another path leaves is
+reclaimed (``gc.unfreeze()`` and a full collection: the one pause in proportion to the heap) every
+``RECLAIM_INTERVAL``, or sooner when the process's resident memory has grown by ``RECLAIM_AFTER_GROWTH`` since the
+last reclaim. Nothing a client does triggers a reclaim short of that growth, which the connection limits keep far
+off.
 
 Why not count the frozen objects: ``gc.get_freeze_count()`` walks the permanent generation's list, O(frozen objects)
 on every tick, which showed in the quiet p99 (see docs/benchmarks.md, "Figures from the code").

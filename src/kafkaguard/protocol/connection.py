@@ -391,8 +391,15 @@ class Connection:
             if self._drain_left is not None and task is not None and not task.cancelling():
                 await self._end_stream()  # draining, and not forced: the last answer is not cut off by the close
             self.writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
+            try:
                 await self.writer.wait_closed()
+            except (ConnectionError, OSError) as e:
+                # A connection lost to an error (the client's reset): asyncio keeps that exception (the protocol's
+                # close future) and raises it again here, which adds this frame to its traceback — and this frame
+                # holds the connection, which holds the protocol: a garbage cycle holding the whole connection
+                # (reader, writer, dispatcher, upstream link, session), which the collector's freeze would keep
+                # until the hourly reclaim (tests/proxy/test_no_garbage_cycles.py). Nothing reads the traceback.
+                e.__traceback__ = None
 
     def _uncancel(self) -> int:
         """Take back drain()'s cancellation of this task; the cancellations left (others': its owner's stop)."""
