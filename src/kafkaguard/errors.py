@@ -56,6 +56,7 @@ Every subclass of ``KafkaguardError`` in the package, with the module (under ``k
      ├── CertificateNotMapped             protocol.identity no mapping rule applies to a client certificate
      ├── OutboxClosed                     protocol.outbox   passing an answer on failed: the connection is ending
      ├── UpstreamUnavailable              proxy.upstream    the upstream cannot be reached or does not answer
+     ├── ClientGone                       proxy.wire        the client went away while its answer was passed on
      ├── LoginUnavailable                 protocol.passthrough a passed-through login's broker cannot be reached
      ├── _FetchFailed                     proxy.upstream_tokens one token fetch failed (private: retried, or the above)
      ├── SettingUnreadable                proxy.broker_settings an upstream broker did not tell a setting

@@ -5,6 +5,7 @@ bad frame, a plaintext one dialled with TLS) and a real ``kafkaguard serve`` ref
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import socket
 import ssl
@@ -29,7 +30,7 @@ from kafkaguard.proxy.upstream import (
     UpstreamSecurity,
     UpstreamUnavailable,
 )
-from kafkaguard.proxy.wire import UpstreamProtocolError
+from kafkaguard.proxy.wire import UpstreamProtocolError, encode_request
 from kafkaguard.scram import ScramMechanism
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy
 from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, sasl_server
@@ -200,3 +201,56 @@ def test_the_proxy_counts_a_client_connections_failed_upstream_in_its_services(t
         assert re.search(r'kafkaguard_upstream_failures_total\{reason="unreachable"\} [1-9]', text)
     finally:
         proxy.stop()
+
+
+@pytest.mark.parametrize("answer_bytes", [4 * 1024 * 1024, 32 * 1024], ids=["spliced", "copied"])
+def test_a_client_that_goes_away_mid_answer_is_not_an_upstream_failure(answer_bytes: int) -> None:
+    """A client resets while its answer is passed on (spliced into its socket, or copied): the upstream connection
+    is done, its error names the client, and nothing is counted against the upstream. Before, the client's reset
+    was counted and logged as the upstream's failure ("upstream … failed: ConnectionResetError")."""
+    body = bytes(answer_bytes)
+    request = encode_request(ApiKey.API_VERSIONS, 3, 41, "t", HELLO)
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        (size,) = struct.unpack(">i", await reader.readexactly(4))
+        asked = await reader.readexactly(size)
+        writer.write(struct.pack(">i", 4 + len(body)) + asked[4:8] + body)  # the request's correlation id
+        try:
+            with contextlib.suppress(OSError):
+                await writer.drain()
+                await reader.read()
+        finally:
+            writer.close()
+
+    async def scenario() -> tuple[str, dict[str, int]]:
+        failures = UpstreamFailures()
+        upstream = await asyncio.start_server(answer, "127.0.0.1", 0)
+        listener = socket.create_server(("127.0.0.1", 0))
+        listener.setblocking(False)
+        try:
+            _reader, client = await asyncio.open_connection(*listener.getsockname()[:2])
+            far_end, _ = await asyncio.get_running_loop().sock_accept(listener)
+            far_end.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            far_end.close()  # a reset: the client is gone before its answer arrives
+            await asyncio.sleep(0.05)
+            connection = UpstreamConnection(
+                [Address("127.0.0.1", upstream.sockets[0].getsockname()[1])], PLAINTEXT, timeout=5, failures=failures
+            )
+            try:
+                await connection.send(request)
+                with pytest.raises(UpstreamUnavailable) as failed:
+                    for _ in range(3):  # a first write into a reset socket may still be taken by the kernel
+                        await connection.pass_answer_on(41, client)
+                        await connection.send(request)
+                assert connection.failed
+            finally:
+                connection.close()
+                client.close()
+            return str(failed.value), nonzero(failures)
+        finally:
+            listener.close()
+            upstream.close()
+
+    message, counted = asyncio.run(scenario())
+    assert "the client went away" in message
+    assert counted == {}

@@ -39,7 +39,7 @@ from kafkaguard.protocol.replies import ClientWriter
 from kafkaguard.proxy import splice
 from kafkaguard.proxy.resolve import resolve
 from kafkaguard.proxy.walks import NEED, PASS, AnswerEdit
-from kafkaguard.proxy.wire import UpstreamProtocolError
+from kafkaguard.proxy.wire import ClientGone, UpstreamProtocolError
 
 #: Bytes a relayed answer is copied in at a time when it cannot be spliced (large enough to amortize the loop,
 #: small enough to stream).
@@ -142,7 +142,7 @@ class SocketLink:
         if count <= SPLICE_FROM or (edit is not None and edit.held):  # a small answer (a Produce's): read whole
             body = await self.read_exactly(count)
             client.write(head + body if edit is None else await edited_frame(edit, head, body))  # one write
-            await client.drain()
+            await drain(client)
             return
         target = _spliceable(client)
         if target is None:
@@ -175,7 +175,7 @@ class SocketLink:
             else:
                 last = await self.read_exactly(seen + more)
                 client.write(prefix + last[:seen] + await edit.tail(last[seen:]))
-                await client.drain()
+                await drain(client)
                 return
 
     async def _copy(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None) -> None:
@@ -369,7 +369,7 @@ async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, cou
             raise asyncio.IncompleteReadError(b"", remaining)
         client.write(chunk)
         remaining -= len(chunk)
-        await client.drain()
+        await drain(client)
 
 
 async def pass_on_edited(
@@ -385,7 +385,7 @@ async def pass_on_edited(
         await copy_walked(read, head, count, client, edit)
         return
     client.write(await edited_frame(edit, head, await _read_to(read, b"", count, count)))
-    await client.drain()
+    await drain(client)
 
 
 async def copy_walked(
@@ -415,12 +415,12 @@ async def copy_walked(
                 await copy_through(read, b"", moved - len(window), client)
                 window = b""
             left -= moved
-            await client.drain()
+            await drain(client)
             step = walk.step(window)
         else:
             window = await _read_to(read, window, left, left)
             client.write(window[:seen] + await edit.tail(window[seen:]))
-            await client.drain()
+            await drain(client)
             return
 
 
@@ -470,12 +470,28 @@ async def edited(edit: AnswerEdit, body: bytes) -> bytes:
             return body[: at + seen] + await edit.tail(body[at + seen :])
 
 
+async def drain(client: ClientWriter) -> None:
+    """``client.drain()``, a failure said to be the client's (``ClientGone``): the client's writer fails only when
+    the client's connection does.
+
+    :raises ClientGone: the client's connection failed."""
+    try:
+        await client.drain()
+    except ConnectionError as e:
+        raise ClientGone(f"writing to the client failed: {e.__class__.__name__}: {e}") from e
+
+
 def _spliceable(client: ClientWriter) -> int | None:
     """The client's socket descriptor when bytes may be spliced into it now: a plain socket (no TLS) whose
-    transport has nothing queued (what it queued must go first), and splice available; else None."""
+    transport has nothing queued (what it queued must go first), and splice available; else None.
+
+    :raises ClientGone: the client's transport is closing."""
     if not splice.available() or not isinstance(client, asyncio.StreamWriter):
         return None
     if client.get_extra_info("sslcontext") is not None or client.transport.get_write_buffer_size():
         return None
+    if client.transport.is_closing():  # its socket may be closed already (a reset seen): the client is gone
+        raise ClientGone("the client's connection is closing")
     sock = client.get_extra_info("socket")
-    return None if sock is None else int(sock.fileno())
+    fd = -1 if sock is None else int(sock.fileno())
+    return None if fd < 0 else fd

@@ -23,6 +23,8 @@ import fcntl
 import os
 import socket
 
+from kafkaguard.proxy.wire import ClientGone
+
 #: Asked for each pipe (Linux's default pipe-max-size); if refused (an unprivileged user over its pipe pages),
 #: the pipe keeps its default 64 KiB, which only means more calls.
 PIPE_BYTES = 1024 * 1024
@@ -74,7 +76,8 @@ async def splice_exactly(
     own descriptor); the caller guarantees nothing else writes to it meanwhile.
 
     :raises asyncio.IncompleteReadError: ``source`` ended before ``count`` bytes.
-    :raises OSError: either socket failed.
+    :raises ClientGone: writing to ``target`` failed.
+    :raises OSError: ``source`` failed.
     """
     loop = asyncio.get_running_loop()
     source = source_socket.fileno()
@@ -100,6 +103,8 @@ async def splice_exactly(
                     n = os.splice(pipe_read, target, in_pipe, flags=_FLAGS | (_MORE if remaining else 0))
                 except BlockingIOError:
                     n = 0
+                except OSError as e:  # the target's side: the client went away, the source is fine
+                    raise ClientGone(f"writing to the client failed: {e}") from e
                 if n:
                     in_pipe, moved = in_pipe - n, True
             if moved:

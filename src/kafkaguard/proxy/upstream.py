@@ -56,6 +56,7 @@ from kafkaguard.proxy.oauthbearer_client import (
 )
 from kafkaguard.proxy.walks import AnswerEdit
 from kafkaguard.proxy.wire import (
+    ClientGone,
     UpstreamProtocolError,
     correlation_id_of,
     decode_response,
@@ -438,6 +439,12 @@ class UpstreamConnection:
                 await link.pass_on(head, size - 4, client, edit)
         except UpstreamProtocolError as e:
             raise self._fail(UpstreamUnavailable(str(e)), UpstreamFailure.PROTOCOL) from e
+        except ClientGone as e:  # cut mid-answer: this connection is done, but the upstream did not fail
+            raise self._fail(
+                UpstreamUnavailable(
+                    f"the client went away while an answer of upstream {self.address} was passed on: {e}"
+                )
+            ) from e
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as e:
             raise self._fail(
                 UpstreamUnavailable(f"upstream {self.address} failed: {e.__class__.__name__}: {e}"),

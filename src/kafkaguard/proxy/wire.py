@@ -17,11 +17,18 @@ from kio.static.primitive import i16, i32
 from kio.static.protocol import Entity
 
 from kafkaguard.authorizer.requests import ApiKey
+from kafkaguard.errors import KafkaguardError
 from kafkaguard.protocol.codec import DECODE_ERRORS, reader_for, request_schema, response_schema, writer_for
 from kafkaguard.protocol.errors import ProtocolError
 from kafkaguard.protocol.lengths import check_body
 
 _CORRELATION = struct.Struct(">i")
+
+
+class ClientGone(KafkaguardError):
+    """Passing an answer on failed on the client's side (it reset or closed its connection meanwhile): the client
+    connection ends, and the upstream connection with it, but the upstream did nothing wrong (not counted among its
+    failures, not logged as one). ``UpstreamConnection.pass_answer_on`` turns it into its own failure."""
 
 
 class UpstreamProtocolError(ProtocolError):
