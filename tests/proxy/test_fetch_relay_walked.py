@@ -141,7 +141,8 @@ def test_copied_from_a_tls_stream_link() -> None:
 
         server = await asyncio.start_server(serve, "127.0.0.1", 0)
         async with server:
-            link = await links.StreamLink.connect(*server.sockets[0].getsockname()[:2], None)
+            host, port = server.sockets[0].getsockname()[:2]
+            link = await links.StreamLink.connect(host, port, None)
             collected = Collecting()
             try:
                 head = await link.read_exactly(8)

@@ -361,7 +361,8 @@ def test_the_stream_link_of_a_tls_upstream_copies_an_answer_through_in_order() -
 
         server = await asyncio.start_server(answer, "127.0.0.1", 0)
         async with server:
-            link = await links.StreamLink.connect(*server.sockets[0].getsockname()[:2], None)
+            host, port = server.sockets[0].getsockname()[:2]
+            link = await links.StreamLink.connect(host, port, None)
             collected = Collecting()
             try:
                 await link.pass_on(b"HEAD", len(data), collected)
