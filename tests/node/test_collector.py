@@ -142,6 +142,8 @@ def garbage_cycles_left(server: ServerHandle, modules: tuple[str, ...]) -> Itera
     ``server`` has closed, those a finalizer breaks included (``tests.garbage``); the server's collector is paused
     meanwhile (its ticks would freeze what is counted), and the cyclic collector is off."""
     server.run(server.server.collector.stop())
+    # Frozen garbage of earlier tests' servers (their collectors froze it) is freed now, not counted as this block's.
+    gc.unfreeze()
     gc.collect()
     gc.disable()
     found: Counter[str] = Counter()
@@ -176,6 +178,7 @@ def closed_transport_garbage() -> Counter[str]:
         await asyncio.sleep(0)  # connection_lost runs
         b.close()
 
+    gc.unfreeze()  # as garbage_cycles_left: earlier servers' frozen garbage is not this one transport's
     gc.collect()
     gc.disable()
     try:
