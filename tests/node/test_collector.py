@@ -19,7 +19,7 @@ import pytest
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from kafkaguard.node.collector import RECLAIM_AFTER_GROWTH, RECLAIM_INTERVAL, Collector, break_transport_cycles
-from tests.garbage import freed_only_by_the_collector, parked
+from tests.garbage import freed_only_by_the_collector, isolated, parked
 from tests.serving import ADMIN, ADMIN_PASSWORD, ServerHandle, TlsFiles
 from tests.wire import Wire, frame
 
@@ -161,6 +161,7 @@ def garbage_cycles_left(server: ServerHandle, modules: tuple[str, ...]) -> Itera
         server.run(restart(server))
 
 
+@isolated
 def test_served_connections_leave_no_garbage_cycles(server: ServerHandle):
     with garbage_cycles_left(server, ("kafkaguard", "asyncio", "socket", "ssl")) as ours:
         served_connections(server)
@@ -201,6 +202,7 @@ def test_asyncio_leaves_a_transport_cycle_which_the_collector_breaks(monkeypatch
     assert transport_class._call_connection_lost is patched
 
 
+@isolated
 def test_sasl_ssl_connections_leave_no_garbage_cycles(server: ServerHandle, tls_files: TlsFiles):
     """TLS connections end through asyncio's SSL protocol: they must not leave cycles either."""
 

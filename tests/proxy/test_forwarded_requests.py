@@ -47,6 +47,7 @@ from kafkaguard.protocol.lengths import unwrap
 from kafkaguard.proxy.dispatch import FORWARDED
 from kafkaguard.proxy.versions import CAPS
 from tests.actors import ACTOR
+from tests.garbage import isolated
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, topic_id, zero, zero_value
 from tests.serving import ServerHandle
 from tests.wire import Wire
@@ -296,6 +297,7 @@ def test_what_reaches_the_upstream_grants_nothing_denied(sweep: Sweep, user: str
         assert set(created) == {NAMES[TopicName][0]}, "auto-creation and CreateTopics still work when allowed"
 
 
+@isolated
 def test_proxied_connections_leave_no_garbage_cycles(sweep: Sweep):
     """What makes the collector's freezing safe on the proxy too (``server.collector``): connections that log in,
     have every API and version forwarded (allowed, partly denied, denied) and close leave no garbage cycles —

@@ -64,6 +64,7 @@ from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.build import nested, rebuild
 from kafkaguard.protocol.codec import DecodedRequest, encode_response, request_schema, response_schema
 from kafkaguard.proxy.links import SPLICE_FROM
+from tests.garbage import isolated
 from tests.node.test_collector import garbage_cycles_left, wait_until_all_closed
 from tests.proxy.fake_kafka import FakeKafka, fake_kafka, start_proxy, topic_id, zero
 from tests.proxy.fetch_answers import readable
@@ -344,6 +345,7 @@ def settled(proxy: ServerHandle) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS.values(), ids=PATHS.keys())
+@isolated
 def test_a_relay_path_leaves_no_garbage_cycles(proxy: ServerHandle, path: Callable[[ServerHandle], None]):
     path(proxy)  # once first: what a first request fills (topic ids, nodes, lazy imports) is no garbage
     settled(proxy)
