@@ -55,21 +55,20 @@ def _milliseconds(response: SaslAuthenticateResponseV1 | SaslAuthenticateRespons
     return _I64.pack(round(response.session_lifetime.total_seconds() * 1000))  # as kio's write_timedelta_i64
 
 
-def _authenticate_v0(buffer: io.BytesIO, response: SaslAuthenticateResponseV0) -> None:
-    buffer.write(
+def _legacy_fields(response: SaslAuthenticateResponseV0 | SaslAuthenticateResponseV1) -> bytes:
+    return (
         _I16.pack(response.error_code.value)
         + _legacy_string(response.error_message)
         + _legacy_bytes(response.auth_bytes)
     )
+
+
+def _authenticate_v0(buffer: io.BytesIO, response: SaslAuthenticateResponseV0) -> None:
+    buffer.write(_legacy_fields(response))
 
 
 def _authenticate_v1(buffer: io.BytesIO, response: SaslAuthenticateResponseV1) -> None:
-    buffer.write(
-        _I16.pack(response.error_code.value)
-        + _legacy_string(response.error_message)
-        + _legacy_bytes(response.auth_bytes)
-        + _milliseconds(response)
-    )
+    buffer.write(_legacy_fields(response) + _milliseconds(response))  # v1 adds the session's lifetime
 
 
 def _authenticate_v2(buffer: io.BytesIO, response: SaslAuthenticateResponseV2) -> None:

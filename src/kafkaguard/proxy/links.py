@@ -130,13 +130,7 @@ class SocketLink:
             sent = 0
 
     async def read_exactly(self, count: int) -> bytes:
-        data = bytearray()
-        while len(data) < count:
-            chunk = await self._loop.sock_recv(self._sock, min(count - len(data), RELAY_CHUNK))
-            if not chunk:
-                raise asyncio.IncompleteReadError(bytes(data), count)
-            data += chunk
-        return bytes(data)
+        return await gather(functools.partial(self._loop.sock_recv, self._sock), count)
 
     async def pass_on(self, head: bytes, count: int, client: ClientWriter, edit: AnswerEdit | None = None) -> None:
         if count <= SPLICE_FROM or (edit is not None and edit.held):  # a small answer (a Produce's): read whole
@@ -293,17 +287,7 @@ class _Receiver(asyncio.BufferedProtocol):
 
     async def read_exactly(self, count: int) -> bytes:
         """:raises asyncio.IncompleteReadError: the stream ended first."""
-        if self._end - self._start >= count:
-            return await self.read(count)
-        parts: list[bytes] = []
-        left = count
-        while left:
-            chunk = await self.read(left)
-            if not chunk:
-                raise asyncio.IncompleteReadError(b"".join(parts), count)
-            parts.append(chunk)
-            left -= len(chunk)
-        return b"".join(parts)
+        return await gather(self.read, count)
 
     async def drain(self) -> None:
         transport = self.transport
@@ -354,6 +338,23 @@ class StreamLink:
         proxy is done with, and a loop stopped meanwhile leaves the socket open. Nothing queued matters any more."""
         with contextlib.suppress(Exception):
             self._transport.abort()
+
+
+async def gather(read: Callable[[int], Awaitable[bytes]], count: int) -> bytes:
+    """Exactly ``count`` bytes from ``read`` (each call asks for what is left, at most ``RELAY_CHUNK``), stored as
+    they arrive, never allocated ahead; one read's bytes as they are when they are all.
+
+    :raises asyncio.IncompleteReadError: ``read`` ended first.
+    """
+    parts: list[bytes] = []
+    left = count
+    while left:
+        chunk = await read(min(left, RELAY_CHUNK))
+        if not chunk:
+            raise asyncio.IncompleteReadError(b"".join(parts), count)
+        parts.append(chunk)
+        left -= len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 async def copy_through(read: Callable[[int], Awaitable[bytes]], head: bytes, count: int, client: ClientWriter) -> None:
@@ -493,5 +494,4 @@ def _spliceable(client: ClientWriter) -> int | None:
     if client.transport.is_closing():  # its socket may be closed already (a reset seen): the client is gone
         raise ClientGone("the client's connection is closing")
     sock = client.get_extra_info("socket")
-    fd = -1 if sock is None else int(sock.fileno())
-    return None if fd < 0 else fd
+    return None if sock is None else int(sock.fileno())
