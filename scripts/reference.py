@@ -199,7 +199,7 @@ def environment_form(field: FieldInfo) -> str:
     if origin in (list, dict):
         if NoDecode in field.metadata:
             return " (comma-separated)"
-        return " (JSON, e.g. `[\"a\", \"b\"]`)" if origin is list else " (JSON object)"
+        return ' (JSON, e.g. `["a", "b"]`)' if origin is list else " (JSON object)"
     return ""
 
 
@@ -213,9 +213,18 @@ SETTING_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Logging", ("log_level",)),
     (
         "Limits",
-        ("max_", "protocol_violation", "ipv6_prefix_length", "idle_timeout_seconds", "sasl_login_timeout_seconds",
-         "login_failure", "login_success", "refused_changes", "auth_failure_delay_ms"),
-    ),  # fmt: skip
+        (
+            "max_",
+            "protocol_violation",
+            "ipv6_prefix_length",
+            "idle_timeout_seconds",
+            "sasl_login_timeout_seconds",
+            "login_failure",
+            "login_success",
+            "refused_changes",
+            "auth_failure_delay_ms",
+        ),
+    ),
     ("Listeners and TLS", ("listeners", "advertised_host", "ssl_", "tls_", "proxy_protocol", "trusted_proxies")),
     ("Logins (SASL)", ("sasl_", "connections_max_reauth_ms", "admin_")),
     ("Authorization and rollout", ("super_users", "allow_everyone_if_no_acl_found", "enforcement", "shadow_acls")),
@@ -311,7 +320,8 @@ def metrics_page() -> str:
         "| metric | type | labels | help |\n|---|---|---|---|\n",
     ]
     for name, kind, labels, documentation in metric_families():
-        out.append(f"| {code(name)} | {kind} | {', '.join(code(label) for label in labels)} | {cell(documentation)} |\n")
+        names = ", ".join(code(label) for label in labels)
+        out.append(f"| {code(name)} | {kind} | {names} | {cell(documentation)} |\n")
     out.append(
         "\nOne more appears only while the audit trail's Kafka sink runs (its collector yields it only then): "
         "`kafkaguard_audit_spool_bytes` (gauge), the sink's spool on disk in bytes.\n"
@@ -442,4 +452,4 @@ def write(out_dir: Path) -> list[Path]:
 if __name__ == "__main__":
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "docs" / "reference"
     for path in write(target):
-        print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+        sys.stdout.write(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}\n")
