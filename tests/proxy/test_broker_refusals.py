@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import struct
 import uuid
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4 import request as coordinator_v4
 from kio.schema.metadata.v12 import request as metadata_v12
 from kio.schema.offset_commit.v8 import request as commit_v8
+from kio.static.primitive import Records
 from typer.testing import CliRunner
 
 from kafkaguard.audit.records.broker_refusals import DEFAULT_MAX_EVENTS, BrokerRefusals, RefusalKind
@@ -34,11 +37,13 @@ from kafkaguard.config import load_settings
 from kafkaguard.console.metrics import ConsoleMetrics
 from kafkaguard.model import AclOperation, ResourceType
 from kafkaguard.protocol.build import nested
-from kafkaguard.protocol.codec import response_schema
+from kafkaguard.protocol.codec import encode_response, request_schema, response_schema
 from kafkaguard.protocol.connection import MAX_QUEUED_ANSWERS
 from kafkaguard.protocol.outbox import Outbox
 from kafkaguard.proxy.broker_refusals import noted
+from kafkaguard.proxy.produce_walk import PassthroughProduceAnswerWalk
 from kafkaguard.proxy.scope import ProxyScope
+from kafkaguard.proxy.walks import NEED, TAIL
 from tests.proxy.memory_upstream import (
     CLIENT_HOST,
     CollectingWriter,
@@ -306,3 +311,118 @@ def test_the_kafka_sink_routes_broker_refusals_by_category_and_result() -> None:
     assert router.route("authorization", "TOPIC:feed-b", {**data, "decision": "DENIED"}) == "audit-events"
     with pytest.raises(ValueError, match="result 'allowed' is not one of category broker's results"):
         parse_routes([{"category": "broker", "result": "allowed", "topic": "t"}])
+
+
+# ------------------------------------------------------------------------------------ Produce, on its fast path
+
+
+def batch(*, transactional: bool) -> Records:
+    """A v2 record batch's first bytes as the proxy reads them: magic at 16, the attributes (int16) at 21."""
+    return Records(bytes(16) + b"\x02" + bytes(4) + struct.pack(">h", 0x10 if transactional else 0) + bytes(40))
+
+
+def produce(version: int, *topics: str, transactional_id: str | None = None) -> Any:
+    cls = request_schema(ApiKey.PRODUCE, version)
+    topic_cls, partition_cls = nested(cls, "TopicProduceData"), nested(cls, "PartitionProduceData")
+    records = batch(transactional=transactional_id is not None)
+    data = tuple(
+        entity(topic_cls, name=name, partition_data=tuple(entity(partition_cls, index=i, records=records)
+                                                          for i in range(2)))
+        for name in topics
+    )  # fmt: skip
+    fields: dict[str, Any] = {"transactional_id": transactional_id} if version >= 3 else {}
+    return entity(cls, acks=-1, timeout=timedelta(seconds=30), topic_data=data, **fields)
+
+
+def broker_refusing_writes(*refused: str, code: ErrorCode = REFUSED) -> Any:
+    """An upstream answering Produce: the partitions of the topics ``refused`` get ``code`` (``"*"``: every topic),
+    the others offset 42."""
+
+    def answer(api_key: ApiKey, version: int, request: Any) -> Any:
+        assert api_key is ApiKey.PRODUCE
+        cls = response_schema(api_key, version)
+        topic_cls, part_cls = nested(cls, "TopicProduceResponse"), nested(cls, "PartitionProduceResponse")
+
+        def partition(name: str, index: int) -> Any:
+            if name in refused or "*" in refused:
+                return entity(part_cls, index=index, error_code=code, base_offset=-1)
+            return entity(part_cls, index=index, base_offset=42)
+
+        topics = tuple(entity(topic_cls, name=t.name, partition_responses=tuple(partition(t.name, p.index)
+                                                                                for p in t.partition_data))
+                       for t in request.topic_data)  # fmt: skip
+        return answer_of(api_key, version, responses=topics)
+
+    return answer
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+def test_a_produce_the_broker_refused_on_the_fast_path_is_noted_and_passed_on_unchanged(
+    services: Services, tmp_path: Path, version: int
+) -> None:
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.WRITE)
+    log = tmp_path / "audit.log"
+    upstream, audit = MemoryUpstream(broker_refusing_writes("feed-b"), as_client=True), AuditLog(log)
+    handled = handle(services, upstream, produce(version, "feed-a", "feed-b"), audit=audit)
+    assert handled.client == [framed[4:] for framed in upstream.answered]  # the broker's own bytes, not rebuilt
+    answered = {t.name: {p.error_code for p in t.partition_responses} for t in handled.answer().responses}
+    assert answered == {"feed-a": {ErrorCode.none}, "feed-b": {REFUSED}}
+    (event,) = broker_events(log)
+    data = event["data"]
+    assert (event["subject"], data["api"], data["operation"], data["broker_error"], data["items"]) == (
+        "TOPIC:feed-b", "Produce", "WRITE", "TOPIC_AUTHORIZATION_FAILED", 2
+    )  # fmt: skip
+    assert services.broker_refusals.counts() == {RefusalKind("Produce", "TOPIC_AUTHORIZATION_FAILED"): 1}
+
+
+def test_a_transactional_produce_the_broker_refused_names_the_transactional_id(
+    services: Services, tmp_path: Path
+) -> None:
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.WRITE)
+    allow(services, "User:alice", ResourceType.TRANSACTIONAL_ID, "tx-", AclOperation.WRITE)
+    log = tmp_path / "audit.log"
+    refusing = broker_refusing_writes("*", code=ErrorCode.transactional_id_authorization_failed)
+    upstream, audit = MemoryUpstream(refusing, as_client=True), AuditLog(log)
+    handled = handle(services, upstream, produce(11, "feed-a", "feed-b", transactional_id="tx-1"), audit=audit)
+    assert handled.client == [framed[4:] for framed in upstream.answered]
+    (event,) = broker_events(log)  # one event for the id, none for the topics the error is not about
+    data = event["data"]
+    assert (event["subject"], data["operation"], data["broker_error"], data["items"]) == (
+        "TRANSACTIONAL_ID:tx-1", "WRITE", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", 4
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("as_client", [True, False], ids=["passthrough", "service account"])
+def test_a_produce_the_broker_wrote_is_passed_on_unchanged_and_noted_nowhere(
+    services: Services, tmp_path: Path, as_client: bool
+) -> None:
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.WRITE)
+    log = tmp_path / "audit.log"
+    refusing = () if as_client else ("feed-b",)  # with the service account a refusal is the proxy's account's
+    upstream, audit = MemoryUpstream(broker_refusing_writes(*refusing), as_client=as_client), AuditLog(log)
+    handled = handle(services, upstream, produce(9, "feed-a", "feed-b"), audit=audit)
+    assert handled.client == [framed[4:] for framed in upstream.answered]
+    assert broker_events(log) == []
+    assert services.broker_refusals.counts() == {}
+
+
+def test_a_produce_answer_is_given_to_the_handler_only_when_it_may_hold_a_refusal() -> None:
+    cls = response_schema(ApiKey.PRODUCE, 9)
+    topic_cls, part_cls = nested(cls, "TopicProduceResponse"), nested(cls, "PartitionProduceResponse")
+
+    def body(code: ErrorCode, offset: int = 42) -> bytes:
+        partition = entity(part_cls, index=0, error_code=code, base_offset=offset)
+        answer = entity(cls, responses=(entity(topic_cls, name="t", partition_responses=(partition,)),))
+        return encode_response(ApiKey.PRODUCE, 9, 7, answer)[8:]
+
+    def step(payload: bytes) -> Any:
+        return PassthroughProduceAnswerWalk(len(payload), api_version=9).step(payload)
+
+    clean = body(ErrorCode.none)
+    assert step(clean) == (TAIL, len(clean), 0)  # passed on as it came
+    for refused in (ErrorCode.topic_authorization_failed, ErrorCode.transactional_id_authorization_failed):
+        whole = body(refused)
+        assert step(whole) == (TAIL, 0, len(whole))  # the handler's to read
+    false_match = body(ErrorCode.none, offset=0x001D_0000)  # ``00 1d`` inside an offset: read, found clean
+    assert step(false_match) == (TAIL, 0, len(false_match))
+    assert PassthroughProduceAnswerWalk(len(clean) + 1, api_version=9).step(clean) == (NEED, len(clean) + 1, 0)

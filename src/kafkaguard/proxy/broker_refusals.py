@@ -15,9 +15,10 @@ events (kafkaguard's deciding rule explained from the request's snapshot) are ma
 Where the answers are read: ``handlers.metadata`` (Metadata's named topics), ``handlers.admin`` (CreateTopics'
 results: in passthrough always forwarded and read, it is rare), ``handlers.coordinator`` (FindCoordinator's keys),
 ``handlers.topic_partitions`` (DescribeTopicPartitions), ``handlers.groups`` (OffsetCommit when partly denied, its
-partitions; OffsetFetch v8+, its groups and partitions). The other APIs relay a fully allowed request's answer
-unread (Produce, Fetch: the walks see only what they rewrite), so a broker's refusal there leaves only kafkaguard's
-ALLOWED record.
+partitions; OffsetFetch v8+, its groups and partitions), ``handlers.produce`` (its partitions and transactional id,
+on the fast path only when the answer's bytes may hold the error: ``produce_walk.PassthroughProduceAnswerWalk``).
+The other APIs relay a fully allowed request's answer unread (Fetch: its walk sees only what it rewrites), so a
+broker's refusal there leaves only kafkaguard's ALLOWED record.
 """
 
 from __future__ import annotations

@@ -39,6 +39,12 @@ Worked example — one topic ``"t"``, one partition, no error, correlation id 7:
 Cost model: one Python step per topic, partition, record error and tagged field actually present, a few hundred ns
 each; independent of what a count claims (every element reads a byte at a growing offset, so a false count ends
 at the payload's end).
+
+In passthrough (each client upstream as itself) the broker's own ACLs decide too, and a partition it refused says
+so in the answer (``proxy.broker_refusals``). ``PassthroughProduceAnswerWalk`` gives the handler any answer of any
+version that might say so: one whose bytes hold an authorization error's code (29 or 53, as int16) anywhere. That
+search is C's (``bytes.__contains__``, about 50 ns for a one-partition answer); a false match (an offset holding
+``00 1d``: about one answer in a thousand) costs the handler a decode, never a changed answer.
 """
 
 from __future__ import annotations
@@ -72,6 +78,35 @@ class ProduceAnswerWalk:
         if len(window) < count:
             return NEED, count, 0
         if _names_brokers(window, 0, self._version):
+            return TAIL, 0, count
+        return TAIL, count, 0
+
+
+#: The authorization errors a broker answers a Produce partition with, as their int16 bytes: TOPIC_AUTHORIZATION_FAILED
+#: (29) and TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53, every partition of a refused transactional request).
+REFUSAL_CODES = (29, 53)
+_REFUSALS = tuple(code.to_bytes(2, "big") for code in REFUSAL_CODES)
+
+
+class PassthroughProduceAnswerWalk:
+    """The walk of a Produce answer of any version relayed in passthrough, held whole: ``(TAIL, 0, count)`` — the
+    handler's to read — when it may hold the broker's refusal (module docstring) or (v10+) names brokers, else
+    ``(TAIL, count, 0)``, passed on as it came. Raises ``UpstreamProtocolError`` as ``ProduceAnswerWalk``."""
+
+    __slots__ = ("_count", "_version")
+
+    def __init__(self, count: int, api_version: int) -> None:
+        self._count = count
+        self._version = api_version
+
+    def step(self, window: bytes | memoryview) -> Step:
+        count = self._count
+        if len(window) < count:
+            return NEED, count, 0
+        whole = window if isinstance(window, bytes) else bytes(window)  # a held answer comes as bytes
+        if any(code in whole for code in _REFUSALS):
+            return TAIL, 0, count
+        if self._version >= ENDPOINTS_FROM and _names_brokers(whole, 0, self._version):
             return TAIL, 0, count
         return TAIL, count, 0
 

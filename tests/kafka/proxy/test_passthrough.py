@@ -307,6 +307,33 @@ def test_both_the_broker_and_kafkaguard_must_allow(plain_kafka: KafkaBroker, pas
     ), explained.output
 
 
+def test_a_write_the_broker_refuses_is_its_refusal_in_the_trail(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    """A topic the broker lets the client see but not write, and kafkaguard lets it write: the client's Produce
+    reaches the broker (Metadata passed), which answers TOPIC_AUTHORIZATION_FAILED; the client gets that answer as
+    Kafka gives it straight, and kafkaguard's trail has the broker's refusal of the write (the Produce answer, read
+    on the fast path), next to its own ALLOWED."""
+    user, password = f"pt-{uuid.uuid4().hex[:8]}", "client-password"
+    principal = f"User:{user}"
+    set_password(plain_kafka, user, password, SHA256)
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
+    topic = f"see-only-{uuid.uuid4().hex[:8]}"
+    client = admin(plain_kafka)  # kept until the result is in (its handle ends with it)
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    kafka_allows(plain_kafka, principal, topic, KafkaAclOperation.DESCRIBE)
+    grant(passthrough, principal, ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
+    since = log_end(plain_kafka)
+    proxied = produce(passthrough, user, password, topic)
+    direct = produce(plain_kafka, user, password, topic)
+    assert direct is not None and direct.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert proxied is not None
+    assert (proxied.code(), proxied.retriable(), proxied.fatal()) == (direct.code(), direct.retriable(), direct.fatal())
+    assert f"{principal} WRITE" in broker_principals(plain_kafka, topic, since)  # the broker decided the write
+    refusals = [(e["data"]["api"], e["data"]["operation"], e["data"]["broker_error"])
+                for e in passthrough.audit_envelopes()
+                if e["type"] == "io.kafkaguard.broker.v1" and e["data"]["resource_name"] == topic]  # fmt: skip
+    assert refusals == [("Produce", "WRITE", "TOPIC_AUTHORIZATION_FAILED")], refusals
+
+
 def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBroker, passthrough: ServerHandle):
     """kafkaguard's own admin logs in through the proxy, too, as the broker's admin (same name and password there):
     a user only kafkaguard knows cannot log in at all."""
