@@ -33,17 +33,18 @@ round). Nothing is pinned: the workers need both cores. The cost model per core:
 with ``p``, ``c`` and ``b`` the proxy's, the generator's and the broker's CPU seconds per unit of work and ``C`` the
 machine's cores. One worker gets at most one core (rate ≤ 1/p); two workers share the machine with the generator,
 so ``rate(2) ≤ C ÷ (p + c + b)`` and the gain is at most ``2p ÷ (p + c + b)``: below 2 by the generator's share, and
-about 1 for logins, where ``c ≈ p``. The report prints the model's ratio, from the 1-worker windows' CPU, next to the
-measured one. For an N-core host the plan is on paper (docs/benchmarks.md, "Workers: the cost model per core"): the
-generator elsewhere, ``rate ≈ N ÷ p`` until the upstream or the network is the limit.
+about 1 for logins, where ``c ≈ p``. The report prints the model's ratio, each rate from its own windows' CPU a
+unit (c falls as more answers arrive per read), next to the measured one. For an N-core host the plan is on paper
+(docs/benchmarks.md, "Workers: the cost model per core"): the generator elsewhere, ``rate ≈ N ÷ p`` until the
+upstream or the network is the limit.
 
 **Metering.** Per window: the proxy's CPU is user + system of its whole process tree (``/proc/<pid>/stat``, 10 ms
 ticks) — with one worker the process itself (``--workers 1`` runs no supervisor), with two the supervisor and both
 workers, summed, and each worker's share reported (SO_REUSEPORT spreads connections by a hash of their addresses, so
 with few long connections one worker can get more than half); the generator's CPU (``time.process_time``); the
-broker's; the machine's busy cores (``/proc/stat``). Rounds: after a warm-up of every (workload, target), in each
-round every workload on both targets back to back, which target goes first alternating; medians over rounds, and
-the ratio 2-workers ÷ 1-worker of each round.
+broker's; the machine's busy cores (``/proc/stat``), and, less those three, what other processes took. Rounds: after
+a warm-up of every (workload, target), in each round every workload on both targets back to back, which target goes
+first alternating; medians over rounds, and the ratio 2-workers ÷ 1-worker of each round.
 """
 
 from __future__ import annotations
@@ -274,6 +275,12 @@ class Window:
     def rate(self) -> float:
         return self.count / self.seconds
 
+    @property
+    def others_cores(self) -> float:
+        """Cores the machine spent on processes other than the proxy, the generator and the broker in the window
+        (other work on this shared machine: it takes from every term of the cost model)."""
+        return max(0.0, self.machine_cores - (self.proxy_cpu_s + self.client_cpu_s + self.broker_cpu_s) / self.seconds)
+
     def per_unit_ms(self, cpu_s: float) -> float:
         return 1000 * cpu_s / max(self.count, 1)
 
@@ -381,7 +388,8 @@ async def run(plan: Plan, targets: Sequence[WorkersTarget], broker_pid: int) -> 
                 _say(f"  {workload} / {target.name}: {w.rate:,.0f}/s, proxy {w.proxy_cpu_s / w.seconds:.2f} cores "
                      f"({w.per_unit_ms(w.proxy_cpu_s):.3f} ms/{UNITS[workload]}, workers {shares}), generator "
                      f"{w.client_cpu_s / w.seconds:.2f}, broker {w.broker_cpu_s / w.seconds:.2f}, machine "
-                     f"{w.machine_cores:.2f} cores" + (f", {w.failures} FAILED" if w.failures else ""))  # fmt: skip
+                     f"{w.machine_cores:.2f} cores ({w.others_cores:.2f} other processes)"
+                     + (f", {w.failures} FAILED" if w.failures else ""))  # fmt: skip
     return outcome
 
 
@@ -403,12 +411,20 @@ def model_rate(workers: int, p: float, c: float, b: float, cores: float) -> floa
     return min(workers / p, cores / (p + c + b), 1 / c)
 
 
-def model_ratio(one: Sequence[Window], workers: int, cores: float) -> float:
-    """rate(``workers``) ÷ rate(1) by the cost model, with p, c and b the medians of the 1-worker windows."""
-    p, c, b = (
-        _median([getattr(w, attr) / w.count for w in one]) for attr in ("proxy_cpu_s", "client_cpu_s", "broker_cpu_s")
+def per_unit(windows: Sequence[Window]) -> tuple[float, float, float]:
+    """(p, c, b): the medians over ``windows`` of the proxy's, the generator's and the broker's CPU seconds a unit."""
+    return (
+        _median([w.proxy_cpu_s / w.count for w in windows]),
+        _median([w.client_cpu_s / w.count for w in windows]),
+        _median([w.broker_cpu_s / w.count for w in windows]),
     )
-    return model_rate(workers, p, c, b, cores) / model_rate(1, p, c, b, cores)
+
+
+def model_ratio(one: Sequence[Window], two: Sequence[Window], workers: int, cores: float) -> float:
+    """rate(``workers``) ÷ rate(1) by the cost model, each rate from its own windows' CPU a unit (the generator's
+    cost a unit is not a constant: it falls as more answers arrive per read, so the 1-worker figure would
+    understate what two workers leave it)."""
+    return model_rate(workers, *per_unit(two), cores) / model_rate(1, *per_unit(one), cores)
 
 
 def render(o: WorkersOutcome, cores: float) -> str:
@@ -429,12 +445,13 @@ def render(o: WorkersOutcome, cores: float) -> str:
 
         rows.append(
             f"| {workload} | {rate_a:,.0f} | {rate_b:,.0f} | **{rate_b / rate_a:.2f}×** "
-            f"| {', '.join(f'{r:.2f}' for r in per_round)} | {model_ratio(a, two, cores):.2f}× "
+            f"| {', '.join(f'{r:.2f}' for r in per_round)} | {model_ratio(a, b, two, cores):.2f}× "
             f"| {cores_of(a, 'proxy_cpu_s')} / {cores_of(b, 'proxy_cpu_s')} "
             f"| {_median([w.machine_cores for w in a]):.2f} / {_median([w.machine_cores for w in b]):.2f} "
+            f"| {_median([w.others_cores for w in a]):.2f} / {_median([w.others_cores for w in b]):.2f} "
             f"| {balance:.0%} | {sum(w.failures for w in a + b)} |"
         )
-        per_core = 1 / _median([w.proxy_cpu_s / w.count for w in a])
+        per_core = 1 / per_unit(a)[0]
         cost_rows.append(
             f"| {workload} | {cell(a, 'proxy_cpu_s')} / {cell(b, 'proxy_cpu_s')} "
             f"| {cell(a, 'client_cpu_s')} / {cell(b, 'client_cpu_s')} | {cell(a, 'broker_cpu_s')} / "
@@ -464,14 +481,17 @@ def render(o: WorkersOutcome, cores: float) -> str:
             "alternating; medians over rounds. Proxy CPU: user + system of its process tree (`/proc/<pid>/stat`, "
             "10 ms ticks), the supervisor and every worker summed. Cost model: rate(N) = min(N ÷ p, "
             f"{cores:g} ÷ (p + c + b), 1 ÷ c) on {cores:g} otherwise idle cores, with p, c, b the CPU seconds per "
-            "unit of the proxy, the load generator (one process: one core at most) and the broker in the 1-worker "
-            "windows; its column is rate(2) ÷ rate(1), what this machine allows a second worker to add (the "
-            "measured ratio stands next to it; other load on the machine, below, makes both smaller).",
+            "unit of the proxy, the load generator (one process: one core at most) and the broker, each rate from "
+            "its own windows' CPU: its column, rate(2) ÷ rate(1), is what the model says the measured CPU allows "
+            "on this machine, next to the measured ratio. Other processes: the machine's busy cores (`/proc/stat`) "
+            "less the proxy's, the generator's and the broker's, in the windows: where it is not near 0, other "
+            "work on this shared machine took cores from the run and the ratios are not the proxy's.",
             "",
             f"| workload | workers {one} /s | workers {two} /s | {two} ÷ {one} | per round | cost model, {two} ÷ {one} "
             f"| proxy CPU, cores: {one} / {two} | machine busy, cores: {one} / {two} "
+            f"| of which other processes: {one} / {two} "
             f"| least-loaded worker's share ({two}) | failed |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
             *rows,
             "",
             f"CPU per unit of work, ms (workers {one} / workers {two}), and what one proxy core does (1 ÷ p at one "
