@@ -2,7 +2,9 @@
 Kafka 3.9 broker configured with the same mechanisms, measured in the same run on the same machine.
 
 Run: ``scripts/bench logins`` (or ``.venv/bin/python -m benchmarks.bench_logins [--quick] [--no-write]``). Needs Java
-17+ and a Kafka distribution (``KAFKA_TGZ`` / ``KAFKA_HOME``, as for ``bench_proxy``).
+17+ and a Kafka distribution (``KAFKA_TGZ`` / ``KAFKA_HOME``, as for ``bench_proxy``). ``--workers-phase`` (issue 39)
+runs instead a phase of its own: a proxy-bound workload on ``kafkaguard proxy --workers 1`` and ``--workers 2`` in the
+same rounds (``benchmarks.workers_phase``), written to the ``workers-issue-39`` section.
 
 Each login is a fresh TCP connection from one of 50 concurrent clients: connect (+ TLS handshake), ApiVersions, the
 SASL exchange (SaslHandshake v1 + SaslAuthenticate v2), close. Mechanisms:
@@ -750,6 +752,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, help="seconds per measurement (default 4)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument(
+        "--workers-phase",
+        action="store_true",
+        help="only the workers phase (issue 39): proxy --workers 1 against --workers 2 (benchmarks.workers_phase)",
+    )
+    parser.add_argument(
         "--only", action="append", help="only the scenarios whose name holds this text (and their baselines); again: or"
     )
     args = parser.parse_args(argv)
@@ -765,6 +772,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KafkaNotConfigured as e:
             print(f"bench_logins: no Kafka distribution: {e}", file=sys.stderr)
             return 2
+        if args.workers_phase:
+            return _workers_phase(plan, home, tmp, no_write=args.no_write)
         kdc = start_kdc(tmp / "kdc")
         os.environ.update(kdc.env())  # the servers started now (and this process's gssapi client) find the KDC
         material = Material.make(tmp / "material", kdc)
@@ -818,6 +827,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(markdown)
     if not (args.no_write or plan.quick or args.only):
         write_section("logins-issue-26", markdown)
+    return 0
+
+
+def _workers_phase(plan: Plan, home: Path, tmp: Path, *, no_write: bool) -> int:
+    """``--workers-phase``: its section printed, and written unless ``--quick`` or ``--no-write``."""
+    from benchmarks import workers_phase  # it builds on this module: imported here, not at the top
+
+    markdown = workers_phase.main(plan, home, tmp, float(os.cpu_count() or 1))
+    print(markdown)
+    if not (no_write or plan.quick):
+        write_section("workers-issue-39", markdown)
     return 0
 
 
