@@ -7,9 +7,11 @@ Each side gets its users and ACLs through its own Kafka admin API (the broker's,
 ACL and SCRAM APIs from kafkaguard's store), with the same names but for a per-side token, so the two runs share no
 topic or group. Outcomes are compared with the token replaced by ``T``.
 
-The proxied side runs in both of the proxy's modes (``conftest.PROXY_MODES``). In passthrough the users exist on
+The proxied side runs in each of the proxy's modes (``conftest.PROXY_MODES``). In passthrough the users exist on
 Kafka only (made with the broker's Admin API; the clients log in through the proxy with their Kafka credentials),
-and the ACLs are in both places, kafkaguard's store and the broker's, since both must allow.
+and the ACLs are in both places, kafkaguard's store and the broker's, since both must allow. On ``--workers 2`` a
+client's connections land on either worker, so the side is provisioned until both have every user and ACL
+(``settled``).
 """
 
 from __future__ import annotations
