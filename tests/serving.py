@@ -170,18 +170,10 @@ class ServerHandle:
                 logging.getLogger("kafkaguard").removeHandler(self._collector)
 
 
-def start_server(
-    data_dir: Path,
-    tls: TlsFiles,
-    *,
-    create_admin: bool = True,
-    server_type: Callable[[Services], ListeningServer] = KafkaServer,
-    **overrides: Any,
-) -> ServerHandle:
-    """Start a server on free loopback ports; ``overrides`` are settings (``auth_failure_delay_ms=100``...).
-    ``server_type`` ``ProxyServer`` starts the proxy instead (its listeners need fixed ports)."""
-    audit_path = data_dir / "audit" / "audit.log"
-    options: dict[str, Any] = {
+def served_settings(data_dir: Path, tls: TlsFiles) -> dict[str, Any]:
+    """The settings ``start_server`` runs with unless overridden: what every suite's server shares (and what
+    ``tests.kafka.proxy.processes`` gives a proxy process, so both behave alike)."""
+    return {
         "data_dir": data_dir,
         "listeners": [
             "SASL_PLAINTEXT://127.0.0.1:0",
@@ -190,7 +182,7 @@ def start_server(
         ],
         "super_users": f"User:{ADMIN}",
         "auto_create_topics": True,
-        "audit_log": audit_path,
+        "audit_log": data_dir / "audit" / "audit.log",
         "audit_mode": "all",
         "ssl_certfile": tls.certfile,
         "ssl_keyfile": tls.keyfile,
@@ -207,7 +199,21 @@ def start_server(
         "login_failures_per_address_burst": 1_000_000,
         "login_failures_per_user_burst": 1_000_000,
     }
+
+
+def start_server(
+    data_dir: Path,
+    tls: TlsFiles,
+    *,
+    create_admin: bool = True,
+    server_type: Callable[[Services], ListeningServer] = KafkaServer,
+    **overrides: Any,
+) -> ServerHandle:
+    """Start a server on free loopback ports; ``overrides`` are settings (``auth_failure_delay_ms=100``...).
+    ``server_type`` ``ProxyServer`` starts the proxy instead (its listeners need fixed ports)."""
+    options = served_settings(data_dir, tls)
     options.update(overrides)
+    audit_path = data_dir / "audit" / "audit.log"  # served_settings' audit log
     services = build_services(load_settings(None, **options))
     loop = asyncio.new_event_loop()
     errors: list[str] = []

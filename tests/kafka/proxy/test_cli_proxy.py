@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,16 +15,11 @@ from confluent_kafka.cimpl import NewTopic
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.conftest import free_port_range
+from tests.kafka.proxy.processes import KAFKAGUARD, environment
 from tests.kafka.proxy.test_proxy_clients import sasl, unique
 from tests.server.test_cli_serve import wait_until_listening
 
-KAFKAGUARD = Path(sys.executable).with_name("kafkaguard")
 PASSWORD = "cli-proxy-pw"  # noqa: S105 - a test password
-
-
-def environment(**extra: str) -> dict[str, str]:
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("KAFKAGUARD_")}
-    return {**clean, **extra}
 
 
 def test_proxy_runs_from_the_command_line_and_stops_on_sigterm(kafka: KafkaBroker, tmp_path: Path):

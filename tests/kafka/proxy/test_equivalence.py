@@ -7,9 +7,11 @@ Each side gets its users and ACLs through its own Kafka admin API (the broker's,
 ACL and SCRAM APIs from kafkaguard's store), with the same names but for a per-side token, so the two runs share no
 topic or group. Outcomes are compared with the token replaced by ``T``.
 
-The proxied side runs in both of the proxy's modes (``conftest.PROXY_MODES``). In passthrough the users exist on
+The proxied side runs in each of the proxy's modes (``conftest.PROXY_MODES``). In passthrough the users exist on
 Kafka only (made with the broker's Admin API; the clients log in through the proxy with their Kafka credentials),
-and the ACLs are in both places, kafkaguard's store and the broker's, since both must allow.
+and the ACLs are in both places, kafkaguard's store and the broker's, since both must allow. On ``--workers 2`` a
+client's connections land on either worker, so the side is provisioned until both have every user and ACL
+(``settled``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class Side:
     token: str
     #: The broker behind a proxy in passthrough: the users are made there only, the ACLs there and in kafkaguard.
     upstream: str | None = None
+    #: Seconds a write may take to reach every process serving the side (``ModeProxy.lag``; 0: one process).
+    lag: float = 0.0
 
     def name(self, base: str) -> str:
         return f"eq-{self.token}-{base}"
@@ -78,6 +82,9 @@ def acls(side: Side) -> list[AclBinding]:
     ]
 
 
+_ANY: Any = None  # AclBindingFilter's "any" for a name, principal and host
+EVERY_ACL = AclBindingFilter(ResourceType.ANY, _ANY, ResourcePatternType.ANY, _ANY, _ANY, AclOperation.ANY,
+                             AclPermissionType.ANY)  # fmt: skip
 USERS = ("producer", "consumer", "idempotent", "writeonly", "ops", "nobody")
 
 
@@ -94,13 +101,14 @@ def proxy_side(proxy: ModeProxy, kafka: KafkaBroker, token: str) -> Side:
     """The side through ``proxy`` (its bootstrap port), in its mode."""
     handle = proxy.handle
     return Side("proxy", handle.bootstrap(next(iter(handle.ports))), f"p{token}",
-                upstream=kafka.bootstrap if proxy.passthrough else None)  # fmt: skip
+                upstream=kafka.bootstrap if proxy.passthrough else None, lag=proxy.lag)  # fmt: skip
 
 
 def provision(side: Side, users: Sequence[str], wanted: list[AclBinding]) -> None:
     """``users`` (SCRAM-SHA-256, ``PASSWORD``) and the ACLs ``wanted`` through the side's own admin API, waited for
     until the side lists every ACL and every user logs in. A side in passthrough makes its users with the broker's
-    admin API only, and its ACLs with both (kafkaguard's, through the proxy, and the broker's)."""
+    admin API only, and its ACLs with both (kafkaguard's, through the proxy, and the broker's). A side of several
+    processes (``side.lag``) is waited for until every one of them has it (``settled``)."""
     admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
     acl_admins = [admin]
     user_admin = admin
@@ -112,19 +120,44 @@ def provision(side: Side, users: Sequence[str], wanted: list[AclBinding]) -> Non
                                             PASSWORD.encode()) for u in users]  # fmt: skip
     for future in user_admin.alter_user_scram_credentials(upserts).values():  # type: ignore[arg-type]
         future.result(60)
-    anyone: Any = None
-    every = AclBindingFilter(ResourceType.ANY, anyone, ResourcePatternType.ANY, anyone, anyone, AclOperation.ANY,
-                             AclPermissionType.ANY)  # fmt: skip
     for acl_admin in acl_admins:
         for future in acl_admin.create_acls(wanted).values():
             future.result(60)
 
         def stored(acl_admin: AdminClient = acl_admin) -> int:
-            return sum(side.token in b.principal for b in acl_admin.describe_acls(every).result(30))
+            return sum(side.token in b.principal for b in acl_admin.describe_acls(EVERY_ACL).result(30))
 
         eventually(stored, len(wanted))
     for user in users:  # the side knows every credential before the traffic starts
         eventually(functools.partial(logs_in, side, side.name(user)), True)
+    if side.lag:
+        settled(side, users, len(wanted))
+
+
+#: ``settled``'s least number of rounds in a row without a miss, each of 1 + len(users) fresh clients.
+SETTLED_ROUNDS = 3
+
+
+def settled(side: Side, users: Sequence[str], count: int, timeout: float = 30.0) -> None:
+    """Until every process serving ``side`` lists the side's ``count`` ACLs and lets every user log in.
+
+    A write through one of ``--workers N`` reaches the others only at their next poll of the store, within
+    ``side.lag`` (``tests.kafka.proxy.processes``), and a check answered by the worker that made the write proves
+    nothing of the others; nor can a client choose its worker (the kernel hashes each connection's addresses:
+    SO_REUSEPORT). So the checks run again, every one through a fresh client (new connections, new source ports),
+    round after round until ``SETTLED_ROUNDS`` rounds in a row, spanning at least ``side.lag``, saw no miss: the
+    span covers the lag, and the rounds' many connections would meet a worker still behind. A miss starts the run
+    again."""
+    deadline = time.monotonic() + timeout
+    clean, since = 0, time.monotonic()
+    while clean < SETTLED_ROUNDS or time.monotonic() - since < side.lag:
+        assert time.monotonic() < deadline, f"{side.label} did not settle in {timeout} s"
+        admin = AdminClient(side.config(ADMIN, password=ADMIN_PASSWORD))
+        listed = sum(side.token in b.principal for b in admin.describe_acls(EVERY_ACL).result(30))
+        if listed == count and all(logs_in(side, side.name(user)) for user in users):
+            clean += 1
+        else:
+            clean, since = 0, time.monotonic()
 
 
 def eventually(probe: Callable[[], Any], expected: Any, timeout: float = 30.0) -> None:

@@ -37,13 +37,17 @@ from confluent_kafka.cimpl import NewTopic
 
 from kafkaguard.authorizer.requests import ApiKey
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker, java
-from tests.kafka.proxy.conftest import ModeProxy, api_versions_of
+from tests.kafka.proxy.conftest import ModeProxy, api_versions_of, in_process_modes_only
 from tests.kafka.proxy.test_equivalence import GROUP, PASSWORD, PREFIXED, TOPIC, Side, allow, provision, proxy_side
 
 PROBE = Path(__file__).parent.parent / "ConsumerGroupProbe.java"
 PROBE_TIMEOUT = 150
 PER_PARTITION = 3
 USERS = ("member", "describer", "groupie", "nobody")
+#: Not on ``--workers 2``: the main test spies on the in-process proxy's upstream requests (``upstream_requests``),
+#: ``test_librdkafka_needs_v1`` reads its ``server``, and its JVM probes (about twenty a mode) would cost CI minutes the
+#: worker mode's two suites in ``test_equivalence*`` already prove equivalence with.
+pytestmark = in_process_modes_only
 
 
 def acls(side: Side) -> list[Any]:

@@ -18,22 +18,12 @@ from confluent_kafka.cimpl import NewTopic
 
 from tests.kafka.broker import ADMIN, ADMIN_PASSWORD, KafkaBroker
 from tests.kafka.proxy.conftest import free_port_range
-from tests.kafka.proxy.test_cli_proxy import KAFKAGUARD, environment
+from tests.kafka.proxy.processes import KAFKAGUARD, TIMEOUT, environment, wait_for
 from tests.kafka.proxy.test_proxy_clients import sasl, unique
 from tests.server.test_cli_serve import wait_until_listening
 
 PASSWORD = "workers-pw"  # noqa: S105 - a test password
-TIMEOUT = 90.0
 MESSAGES = 3000
-
-
-def _wait_for(log: Path, pattern: str, process: subprocess.Popen[bytes]) -> re.Match[str]:
-    deadline = time.monotonic() + TIMEOUT
-    while (found := re.search(pattern, log.read_text(errors="replace"), re.M)) is None:
-        assert process.poll() is None, f"the proxy exited: {log.read_text(errors='replace')[-3000:]}"
-        assert time.monotonic() < deadline, f"no {pattern!r}: {log.read_text(errors='replace')[-3000:]}"
-        time.sleep(0.05)  # polling the log, bounded by the deadline
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -81,7 +71,7 @@ def test_no_acknowledged_write_is_lost_while_workers_are_killed(kafka: KafkaBrok
     try:
         wait_until_listening(process, port, timeout=TIMEOUT)
         for number in (1, 2):  # each worker has its client listener and the broker's port (node 1: port + 2)
-            _wait_for(log, rf"worker={number} .*listening on SASL_PLAINTEXT://127\.0\.0\.1:{port + 2}:", process)
+            wait_for(log, rf"worker={number} .*listening on SASL_PLAINTEXT://127\.0\.0\.1:{port + 2}:", process)
         pids = {int(n): int(p) for n, p in re.findall(r"worker (\d+) started \(pid (\d+)\)", log.read_text())}
         assert sorted(pids) == [1, 2]
 
@@ -117,10 +107,10 @@ def test_no_acknowledged_write_is_lost_while_workers_are_killed(kafka: KafkaBrok
                 assert thread.is_alive(), "the producer stopped early"
                 time.sleep(0.05)  # polling the producer's progress
             os.kill(pids[number], signal.SIGKILL)
-            _wait_for(log, rf"worker {number} \(pid {pids[number]}\) killed by SIGKILL", process)
-            started = _wait_for(log, rf"worker {number} started \(pid (?!{pids[number]}\))(\d+)\)", process)
+            wait_for(log, rf"worker {number} \(pid {pids[number]}\) killed by SIGKILL", process)
+            started = wait_for(log, rf"worker {number} started \(pid (?!{pids[number]}\))(\d+)\)", process)
             pids[number] = int(started.group(1))
-            _wait_for(log, rf"worker={number} .*listening on SASL_PLAINTEXT://127\.0\.0\.1:{port + 2}:", process)
+            wait_for(log, rf"worker={number} .*listening on SASL_PLAINTEXT://127\.0\.0\.1:{port + 2}:", process)
         thread.join(TIMEOUT * 2)
         assert done.is_set(), "the producer did not finish"
         assert failed == []
