@@ -4,6 +4,7 @@ before it is ``<!-- tested: NAME -->``, with NAME named by a test under tests/ (
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from tests.docs.blocks import ROOT, blocks, pages
@@ -30,6 +31,16 @@ def test_every_marked_block_is_named_by_a_test() -> None:
     assert len(names) == len(set(names)), f"a tested name is used twice: {sorted(names)}"
     unrun = [name for name in names if not any(f'"{name}"' in text for text in tests)]
     assert unrun == [], f"blocks marked tested that no test names (as a string): {unrun}"
+
+
+def test_every_test_an_illustrative_block_names_exists() -> None:
+    """An illustrative block often says which test covers it instead ("tests/cli/test_whois.py runs each form"): the
+    file (or the files a glob names) is there, so the pointer does not outlive a rename."""
+    named = [(block.where(), path) for page in pages() for block in blocks(page)
+             for path in re.findall(r"tests/[\w/*.-]+\.py|tests/[\w/-]+/", block.illustrative or "")]  # fmt: skip
+    assert named, "no illustrative block names a test"
+    missing = [f"{where}: {path}" for where, path in named if not list(ROOT.glob(path.rstrip("/")))]
+    assert missing == [], f"illustrative blocks name tests that do not exist: {missing}"
 
 
 def test_the_readme_stays_short() -> None:

@@ -107,3 +107,32 @@ def test_the_readmes_links_into_docs_resolve() -> None:
     assert any(link.startswith("docs/") for link in local), "the README links into docs/"
     missing = [link for link in local if not (ROOT / unquote(urlsplit(link).path)).exists()]
     assert missing == [], f"README.md links to files that do not exist: {missing}"
+
+
+class _Loads(html.parser.HTMLParser):
+    """What a page makes the browser fetch by itself (not the links a reader may follow), and its mermaid blocks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: list[str] = []
+        self.mermaid = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if "mermaid" in (values.get("class") or "").split():
+            self.mermaid += 1
+        source = values.get("href") if tag == "link" else values.get("src") if tag in {"script", "img"} else None
+        if source is not None:
+            self.loads.append(source)
+
+
+def test_the_built_site_reads_offline(site: Path) -> None:
+    """No page fetches a font, stylesheet, script or image from another host, and none has a mermaid block (Material
+    draws those with a script from a CDN): offline, every page looks as it does online."""
+    remote = []
+    for page in site.rglob("*.html"):
+        loads = _Loads()
+        loads.feed(page.read_text("utf-8"))
+        remote += [f"{page.relative_to(site)} → {link}" for link in loads.loads if urlsplit(link).netloc]
+        remote += [f"{page.relative_to(site)}: {loads.mermaid} mermaid block(s)"] if loads.mermaid else []
+    assert remote == [], "\n".join(remote)
