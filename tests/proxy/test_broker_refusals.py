@@ -55,6 +55,7 @@ from tests.proxy.memory_upstream import (
     handle,
     make_scope,
 )
+from tests.proxy.test_topic_ids import Cluster
 
 TOPIC = ResourceType.TOPIC
 REFUSED = ErrorCode.topic_authorization_failed
@@ -426,3 +427,99 @@ def test_a_produce_answer_is_given_to_the_handler_only_when_it_may_hold_a_refusa
     false_match = body(ErrorCode.none, offset=0x001D_0000)  # ``00 1d`` inside an offset: read, found clean
     assert step(false_match) == (TAIL, 0, len(false_match))
     assert PassthroughProduceAnswerWalk(len(clean) + 1, api_version=9).step(clean) == (NEED, len(clean) + 1, 0)
+
+
+# ------------------------------------------------------------------------------------------------ Fetch
+
+FEED_A, FEED_B, SECRET = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+
+
+class FetchRefusing(Cluster):
+    """Metadata from ``Cluster`` (the topics' ids); Fetch answered per partition: the topics by id in ``refused``
+    TOPIC_AUTHORIZATION_FAILED (the broker's own ACLs, Kafka's ``partitionResponse(tp, error)``), the others with
+    ``records`` of a few bytes."""
+
+    def __init__(self, *refused: uuid.UUID, **topics: uuid.UUID) -> None:
+        super().__init__(**topics)
+        self.refused = set(refused)
+
+    def __call__(self, api_key: ApiKey, version: int, request: Any) -> Any:
+        if api_key is ApiKey.METADATA:
+            return super().__call__(api_key, version, request)
+        assert api_key is ApiKey.FETCH
+        cls = response_schema(api_key, version)
+        topic_cls, partition_cls = nested(cls, "FetchableTopicResponse"), nested(cls, "PartitionData")
+
+        def partition(index: int, topic_id: uuid.UUID) -> Any:
+            if topic_id in self.refused:
+                return entity(partition_cls, partition_index=index, error_code=REFUSED, high_watermark=-1,
+                              last_stable_offset=-1, log_start_offset=-1, records=b"")  # fmt: skip
+            return entity(partition_cls, partition_index=index, high_watermark=100, records=b"r" * 5000)
+
+        responses = tuple(
+            entity(topic_cls, topic_id=t.topic_id, partitions=tuple(partition(p.partition, t.topic_id)
+                                                                     for p in t.partitions))
+            for t in request.topics
+        )  # fmt: skip
+        return answer_of(api_key, version, responses=responses)
+
+
+def fetch_by_id(version: int, *ids: uuid.UUID, partitions: int = 2) -> Any:
+    schema = request_schema(ApiKey.FETCH, version)
+    topic_cls, partition_cls = nested(schema, "FetchTopic"), nested(schema, "FetchPartition")
+    each = tuple(entity(partition_cls, partition=p) for p in range(partitions))
+    topics = tuple(entity(topic_cls, topic_id=i, partitions=each) for i in ids)
+    return entity(schema, max_bytes=1 << 20, session_id=0, session_epoch=-1, topics=topics)
+
+
+def fetch_upstream(*refused: uuid.UUID, as_client: bool = True) -> MemoryUpstream:
+    cluster = FetchRefusing(*refused, **{"feed-a": FEED_A, "feed-b": FEED_B, "secret": SECRET})
+    return MemoryUpstream(cluster, as_client=as_client)
+
+
+@pytest.mark.parametrize("version", [13, 15, 16, 17])
+def test_a_fetch_the_broker_refused_on_the_fast_path_is_noted_and_passed_on_unchanged(
+    services: Services, tmp_path: Path, version: int
+) -> None:
+    """Every topic allowed by kafkaguard: the answer streams through unchanged (walked, v13-v15 too, in
+    passthrough), and the broker's refusal of one topic's two partitions is one READ event."""
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.READ)
+    log = tmp_path / "audit.log"
+    upstream, audit = fetch_upstream(FEED_B), AuditLog(log)
+    handled = handle(services, upstream, fetch_by_id(version, FEED_A, FEED_B), audit=audit)
+    assert handled.client == [upstream.answered[-1][4:]]  # the broker's own bytes (after Metadata's, for the ids)
+    answered = {t.topic_id: {p.error_code for p in t.partitions} for t in handled.answer().responses}
+    assert answered == {FEED_A: {ErrorCode.none}, FEED_B: {REFUSED}}
+    (event,) = broker_events(log)
+    data = event["data"]
+    assert (event["subject"], data["api"], data["operation"], data["broker_error"], data["items"]) == (
+        "TOPIC:feed-b", "Fetch", "READ", "TOPIC_AUTHORIZATION_FAILED", 2
+    )  # fmt: skip
+    assert services.broker_refusals.counts() == {RefusalKind("Fetch", "TOPIC_AUTHORIZATION_FAILED"): 1}
+
+
+@pytest.mark.parametrize("as_client", [True, False], ids=["passthrough", "service account"])
+def test_a_fetch_the_broker_answered_is_noted_nowhere(services: Services, tmp_path: Path, as_client: bool) -> None:
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.READ)
+    log = tmp_path / "audit.log"
+    refused = () if as_client else (FEED_B,)  # with the service account a refusal is the proxy's account's
+    upstream, audit = fetch_upstream(*refused, as_client=as_client), AuditLog(log)
+    handled = handle(services, upstream, fetch_by_id(13, FEED_A, FEED_B), audit=audit)
+    assert handled.client == [upstream.answered[-1][4:]]
+    assert broker_events(log) == []
+    assert services.broker_refusals.counts() == {}
+
+
+def test_a_partly_denied_fetch_notes_the_broker_s_refusal_not_kafkaguard_s_own(
+    services: Services, tmp_path: Path
+) -> None:
+    """kafkaguard denies ``secret`` (answered by it, never upstream); of what went up the broker refused feed-b:
+    only that is the broker's event."""
+    allow(services, "User:alice", TOPIC, "feed-", AclOperation.READ)
+    log = tmp_path / "audit.log"
+    upstream, audit = fetch_upstream(FEED_B, SECRET), AuditLog(log)
+    handled = handle(services, upstream, fetch_by_id(16, FEED_A, FEED_B, SECRET), audit=audit)
+    assert [t.topic_id for t in upstream.bodies(ApiKey.FETCH)[0].topics] == [FEED_A, FEED_B]
+    answered = {t.topic_id: {p.error_code for p in t.partitions} for t in handled.answer().responses}
+    assert answered == {FEED_A: {ErrorCode.none}, FEED_B: {REFUSED}, SECRET: {REFUSED}}
+    assert [(e["subject"], e["data"]["items"]) for e in broker_events(log)] == [("TOPIC:feed-b", 2)]

@@ -1,4 +1,4 @@
-"""``proxy.fetch_walk``, the streaming walk of a Fetch v16/v17 answer, held to kio and to the generic walk
+"""``proxy.fetch_walk``, the streaming walk of a Fetch v13-v17 answer, held to kio and to the generic walk
 (``lengths.tagged_fields_at``): for every answer hypothesis makes, fed in random windows, it finds the top-level
 tagged section where they do, passes every other byte on unchanged (records of ``OPAQUE_FROM`` bytes or more
 unread), and its rewrite of ``node_endpoints`` reads back, with kio, as the proxy's addresses in the same number of
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kio.schema.errors import ErrorCode
 from kio.static.primitive import Records
 
 from kafkaguard.authorizer.requests import ApiKey
@@ -39,12 +40,16 @@ from tests.server.hostile import hostile_bodies
 st.register_type_strategy(Records, st.binary(max_size=16).map(Records))
 HEADER = 5  # correlation id, then an empty tag section
 SETTINGS = settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-VERSIONS = [16, 17]
+#: The walk's layout is every version from v13 (topics by id; v16 added ``node_endpoints``): passthrough walks them.
+VERSIONS = [13, 14, 15, 16, 17]
+ENDPOINT_VERSIONS = [16, 17]
+REFUSED = 29  # TOPIC_AUTHORIZATION_FAILED
 
 
 @st.composite
 def answers(draw: st.DrawFn, version: int) -> bytes:
-    """A response payload (correlation id first); some partitions' records are large enough to pass opaque."""
+    """A response payload (correlation id first); some partitions' records are large enough to pass opaque, and
+    some are the broker's refusal (TOPIC_AUTHORIZATION_FAILED)."""
     body = draw(st.from_type(response_schema(ApiKey.FETCH, version)))
     sizes = st.one_of(st.none(), st.integers(0, 40), st.integers(OPAQUE_FROM - 2, OPAQUE_FROM + 300))
     topics = []
@@ -53,17 +58,20 @@ def answers(draw: st.DrawFn, version: int) -> bytes:
         for partition in topic.partitions:
             size = draw(sizes)
             records = None if size is None else Records(bytes([draw(st.integers(0, 255))]) * size)
-            partitions.append(dataclasses.replace(partition, records=records))
+            code = ErrorCode(REFUSED) if draw(st.booleans()) else partition.error_code
+            partitions.append(dataclasses.replace(partition, records=records, error_code=code))
         topics.append(dataclasses.replace(topic, partitions=tuple(partitions)))
     body = dataclasses.replace(body, responses=tuple(topics))
     return encode_response(ApiKey.FETCH, version, 7, body)[4:]
 
 
-def drive(payload: bytes, version: int, rng: random.Random) -> tuple[bytes, int, int]:
+def drive(
+    payload: bytes, version: int, rng: random.Random, refused: list[tuple[bytes, int]] | None = None
+) -> tuple[bytes, int, int]:
     """Walk ``payload`` as a relay does, windows of random sizes (at least what is asked); returns the bytes passed
     on (structure and opaque), where the tail begins, and how many bytes passed opaque."""
     body = payload[4:]
-    walk, at, passed, opaque = FetchAnswerWalk(len(body), version), 0, bytearray(), 0
+    walk, at, passed, opaque = FetchAnswerWalk(len(body), version, refused), 0, bytearray(), 0
     step = walk.step(body[: rng.choice([0, 0, rng.randrange(64)])])
     while True:
         kind, a, b = step
@@ -116,6 +124,20 @@ def test_the_tail_where_the_generic_walk_finds_it_and_every_byte_passed_unchange
 @pytest.mark.parametrize("version", VERSIONS)
 @SETTINGS
 @given(data=st.data())
+def test_the_partitions_the_broker_refused_are_collected_as_kio_reads_them(version: int, data: st.DataObject):
+    payload = data.draw(answers(version))
+    refused: list[tuple[bytes, int]] = []
+    drive(payload, version, random.Random(data.draw(st.integers(0, 2**32))), refused)
+    answer: Any = decode_response(ApiKey.FETCH, version, payload)  # v13+: topics by id
+    ids = [bytes(16) if t.topic_id is None else t.topic_id.bytes for t in answer.responses]  # kio: zeros are None
+    expected = [(i, REFUSED) for i, t in zip(ids, answer.responses, strict=True) for p in t.partitions
+                if p.error_code == REFUSED]  # fmt: skip
+    assert refused == expected
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@SETTINGS
+@given(data=st.data())
 def test_every_truncation_before_the_tail_is_an_error(version: int, data: st.DataObject):
     payload = data.draw(answers(version))
     cut = data.draw(st.integers(4, tagged_fields_at(response_schema(ApiKey.FETCH, version), payload, HEADER)))
@@ -141,7 +163,7 @@ def test_a_corrupted_answer_is_an_error_or_a_tail_inside_it(version: int, data: 
         assert len(rewritten) == len(payload) - tail
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", ENDPOINT_VERSIONS)
 @SETTINGS
 @given(data=st.data(), host=st.text(min_size=1, max_size=30))
 def test_rewritten_endpoints_read_back_as_the_proxys_or_as_none(version: int, data: st.DataObject, host: str):

@@ -16,9 +16,12 @@ Where the answers are read: ``handlers.metadata`` (Metadata's named topics), ``h
 results: in passthrough always forwarded and read, it is rare), ``handlers.coordinator`` (FindCoordinator's keys),
 ``handlers.topic_partitions`` (DescribeTopicPartitions), ``handlers.groups`` (OffsetCommit when partly denied, its
 partitions; OffsetFetch v8+, its groups and partitions), ``handlers.produce`` (its partitions and transactional id,
-on the fast path only when the answer's bytes may hold the error: ``produce_walk.PassthroughProduceAnswerWalk``).
-The other APIs relay a fully allowed request's answer unread (Fetch: its walk sees only what it rewrites), so a
-broker's refusal there leaves only kafkaguard's ALLOWED record.
+on the fast path only when the answer's bytes may hold the error: ``produce_walk.PassthroughProduceAnswerWalk``),
+``handlers.fetch`` (its partitions: v13+ on the fast path, collected by the answer's streaming walk,
+``fetch_walk.FetchAnswerWalk(refused=…)``; every version when partly denied, decoded). The other APIs relay a fully
+allowed request's answer unread — and so does Fetch before v13 (its older layouts have no walk: the records
+stream unread; clients that know topic ids use v13+) — so a broker's refusal there leaves only kafkaguard's ALLOWED
+record (and the broker's own log).
 """
 
 from __future__ import annotations

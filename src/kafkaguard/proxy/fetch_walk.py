@@ -1,6 +1,6 @@
-"""Walking a Fetch v16/v17 answer as it streams: which bytes are structure, which are records, and where its
-top-level tagged fields (KIP-951 ``node_endpoints``, tag 0) begin — without holding the answer or reading its
-records. I/O-free, in the manner of ``scram.server``: the driver (``links``: a spliced, copied or in-memory relay)
+"""Walking a Fetch v13–v17 answer as it streams: which bytes are structure, which are records, and where its
+top-level tagged fields (KIP-951 ``node_endpoints``, tag 0, from v16) begin — without holding the answer or reading
+its records. I/O-free, in the manner of ``scram.server``: the driver (``links``: a spliced, copied or in-memory relay)
 asks ``step(window)`` what to do next and does it.
 
 Why: a v16+ answer names the new leaders of partitions answered NOT_LEADER_OR_FOLLOWER (``current_leader``, id and
@@ -10,7 +10,13 @@ streaming (spliced socket to socket). So the walk finds the records' lengths fro
 the records pass unread, and hands the driver the last bytes — the top-level tagged section — to rewrite in place
 (``tail_with``: the same length, since the frame's size went out first).
 
-The layout (``FetchResponse`` v16–v17; the same bytes, v17 changed only the request):
+In passthrough (each client upstream as itself) the broker's own ACLs decide too: the walk then also collects the
+partitions it answered TOPIC_AUTHORIZATION_FAILED (``FetchAnswerWalk(refused=…)``: two byte compares per
+partition), for ``proxy.broker_refusals``. There it walks v13–v15 answers too, whose bytes are the same but for tag 0
+(their tail is an ordinary tagged section, passed on unchanged).
+
+The layout (``FetchResponse`` v13–v17; the same bytes, but v16 added ``node_endpoints``, v17 changed only the
+request):
 
     header        correlation_id int32 (read by the driver), tagged fields
     throttle_time_ms int32, error_code int16, session_id int32
@@ -75,17 +81,22 @@ ELEMENT = 64
 MAX_TAIL = 1024 * 1024
 #: throttle_time_ms, error_code, session_id; a partition's fixed head; an aborted transaction; a topic id.
 _TOP, _PARTITION_HEAD, _ABORTED, _TOPIC_ID, _REPLICA = 10, 30, 16, 16, 4
+#: Where a partition's error_code is in its head (after partition_index); TOPIC_AUTHORIZATION_FAILED's code, whose
+#: high byte is 0.
+_ERROR, _REFUSED = 4, 29
 
 
 class FetchAnswerWalk:
-    """The walk of one Fetch v16/v17 answer whose ``count`` bytes follow its correlation id (see the module
-    docstring). ``step`` raises ``UpstreamProtocolError`` for an answer that does not fit its layout."""
+    """The walk of one Fetch v13-v17 answer whose ``count`` bytes follow its correlation id (see the module
+    docstring); with ``refused``, each partition the upstream answered TOPIC_AUTHORIZATION_FAILED is appended to it
+    as (its topic's id, 16 bytes; the error code). ``step`` raises ``UpstreamProtocolError`` for an answer that does
+    not fit its layout."""
 
     __slots__ = ("_cursor", "_steps", "_version")
 
-    def __init__(self, count: int, api_version: int) -> None:
+    def __init__(self, count: int, api_version: int, refused: list[tuple[bytes, int]] | None = None) -> None:
         self._version = api_version
-        self._cursor = _Cursor(count)
+        self._cursor = _Cursor(count, refused)
         self._steps: Generator[Step, bytes | memoryview, None] | None = None
 
     def step(self, window: bytes | memoryview) -> Step:
@@ -107,10 +118,11 @@ class _Cursor:
     alive every 0.1 s: every walked answer leaked until the hourly reclaim (311 MiB a minute at 5,000 messages/s,
     bench_proxy's soak). Here the walk holds the cursor and the generator, and neither refers back."""
 
-    __slots__ = ("_left",)
+    __slots__ = ("_left", "_refused")
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, refused: list[tuple[bytes, int]] | None) -> None:
         self._left = count  # bytes from the driver's position to the answer's end
+        self._refused = refused  # the caller's list: no reference back to the walk
 
     def _need(self, w: bytes | memoryview, at: int) -> Step:
         left = self._left
@@ -126,6 +138,7 @@ class _Cursor:
         return PASS, structural, opaque
 
     def walk(self, w: bytes | memoryview) -> Generator[Step, bytes | memoryview, None]:
+        refused = self._refused
         while True:  # header tags, throttle, error, session, responses
             try:
                 at = _skip_tags(w, 0) + _TOP
@@ -145,6 +158,7 @@ class _Cursor:
                     w = yield self._need(w, start)
             if partitions == 0:
                 raise Malformed("partitions is null")
+            topic_id = bytes(w[start : start + _TOPIC_ID]) if refused is not None else b""
             for _ in range(partitions - 1):
                 if at >= FLUSH_AT:
                     w = yield self._pass(at, 0)
@@ -163,6 +177,8 @@ class _Cursor:
                         break
                     except IndexError:
                         w = yield self._need(w, start)
+                if refused is not None and w[start + _ERROR + 1] == _REFUSED and w[start + _ERROR] == 0:
+                    refused.append((topic_id, _REFUSED))
                 if size > OPAQUE_FROM:
                     w = yield self._pass(at, size - 1)
                     at = 0

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 import scramp  # type: ignore[import-untyped]
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.admin._acl import AclBinding as KafkaAclBinding
 from confluent_kafka.admin._acl import AclOperation as KafkaAclOperation
@@ -332,6 +332,59 @@ def test_a_write_the_broker_refuses_is_its_refusal_in_the_trail(plain_kafka: Kaf
                 for e in passthrough.audit_envelopes()
                 if e["type"] == "io.kafkaguard.broker.v1" and e["data"]["resource_name"] == topic]  # fmt: skip
     assert refusals == [("Produce", "WRITE", "TOPIC_AUTHORIZATION_FAILED")], refusals
+
+
+def read_error(proxy: ServerHandle | KafkaBroker, user: str, password: str, topic: str) -> KafkaError | None:
+    """The first error of a consumer assigned ``topic``'s partition 0 from its start (librdkafka: ListOffsets, then
+    Fetch), through the proxy or straight to the broker, but for its group's (it has no grant for one); None when it
+    reads a message first."""
+    if isinstance(proxy, KafkaBroker):
+        bootstrap = proxy.bootstrap
+    else:
+        host, port = proxy.sasl
+        bootstrap = f"{host}:{port}"
+    consumer = Consumer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
+                         "group.id": f"unused-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})  # fmt: skip
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            error: KafkaError | None = message.error()
+            if error is not None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+                continue  # librdkafka looks its group's coordinator up even when assigned: not the read's error
+            return error
+    finally:
+        consumer.close()
+    raise AssertionError(f"no message and no error from {topic} in {TIMEOUT} s")
+
+
+def test_a_read_the_broker_refuses_is_its_refusal_in_the_trail(plain_kafka: KafkaBroker, passthrough: ServerHandle):
+    """A topic the broker lets the client see but not read, and kafkaguard lets it read: the client's Fetch (v16,
+    librdkafka's) reaches the broker, which answers its partition TOPIC_AUTHORIZATION_FAILED; the client gets that as
+    straight from Kafka, and kafkaguard's trail has the broker's refusal (found while the answer streamed through)."""
+    user, password = f"pt-{uuid.uuid4().hex[:8]}", "client-password"
+    principal = f"User:{user}"
+    set_password(plain_kafka, user, password, SHA256)
+    until_broker_agrees(plain_kafka, "SCRAM-SHA-256", user, password, ok=True)
+    topic = f"see-only-{uuid.uuid4().hex[:8]}"
+    client = admin(plain_kafka)
+    client.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
+    kafka_allows(plain_kafka, principal, topic, KafkaAclOperation.DESCRIBE)
+    grant(passthrough, principal, ResourceType.TOPIC, topic, AclOperation.READ, AclOperation.DESCRIBE)
+    since = log_end(plain_kafka)
+    proxied = read_error(passthrough, user, password, topic)
+    direct = read_error(plain_kafka, user, password, topic)
+    assert direct is not None and direct.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert proxied is not None and proxied.code() == direct.code()
+    assert f"{principal} READ" in broker_principals(plain_kafka, topic, since)  # the broker decided the read
+    refusals = [(e["data"]["api"], e["data"]["operation"], e["data"]["broker_error"])
+                for e in passthrough.audit_envelopes()
+                if e["type"] == "io.kafkaguard.broker.v1" and e["data"]["resource_name"] == topic]  # fmt: skip
+    assert refusals == [("Fetch", "READ", "TOPIC_AUTHORIZATION_FAILED")], refusals
 
 
 def test_a_broker_login_never_rides_on_the_service_account(plain_kafka: KafkaBroker, passthrough: ServerHandle):

@@ -41,6 +41,11 @@ splice round per partition whose records are spliced, the last few bytes read an
 step per partition (``links``, ``fetch_walk``). v17 differs from v16 only in the request (a follower's
 ``ReplicaDirectoryId``, read only for a follower's fetch, which is refused).
 
+In passthrough (each client upstream as itself) the broker's own ACLs decide too: its refusals of topics kafkaguard
+allowed are noted (``broker_refusals``) — from a v13+ answer on the fast path by the same streaming walk (v13–v15
+walked only in passthrough; the partitions answered TOPIC_AUTHORIZATION_FAILED collected on the way, noted at the
+tail), from a decoded answer of any version. Fetch v4–v12 answers on the fast path stream unread.
+
 Client quotas (``proxy.quotas``), as Kafka's consumer fetch: when a ``consumer_byte_rate`` applies, the fetch's
 max_bytes is capped at what the quota allows in one go (``getMaxValueInQuotaWindow``), and the response's size is
 charged (a relayed answer's size is its frame size, read before its first byte is passed on). Within the quota the
@@ -55,19 +60,21 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
 from kio.schema.errors import ErrorCode
 
-from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey
+from kafkaguard.authorizer.requests import REQUIREMENTS, ApiKey, RequestAuthorization
 from kafkaguard.model import ItemError, KafkaErrorCode, ResourceType
 from kafkaguard.protocol.build import NO_THROTTLE
 from kafkaguard.protocol.codec import encode_response, response_schema
 from kafkaguard.protocol.header import decode_header
 from kafkaguard.protocol.replies import NO_RESPONSE, ClientWriter, Reply
 from kafkaguard.protocol.wire_errors import wire_error
+from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.builders import (
     FetchableTopicResponse,
     PartitionData,
@@ -144,9 +151,14 @@ _REPLICA_STATE_FROM = 15
 _UNKNOWN_ID = ItemError(KafkaErrorCode.UNKNOWN_TOPIC_ID)
 
 
-def _edit(scope: ProxyScope) -> AnswerEdit | None:
-    """How a relayed v16+ answer is walked and its ``node_endpoints`` rewritten (see the module docstring)."""
+def _edit(scope: ProxyScope, decided: _Decided) -> AnswerEdit | None:
+    """How a relayed answer is walked: a v16+ answer, its ``node_endpoints`` rewritten (see the module docstring);
+    in passthrough every v13+ answer, the broker's refusals in it noted when its walk is done (at its tail)."""
     version = scope.api_version
+    if scope.upstream.as_client and version >= _BY_ID_FROM:
+        refused: list[tuple[bytes, int]] = []
+        walk = functools.partial(FetchAnswerWalk, api_version=version, refused=refused)
+        return AnswerEdit(walk=walk, tail=functools.partial(_noted_tail, scope, decided, refused))
     if version < _ENDPOINTS_FROM:
         return None
     walk = functools.partial(FetchAnswerWalk, api_version=version)
@@ -160,6 +172,38 @@ async def _proxied_tail(scope: ProxyScope, tail: bytes) -> bytes:
     if endpoints is None:
         return tail
     return tail_with(tail, await rewrite_node_endpoints(scope, endpoints))
+
+
+async def _noted_tail(scope: ProxyScope, decided: _Decided, refused: list[tuple[bytes, int]], tail: bytes) -> bytes:
+    """A passthrough answer's tail, once its walk has collected the partitions the broker refused (``refused``: by
+    topic id's bytes): those noted, the tail as ``_proxied_tail`` makes it (v16+) or unchanged."""
+    if refused:
+        names = {topic_id.bytes: name for topic_id, name in decided.names.items()}
+        noted(scope, decided.outcome, TOPIC, ((names.get(topic_id), code) for topic_id, code in refused))
+    return await _proxied_tail(scope, tail) if scope.api_version >= _ENDPOINTS_FROM else tail
+
+
+@dataclass(frozen=True, slots=True)
+class _Decided:
+    """What a fetch's topics were decided against: ``names`` of the request's topic ids (v13+; empty before), the
+    outcome of READ on their names — what a broker's refusal in the answer is noted against (``broker_refusals``)."""
+
+    outcome: RequestAuthorization
+    names: dict[UUID, str]
+
+
+def _note_decoded(scope: ProxyScope, decided: _Decided, answer: FetchResponse) -> None:
+    """The broker's refusals in a decoded answer (some topics refused by kafkaguard), noted (in passthrough)."""
+    if not scope.upstream.as_client:
+        return
+    key = _topic_key(scope)  # by id (v13+: named from ``decided``) or by name
+
+    def name(topic: Any) -> str | None:
+        keyed = getattr(topic, key)
+        return decided.names.get(keyed) if key == "topic_id" else keyed
+
+    answered = ((name(t), p.error_code) for t in answer.responses for p in t.partitions)
+    noted(scope, decided.outcome, TOPIC, answered)
 
 
 async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
@@ -176,11 +220,12 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     unknown: set[Any]  # topics by id (v13+) or by name: the request's topic key
     denied: set[Any]
     if by_id:
-        unknown, denied = await _denied_ids(scope, request)
+        unknown, denied, decided = await _denied_ids(scope, request)
     else:
         names = list(dict.fromkeys(str(getattr(topic, "topic")) for topic in request.topics))  # noqa: B009 - v4-v12
         outcome = scope.authorize(REQUIREMENTS[ApiKey.FETCH], {TOPIC: names})
         unknown, denied = set(), {name for name in names if not outcome.allows(TOPIC, name)}
+        decided = _Decided(outcome, {})
     if not denied and not unknown:
         session = getattr(request, "session_id", NO_SESSION), getattr(request, "session_epoch", FINAL_EPOCH)
         body = None  # the client's bytes go up as they are: sessionless already, or made so in place
@@ -191,8 +236,8 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
             else:
                 scope = charge.scope = scope.with_payload(patched)
         if limit is None:
-            return await scope.relay(body, _edit(scope))
-        return await charge.relay(body, _edit(scope))
+            return await scope.relay(body, _edit(scope, decided))
+        return await charge.relay(body, _edit(scope, decided))
     key = _topic_key(scope)
     refused = [topic for topic in request.topics if getattr(topic, key) in denied]
     missing = [topic for topic in request.topics if getattr(topic, key) in unknown]
@@ -208,6 +253,7 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     if throttled is not None:
         return throttled
     answer: FetchResponse = forwarded.body(FETCH)
+    _note_decoded(scope, decided, answer)
     endpoints = getattr(answer, "node_endpoints", ())  # v16+: at the proxy's addresses before any client sees them
     if endpoints:
         answer = rebuild_fetch_response(answer, node_endpoints=await rewrite_node_endpoints(scope, endpoints))
@@ -215,14 +261,14 @@ async def fetch(scope: ProxyScope, request: FetchRequest) -> Reply:
     return answer
 
 
-async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[UUID]]:
+async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[UUID], _Decided]:
     """Fetch v13+ (topics by id), as ``KafkaApis.handleFetchRequest`` (Kafka 3.9): each id resolved to its name
     (``metadataCache.topicIdsToNames``; here ``topic_ids``, asked of the upstream when not known), an id no topic has
     is UNKNOWN_TOPIC_ID, then READ is checked on each name (TOPIC_AUTHORIZATION_FAILED). Kafka tells the two apart
     (topic ids are not secret in Kafka; the proxy answers as Kafka does). An id refused on a name remembered from
     earlier is asked again, so that a topic deleted since is answered UNKNOWN_TOPIC_ID, as Kafka would.
 
-    Returns (unknown ids, denied ids)."""
+    Returns (unknown ids, denied ids, what the others were decided on)."""
     ids = list(dict.fromkeys(topic.topic_id for topic in request.topics))
     names = await topic_names(scope, ids)
     outcome = scope.authorize(REQUIREMENTS[ApiKey.FETCH], {TOPIC: list(dict.fromkeys(names.values()))})
@@ -231,7 +277,7 @@ async def _denied_ids(scope: ProxyScope, request: Any) -> tuple[set[UUID], set[U
         confirmed = await topic_names(scope, denied, fresh=True)
         names = {i: n for i, n in names.items() if i not in denied or i in confirmed}
         denied = set(confirmed)
-    return {i for i in ids if i not in names}, denied
+    return {i for i in ids if i not in names}, denied, _Decided(outcome, names)
 
 
 def _sessionless(request: Any) -> Any:
