@@ -77,8 +77,8 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 
 from benchmarks.bench_proxy import (
     ProxyProcess,
-    _free_port_pair,
     cpu_seconds,
+    free_listener_ports,
     kafka_distribution,
     kafkaguard_executable,
     prepare_proxy_data_dir,
@@ -219,7 +219,7 @@ def start_kafkaguard(
     workdir.mkdir()
     prepare_proxy_data_dir(workdir / "data")
     kinds = ("sasl", "sasl_ssl") if passthrough else ("sasl", "sasl_ssl", "ssl")
-    ports = {name: _free_port_pair(2) for name in kinds}
+    ports = dict(zip(kinds, free_listener_ports(len(kinds), 2), strict=True))
     extra: dict[str, Any] = {}
     if upstream is not None:
         password_file = workdir / "upstream-password"

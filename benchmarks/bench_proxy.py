@@ -128,6 +128,7 @@ from kafkaguard import (
 from kafkaguard.authorizer.requests import ApiKey
 from kafkaguard.bootstrap import build_services
 from kafkaguard.config import load_settings
+from kafkaguard.proxy.nodes import MAX_NODE_ID, node_port
 from kafkaguard.scram import ScramMechanism
 from tests.actors import ACTOR
 from tests.kafka.broker import (
@@ -516,6 +517,21 @@ def _free_port_pair(offset: int) -> int:
                 continue
         return port
     raise RuntimeError("no free pair of ports")
+
+
+def free_listener_ports(count: int, offset: int) -> list[int]:
+    """``count`` ports as ``_free_port_pair(offset)`` gives them, far enough apart for one proxy to listen on all:
+    each listener claims its port and one per node after it (``nodes.check_listeners``, which refuses overlaps). Ports
+    picked at random overlapped about one start in five with three listeners."""
+    span = node_port(0, MAX_NODE_ID)  # the claimed ports after a listener's own
+    chosen: list[int] = []
+    for _ in range(1000):
+        if len(chosen) == count:
+            return chosen
+        port = _free_port_pair(offset)
+        if port + span <= 65535 and all(abs(port - other) > span for other in chosen):
+            chosen.append(port)
+    raise RuntimeError(f"no {count} free listener ports {span} apart")
 
 
 def kafkaguard_executable(given: Path | None) -> str:
