@@ -44,6 +44,7 @@ from kafkaguard.proxy.broker_refusals import noted
 from kafkaguard.proxy.produce_walk import PassthroughProduceAnswerWalk
 from kafkaguard.proxy.scope import ProxyScope
 from kafkaguard.proxy.walks import NEED, TAIL
+from tests.proxy.handlers.test_by_id import fetch
 from tests.proxy.memory_upstream import (
     CLIENT_HOST,
     CollectingWriter,
@@ -464,12 +465,9 @@ class FetchRefusing(Cluster):
         return answer_of(api_key, version, responses=responses)
 
 
-def fetch_by_id(version: int, *ids: uuid.UUID, partitions: int = 2) -> Any:
-    schema = request_schema(ApiKey.FETCH, version)
-    topic_cls, partition_cls = nested(schema, "FetchTopic"), nested(schema, "FetchPartition")
-    each = tuple(entity(partition_cls, partition=p) for p in range(partitions))
-    topics = tuple(entity(topic_cls, topic_id=i, partitions=each) for i in ids)
-    return entity(schema, max_bytes=1 << 20, session_id=0, session_epoch=-1, topics=topics)
+def fetch_by_id(version: int, *ids: uuid.UUID) -> Any:
+    """A fetch of two partitions of each topic id (each refused partition an item of the broker's event)."""
+    return fetch(version, *ids, partitions=2)
 
 
 def fetch_upstream(*refused: uuid.UUID, as_client: bool = True) -> MemoryUpstream:

@@ -208,16 +208,21 @@ def kafka_allows(kafka: KafkaBroker, principal: str, topic: str, *operations: Ka
         future.result(TIMEOUT)
 
 
-def produce(proxy: ServerHandle | KafkaBroker, user: str, password: str, topic: str) -> KafkaError | None:
-    """One message to ``topic`` through the proxy, or straight to the broker: its delivery error, None if it went."""
+def scram_client(proxy: ServerHandle | KafkaBroker, user: str, password: str, **extra: object) -> dict[str, object]:
+    """librdkafka's settings for ``user``'s SCRAM-SHA-256 login over SASL_PLAINTEXT, through the proxy or straight to
+    the broker, with ``extra`` (keys with dots: pass them as ``**{"linger.ms": 0}``)."""
     if isinstance(proxy, KafkaBroker):
         bootstrap = proxy.bootstrap
     else:
         host, port = proxy.sasl
         bootstrap = f"{host}:{port}"
-    producer = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
-                         "message.timeout.ms": 10_000, "linger.ms": 0})  # fmt: skip
+    return {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": user, "sasl.password": password, **extra}  # fmt: skip
+
+
+def produce(proxy: ServerHandle | KafkaBroker, user: str, password: str, topic: str) -> KafkaError | None:
+    """One message to ``topic`` through the proxy, or straight to the broker: its delivery error, None if it went."""
+    producer = Producer(scram_client(proxy, user, password, **{"message.timeout.ms": 10_000, "linger.ms": 0}))
     outcomes: list[KafkaError | None] = []
     producer.produce(topic, b"passed through", on_delivery=lambda err, _msg: outcomes.append(err))
     producer.flush(TIMEOUT)
@@ -338,14 +343,8 @@ def read_error(proxy: ServerHandle | KafkaBroker, user: str, password: str, topi
     """The first error of a consumer assigned ``topic``'s partition 0 from its start (librdkafka: ListOffsets, then
     Fetch), through the proxy or straight to the broker, but for its group's (it has no grant for one); None when it
     reads a message first."""
-    if isinstance(proxy, KafkaBroker):
-        bootstrap = proxy.bootstrap
-    else:
-        host, port = proxy.sasl
-        bootstrap = f"{host}:{port}"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
-                         "group.id": f"unused-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False})  # fmt: skip
+    group = {"group.id": f"unused-{uuid.uuid4().hex[:8]}", "enable.auto.commit": False}
+    consumer = Consumer(scram_client(proxy, user, password, **group))
     try:
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         deadline = time.monotonic() + TIMEOUT
@@ -409,10 +408,7 @@ def test_a_session_re_authenticates_through_to_the_broker(
     client.create_topics([NewTopic(topic, 1, 1)])[topic].result(TIMEOUT)
     kafka_allows(plain_kafka, f"User:{user}", topic, KafkaAclOperation.WRITE, KafkaAclOperation.DESCRIBE)
     grant(passthrough, f"User:{user}", ResourceType.TOPIC, topic, AclOperation.WRITE, AclOperation.DESCRIBE)
-    host, port = passthrough.sasl
-    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
-                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
-                         "linger.ms": 0})  # fmt: skip
+    producer = Producer(scram_client(passthrough, user, password, **{"linger.ms": 0}))
     outcomes: list[KafkaError | None] = []
     deadline = time.monotonic() + 3 * REAUTH_MS / 1000
     while time.monotonic() < deadline:  # produce across more than two session lifetimes
@@ -449,12 +445,10 @@ def broker_quota(kafka: KafkaBroker, user: str, producer_byte_rate: int) -> None
 def throttles_seen(proxy: ServerHandle, user: str, password: str, topic: str, rounds: int) -> list[int]:
     """The throttle times (ms) the broker's Produce answers carried to ``user``'s producer through the proxy, over
     ``rounds`` rounds of 64 messages of 16 KiB (1 MiB a round), each round flushed."""
-    host, port = proxy.sasl
     throttles: list[int] = []
-    producer = Producer({"bootstrap.servers": f"{host}:{port}", "security.protocol": "SASL_PLAINTEXT",
-                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": user, "sasl.password": password,
-                         "linger.ms": 5, "throttle_cb": lambda event: throttles.append(event.throttle_time),
-                         "message.timeout.ms": 60_000})  # fmt: skip
+    producer = Producer(scram_client(proxy, user, password, **{
+        "linger.ms": 5, "throttle_cb": lambda event: throttles.append(event.throttle_time),
+        "message.timeout.ms": 60_000}))  # fmt: skip
     outcomes: list[KafkaError | None] = []
     for _ in range(rounds):
         for _ in range(64):

@@ -103,10 +103,11 @@ def upstream_of(**topics: uuid.UUID) -> tuple[Upstream, MemoryUpstream, NodeDire
     return cluster, MemoryUpstream(cluster), NodeDirectory([UPSTREAM], PROXY_HOST)
 
 
-def fetch(version: int, *ids: uuid.UUID) -> Any:
+def fetch(version: int, *ids: uuid.UUID, partitions: int = 1) -> Any:
     schema = request_schema(ApiKey.FETCH, version)
     topic_cls, partition_cls = nested(schema, "FetchTopic"), nested(schema, "FetchPartition")
-    topics = tuple(entity(topic_cls, topic_id=i, partitions=(entity(partition_cls, partition=0),)) for i in ids)
+    each = tuple(entity(partition_cls, partition=p) for p in range(partitions))
+    topics = tuple(entity(topic_cls, topic_id=i, partitions=each) for i in ids)
     return entity(schema, max_bytes=1 << 20, session_id=0, session_epoch=-1, topics=topics)
 
 

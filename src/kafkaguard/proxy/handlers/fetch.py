@@ -178,8 +178,8 @@ async def _noted_tail(scope: ProxyScope, decided: _Decided, refused: list[tuple[
     """A passthrough answer's tail, once its walk has collected the partitions the broker refused (``refused``: by
     topic id's bytes): those noted, the tail as ``_proxied_tail`` makes it (v16+) or unchanged."""
     if refused:
-        names = {topic_id.bytes: name for topic_id, name in decided.names.items()}
-        noted(scope, decided.outcome, TOPIC, ((names.get(topic_id), code) for topic_id, code in refused))
+        names = decided.names
+        noted(scope, decided.outcome, TOPIC, ((names.get(UUID(bytes=topic_id)), code) for topic_id, code in refused))
     return await _proxied_tail(scope, tail) if scope.api_version >= _ENDPOINTS_FROM else tail
 
 
